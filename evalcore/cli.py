@@ -1,0 +1,160 @@
+"""`python -m evalcore ...`: everything the dashboard shows, computable headless."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import pandas as pd
+
+from evalcore import __version__, queries
+from evalcore.errors import ImportRefused, StoreError
+from evalcore.store import connect, resolve_db_path
+
+FORMATS = ("table", "json", "csv")
+
+
+def _db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", help="store file (default: $EVALCORE_DB, else ~/.local/share/evalcore/evalcore.duckdb)")
+
+
+def _format(p: argparse.ArgumentParser, default: str = "table") -> None:
+    p.add_argument("--format", choices=FORMATS, default=default)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m evalcore", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"evalcore {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="build the store from the embedded default data (data/)")
+    _db(p)
+
+    imp = sub.add_parser("import", help="import a file; a bad file is refused whole")
+    kinds = imp.add_subparsers(dest="kind", required=True)
+    p = kinds.add_parser("items", help="JSONL: item_id, dataset, track, context, references, ...")
+    p.add_argument("file")
+    _db(p)
+    p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model]")
+    p.add_argument("file")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track", required=True)
+    p.add_argument("--model", help="model name for every row (else a 'model' column)")
+    p = kinds.add_parser("ratings", help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score")
+    p.add_argument("file")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track", required=True)
+    p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
+    p = kinds.add_parser("msde", help="the MSDE release folder (github IRIP-LLM/MSDE)")
+    p.add_argument("dir")
+    _db(p)
+    p = kinds.add_parser("published", help="a paper's system-level tables in long CSV form")
+    p.add_argument("dir")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
+
+    p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
+    _db(p)
+    p.add_argument("--dataset")
+    _format(p)
+    p = sub.add_parser("models", help="models and where they have data")
+    _db(p)
+    p.add_argument("--dataset")
+    _format(p)
+    p = sub.add_parser("delete-model", help="remove a model's responses, ratings and scores (one transaction)")
+    p.add_argument("model")
+    _db(p)
+    p.add_argument("--dataset", help="only in this dataset")
+    p.add_argument("--yes", action="store_true", help="really delete (without it, only show what would go)")
+    return parser
+
+
+def emit(frame: pd.DataFrame, fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=2))
+    elif fmt == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+    else:
+        print(frame.to_string(index=False) if not frame.empty else "(nothing)")
+
+
+def _scales(items: list[str]) -> dict[str, tuple[float, float]]:
+    from evalcore.ingest.ratings import parse_scale
+
+    out = {}
+    for text in items:
+        name, lo, hi = parse_scale(text)
+        out[name] = (lo, hi)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    con = connect(args.db)
+    try:
+        if args.command == "init":
+            from evalcore.defaults import init_store
+
+            start = time.perf_counter()
+            reports = init_store(con)
+            for r in reports:
+                print(r.render())
+            if not reports:
+                print("the embedded default datasets are already in the store")
+            print(f"store: {resolve_db_path(args.db)} ({time.perf_counter() - start:.1f} s)")
+        elif args.command == "import":
+            start = time.perf_counter()
+            report = _import(con, args)
+            print(report.render())
+            print(f"took {time.perf_counter() - start:.1f} s")
+        elif args.command == "summary":
+            emit(queries.summary(con, args.dataset), args.format)
+        elif args.command == "models":
+            emit(queries.models(con, args.dataset), args.format)
+        elif args.command == "delete-model":
+            footprint = queries.model_footprint(con, args.model, args.dataset)
+            where = f" in {args.dataset}" if args.dataset else ""
+            if not any(footprint.values()):
+                print(f"model {args.model!r} has nothing{where}", file=sys.stderr)
+                return 1
+            listing = ", ".join(f"{n} {t}" for t, n in footprint.items())
+            if not args.yes:
+                print(f"would delete {listing} of model {args.model!r}{where}; add --yes to do it")
+                return 1
+            queries.delete_model(con, args.model, args.dataset)
+            print(f"deleted {listing} of model {args.model!r}{where}")
+    finally:
+        con.close()
+    return 0
+
+
+def _import(con, args):
+    if args.kind == "items":
+        from evalcore.ingest.items import import_items
+        return import_items(con, args.file)
+    if args.kind == "responses":
+        from evalcore.ingest.responses import import_responses
+        return import_responses(con, args.file, dataset=args.dataset, track=args.track, model=args.model)
+    if args.kind == "ratings":
+        from evalcore.ingest.ratings import import_ratings
+        return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=_scales(args.scale))
+    if args.kind == "msde":
+        from evalcore.ingest.msde import import_msde
+        return import_msde(con, args.dir)
+    from evalcore.ingest.published import import_published
+    return import_published(con, args.dir, dataset=args.dataset, scales=_scales(args.scale))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except ImportRefused as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    except (StoreError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,94 @@
+"""Rows collected by an importer and written in one transaction."""
+from __future__ import annotations
+
+import getpass
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import duckdb
+import pandas as pd
+
+from evalcore.store import insert_frame, transaction
+
+# Written in this order; these four are shared reference rows, inserted only when new.
+ORDER = (
+    "datasets", "tracks", "models", "dimensions", "dialogues", "turns", "items",
+    "item_references", "responses", "human_ratings", "system_scores", "published_correlations",
+)
+SHARED = {"datasets", "tracks", "models", "dimensions"}
+
+SKILLS = ("chitchat", "knowledge", "recommendation", "persona")
+
+
+@dataclass
+class ImportReport:
+    """What an import wrote, for the CLI and the upload page."""
+
+    file: str
+    counts: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        written = ", ".join(f"{n} {t}" for t, n in self.counts.items() if n) or "nothing new"
+        lines = [f"imported {self.file}: {written}"]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+class Batch:
+    def __init__(self) -> None:
+        self.rows: dict[str, list[dict]] = defaultdict(list)
+
+    def add(self, table: str, **row) -> None:
+        if table not in ORDER:
+            raise ValueError(f"unknown table {table!r}; known: {', '.join(ORDER)}")
+        self.rows[table].append(row)
+
+    def dataset(self, dataset: str, **meta) -> None:
+        self.add("datasets", dataset=dataset, **meta)
+
+    def track(self, dataset: str, track: str, *, corpus: str | None = None, skill: str | None = None) -> None:
+        competition, parsed_skill = split_track(track)
+        self.add("tracks", dataset=dataset, track=track, competition=competition,
+                 skill=skill or parsed_skill, corpus=corpus)
+
+    def model(self, model: str, description: str | None = None) -> None:
+        self.add("models", model=model, description=description,
+                 added_at=datetime.now().replace(microsecond=0), added_by=_user())
+
+    def write(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with transaction(con):
+            for table in ORDER:
+                rows = self.rows.get(table)
+                if not rows:
+                    continue
+                frame = pd.DataFrame(rows, dtype=object)
+                if table in SHARED:
+                    before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+                    con.register("_evalcore_frame", frame)
+                    try:
+                        con.execute(f"INSERT OR IGNORE INTO {table} BY NAME SELECT * FROM _evalcore_frame")
+                    finally:
+                        con.unregister("_evalcore_frame")
+                    counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
+                else:
+                    counts[table] = insert_frame(con, table, frame)
+        return counts
+
+
+def split_track(track: str) -> tuple[str | None, str | None]:
+    """'lic2021/persona' -> ('lic2021', 'persona'); the skill only when it is a known one."""
+    if "/" in track:
+        competition, rest = track.split("/", 1)
+        skill = rest.split("/")[0]
+        return competition, skill if skill in SKILLS else None
+    return None, track if track in SKILLS else None
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        return "unknown"

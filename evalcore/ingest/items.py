@@ -1,0 +1,75 @@
+"""`import items`: JSONL, one item per line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+
+from evalcore.errors import short
+from evalcore.ingest import lookup
+from evalcore.ingest.batch import SKILLS, Batch, ImportReport
+from evalcore.ingest.readers import Checker, read_table
+
+GROUNDING_KEYS = ("knowledge", "persona", "goal")
+FIELDS = ("item_id", "dataset", "track", "dialogue_id", "context", "references", "grounding", "skill")
+
+
+def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportReport:
+    table = read_table(path, kinds=("jsonl",))
+    check = Checker(table.file)
+    batch = Batch()
+    seen: dict[tuple[str, str], str] = {}
+    known: dict[str, dict[str, str]] = {}
+    for rec, where in zip(table.records, table.places):
+        unknown = [k for k in rec if k not in FIELDS]
+        if unknown:
+            check.add(where, unknown[0], "one of the fields " + ", ".join(FIELDS), "an unknown field")
+        item_id = check.text(rec, where, "item_id")
+        dataset = check.text(rec, where, "dataset")
+        track = check.text(rec, where, "track")
+        context = check.string_list(rec, where, "context")
+        references = check.string_list(rec, where, "references")
+        dialogue_id = check.text(rec, where, "dialogue_id", required=False)
+        grounding = _grounding(check, rec, where)
+        skill = rec.get("skill")
+        if skill is not None and skill not in SKILLS:
+            check.add(where, "skill", "one of " + ", ".join(SKILLS), short(skill))
+        if None in (item_id, dataset, track, context, references):
+            continue
+        key = (dataset, item_id)
+        if key in seen:
+            check.add(where, "item_id", "each item_id once per dataset", f"{item_id!r} again (first at {seen[key]})")
+            continue
+        seen[key] = where
+        if dataset not in known:
+            known[dataset] = lookup.item_tracks(con, dataset)
+        if item_id in known[dataset]:
+            check.add(where, "item_id", f"an item_id not yet in dataset {dataset!r}", f"{item_id!r}, already stored")
+            continue
+        batch.dataset(dataset)
+        batch.track(dataset, track, skill=skill)
+        batch.add("items", dataset=dataset, item_id=item_id, track=track, dialogue_id=dialogue_id,
+                  context=json.dumps(context, ensure_ascii=False),
+                  grounding=json.dumps(grounding, ensure_ascii=False) if grounding else None,
+                  skill=skill, origin=f"{Path(table.file).name} {where}")
+        for i, ref in enumerate(references):
+            batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
+    check.refuse_if_any()
+    report = ImportReport(table.file, batch.write(con))
+    report.notes.append(f"read as {table.encoding}")
+    return report
+
+
+def _grounding(check: Checker, rec: dict, where: str) -> dict | None:
+    value = rec.get("grounding")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        check.add(where, "grounding", "an object with keys " + ", ".join(GROUNDING_KEYS), type(value).__name__)
+        return None
+    bad = [k for k in value if k not in GROUNDING_KEYS]
+    if bad:
+        check.add(where, f"grounding.{bad[0]}", "one of the keys " + ", ".join(GROUNDING_KEYS), "an unknown key")
+        return None
+    return value

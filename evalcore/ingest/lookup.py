@@ -1,0 +1,56 @@
+"""What an importer needs to know about the store before it writes (parameterised reads)."""
+from __future__ import annotations
+
+import duckdb
+
+
+def tracks_of(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    rows = con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()
+    return [r[0] for r in rows]
+
+
+def item_tracks(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, str]:
+    """item_id -> track for every item of a dataset."""
+    rows = con.execute("SELECT item_id, track FROM items WHERE dataset = ?", [dataset]).fetchall()
+    return dict(rows)
+
+
+def dialogue_ids(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> set[str]:
+    rows = con.execute(
+        "SELECT dialogue_id FROM dialogues WHERE dataset = ? AND track = ? "
+        "UNION SELECT dialogue_id FROM items WHERE dataset = ? AND track = ? AND dialogue_id IS NOT NULL",
+        [dataset, track, dataset, track],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def response_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> set[tuple[str, str]]:
+    rows = con.execute(
+        "SELECT r.item_id, r.model FROM responses r JOIN items i USING (dataset, item_id) "
+        "WHERE r.dataset = ? AND i.track = ?",
+        [dataset, track],
+    ).fetchall()
+    return set(rows)
+
+
+def rating_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> set[tuple]:
+    rows = con.execute(
+        "SELECT target, coalesce(item_id, dialogue_id, ''), model, annotator, dimension "
+        "FROM human_ratings WHERE dataset = ? AND track = ?",
+        [dataset, track],
+    ).fetchall()
+    return set(rows)
+
+
+def scales(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, tuple[float | None, float | None]]:
+    rows = con.execute(
+        "SELECT dimension, scale_min, scale_max FROM dimensions WHERE dataset = ?", [dataset]
+    ).fetchall()
+    return {d: (lo, hi) for d, lo, hi in rows}
+
+
+def system_score_keys(con: duckdb.DuckDBPyConnection, dataset: str) -> set[tuple[str, str, str, str]]:
+    rows = con.execute(
+        "SELECT track, model, name, origin FROM system_scores WHERE dataset = ?", [dataset]
+    ).fetchall()
+    return set(rows)

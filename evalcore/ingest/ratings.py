@@ -1,0 +1,112 @@
+"""`import ratings`: long format, one score per (target, model, annotator, dimension)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from evalcore.errors import ImportRefused, Problem
+from evalcore.ingest import lookup
+from evalcore.ingest.batch import Batch, ImportReport
+from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.responses import require_track
+
+
+def parse_scale(text: str) -> tuple[str, float, float]:
+    """'Info=0:2' -> ('Info', 0.0, 2.0)."""
+    try:
+        name, bounds = text.split("=", 1)
+        lo, hi = (float(x) for x in bounds.split(":", 1))
+    except ValueError:
+        raise ValueError(f"--scale expects DIM=MIN:MAX (for example Info=0:2), got {text!r}") from None
+    if not name.strip() or lo >= hi:
+        raise ValueError(f"--scale expects a dimension name and MIN < MAX, got {text!r}")
+    return name.strip(), lo, hi
+
+
+def resolve_scales(con, dataset: str, given: dict[str, tuple[float, float]], file: str) -> tuple[dict, list[str]]:
+    """Stored scales plus new ones; a given scale may not contradict a stored one."""
+    stored = lookup.scales(con, dataset)
+    problems = []
+    for dim, (lo, hi) in given.items():
+        if dim in stored and stored[dim] != (None, None) and stored[dim] != (lo, hi):
+            problems.append(Problem(file, "", "--scale", f"the stored scale of {dim!r} ({stored[dim][0]:g}:{stored[dim][1]:g})",
+                                    f"{lo:g}:{hi:g}"))
+    if problems:
+        raise ImportRefused(problems)
+    new = [d for d in given if d not in stored]
+    return {**stored, **given}, new
+
+
+def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
+                   scales: dict[str, tuple[float, float]] | None = None) -> ImportReport:
+    table = read_table(path)
+    require_track(con, table.file, dataset, track)
+    check = Checker(table.file)
+    check.require_columns(table.columns, ["model", "annotator", "dimension", "score"])
+    if "item_id" not in table.columns and "dialogue_id" not in table.columns:
+        check.add("header (row 1)", "item_id", "a column named 'item_id' or 'dialogue_id'", "neither")
+    check.refuse_if_any()
+    known_scales, new_dims = resolve_scales(con, dataset, scales or {}, table.file)
+    items = {i for i, t in lookup.item_tracks(con, dataset).items() if t == track}
+    dialogues = lookup.dialogue_ids(con, dataset, track)
+    responses = lookup.response_keys(con, dataset, track)
+    stored = lookup.rating_keys(con, dataset, track)
+    unscaled: set[str] = set()
+    seen: dict[tuple, str] = {}
+    batch = Batch()
+    for rec, where in zip(table.records, table.places):
+        item_id = check.text(rec, where, "item_id", required=False)
+        dialogue_id = None if item_id else check.text(rec, where, "dialogue_id", required=False)
+        if not item_id and not dialogue_id:
+            check.add(where, "item_id", "an item_id or a dialogue_id", "neither")
+        model = check.text(rec, where, "model")
+        annotator = check.text(rec, where, "annotator")
+        dimension = check.text(rec, where, "dimension")
+        score = check.number(rec, where, "score")
+        if None in (model, annotator, dimension, score) or not (item_id or dialogue_id):
+            continue
+        if dimension not in known_scales or known_scales[dimension] == (None, None):
+            if dimension not in unscaled:
+                unscaled.add(dimension)
+                check.add(where, "dimension", f"a dimension with a known scale (give --scale {dimension}=MIN:MAX)",
+                          f"{dimension!r} with no scale")
+            continue
+        lo, hi = known_scales[dimension]
+        if not lo <= score <= hi:
+            check.add(where, "score", f"a score on the {dimension} scale {lo:g}..{hi:g}", f"{score:g}")
+            continue
+        if item_id:
+            target, target_id = "response", item_id
+            if item_id not in items:
+                check.add(where, "item_id", f"an item of track {track!r}", f"{item_id!r}, unknown")
+                continue
+            if (item_id, model) not in responses:
+                check.add(where, "model", f"a model with a stored response to item {item_id!r}", f"{model!r}")
+                continue
+        else:
+            target, target_id = "dialogue", dialogue_id
+            if dialogue_id not in dialogues:
+                check.add(where, "dialogue_id", f"a dialogue of track {track!r}", f"{dialogue_id!r}, unknown")
+                continue
+        key = (target, target_id, model, annotator, dimension)
+        if key in seen:
+            check.add(where, "score", f"one score per {target}, model, annotator and dimension",
+                      f"a second one (first at {seen[key]})")
+            continue
+        seen[key] = where
+        if key in stored:
+            check.add(where, "score", "a rating not yet in the store", "one already stored for this target, model, annotator and dimension")
+            continue
+        batch.add("human_ratings", dataset=dataset, track=track, target=target,
+                  item_id=item_id if target == "response" else None,
+                  dialogue_id=dialogue_id if target == "dialogue" else None,
+                  model=model, annotator=annotator, dimension=dimension, score=score,
+                  origin=f"{Path(table.file).name} {where}")
+    check.refuse_if_any()
+    for dim in new_dims:
+        lo, hi = known_scales[dim]
+        batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
+    report = ImportReport(table.file, batch.write(con))
+    report.notes.append(f"read as {table.encoding}")
+    return report

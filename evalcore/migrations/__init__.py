@@ -1,0 +1,34 @@
+"""Ordered schema migrations. Each module `mNNN_*.py` has VERSION and SQL.
+
+A migration runs inside one transaction together with its version row, so a
+store is always at exactly one version.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def all_migrations() -> list[Migration]:
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("m"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        found.append(Migration(module.VERSION, info.name, module.SQL))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"migration versions must be 1..n without gaps, found {versions}")
+    return found
+
+
+LATEST = len(all_migrations())

@@ -1,0 +1,80 @@
+"""Read-side queries shared by the CLI and the dashboard. They return DataFrames."""
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from evalcore.store import transaction
+
+SUMMARY_SQL = """
+WITH t AS (SELECT dataset, track FROM tracks WHERE ? IS NULL OR dataset = ?),
+it AS (SELECT dataset, track, count(*) AS n FROM items GROUP BY ALL),
+rf AS (SELECT i.dataset, i.track, count(*) AS n FROM item_references r JOIN items i USING (dataset, item_id) GROUP BY ALL),
+rs AS (SELECT i.dataset, i.track, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id) GROUP BY ALL),
+hr AS (SELECT dataset, track, count(*) AS n FROM human_ratings GROUP BY ALL),
+ss AS (SELECT dataset, track, count(*) AS n FROM system_scores GROUP BY ALL),
+md AS (
+    SELECT dataset, track, count(DISTINCT model) AS n FROM (
+        SELECT i.dataset, i.track, r.model FROM responses r JOIN items i USING (dataset, item_id)
+        UNION ALL SELECT dataset, track, model FROM system_scores
+        UNION ALL SELECT dataset, track, model FROM human_ratings
+    ) GROUP BY ALL
+)
+SELECT t.dataset, t.track,
+       coalesce(it.n, 0) AS items, coalesce(rf.n, 0) AS "references", coalesce(md.n, 0) AS models,
+       coalesce(rs.n, 0) AS responses, coalesce(hr.n, 0) AS human_ratings, coalesce(ss.n, 0) AS system_scores
+FROM t
+LEFT JOIN it USING (dataset, track) LEFT JOIN rf USING (dataset, track) LEFT JOIN rs USING (dataset, track)
+LEFT JOIN hr USING (dataset, track) LEFT JOIN ss USING (dataset, track) LEFT JOIN md USING (dataset, track)
+ORDER BY t.dataset, t.track
+"""
+
+
+def summary(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
+    """One row per track: items, references, models, responses, human ratings, system scores."""
+    frame = con.execute(SUMMARY_SQL, [dataset, dataset]).df()
+    counts = ["items", "references", "models", "responses", "human_ratings", "system_scores"]
+    return frame.astype({c: "int64" for c in counts})
+
+
+def datasets(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return con.execute(
+        "SELECT dataset, language, licence, source, description FROM datasets ORDER BY dataset").df()
+
+
+def models(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
+    """Every model with where it has responses or scores."""
+    return con.execute("""
+        WITH uses AS (
+            SELECT r.dataset, i.track, r.model, 1 AS responses FROM responses r JOIN items i USING (dataset, item_id)
+            UNION ALL SELECT dataset, track, model, 0 FROM system_scores
+            UNION ALL SELECT dataset, track, model, 0 FROM human_ratings
+        )
+        SELECT m.model, m.description, m.added_at, m.added_by,
+               string_agg(DISTINCT u.dataset || ':' || u.track, ', ' ORDER BY u.dataset || ':' || u.track) AS tracks,
+               coalesce(sum(u.responses), 0)::BIGINT AS responses
+        FROM models m JOIN uses u USING (model)
+        WHERE ? IS NULL OR u.dataset = ?
+        GROUP BY ALL ORDER BY m.model
+    """, [dataset, dataset]).df()
+
+
+MODEL_TABLES = ("responses", "human_ratings", "system_scores")
+
+
+def model_footprint(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> dict[str, int]:
+    return {t: con.execute(f"SELECT count(*) FROM {t} WHERE model = ? AND (? IS NULL OR dataset = ?)",
+                           [model, dataset, dataset]).fetchall()[0][0] for t in MODEL_TABLES}
+
+
+def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> dict[str, int]:
+    """Remove a model's responses, ratings and system scores (in one dataset or all) in one transaction."""
+    counts = model_footprint(con, model, dataset)
+    with transaction(con):
+        for table in MODEL_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE model = ? AND (? IS NULL OR dataset = ?)", [model, dataset, dataset])
+        still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]
+                         for t in MODEL_TABLES)
+        if not still_used:
+            con.execute("DELETE FROM models WHERE model = ?", [model])
+    return counts

@@ -1,0 +1,132 @@
+"""The DuckDB store: where it lives, its schema version, and transactions."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pandas as pd
+
+from evalcore import __version__
+from evalcore.errors import StoreError
+from evalcore.migrations import LATEST, all_migrations
+
+ENV_VAR = "EVALCORE_DB"
+
+
+def default_db_path() -> Path:
+    """The store used when neither --db nor EVALCORE_DB is given."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "evalcore" / "evalcore.duckdb"
+
+
+def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--db, else $EVALCORE_DB, else the default under the user's data directory."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    return default_db_path()
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchall()[0][0]
+    if not exists:
+        return 0
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
+    return int(row[0] or 0)
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
+    """Bring the store up to LATEST; refuse one written by a newer evalcore."""
+    current = schema_version(con)
+    if current > LATEST:
+        raise StoreError(
+            f"{path} has schema version {current}, written by a newer evalcore; this evalcore "
+            f"({__version__}) knows versions up to {LATEST}. Upgrade evalcore "
+            f"(pip install -r requirements.txt in a newer checkout) or use another --db."
+        )
+    if current == 0:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, evalcore VARCHAR)"
+        )
+    for m in all_migrations():
+        if m.version <= current:
+            continue
+        with transaction(con):
+            con.execute(m.sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, current_timestamp, ?)",
+                [m.version, m.name, __version__],
+            )
+    return LATEST
+
+
+def connect(path: str | os.PathLike | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) and migrate the store at `path` (see resolve_db_path)."""
+    db = resolve_db_path(path)
+    if read_only:
+        if not db.exists():
+            raise StoreError(f"no store at {db}; run `python -m evalcore init --db {db}` first")
+        con = duckdb.connect(str(db), read_only=True)
+        version = schema_version(con)
+        if version != LATEST:
+            con.close()
+            raise StoreError(
+                f"{db} has schema version {version}, this evalcore expects {LATEST}; "
+                "open it once read-write to migrate" if version < LATEST else
+                f"{db} has schema version {version}, newer than this evalcore ({LATEST}); upgrade evalcore"
+            )
+        return con
+    db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(db))
+    except duckdb.IOException as exc:
+        raise StoreError(f"cannot open {db}: {exc}") from exc
+    try:
+        migrate(con, str(db))
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All or nothing: commit on success, roll back on any exception."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
+    """Bulk insert a DataFrame by column name. `table` is always a literal from our code."""
+    if frame.empty:
+        return 0
+    con.register("_evalcore_frame", frame)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _evalcore_frame")
+    finally:
+        con.unregister("_evalcore_frame")
+    return len(frame)
+
+
+def is_empty(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute("SELECT count(*) FROM datasets").fetchall()[0][0] == 0
+
+
+DATA_TABLES = (
+    "datasets", "tracks", "dialogues", "turns", "items", "item_references", "models",
+    "responses", "dimensions", "human_ratings", "metric_signatures", "metric_scores",
+    "system_scores", "published_correlations",
+)

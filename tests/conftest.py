@@ -1,0 +1,63 @@
+"""Shared fixtures: fresh stores, a small toy dataset, and a fingerprint of a whole store."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalcore.store import DATA_TABLES, connect
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def shared(*parts: str) -> Path:
+    """A path in ../shared/data, skipping the test when that folder is absent (a plain clone)."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent: real-data tests need ../shared/data beside the project")
+    return path
+
+
+def fingerprint(con) -> dict[str, list[tuple]]:
+    """Every row of every table, sorted: equal fingerprints mean an identical store."""
+    out = {}
+    for table in DATA_TABLES:
+        rows = con.execute(f"SELECT * FROM {table}").fetchall()
+        out[table] = sorted(rows, key=repr)
+    return out
+
+
+@pytest.fixture
+def con(tmp_path):
+    c = connect(tmp_path / "store.duckdb")
+    yield c
+    c.close()
+
+
+TOY_ITEMS = [
+    {"item_id": "t1", "dataset": "toy", "track": "toy/chitchat", "dialogue_id": "d1",
+     "context": ["你好", "你好呀"], "references": ["今天天气不错"], "skill": "chitchat"},
+    {"item_id": "t2", "dataset": "toy", "track": "toy/chitchat", "dialogue_id": "d1",
+     "context": ["你好"], "references": [], "grounding": {"persona": ["我喜欢猫"]}},
+    {"item_id": "k1", "dataset": "toy", "track": "toy/knowledge", "context": ["看过《我是山姆》吗？"],
+     "references": ["看过", "没看过"], "grounding": {"knowledge": [["我是山姆", "导演", "杰茜·尼尔森"]]}},
+]
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def toy(con, tmp_path):
+    """A store with three toy items and two models' responses."""
+    from evalcore.ingest.items import import_items
+    from evalcore.ingest.responses import import_responses
+
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", TOY_ITEMS))
+    (tmp_path / "resp.csv").write_text("item_id,model,response\nt1,m1,天气很好\nt2,m1,你好\nt1,m2,嗯\n", encoding="utf-8")
+    import_responses(con, tmp_path / "resp.csv", dataset="toy", track="toy/chitchat")
+    return con
