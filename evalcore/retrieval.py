@@ -70,16 +70,23 @@ class Retriever:
         for g in set(self.groups):
             self._by_group[g] = np.flatnonzero(self.groups == g)
 
-    def best(self, queries: Sequence[str], ranker: str, exclude_groups: Sequence[str] | None = None,
-             chunk: int = 512) -> list[int]:
-        """Index of the best candidate per query; ties go to the earliest candidate."""
+    def _query(self, queries: Sequence[str], ranker: str):
         if ranker not in RANKERS:
             raise ValueError(f"unknown ranker {ranker!r}; known: {', '.join(RANKERS)}")
         q = _counts([self.tokenize(t) for t in queries], self.vocab, grow=False)
         if ranker == "tfidf":
-            q, weights = _l2(q @ sparse.diags(self.tfidf_idf)), self.tfidf
-        else:
-            weights = self.bm25
+            return _l2(q @ sparse.diags(self.tfidf_idf)), self.tfidf
+        return q, self.bm25
+
+    def scores(self, queries: Sequence[str], ranker: str) -> np.ndarray:
+        """Dense query x candidate scores (for small inputs and tests)."""
+        q, weights = self._query(queries, ranker)
+        return (q @ weights).toarray()
+
+    def best(self, queries: Sequence[str], ranker: str, exclude_groups: Sequence[str] | None = None,
+             chunk: int = 512) -> list[int]:
+        """Index of the best candidate per query; ties go to the earliest candidate."""
+        q, weights = self._query(queries, ranker)
         out: list[int] = []
         for start in range(0, q.shape[0], chunk):
             scores = (q[start:start + chunk] @ weights).toarray()

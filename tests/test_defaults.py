@@ -1,0 +1,71 @@
+"""The embedded default: msde-paper and demo-zh, checked against the source files themselves."""
+import csv
+import json
+
+import pytest
+
+from evalcore import queries
+from evalcore.defaults import DATA_DIR, init_store
+from evalcore.store import connect
+
+
+@pytest.fixture(scope="module")
+def default_store(tmp_path_factory):
+    con = connect(tmp_path_factory.mktemp("default") / "s.duckdb")
+    init_store(con)
+    yield con
+    con.close()
+
+
+def _csv(name):
+    with open(DATA_DIR / "msde-paper" / name, encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_msde_paper_tables_land_whole(default_store):
+    s = queries.summary(default_store, "msde-paper")
+    auto, human, corr = _csv("automatic_system_scores.csv"), _csv("human_system_scores.csv"), _csv("published_correlations.csv")
+    assert s["system_scores"].sum() == len(auto) == 1344
+    assert s["human_ratings"].sum() == len(human) == 266
+    assert default_store.execute("SELECT count(*) FROM published_correlations").fetchall()[0][0] == len(corr) == 608
+    assert set(s["models"]) == {14}
+    value = default_store.execute(
+        "SELECT value FROM system_scores WHERE dataset = 'msde-paper' AND track = 'lic2021/persona' "
+        "AND model = 'Qwen-7B-chat' AND name = 'F1'").fetchall()
+    assert value == [(0.20,)]
+
+
+def test_demo_items_are_every_later_turn_of_test_dialogues(default_store):
+    kd = [json.loads((DATA_DIR / "demo-zh" / "kdconv" / d / "test.json").read_text("utf-8")) for d in ("film", "music", "travel")]
+    kd_items = sum(len(d["messages"]) - 1 for domain in kd for d in domain)
+    lccc = json.loads((DATA_DIR / "demo-zh" / "lccc" / "toy_data.json").read_text("utf-8"))
+    lccc_items = sum(len(d) - 1 for d in lccc["test"])
+    s = queries.summary(default_store, "demo-zh").set_index("track")
+    assert s.loc["kdconv/knowledge", "items"] == kd_items
+    assert s.loc["lccc/chitchat", "items"] == lccc_items
+    for track in ("kdconv/knowledge", "lccc/chitchat"):
+        assert s.loc[track, "responses"] == 2 * s.loc[track, "items"]
+        assert s.loc[track, "references"] == s.loc[track, "items"]
+        assert s.loc[track, "models"] == 2
+    splits = dict(default_store.execute(
+        "SELECT split, count(*) FROM dialogues WHERE track = 'lccc/chitchat' GROUP BY 1").fetchall())
+    assert splits == {"train": len(lccc["train"]), "valid": len(lccc["valid"]), "test": len(lccc["test"])}
+
+
+def test_retrieved_responses_come_from_the_right_pool(default_store):
+    rows = default_store.execute("""
+        SELECT i.track, i.dialogue_id, r.origin, r.text FROM responses r JOIN items i USING (dataset, item_id)
+        WHERE r.dataset = 'demo-zh'""").fetchall()
+    turns = {}
+    for dialogue_id, text in default_store.execute("SELECT dialogue_id, text FROM turns WHERE dataset = 'demo-zh'").fetchall():
+        turns.setdefault(dialogue_id, set()).add(text)
+    for track, dialogue, origin, text in rows:
+        source = origin.rsplit(" ", 1)[1]
+        assert source != dialogue  # never the item's own dialogue
+        if track == "lccc/chitchat":
+            assert source.startswith("lccc-train-")
+        assert text in turns[source]
+
+
+def test_init_twice_adds_nothing(default_store):
+    assert init_store(default_store) == []

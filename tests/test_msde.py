@@ -1,0 +1,115 @@
+"""The MSDE release from ../shared/data/msde: every workbook imports, counted independently here."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from conftest import fingerprint, shared
+from evalcore import queries
+from evalcore.errors import ImportRefused
+from evalcore.ingest.msde import import_msde
+from evalcore.store import connect
+
+TRACKS = {"Lic 2021_CPC": "lic2021/persona", "Lic 2021_DuConv": "lic2021/knowledge",
+          "Lic 2021_DuRecDial": "lic2021/recommendation", "CCF LUGE_LCCC": "luge/chitchat",
+          "CCF LUGE_DuConv": "luge/knowledge", "CCF LUGE_DuRecDial": "luge/recommendation"}
+
+
+def expected_counts(root: Path) -> dict[str, dict[str, int]]:
+    """Per track, straight from the sheets: generation rows, non-empty human score cells, files."""
+    out = {}
+    for folder, track in TRACKS.items():
+        responses = ratings = files = 0
+        for path in sorted((root / "data" / folder).glob("*.xlsx")):
+            files += 1
+            wb = openpyxl.load_workbook(path, read_only=True)
+            for ws in wb.worksheets:
+                rows = list(ws.iter_rows(values_only=True))
+                if str(rows[0][0]).lower() != "history":
+                    continue
+                if len(rows[0]) == 2:
+                    responses += len(rows) - 1
+                else:
+                    ratings += sum(v is not None for row in rows[1:-1] for v in row[2:])
+            wb.close()
+        out[track] = {"responses": responses, "human_ratings": ratings, "models": files}
+    return out
+
+
+@pytest.fixture(scope="module")
+def msde_store(tmp_path_factory):
+    root = shared("msde")
+    con = connect(tmp_path_factory.mktemp("msde") / "s.duckdb")
+    report = import_msde(con, root, progress=False)
+    yield con, report, root
+    con.close()
+
+
+def test_every_workbook_imports_with_sheet_counts(msde_store):
+    con, report, root = msde_store
+    expected = expected_counts(root)
+    assert sum(e["models"] for e in expected.values()) == 21
+    got = queries.summary(con, "msde").set_index("track")
+    for track, counts in expected.items():
+        for column, value in counts.items():
+            assert got.loc[track, column] == value, (track, column)
+    assert got.loc["lic2021/persona", "references"] == 4000  # CPC's JSONL gives the references
+    assert "629 linked" in report.notes[0] and "1 kept as their own" in report.notes[0]
+
+
+def test_published_sheet_values_become_fractions(msde_store):
+    con, _, _ = msde_store
+    rows = dict(con.execute("SELECT model || ':' || name, value FROM system_scores "
+                            "WHERE dataset = 'msde' AND track = 'lic2021/persona' AND origin = 'published'").fetchall())
+    # the release's f1 column is x100 (18.64); the paper prints 0.20 for Qwen's F1
+    assert rows["qianwen:F1"] == pytest.approx(0.1864)
+    assert rows["baichuan:F1"] == pytest.approx(0.0080)
+    assert rows["llama:F1"] == pytest.approx(0.0109)
+    assert rows["qianwen:BLEU1"] == 0.17 and rows["qianwen:DIST2"] == 0.57
+
+
+def test_cpc_items_carry_history_persona_and_reference(msde_store):
+    import json
+
+    con, _, root = msde_store
+    first = json.loads((root / "data" / "Lic 2021_CPC" / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()[0])
+    context, grounding = con.execute(
+        "SELECT context, grounding FROM items WHERE dataset = 'msde' AND item_id = 'lic2021-CPC-00001'").fetchall()[0]
+    assert json.loads(context) == first["history"]
+    assert json.loads(grounding)["persona"] == list(first["profile"].values())
+    ref = con.execute("SELECT text FROM item_references WHERE item_id = 'lic2021-CPC-00001'").fetchall()
+    assert ref == [(first["response"],)]
+
+
+def test_lccc_unnamed_columns_are_info_and_coh(msde_store):
+    con, _, _ = msde_store
+    dims = {d for (d,) in con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE track = 'luge/chitchat'").fetchall()}
+    assert dims == {"Info", "Coh"}
+
+
+def test_reimport_is_refused(msde_store):
+    con, _, root = msde_store
+    with pytest.raises(ImportRefused, match="already imported"):
+        import_msde(con, root, progress=False)
+
+
+def test_bad_score_refuses_the_whole_release(tmp_path):
+    root = shared("msde")
+    copy = tmp_path / "msde" / "data"
+    shutil.copytree(root / "data" / "CCF LUGE_LCCC", copy / "CCF LUGE_LCCC")
+    shutil.copytree(root / "data" / "Lic 2021_CPC", copy / "Lic 2021_CPC")
+    bad = copy / "CCF LUGE_LCCC" / "qianwen.xlsx"
+    wb = openpyxl.load_workbook(bad)
+    wb.worksheets[1]["C5"] = 7
+    wb.save(bad)
+    con = connect(tmp_path / "s.duckdb")
+    before = fingerprint(con)
+    with pytest.raises(ImportRefused) as err:
+        import_msde(con, tmp_path / "msde", progress=False)
+    message = str(err.value)
+    assert "qianwen.xlsx" in message and "row 5" in message and "field 'Info'" in message
+    assert "expected a score from 0 to 2 or an empty cell, got 7" in message
+    assert fingerprint(con) == before
