@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             from evalcore.defaults import init_store
 
             start = time.perf_counter()
-            reports = init_store(con)
+            reports = init_store(con, progress=True)
             for r in reports:
                 print(r.render())
             if not reports:

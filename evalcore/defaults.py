@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+from tqdm import tqdm
 
 from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.demo import build_demo
@@ -14,18 +15,21 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
 
 
-def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR) -> list[ImportReport]:
+def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, progress: bool = False) -> list[ImportReport]:
     """Import msde-paper and build demo-zh, each in its own transaction; skip those present."""
     present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
-    reports = []
-    if "msde-paper" not in present:
-        reports.append(import_published(con, data_dir / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES, meta={
+    steps = {
+        "msde-paper": lambda: import_published(con, data_dir / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES, meta={
             "language": "zh", "licence": "facts from a paper",
             "source": "MSDE paper (CAAI Trans. Intell. Syst. 2025, 20(5)), Tables 4-13",
             "description": "Published system-level metric and human scores of 14 systems and their correlations",
-        }))
-    if "demo-zh" not in present:
-        reports.append(build_demo(con, data_dir / "demo-zh"))
+        }),
+        "demo-zh": lambda: build_demo(con, data_dir / "demo-zh"),
+    }
+    todo = [name for name in steps if name not in present]
+    reports = []
+    for name in tqdm(todo, desc="building the default store", unit="dataset", disable=not progress or not todo):
+        reports.append(steps[name]())
     return reports
 
 
