@@ -57,6 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
 
+    p = sub.add_parser("score", help="compute metrics for stored responses (only what is missing)")
+    _db(p)
+    p.add_argument("--dataset")
+    p.add_argument("--track")
+    p.add_argument("--metrics", default="lexical", help="comma-separated names, or 'lexical' (default)")
+    p.add_argument("--flavor", default="default", help="default, or msde to reproduce the MSDE paper")
+    p.add_argument("--tokenizer", help="override the flavor's tokenizer: char, space, jieba, en")
+    p = sub.add_parser("leaderboard", help="one row per model and origin, a column per metric and human dimension")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track")
+    p.add_argument("--flavor", default="default")
+    p.add_argument("--tokenizer")
+    p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
+    _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     _db(p)
     p.add_argument("--dataset")
@@ -110,6 +125,23 @@ def run(args: argparse.Namespace) -> int:
             report = _import(con, args)
             print(report.render())
             print(f"took {time.perf_counter() - start:.1f} s")
+        elif args.command == "score":
+            from evalcore.scoring import score
+
+            start = time.perf_counter()
+            report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
+                           flavor=args.flavor, tokenizer=args.tokenizer)
+            print(report.render())
+            print(f"took {time.perf_counter() - start:.1f} s")
+        elif args.command == "leaderboard":
+            from evalcore import leaderboard as lb
+
+            board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
+            emit(board.round(4) if args.format == "table" else board, args.format)
+            if args.signatures:
+                sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
+                print() if args.format == "table" else None
+                emit(sig, args.format)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":

@@ -293,7 +293,7 @@ def _add_track(batch: Batch, folder: Path, books: list[Workbook], stats: dict, p
                           rated_response=rated_text, origin=f"{folder.name}/{name} human sheet row {excel_row}")
         for metric, value in book.automatic.items():
             batch.add("system_scores", dataset=DATASET, track=track, model=book.model, name=metric, value=value,
-                      origin="published", signature=None, source=f"{folder.name}/{name} automatic sheet")
+                      origin="published", signature="", source=f"{folder.name}/{name} automatic sheet")
 
 
 def _source_rows(folder: Path, n_rows: int, problems: list[Problem]) -> list[dict] | None:

@@ -68,7 +68,7 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
                 batch.track(dataset, track, corpus=rec.get("corpus") or None)
                 batch.model(model, _model_note(rec, dataset))
                 batch.add("system_scores", dataset=dataset, track=track, model=model, name=metric, value=value,
-                          origin="published", signature=None, source=source)
+                          origin="published", signature="", source=source)
             elif name == "human_system_scores.csv":
                 model, dim = check.text(rec, where, "model"), check.text(rec, where, "dimension")
                 if None in (model, dim):

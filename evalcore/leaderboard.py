@@ -1,0 +1,65 @@
+"""Leaderboards: one row per track, model and origin; a column per metric and per human dimension."""
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from evalcore.metrics.registry import get_flavor, pick_tokenizer
+
+# Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
+PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr",
+               "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT"]
+HUMAN_ORDER = ["Info", "Coh", "Know", "Rec"]
+
+
+def _scores(con, dataset: str, track: str | None, flavor: str, tokenizer: str | None) -> pd.DataFrame:
+    fl = get_flavor(flavor)
+    language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+    tok = pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
+    return con.execute("""
+        SELECT track, model, origin, name, value, signature, n FROM system_scores
+        WHERE dataset = ? AND (? IS NULL OR track = ?)
+          AND (origin = 'published' OR (flavor = ? AND tokenizer = ?))
+    """, [dataset, track, track, fl.name, tok]).df()
+
+
+def _humans(con, dataset: str, track: str | None) -> pd.DataFrame:
+    """Mean per dimension: response/dialogue ratings (averaged per target first) go with computed rows,
+    whole-system ratings (a paper's table) with published rows."""
+    return con.execute("""
+        WITH per_target AS (
+            SELECT track, model, dimension, coalesce(item_id, dialogue_id) AS tgt, avg(score) AS s
+            FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'
+            GROUP BY ALL)
+        SELECT track, model, 'computed' AS origin, dimension AS name, avg(s) AS value FROM per_target GROUP BY ALL
+        UNION ALL
+        SELECT track, model, 'published', dimension, avg(score) FROM human_ratings
+        WHERE dataset = ? AND (? IS NULL OR track = ?) AND target = 'system' GROUP BY ALL
+    """, [dataset, track, track, dataset, track, track]).df()
+
+
+def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+                flavor: str = "default", tokenizer: str | None = None) -> pd.DataFrame:
+    scores = _scores(con, dataset, track, flavor, tokenizer)
+    humans = _humans(con, dataset, track)
+    long = pd.concat([scores[["track", "model", "origin", "name", "value"]], humans], ignore_index=True)
+    if long.empty:
+        return pd.DataFrame(columns=["track", "model", "origin"])
+    wide = long.pivot_table(index=["track", "model", "origin"], columns="name", values="value", aggfunc="first")
+    metric_cols = [c for c in PAPER_ORDER if c in set(scores["name"])]
+    metric_cols += sorted(set(scores["name"]) - set(metric_cols))
+    human_cols = [c for c in HUMAN_ORDER if c in set(humans["name"])]
+    human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
+    wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
+    wide.columns.name = None
+    return wide.sort_values(["track", "origin", "model"], ignore_index=True)
+
+
+def signatures(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+               flavor: str = "default", tokenizer: str | None = None) -> pd.DataFrame:
+    """What each computed column is: signature and how many responses stand behind it."""
+    scores = _scores(con, dataset, track, flavor, tokenizer)
+    computed = scores[scores["origin"] == "computed"]
+    return (computed.groupby(["track", "name", "signature"], as_index=False)
+            .agg(models=("model", "nunique"), responses=("n", "sum"))
+            .sort_values(["track", "name"], ignore_index=True))

@@ -1,0 +1,114 @@
+"""What each metric is: names as in the MSDE paper's tables, metadata the UI reads, signatures.
+
+A signature names everything that changes a number (sacrebleu style). Two scores with different
+signatures are different metrics; the cache is keyed by signature.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalcore.tokenize import Tokenizer, get_tokenizer
+
+LEXICAL_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    kind: str                  # f1 | bleu | rouge | meteor | dist | cider
+    description: str
+    corpus: str                # how the per-model value is formed
+    sentence: str              # how the per-response value is formed
+    n: int | None = None
+    family: str = "lexical"
+    higher_is_better: bool = True
+    needs_references: bool = True
+
+
+def _bleu(n: int) -> MetricInfo:
+    return MetricInfo(
+        f"BLEU{n}", "bleu",
+        f"BLEU-{n}: geometric mean of clipped 1..{n}-gram precisions times a brevity penalty "
+        "(closest reference length)",
+        corpus="corpus-bleu-no-smoothing", sentence="coco-eps-smoothing", n=n)
+
+
+METRICS: dict[str, MetricInfo] = {m.name: m for m in [
+    MetricInfo("F1", "f1", "Token-overlap F1 between response and reference (best reference per response)",
+               corpus="micro-average", sentence="f1"),
+    *[_bleu(n) for n in (1, 2, 3, 4)],
+    MetricInfo("DIST1", "dist", "Distinct-1: distinct unigrams / all unigrams of the responses",
+               corpus="pooled-ngrams", sentence="per-response", n=1, needs_references=False),
+    MetricInfo("DIST2", "dist", "Distinct-2: distinct bigrams / all bigrams of the responses",
+               corpus="pooled-ngrams", sentence="per-response", n=2, needs_references=False),
+    MetricInfo("METEOR", "meteor", "METEOR, nltk's formula (alpha 0.9, beta 3, gamma 0.5) with exact matching "
+               "only: no stemming, no WordNet synonyms", corpus="mean", sentence="max-over-references"),
+    MetricInfo("ROUGE", "rouge", "ROUGE-L F-measure (LCS, beta 1.2) as in pycocoevalcap",
+               corpus="mean", sentence="best-p-and-r-over-references"),
+    MetricInfo("CIDEr", "cider", "CIDEr as in pycocoevalcap (CIDEr-D: clipped TF-IDF n-grams 1-4, "
+               "length penalty sigma 6, x10), document frequencies from the track's references",
+               corpus="mean", sentence="mean-over-references"),
+]}
+GROUPS = {"lexical": list(METRICS)}
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    tokenizer: str | None      # None: by the dataset's language
+    joined_ngrams: bool
+    description: str
+
+
+FLAVORS = {
+    "default": Flavor("default", None, False,
+                      "char tokens for Chinese (en tokens for English), n-grams as token tuples"),
+    "msde": Flavor("msde", "space", True,
+                   "the MSDE paper's numbers: the LIC 2019 DuConv script's semantics on whitespace tokens "
+                   "of the stored texts (n-grams identified by their joined tokens)"),
+}
+
+
+def resolve_metrics(spec: str | list[str]) -> list[MetricInfo]:
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list[MetricInfo] = []
+    for name in (n.strip() for n in names):
+        if not name:
+            continue
+        if name in GROUPS:
+            out += [METRICS[m] for m in GROUPS[name] if METRICS[m] not in out]
+        elif name in METRICS:
+            if METRICS[name] not in out:
+                out.append(METRICS[name])
+        else:
+            known = ", ".join([*GROUPS, *METRICS])
+            raise ValueError(f"unknown metric {name!r}; known: {known}")
+    if not out:
+        raise ValueError("no metrics given")
+    return out
+
+
+def get_flavor(name: str) -> Flavor:
+    try:
+        return FLAVORS[name]
+    except KeyError:
+        raise ValueError(f"unknown flavor {name!r}; known: {', '.join(FLAVORS)}") from None
+
+
+def pick_tokenizer(flavor: Flavor, language: str | None, override: str | None = None) -> Tokenizer:
+    if override:
+        return get_tokenizer(override)
+    if flavor.tokenizer:
+        return get_tokenizer(flavor.tokenizer)
+    return get_tokenizer("en" if (language or "").lower().startswith("en") else "char")
+
+
+def signature(metric: MetricInfo, flavor: Flavor, tokenizer: Tokenizer, extra: str = "") -> str:
+    parts = [
+        metric.name, tokenizer.signature, f"ngram:{'joined' if flavor.joined_ngrams else 'tuple'}",
+        f"corpus:{metric.corpus}", f"sentence:{metric.sentence}", f"flavor:{flavor.name}",
+        f"v:lexical-{LEXICAL_VERSION}",
+    ]
+    if extra:
+        parts.append(extra)
+    return "|".join(parts)

@@ -1,0 +1,270 @@
+"""Run metrics over stored responses, caching per-response statistics, and write system scores.
+
+Per-response statistics are cached in metric_scores under (signature, text_key), where text_key
+is the md5 of the response and its references: a score is never computed twice for the same text,
+references and signature. Corpus values are aggregated from the same statistics and stored in
+system_scores with origin 'computed', the signature, and n (responses behind the value).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from evalcore.metrics import lexical as L
+from evalcore.metrics.ngrams import Encoded
+from evalcore.metrics.registry import (
+    Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
+)
+from evalcore.store import insert_frame, transaction
+from evalcore.tokenize import Tokenizer
+
+CHUNK = 20_000  # responses per batch: bounds memory on large tracks
+
+
+def response_key(text: str, refs: list[str] | None) -> str:
+    """Cache key of a response: its text and, for reference-based metrics, its references."""
+    joined = "\x1e".join(refs) if refs is not None else ""
+    return hashlib.md5((text + "\x1f" + joined).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class ScoreReport:
+    computed: dict[str, int] = field(default_factory=dict)   # per track: new per-response scores
+    system: dict[str, int] = field(default_factory=dict)     # per track: system scores written
+    notes: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [f"{t}: {n} new response scores, {self.system.get(t, 0)} system scores"
+                 for t, n in self.computed.items()]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines) or "nothing to score"
+
+
+def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
+    """Responses of a track with their references (a list, empty when the item has none)."""
+    frame = con.execute("""
+        WITH refs AS (
+            SELECT item_id, list(text ORDER BY ref_index) AS refs
+            FROM item_references WHERE dataset = ? GROUP BY item_id)
+        SELECT r.item_id, r.model, r.text, refs.refs
+        FROM responses r JOIN items i USING (dataset, item_id) LEFT JOIN refs USING (item_id)
+        WHERE r.dataset = ? AND i.track = ?
+        ORDER BY r.model, r.item_id
+    """, [dataset, dataset, track]).df()
+    frame["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in frame["refs"]]
+    return frame
+
+
+def track_documents(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[list[str]]:
+    """The references of every item of the track that has any: CIDEr's document-frequency corpus."""
+    rows = con.execute("""
+        SELECT list(f.text ORDER BY f.ref_index) FROM item_references f JOIN items i USING (dataset, item_id)
+        WHERE f.dataset = ? AND i.track = ? GROUP BY f.item_id ORDER BY f.item_id
+    """, [dataset, track]).fetchall()
+    return [list(r[0]) for r in rows]
+
+
+def _df_tag(docs: list[list[str]]) -> str:
+    digest = hashlib.md5("\x1d".join("\x1e".join(d) for d in docs).encode("utf-8")).hexdigest()[:10]
+    return f"df:track-refs-{len(docs)}-{digest}"
+
+
+class Plan:
+    """Metrics, flavor and tokenizer for one track, with each metric's signature."""
+
+    def __init__(self, metrics: list[MetricInfo], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]]):
+        self.metrics, self.flavor, self.tokenizer, self.docs = metrics, flavor, tokenizer, docs
+        df_tag = _df_tag(docs) if any(m.kind == "cider" for m in metrics) else ""
+        self.signatures = {m.name: signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else "")
+                           for m in metrics}
+
+
+def compute(plan: Plan, hyps: list[str], refs: list[list[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply."""
+    needs_docs = any(m.kind == "cider" for m in plan.metrics)
+    enc = Encoded.from_texts(plan.tokenizer, hyps, refs, plan.docs if needs_docs else None,
+                             joined=plan.flavor.joined_ngrams)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    kinds = {m.kind for m in plan.metrics}
+    bleu = L.bleu_stats(enc) if "bleu" in kinds else None
+    for m in plan.metrics:
+        if m.kind == "f1":
+            stats = L.f1_stats(enc)
+            out[m.name] = (L.f1_value(stats), stats)
+        elif m.kind == "bleu":
+            stats = np.column_stack([bleu[:, :2 + m.n], bleu[:, 6:6 + m.n]])  # hyp, ref, m1..mn, t1..tn
+            out[m.name] = (L.bleu_sentence(stats, m.n, max_n=m.n), stats)
+        elif m.kind == "rouge":
+            stats = L.rouge_l(enc)
+            out[m.name] = (stats[:, 0], stats)
+        elif m.kind == "meteor":
+            stats = L.meteor(enc)
+            out[m.name] = (stats[:, 0], stats)
+        elif m.kind == "cider":
+            stats = L.cider(enc)
+            out[m.name] = (stats[:, 0], stats)
+        elif m.kind == "dist":
+            stats = L.distinct_stats(enc, m.n)
+            out[m.name] = (L.distinct_value(stats), stats)
+    return out
+
+
+def corpus_value(metric: MetricInfo, stats: np.ndarray) -> float | None:
+    """A model's corpus value from its responses' statistics (DIST is pooled elsewhere)."""
+    stats = stats[~np.isnan(stats).any(axis=1)]
+    if len(stats) == 0:
+        return None
+    if metric.kind == "f1":
+        return L.f1_corpus(stats)
+    if metric.kind == "bleu":
+        return L.bleu_corpus(stats, metric.n, max_n=metric.n)
+    return float(stats[:, 0].mean())
+
+
+def _cached_keys(con, sig: str) -> set[str]:
+    return {k for (k,) in con.execute("SELECT text_key FROM metric_scores WHERE signature = ?", [sig]).fetchall()}
+
+
+def _cached_stats(con, sig: str, keys: list[str]) -> dict[str, np.ndarray]:
+    frame = pd.DataFrame({"text_key": keys})
+    con.register("_evalcore_keys", frame)
+    try:
+        rows = con.execute("SELECT m.text_key, m.stats FROM metric_scores m JOIN _evalcore_keys k USING (text_key) "
+                           "WHERE m.signature = ?", [sig]).fetchall()
+    finally:
+        con.unregister("_evalcore_keys")
+    return {k: np.asarray(s, dtype=float) for k, s in rows}
+
+
+def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str, str | None]]:
+    rows = con.execute("""
+        SELECT t.dataset, t.track, d.language FROM tracks t JOIN datasets d USING (dataset)
+        WHERE (? IS NULL OR t.dataset = ?) AND (? IS NULL OR t.track = ?) ORDER BY 1, 2
+    """, [dataset, dataset, track, track]).fetchall()
+    if not rows:
+        where = " ".join(x for x in (dataset and f"dataset {dataset!r}", track and f"track {track!r}") if x)
+        raise ValueError(f"no track to score for {where or 'this store'}")
+    return rows
+
+
+def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
+          track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
+          progress: bool = True) -> ScoreReport:
+    """Compute what is missing for every selected track; write caches and system scores per track."""
+    infos, fl = resolve_metrics(metrics), get_flavor(flavor)
+    report = ScoreReport()
+    for ds, tr, language in _tracks(con, dataset, track):
+        data = load_track(con, ds, tr)
+        if data.empty:
+            continue
+        tok = pick_tokenizer(fl, language, tokenizer)
+        plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if any(m.kind == "cider" for m in infos) else [])
+        _score_track(con, ds, tr, data, plan, report, progress)
+    return report
+
+
+def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool) -> None:
+    label = f"{ds}:{tr}"
+    n = len(data)
+    has_ref = data["refs"].map(len).to_numpy() > 0
+    ref_key = np.array([response_key(t, r) for t, r in zip(data["text"], data["refs"])], dtype=object)
+    hyp_key = np.array([response_key(t, None) for t in data["text"]], dtype=object)
+    keys = {m.name: (ref_key if m.needs_references else hyp_key) for m in plan.metrics}
+    usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
+    for m in plan.metrics:
+        if m.needs_references and not has_ref.any():
+            report.notes.append(f"{label}: {m.name} unavailable: no item of this track has a reference")
+        elif m.needs_references and not has_ref.all():
+            report.notes.append(f"{label}: {m.name} skips {int((~has_ref).sum())} responses whose items have no reference")
+    missing = {}
+    for m in plan.metrics:
+        cached = _cached_keys(con, plan.signatures[m.name])
+        missing[m.name] = usable[m.name] & ~pd.Series(keys[m.name]).isin(cached).to_numpy()
+    todo = np.flatnonzero(np.logical_or.reduce(list(missing.values())))
+    # Per metric, values and stats of every row computed in this run (NaN elsewhere).
+    values = {m.name: np.full(n, np.nan) for m in plan.metrics}
+    stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
+    bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
+    for start in range(0, len(todo), CHUNK):
+        rows = todo[start:start + CHUNK]
+        result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist())
+        for name, (vals, st) in result.items():
+            if stats[name] is None:
+                stats[name] = np.full((n, st.shape[1]), np.nan)
+            values[name][rows] = vals
+            stats[name][rows] = st
+        bar.update(len(rows))
+    bar.close()
+    frames = []
+    for m in plan.metrics:
+        idx = np.flatnonzero(missing[m.name])
+        if len(idx) == 0:
+            continue
+        frame = pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
+                              "value": values[m.name][idx], "stats": list(stats[m.name][idx])})
+        frames.append(frame.drop_duplicates("text_key"))
+    system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
+    with transaction(con):
+        for m in plan.metrics:
+            con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
+                plan.signatures[m.name], m.name,
+                json.dumps({"tokenizer": plan.tokenizer.signature, "flavor": plan.flavor.name,
+                            "corpus": m.corpus, "sentence": m.sentence, "description": m.description},
+                           ensure_ascii=False)])
+        if frames:
+            insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
+        for row in system_rows:
+            con.execute("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND name = ? "
+                        "AND origin = 'computed' AND signature = ?",
+                        [ds, tr, row["model"], row["name"], row["signature"]])
+        if system_rows:
+            insert_frame(con, "system_scores", pd.DataFrame(system_rows))
+    report.computed[label] = int(sum(len(f) for f in frames))
+    report.system[label] = len(system_rows)
+
+
+def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:
+    existing = set(con.execute(
+        "SELECT model, signature FROM system_scores WHERE dataset = ? AND track = ? AND origin = 'computed'",
+        [ds, tr]).fetchall())
+    models = data["model"].to_numpy()
+    rows = []
+    pooled: Encoded | None = None
+    for m in plan.metrics:
+        sig = plan.signatures[m.name]
+        for model in pd.unique(models):
+            mine = (models == model) & usable[m.name]
+            if not mine.any():
+                continue
+            if (model, sig) in existing and not missing[m.name][mine].any():
+                continue  # nothing new for this model: its system score stands
+            idx = np.flatnonzero(mine)
+            if m.kind == "dist":
+                if pooled is None:  # pooled n-grams need every response's tokens, not only new ones
+                    pooled = Encoded.from_texts(plan.tokenizer, data["text"].tolist(), [[] for _ in range(len(data))],
+                                                joined=plan.flavor.joined_ngrams)
+                value = L.distinct_corpus(pooled, m.n, idx)
+            else:
+                mat = stats[m.name][idx] if stats[m.name] is not None else None
+                gaps = idx if mat is None else idx[np.isnan(mat).all(axis=1)]
+                if len(gaps):  # responses scored in an earlier run: their statistics come from the cache
+                    cached = _cached_stats(con, sig, list(dict.fromkeys(keys[m.name][gaps])))
+                    filled = np.array([cached[k] for k in keys[m.name][gaps]])
+                    if mat is None:
+                        mat = filled
+                    else:
+                        mat = mat.copy()
+                        mat[np.isnan(mat).all(axis=1)] = filled
+                value = corpus_value(m, mat)
+            if value is None:
+                continue
+            rows.append({"dataset": ds, "track": tr, "model": model, "name": m.name, "value": value,
+                         "origin": "computed", "signature": sig, "source": "evalcore score",
+                         "flavor": plan.flavor.name, "tokenizer": plan.tokenizer.signature, "n": int(len(idx))})
+    return rows
