@@ -48,3 +48,19 @@ def test_python_dash_m_runs(tmp_path):
     out = subprocess.run([sys.executable, "-m", "evalcore", "summary", "--db", str(tmp_path / "s.duckdb"), "--format", "csv"],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[0] == "dataset,track,items,references,models,responses,human_ratings,system_scores"
+
+
+def test_score_and_leaderboard_commands(tmp_path, capsys):
+    db = str(tmp_path / "s.duckdb")
+    main(["import", "items", str(write_jsonl(tmp_path / "i.jsonl", TOY_ITEMS)), "--db", db])
+    (tmp_path / "r.csv").write_text("item_id,response\nt1,今天天气不错\n", encoding="utf-8")
+    main(["import", "responses", str(tmp_path / "r.csv"), "--db", db, "--dataset", "toy",
+          "--track", "toy/chitchat", "--model", "m1"])
+    assert main(["score", "--db", db, "--dataset", "toy", "--metrics", "lexical"]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--db", db, "--dataset", "toy", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["model"] == "m1" and rows[0]["origin"] == "computed"
+    assert rows[0]["BLEU4"] == 1.0 and rows[0]["F1"] == 1.0
+    assert main(["score", "--db", db, "--metrics", "BLEU9"]) == 1
+    assert "unknown metric 'BLEU9'" in capsys.readouterr().err

@@ -113,3 +113,27 @@ def test_bad_score_refuses_the_whole_release(tmp_path):
     assert "qianwen.xlsx" in message and "row 5" in message and "field 'Info'" in message
     assert "expected a score from 0 to 2 or an empty cell, got 7" in message
     assert fingerprint(con) == before
+
+
+# Published corpus-level numbers of the release's automatic sheets (CPC), as the issue lists them.
+PUBLISHED_CPC = {
+    ("qianwen", "F1"): (0.1864, 4), ("baichuan", "F1"): (0.0080, 4), ("llama", "F1"): (0.0109, 4),
+    ("qianwen", "BLEU1"): (0.17, 2), ("qianwen", "BLEU2"): (0.06, 2), ("qianwen", "DIST1"): (0.16, 2),
+    ("qianwen", "DIST2"): (0.57, 2), ("baichuan", "BLEU1"): (0.00, 2), ("baichuan", "DIST1"): (0.73, 2),
+    ("baichuan", "DIST2"): (0.88, 2),
+}
+
+
+def test_msde_flavor_reproduces_published_cpc_numbers(msde_store):
+    from evalcore import leaderboard as lb
+    from evalcore.scoring import score
+
+    con, _, _ = msde_store
+    score(con, dataset="msde", track="lic2021/persona", metrics="F1,BLEU1,BLEU2,DIST1,DIST2",
+          flavor="msde", progress=False)
+    board = lb.leaderboard(con, "msde", "lic2021/persona", flavor="msde").set_index(["model", "origin"])
+    for (model, metric), (value, digits) in PUBLISHED_CPC.items():
+        assert round(board.loc[(model, "computed"), metric], digits) == value, (model, metric)
+        assert board.loc[(model, "published"), metric] == pytest.approx(value)
+    # chatglm's released responses give 11.75 (not the published 1.47): ../shared/data/README.md
+    assert round(board.loc[("chatglm", "computed"), "F1"], 4) == 0.1175

@@ -1,0 +1,71 @@
+"""Scoring: cached per-response statistics, system scores with signatures, leaderboards."""
+import pytest
+
+from evalcore import leaderboard as lb
+from evalcore.ingest.responses import import_responses
+from evalcore.scoring import score
+
+
+def computed(con):
+    return {(m, n): (v, s, k) for m, n, v, s, k in con.execute(
+        "SELECT model, name, value, signature, n FROM system_scores WHERE origin = 'computed'").fetchall()}
+
+
+def test_score_writes_system_scores_with_signature_and_n(toy):
+    report = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST1", progress=False)
+    rows = computed(toy)
+    # t1: 天气很好 vs 今天天气不错: hits 2 (天, 气), lengths 4 and 6; t2 has no reference
+    assert rows[("m1", "F1")][0] == pytest.approx(2 * 2 / (4 + 6))
+    assert rows[("m1", "F1")][2] == 1 and rows[("m1", "DIST1")][2] == 2
+    assert rows[("m1", "F1")][1].startswith("F1|tok:char-1|ngram:tuple|corpus:micro-average")
+    assert "flavor:default" in rows[("m1", "F1")][1]
+    assert any("skips 1 responses whose items have no reference" in n for n in report.notes)
+    assert toy.execute("SELECT count(*) FROM metric_signatures").fetchall()[0][0] == 2
+
+
+def test_rerun_computes_nothing_and_new_model_only_its_rows(toy, tmp_path):
+    first = score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
+    assert first.computed["toy:toy/chitchat"] > 0
+    before = computed(toy)
+    again = score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
+    assert again.computed["toy:toy/chitchat"] == 0 and again.system["toy:toy/chitchat"] == 0
+    (tmp_path / "m3.csv").write_text("item_id,response\nt1,今天天气不错\n", encoding="utf-8")
+    import_responses(toy, tmp_path / "m3.csv", dataset="toy", track="toy/chitchat", model="m3")
+    third = score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
+    assert third.computed["toy:toy/chitchat"] == 10  # 8 reference-based + 2 DIST for one new response
+    after = computed(toy)
+    assert {k: v for k, v in after.items() if k[0] != "m3"} == before
+    assert after[("m3", "BLEU4")][0] == pytest.approx(1.0)
+
+
+def test_track_without_references_reports_unavailable(toy):
+    report = score(toy, dataset="toy", track="toy/chitchat", metrics="F1", progress=False)
+    assert report.system["toy:toy/chitchat"] == 2
+    toy.execute("DELETE FROM item_references")
+    toy.execute("DELETE FROM system_scores")
+    report = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST2", progress=False)
+    assert any("F1 unavailable: no item of this track has a reference" in n for n in report.notes)
+    names = {n for (n,) in toy.execute("SELECT name FROM system_scores").fetchall()}
+    assert names == {"DIST2"}  # no F1 row: unavailable, never 0
+
+
+def test_flavors_are_separate_metrics(toy):
+    score(toy, dataset="toy", track="toy/chitchat", metrics="F1", progress=False)
+    score(toy, dataset="toy", track="toy/chitchat", metrics="F1", flavor="msde", progress=False)
+    sigs = {s for (s,) in toy.execute("SELECT signature FROM system_scores WHERE model = 'm1'").fetchall()}
+    assert len(sigs) == 2 and any("tok:space-1|ngram:joined" in s for s in sigs)
+    board = lb.leaderboard(toy, "toy", "toy/chitchat", flavor="msde")
+    # msde flavor: whitespace tokens; '天气很好' and '今天天气不错' share no whole token
+    assert board.set_index("model").loc["m1", "F1"] == 0.0
+
+
+def test_leaderboard_rows_and_columns(toy):
+    score(toy, dataset="toy", metrics="lexical", progress=False)
+    board = lb.leaderboard(toy, "toy")
+    assert list(board.columns[:4]) == ["track", "model", "origin", "F1"]
+    assert list(board.columns[3:13]) == ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2",
+                                         "METEOR", "ROUGE", "CIDEr"]
+    assert set(zip(board["track"], board["model"], board["origin"])) == {
+        ("toy/chitchat", "m1", "computed"), ("toy/chitchat", "m2", "computed")}
+    sigs = lb.signatures(toy, "toy")
+    assert set(sigs["name"]) == {"F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr"}
