@@ -177,15 +177,15 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     hyp_key = np.array([response_key(t, None) for t in data["text"]], dtype=object)
     keys = {m.name: (ref_key if m.needs_references else hyp_key) for m in plan.metrics}
     usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
-    for m in plan.metrics:
-        if m.needs_references and not has_ref.any():
-            report.notes.append(f"{label}: {m.name} unavailable: no item of this track has a reference")
-        elif m.needs_references and not has_ref.all():
-            report.notes.append(f"{label}: {m.name} skips {int((~has_ref).sum())} responses whose items have no reference")
+    ref_based = ", ".join(m.name for m in plan.metrics if m.needs_references)
+    if ref_based and not has_ref.any():
+        report.notes.append(f"{label}: {ref_based} unavailable: no item of this track has a reference")
+    elif ref_based and not has_ref.all():
+        report.notes.append(f"{label}: {ref_based} skip {int((~has_ref).sum())} responses whose items have no reference")
     missing = {}
     for m in plan.metrics:
         cached = _cached_keys(con, plan.signatures[m.name])
-        missing[m.name] = usable[m.name] & ~pd.Series(keys[m.name]).isin(cached).to_numpy()
+        missing[m.name] = usable[m.name] & np.fromiter((k not in cached for k in keys[m.name]), bool, n)
     todo = np.flatnonzero(np.logical_or.reduce(list(missing.values())))
     # Per metric, values and stats of every row computed in this run (NaN elsewhere).
     values = {m.name: np.full(n, np.nan) for m in plan.metrics}

@@ -19,7 +19,7 @@ def test_score_writes_system_scores_with_signature_and_n(toy):
     assert rows[("m1", "F1")][2] == 1 and rows[("m1", "DIST1")][2] == 2
     assert rows[("m1", "F1")][1].startswith("F1|tok:char-1|ngram:tuple|corpus:micro-average")
     assert "flavor:default" in rows[("m1", "F1")][1]
-    assert any("skips 1 responses whose items have no reference" in n for n in report.notes)
+    assert any("skip 1 responses whose items have no reference" in n for n in report.notes)
     assert toy.execute("SELECT count(*) FROM metric_signatures").fetchall()[0][0] == 2
 
 
