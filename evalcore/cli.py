@@ -182,6 +182,9 @@ def _import(con, args):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from evalcore._malloc import tune
+
+    tune()
     try:
         return run(args)
     except ImportRefused as exc:
