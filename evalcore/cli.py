@@ -72,6 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer")
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
     _format(p)
+    p = sub.add_parser("correlate", help="metric-human correlations per track (system, dialogue or turn level)")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track")
+    p.add_argument("--level", default="system", help="system, dialogue or turn")
+    p.add_argument("--origin", default="computed", help="computed, or published (system level)")
+    p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
+    p.add_argument("--bootstrap", type=int, default=0, help="percentile bootstrap CI with N resamples")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
+    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine: mean or median")
+    p.add_argument("--flavor", default="default")
+    p.add_argument("--tokenizer")
+    p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
+    _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     _db(p)
     p.add_argument("--dataset")
@@ -142,6 +156,15 @@ def run(args: argparse.Namespace) -> int:
                 sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
                 print() if args.format == "table" else None
                 emit(sig, args.format)
+        elif args.command == "correlate":
+            from evalcore.correlate import correlations
+
+            frame = correlations(con, args.dataset, args.track, level=args.level, origin=args.origin,
+                                 methods=[m.strip() for m in args.method.split(",") if m.strip()],
+                                 bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
+                                 flavor=args.flavor, tokenizer=args.tokenizer,
+                                 compare_published=args.compare_published)
+            emit(frame.round(4) if args.format == "table" else frame, args.format)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":

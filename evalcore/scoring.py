@@ -268,3 +268,38 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                          "origin": "computed", "signature": sig, "source": "evalcore score",
                          "flavor": plan.flavor.name, "tokenizer": plan.tokenizer.signature, "n": int(len(idx))})
     return rows
+
+
+def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",
+                    tokenizer: str | None = None) -> pd.DataFrame:
+    """Per-response values of every metric computed for a track under a flavor (and tokenizer):
+    columns item_id, model, metric, value. Responses without a value (no reference) are absent."""
+    from evalcore.metrics.registry import METRICS
+
+    fl = get_flavor(flavor)
+    language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+    tok = pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
+    sigs = con.execute("""
+        SELECT DISTINCT name, signature FROM system_scores
+        WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor = ? AND tokenizer = ?
+    """, [dataset, track, fl.name, tok]).fetchall()
+    empty = pd.DataFrame(columns=["item_id", "model", "metric", "value"])
+    if not sigs:
+        return empty
+    data = load_track(con, dataset, track)
+    frames = []
+    for name, sig in sigs:
+        info = METRICS.get(name)
+        refs_needed = info.needs_references if info else True
+        keys = [response_key(t, r if refs_needed else None) for t, r in zip(data["text"], data["refs"])]
+        lookup = pd.DataFrame({"text_key": keys, "item_id": data["item_id"], "model": data["model"]})
+        con.register("_evalcore_keys", lookup)
+        try:
+            frame = con.execute("""
+                SELECT k.item_id, k.model, ? AS metric, m.value FROM _evalcore_keys k
+                JOIN metric_scores m ON m.text_key = k.text_key AND m.signature = ? WHERE m.value IS NOT NULL
+            """, [name, sig]).df()
+        finally:
+            con.unregister("_evalcore_keys")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else empty

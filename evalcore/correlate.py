@@ -1,0 +1,177 @@
+"""Metric-human correlations per track at system, dialogue or turn level.
+
+system:   one point per model. Metric: its system score (the corpus value of a computed metric, or a
+          published table's value). Human: the model's mean over its rated responses (each response
+          first aggregated across annotators), or a published whole-system score.
+dialogue: one point per (dialogue, model); an item without a dialogue is its own dialogue.
+          Metric: mean of the per-response values. Human: dialogue ratings, else the mean of the
+          dialogue's rated responses.
+turn:     one point per rated response. Metric: its per-response value.
+"""
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
+from evalcore.metrics.registry import get_flavor, pick_tokenizer
+from evalcore.scoring import response_scores
+from evalcore.stats import METHODS, Correlation, Prepared, correlate_prepared
+
+LEVELS = ("system", "dialogue", "turn")
+ORIGINS = ("computed", "published")
+AGGREGATIONS = ("mean", "median")
+COLUMNS = ["dataset", "track", "dimension", "metric", "method", "level", "n", "r", "p", "ci_low", "ci_high",
+           "ci_method", "note"]
+
+
+def _check(level: str, origin: str, methods: list[str], aggregate: str) -> None:
+    for value, allowed, what in ((level, LEVELS, "level"), (origin, ORIGINS, "origin"),
+                                 (aggregate, AGGREGATIONS, "aggregation")):
+        if value not in allowed:
+            raise ValueError(f"unknown {what} {value!r}; known: {', '.join(allowed)}")
+    for m in methods:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; known: {', '.join(METHODS)}")
+    if origin == "published" and level != "system":
+        raise ValueError("published scores are system-level: use --level system with --origin published")
+
+
+def _tracks(con, dataset: str, track: str | None) -> list[str]:
+    rows = con.execute("SELECT track FROM tracks WHERE dataset = ? AND (? IS NULL OR track = ?) ORDER BY track",
+                       [dataset, track, track]).fetchall()
+    if not rows:
+        raise ValueError(f"no track {track!r} in dataset {dataset!r}" if track else f"no dataset {dataset!r}")
+    return [r[0] for r in rows]
+
+
+def human_scores(con, dataset: str, track: str, level: str, aggregate: str = "mean") -> pd.DataFrame:
+    """Columns unit, dimension, value: human scores aggregated across annotators by `aggregate`."""
+    rows = con.execute("""
+        SELECT h.target, h.item_id, coalesce(h.dialogue_id, i.dialogue_id, h.item_id) AS dialogue_id,
+               h.model, h.annotator, h.dimension, h.score
+        FROM human_ratings h LEFT JOIN items i ON i.dataset = h.dataset AND i.item_id = h.item_id
+        WHERE h.dataset = ? AND h.track = ?
+    """, [dataset, track]).df()
+    out = pd.DataFrame(columns=["unit", "dimension", "value"])
+    if rows.empty:
+        return out
+    agg = "median" if aggregate == "median" else "mean"
+    per_target = (rows.groupby(["target", "item_id", "dialogue_id", "model", "dimension"], dropna=False)["score"]
+                  .agg(agg).reset_index())
+    responses = per_target[per_target["target"] == "response"]
+    if level == "turn":
+        units = responses.assign(unit=responses["item_id"] + "\x1f" + responses["model"])
+        return units[["unit", "dimension", "score"]].rename(columns={"score": "value"})
+    if level == "dialogue":
+        dialogue = per_target[per_target["target"] == "dialogue"]
+        from_turns = responses.groupby(["dialogue_id", "model", "dimension"])["score"].mean().reset_index()
+        both = pd.concat([dialogue[["dialogue_id", "model", "dimension", "score"]].assign(rank=0),
+                          from_turns.assign(rank=1)])
+        both = both.sort_values("rank").drop_duplicates(["dialogue_id", "model", "dimension"])
+        units = both.assign(unit=both["dialogue_id"] + "\x1f" + both["model"])
+        return units[["unit", "dimension", "score"]].rename(columns={"score": "value"})
+    system = per_target[per_target["target"] == "system"][["model", "dimension", "score"]].assign(rank=0)
+    from_turns = (per_target[per_target["target"] != "system"]
+                  .groupby(["model", "dimension"])["score"].mean().reset_index().assign(rank=1))
+    both = pd.concat([system, from_turns]).sort_values("rank").drop_duplicates(["model", "dimension"])
+    return both.rename(columns={"model": "unit", "score": "value"})[["unit", "dimension", "value"]]
+
+
+def metric_scores(con, dataset: str, track: str, level: str, origin: str, flavor: str,
+                  tokenizer: str | None) -> pd.DataFrame:
+    """Columns unit, metric, value for the level."""
+    if level == "system":
+        if origin == "published":
+            return con.execute("""
+                SELECT model AS unit, name AS metric, value FROM system_scores
+                WHERE dataset = ? AND track = ? AND origin = 'published'
+            """, [dataset, track]).df()
+        fl = get_flavor(flavor)
+        language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+        tok = pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
+        return con.execute("""
+            SELECT model AS unit, name AS metric, value FROM system_scores
+            WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor = ? AND tokenizer = ?
+        """, [dataset, track, fl.name, tok]).df()
+    values = response_scores(con, dataset, track, flavor=flavor, tokenizer=tokenizer)
+    if level == "turn":
+        return pd.DataFrame({"unit": values["item_id"] + "\x1f" + values["model"],
+                             "metric": values["metric"], "value": values["value"]})
+    dialogues = con.execute("SELECT item_id, coalesce(dialogue_id, item_id) AS dialogue_id FROM items "
+                            "WHERE dataset = ? AND track = ?", [dataset, track]).df()
+    merged = values.merge(dialogues, on="item_id")
+    grouped = merged.groupby(["dialogue_id", "model", "metric"])["value"].mean().reset_index()
+    return pd.DataFrame({"unit": grouped["dialogue_id"] + "\x1f" + grouped["model"],
+                         "metric": grouped["metric"], "value": grouped["value"]})
+
+
+def correlation_matrix(metrics: pd.DataFrame, humans: pd.DataFrame, methods: list[str], *,
+                       bootstrap: int = 0, seed: int | None = None) -> list[tuple[str, str, Correlation]]:
+    """Every (dimension, metric, method) over wide frames indexed by unit (NaN: no value).
+
+    Vectors are prepared once per column and re-prepared only for pairs whose missing values differ.
+    """
+    metrics, humans = metrics.align(humans, join="inner", axis=0)
+    prepared: dict[str, Prepared] = {}
+
+    def full(frame: pd.DataFrame, col: str) -> Prepared:
+        key = f"{id(frame)}:{col}"
+        if key not in prepared:
+            prepared[key] = Prepared(frame[col].to_numpy(dtype=float))
+        return prepared[key]
+
+    out = []
+    for dim in humans.columns:
+        h = humans[dim].to_numpy(dtype=float)
+        h_ok = ~np.isnan(h)
+        for metric in metrics.columns:
+            m = metrics[metric].to_numpy(dtype=float)
+            ok = h_ok & ~np.isnan(m)
+            if ok.all():
+                px, py = full(metrics, metric), full(humans, dim)
+            else:
+                px, py = Prepared(m[ok]), Prepared(h[ok])
+            for method in methods:
+                out.append((dim, metric, correlate_prepared(method, px, py, bootstrap=bootstrap, seed=seed)))
+    return out
+
+
+def _order(names, preferred: list[str]) -> list[str]:
+    names = list(dict.fromkeys(names))
+    return [n for n in preferred if n in names] + sorted(n for n in names if n not in preferred)
+
+
+def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+                 level: str = "system", origin: str = "computed", methods: list[str] | None = None,
+                 bootstrap: int = 0, seed: int | None = None, aggregate: str = "mean",
+                 flavor: str = "default", tokenizer: str | None = None,
+                 compare_published: bool = False) -> pd.DataFrame:
+    """Long table: one row per track, dimension, metric and method (COLUMNS)."""
+    methods = methods or ["pearson", "spearman", "kendall"]
+    _check(level, origin, methods, aggregate)
+    if bootstrap and seed is None:
+        raise ValueError("--bootstrap needs --seed: resampling is always seeded and the seed is recorded")
+    rows = []
+    for tr in _tracks(con, dataset, track):
+        humans = human_scores(con, dataset, tr, level, aggregate)
+        metrics = metric_scores(con, dataset, tr, level, origin, flavor, tokenizer)
+        if humans.empty or metrics.empty:
+            continue
+        h = humans.pivot_table(index="unit", columns="dimension", values="value", aggfunc="first")
+        m = metrics.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")
+        h = h[_order(h.columns, HUMAN_ORDER)]
+        m = m[_order(m.columns, PAPER_ORDER)]
+        for dim, metric, c in correlation_matrix(m, h, methods, bootstrap=bootstrap, seed=seed):
+            rows.append([dataset, tr, dim, metric, c.method, level, c.n,
+                         c.r if c.defined else np.nan, c.p if c.defined else np.nan,
+                         c.ci_low, c.ci_high, c.ci_method, c.reason])
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    if compare_published:
+        published = con.execute("""
+            SELECT track, dimension, metric, method, level, value AS published FROM published_correlations
+            WHERE dataset = ?""", [dataset]).df()
+        frame = frame.merge(published, on=["track", "dimension", "metric", "method", "level"], how="left")
+        frame["diff"] = frame["r"] - frame["published"]
+    return frame
