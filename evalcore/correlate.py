@@ -17,7 +17,7 @@ import pandas as pd
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
 from evalcore.metrics.registry import get_flavor, pick_tokenizer
 from evalcore.scoring import response_scores
-from evalcore.stats import METHODS, Correlation, Prepared, correlate_prepared
+from evalcore.stats import METHODS, Correlation, Pair, Prepared, correlate_prepared
 
 LEVELS = ("system", "dialogue", "turn")
 ORIGINS = ("computed", "published")
@@ -133,8 +133,9 @@ def correlation_matrix(metrics: pd.DataFrame, humans: pd.DataFrame, methods: lis
                 px, py = full(metrics, metric), full(humans, dim)
             else:
                 px, py = Prepared(m[ok]), Prepared(h[ok])
+            pair = Pair(px, py)  # one contingency table for all methods
             for method in methods:
-                out.append((dim, metric, correlate_prepared(method, px, py, bootstrap=bootstrap, seed=seed)))
+                out.append((dim, metric, correlate_prepared(method, px, py, bootstrap=bootstrap, seed=seed, pair=pair)))
     return out
 
 

@@ -287,12 +287,13 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     if not sigs:
         return empty
     data = load_track(con, dataset, track)
+    keys = {True: [response_key(t, r) for t, r in zip(data["text"], data["refs"])],
+            False: [response_key(t, None) for t in data["text"]]}
     frames = []
     for name, sig in sigs:
         info = METRICS.get(name)
         refs_needed = info.needs_references if info else True
-        keys = [response_key(t, r if refs_needed else None) for t, r in zip(data["text"], data["refs"])]
-        lookup = pd.DataFrame({"text_key": keys, "item_id": data["item_id"], "model": data["model"]})
+        lookup = pd.DataFrame({"text_key": keys[refs_needed], "item_id": data["item_id"], "model": data["model"]})
         con.register("_evalcore_keys", lookup)
         try:
             frame = con.execute("""

@@ -12,6 +12,7 @@ O(n), without re-sorting.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -84,6 +85,23 @@ class Prepared:
     def constant(self) -> bool:
         return self.n_groups <= 1
 
+    @functools.cached_property
+    def counts(self) -> np.ndarray:
+        """Elements per tie group."""
+        return np.bincount(self.group, minlength=self.n_groups).astype(float)
+
+    @functools.cached_property
+    def ranks(self) -> np.ndarray:
+        """Average rank of each tie group."""
+        return _avg_ranks(self.counts)
+
+    @functools.cached_property
+    def tie_sums(self) -> tuple[float, float, float]:
+        """(tied pairs, sum c(c-1)(c-2), sum c(c-1)(2c+5)) over tie groups: Kendall's tie terms."""
+        c = self.counts
+        return (float((c * (c - 1)).sum() / 2), float((c * (c - 1) * (c - 2)).sum()),
+                float((c * (c - 1) * (2 * c + 5)).sum()))
+
 
 def _complete(x, y) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -119,27 +137,46 @@ class Pair:
         self.rows, self.cols = rows, cols
         self.small = cols.n_groups <= LEVEL_LIMIT
         self.cell = cols.group * rows.n_groups + rows.group if self.small else None
+        self._table: np.ndarray | None = None
+        self._kendall: tuple[float, float, float, float, float] | None = None
 
     def table(self, sample: np.ndarray | None = None) -> np.ndarray:
         """(columns, rows) counts; row and column groups ascend by value."""
-        cells = self.cell if sample is None else self.cell[sample]
+        if sample is None:
+            if self._table is None:
+                self._table = self._count(self.cell)
+            return self._table
+        return self._count(self.cell[sample])
+
+    def kendall_counts(self) -> tuple[float, float, float, float, float]:
+        if self._kendall is None:
+            n = float(len(self.px.values))
+            ties_in_both = float((lambda W: (W * (W - 1)).sum() / 2)(self.table()))
+            self._kendall = (n * (n - 1) / 2, self.rows.tie_sums[0], self.cols.tie_sums[0], ties_in_both,
+                             _discordant(self.table()))
+        return self._kendall
+
+    def _count(self, cells: np.ndarray) -> np.ndarray:
         counts = np.bincount(cells, minlength=self.rows.n_groups * self.cols.n_groups)
         return counts.reshape(self.cols.n_groups, self.rows.n_groups).astype(float)
 
     def r(self, method: str, sample: np.ndarray | None = None) -> float:
         if not self.small:
             return self._r_elementwise(method, sample)
-        W = self.table(sample)
         if method == "kendall":
-            return _tau_b(*_kendall_counts(W))
-        gc = W.sum(axis=1)
-        gr = W[0].copy()
-        for col in W[1:]:
-            gr += col
+            return _tau_b(*(self.kendall_counts() if sample is None else _kendall_counts(self.table(sample))))
+        W = self.table(sample)
+        if sample is None:
+            gr, gc = self.rows.counts, self.cols.counts
+        else:
+            gc = W.sum(axis=1)
+            gr = W[0].copy()
+            for col in W[1:]:
+                gr += col
         if method == "pearson":
             vr, vc = self.rows.levels, self.cols.levels
         elif method == "spearman":
-            vr, vc = _avg_ranks(gr), _avg_ranks(gc)
+            vr, vc = (self.rows.ranks, self.cols.ranks) if sample is None else (_avg_ranks(gr), _avg_ranks(gc))
         else:
             raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
         total = gc.sum()
@@ -179,14 +216,20 @@ def _element_ranks(p: Prepared, w: np.ndarray) -> np.ndarray:
     return _avg_ranks(np.bincount(p.group, weights=w, minlength=p.n_groups))[p.group]
 
 
-def _kendall_counts(W: np.ndarray) -> tuple[float, float, float, float, float]:
-    """(pairs, tied in rows, tied in columns, tied in both, discordant) from a (columns, rows)
-    table of counts whose groups ascend by value."""
+def _discordant(W: np.ndarray) -> float:
+    """Discordant pairs in a (columns, rows) table of counts whose groups ascend by value."""
     dis = 0.0
     above = np.zeros(W.shape[1])  # per row group: elements in earlier rows and larger columns
     for col in W[::-1]:
         dis += float(col @ above)
         above += np.cumsum(col) - col
+    return dis
+
+
+def _kendall_counts(W: np.ndarray) -> tuple[float, float, float, float, float]:
+    """(pairs, tied in rows, tied in columns, tied in both, discordant) from a (columns, rows)
+    table of counts whose groups ascend by value."""
+    dis = _discordant(W)
     gc = W.sum(axis=1)
     gr = W.sum(axis=0)
     total = gc.sum()
@@ -214,13 +257,11 @@ def _kendall_pvalue(pair: Pair) -> float:
     n = len(px.values)
     if not pair.small:
         return float(stats.kendalltau(px.values, py.values).pvalue)
-    tot, xtie, ytie, ntie, dis = _kendall_counts(pair.table())
+    tot, xtie, ytie, ntie, dis = pair.kendall_counts()
     if xtie == 0 and ytie == 0 and (n <= 33 or min(dis, tot - dis) <= 1):
         return float(stats.kendalltau(px.values, py.values).pvalue)  # exact distribution
-    cx = np.bincount(px.group).astype(float)
-    cy = np.bincount(py.group).astype(float)
-    x0, x1 = float((cx * (cx - 1) * (cx - 2)).sum()), float((cx * (cx - 1) * (2 * cx + 5)).sum())
-    y0, y1 = float((cy * (cy - 1) * (cy - 2)).sum()), float((cy * (cy - 1) * (2 * cy + 5)).sum())
+    _, x0, x1 = px.tie_sums
+    _, y0, y1 = py.tie_sums
     m = n * (n - 1.0)
     var = (m * (2 * n + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m + x0 * y0 / (9 * m * (n - 2))
     z = (tot - xtie - ytie + ntie - 2 * dis) / math.sqrt(var)
