@@ -155,8 +155,10 @@ def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str,
 
 def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
-          progress: bool = True) -> ScoreReport:
-    """Compute what is missing for every selected track; write caches and system scores per track."""
+          progress: bool = True, on_progress=None) -> ScoreReport:
+    """Compute what is missing for every selected track; write caches and system scores per track.
+
+    on_progress(done, total, label), when given, is called after each batch (the upload page's bar)."""
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
     for ds, tr, language in _tracks(con, dataset, track):
@@ -165,11 +167,12 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
             continue
         tok = pick_tokenizer(fl, language, tokenizer)
         plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if any(m.kind == "cider" for m in infos) else [])
-        _score_track(con, ds, tr, data, plan, report, progress)
+        _score_track(con, ds, tr, data, plan, report, progress, on_progress)
     return report
 
 
-def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool) -> None:
+def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool,
+                 on_progress=None) -> None:
     label = f"{ds}:{tr}"
     n = len(data)
     has_ref = data["refs"].map(len).to_numpy() > 0
@@ -200,6 +203,8 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             values[name][rows] = vals
             stats[name][rows] = st
         bar.update(len(rows))
+        if on_progress:
+            on_progress(start + len(rows), len(todo), label)
     bar.close()
     frames = []
     for m in plan.metrics:

@@ -1,22 +1,93 @@
-"""Helpers every page shares: the store connection and cached queries."""
+"""Helpers every page shares: the store connection, URL state, safe text, downloads."""
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 import duckdb
+import pandas as pd
 import streamlit as st
 
 from evalcore._malloc import tune
 from evalcore.defaults import ensure_default
-from evalcore.store import connect, resolve_db_path
+from evalcore.share import ViewState, link, to_query
+from evalcore.store import ENV_VAR, connect, resolve_db_path
+
+CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
 
 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
-def store() -> duckdb.DuckDBPyConnection:
-    """One connection per process; pages take a cursor per call (DuckDB's thread rule)."""
+def store(path: str, build_default: bool) -> duckdb.DuckDBPyConnection:
+    """One connection per store file and process; pages take a cursor per run (DuckDB's thread rule)."""
     tune()
-    con = connect(resolve_db_path())
-    ensure_default(con)
+    con = connect(path)
+    if build_default:
+        ensure_default(con)
     return con
 
 
 def cursor() -> duckdb.DuckDBPyConnection:
-    return store().cursor()
+    """The default store (no EVALCORE_DB) is built from data/ on first run; a store named by
+    EVALCORE_DB is opened as it is, empty or not."""
+    import os
+
+    return store(str(resolve_db_path()), not os.environ.get(ENV_VAR)).cursor()
+
+
+def view_state() -> ViewState:
+    return ViewState({k: st.query_params.get_all(k) for k in st.query_params.keys()})
+
+
+def publish(page: str, values: dict, notices: list[str]) -> None:
+    """Write the view into the URL, show notices about ignored parameters, and a copyable link."""
+    query = to_query(values)
+    if dict(st.query_params.to_dict()) != query:
+        st.query_params.from_dict(query)
+    for note in notices:
+        st.info(note, icon="ℹ️")
+    with st.sidebar:
+        st.caption("Link to exactly this view")
+        st.code(link(_base_url(), page, values), language=None, wrap_lines=True)
+
+
+def _base_url() -> str:
+    try:
+        url = st.context.url or ""
+    except Exception:  # no browser context (AppTest)
+        url = ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://localhost:8501"
+
+
+def empty_store(con) -> bool:
+    if con.execute("SELECT count(*) FROM tracks").fetchall()[0][0]:
+        return False
+    st.info("This store is empty. Build the embedded default with `python -m evalcore init` or import your "
+            "own data (see the README), then reload.")
+    return True
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>:~$=^&\"'])")
+
+
+def md_escape(text: str) -> str:
+    """Text as literal markdown: every markdown or HTML character escaped (uploaded text is data)."""
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def highlighted(segments: list[tuple[str, bool]]) -> str:
+    """Escaped markdown with shared segments on a coloured background."""
+    return "".join(f":orange-background[{md_escape(s)}]" if shared and s.strip() else md_escape(s)
+                   for s, shared in segments)
+
+
+def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
+    st.download_button(label, frame.to_csv(index=False).encode("utf-8-sig"), file_name=f"{name}.csv",
+                       mime="text/csv", key=f"dl-{name}")
+
+
+def select(label: str, options: list[str], value: str | None, key: str, **kwargs) -> str | None:
+    if not options:
+        st.selectbox(label, ["(none)"], disabled=True, key=key)
+        return None
+    return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key, **kwargs)

@@ -3,30 +3,26 @@ import streamlit as st
 
 from evalcore import queries
 from evalcore.store import resolve_db_path
-from pages.common import cursor
+from pages.common import cursor, empty_store
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")
 
 con = cursor()
-summary = queries.summary(con)
-if summary.empty:
-    st.info("The store is empty. Import data with `python -m evalcore import ...` (see the README).")
-    st.stop()
-
-cols = st.columns(4)
-cols[0].metric("Datasets", summary["dataset"].nunique())
-cols[1].metric("Tracks", len(summary))
-cols[2].metric("Responses", f"{int(summary['responses'].sum()):,}")
-cols[3].metric("Human ratings", f"{int(summary['human_ratings'].sum()):,}")
-
-st.subheader("Tracks")
-st.dataframe(summary, hide_index=True, width="stretch")
-
-st.subheader("Datasets")
-st.dataframe(queries.datasets(con), hide_index=True, width="stretch")
-
-st.subheader("Models")
-st.dataframe(queries.models(con), hide_index=True, width="stretch")
-
+if not empty_store(con):
+    summary = queries.summary(con)
+    cols = st.columns(4)
+    cols[0].metric("Datasets", summary["dataset"].nunique())
+    cols[1].metric("Tracks", len(summary))
+    cols[2].metric("Responses", f"{int(summary['responses'].sum()):,}")
+    cols[3].metric("Human ratings", f"{int(summary['human_ratings'].sum()):,}")
+    st.markdown("**Where to start:** the *Leaderboard* ranks models per track, *Correlations* shows which "
+                "metrics agree with people per skill, *Drill-down* opens single dialogues, *Compare* puts two "
+                "models side by side, and *Upload* adds your own model's responses.")
+    st.subheader("Tracks")
+    st.dataframe(summary, hide_index=True, width="stretch")
+    st.subheader("Datasets")
+    st.dataframe(queries.datasets(con), hide_index=True, width="stretch")
+    st.subheader("Models")
+    st.dataframe(queries.models(con), hide_index=True, width="stretch")
 st.caption(f"Store: {resolve_db_path()}")

@@ -39,6 +39,11 @@ class ImportReport:
 class Batch:
     def __init__(self) -> None:
         self.rows: dict[str, list[dict]] = defaultdict(list)
+        self.deletes: list[tuple[str, list]] = []  # run first, in the same transaction
+
+    def delete(self, sql: str, params: list) -> None:
+        """A parameterised DELETE (SQL written in evalcore, values as parameters) run before the inserts."""
+        self.deletes.append((sql, params))
 
     def add(self, table: str, **row) -> None:
         if table not in ORDER:
@@ -60,6 +65,8 @@ class Batch:
     def write(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
         counts: dict[str, int] = {}
         with transaction(con):
+            for sql, params in self.deletes:
+                con.execute(sql, params)
             for table in ORDER:
                 rows = self.rows.get(table)
                 if not rows:

@@ -22,7 +22,10 @@ def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track
 
 
 def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
-                     model: str | None = None) -> ImportReport:
+                     model: str | None = None, replace: bool = False) -> ImportReport:
+    """Import a responses file into a track. With replace=True, the file's models lose their earlier
+    responses in this track (and the ratings and computed scores that went with them) in the same
+    transaction as the new rows are written."""
     table = read_table(path)
     require_track(con, table.file, dataset, track)
     check = Checker(table.file)
@@ -52,15 +55,26 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
                       f"{item_id!r} again (first at {seen[key]})")
             continue
         seen[key] = where
-        if key in stored:
+        if key in stored and not replace:
             check.add(where, "item_id", f"an item model {name!r} has not answered yet (delete the model first to replace it)",
                       f"{item_id!r}, already answered")
             continue
         batch.add("responses", dataset=dataset, item_id=item_id, model=name, text=text,
                   origin=f"{Path(table.file).name} {where}")
     check.refuse_if_any()
+    replaced = sorted({m for _, m in seen} & {m for _, m in stored}) if replace else []
+    in_track = "item_id IN (SELECT item_id FROM items WHERE dataset = ? AND track = ?)"
+    for name in replaced:
+        batch.delete(f"DELETE FROM responses WHERE dataset = ? AND model = ? AND {in_track}", [dataset, name, dataset, track])
+        batch.delete("DELETE FROM human_ratings WHERE dataset = ? AND track = ? AND model = ? AND target = 'response'",
+                     [dataset, track, name])
+        batch.delete("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND origin = 'computed'",
+                     [dataset, track, name])
     for name in sorted({m for _, m in seen}):
         batch.model(name)
     report = ImportReport(table.file, batch.write(con))
     report.notes.append(f"read as {table.encoding}")
+    if replaced:
+        report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {track} "
+                            "(their response ratings and computed scores were removed)")
     return report

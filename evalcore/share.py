@@ -1,0 +1,86 @@
+"""View state <-> URL query. Pages read their whole state from the query and write it back, so a
+copied link reopens the same view; an invalid or stale value falls back to a default and leaves a
+short notice instead of an error."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+from urllib.parse import urlencode
+
+
+@dataclass
+class ViewState:
+    """Parses query parameters against what the store offers."""
+
+    query: Mapping[str, str | list[str]]
+    notices: list[str] = field(default_factory=list)
+    values: dict[str, str | list[str]] = field(default_factory=dict)
+
+    def _raw(self, name: str) -> str | None:
+        value = self.query.get(name)
+        if isinstance(value, list):
+            value = value[-1] if value else None
+        return value if value not in (None, "") else None
+
+    def one(self, name: str, options: Sequence[str], default: str | None = None) -> str | None:
+        """The parameter if it is one of options; else the default (first option) and a notice."""
+        raw = self._raw(name)
+        fallback = default if default in options else (options[0] if options else None)
+        if raw is None:
+            value = fallback
+        elif raw in options:
+            value = raw
+        else:
+            value = fallback
+            self.notices.append(f"'{raw}' is not a known {name}; showing {fallback!r} instead."
+                                if fallback is not None else f"'{raw}' is not a known {name}.")
+        if value is not None:
+            self.values[name] = value
+        return value
+
+    def many(self, name: str, options: Sequence[str], default: Sequence[str] | None = None) -> list[str]:
+        """Comma-separated values kept when known; unknown ones dropped with a notice."""
+        raw = self._raw(name)
+        if raw is None:
+            chosen = [o for o in (default if default is not None else options) if o in options]
+        else:
+            asked = [v for v in raw.split(",") if v]
+            chosen = [v for v in asked if v in options]
+            unknown = [v for v in asked if v not in options]
+            if unknown:
+                self.notices.append(f"unknown {name} ignored: {', '.join(unknown)}")
+            if not chosen:
+                chosen = [o for o in (default if default is not None else options) if o in options]
+        self.values[name] = chosen
+        return chosen
+
+    def number(self, name: str, default: float, lo: float, hi: float) -> float:
+        raw = self._raw(name)
+        try:
+            value = float(raw) if raw is not None else default
+        except ValueError:
+            self.notices.append(f"'{raw}' is not a number for {name}; using {default:g}.")
+            value = default
+        if not lo <= value <= hi:
+            self.notices.append(f"{name} must lie in {lo:g}..{hi:g}; using {default:g}.")
+            value = default
+        self.values[name] = f"{value:g}"
+        return value
+
+
+def to_query(values: Mapping[str, str | Sequence[str] | None]) -> dict[str, str]:
+    """Values as query parameters: lists comma-joined, empty ones left out."""
+    out = {}
+    for k, v in values.items():
+        if v is None:
+            continue
+        text = ",".join(v) if isinstance(v, (list, tuple)) else str(v)
+        if text != "":
+            out[k] = text
+    return out
+
+
+def link(base: str, page: str, values: Mapping[str, str | Sequence[str] | None]) -> str:
+    """A shareable link: base URL of the server, page path, and the view's query."""
+    query = urlencode(to_query(values))
+    return f"{base.rstrip('/')}/{page.strip('/')}" + (f"?{query}" if query else "")

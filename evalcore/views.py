@@ -1,0 +1,267 @@
+"""DataFrames for the dashboard's pages. Pages call these; they hold no SQL and no metric math."""
+from __future__ import annotations
+
+import json
+import math
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from evalcore.correlate import correlations
+from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER, leaderboard
+from evalcore.metrics.registry import METRICS, get_flavor, pick_tokenizer
+from evalcore.scoring import load_track, response_scores
+
+SKILL_PREFIX = "skill:"
+
+
+def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY dataset").fetchall()]
+
+
+def tracks(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    return con.execute("SELECT track, skill, corpus FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).df()
+
+
+def track_options(con: duckdb.DuckDBPyConnection, dataset: str, *, skills: bool = True) -> list[str]:
+    """Every track, then 'skill:<name>' for each skill that has two or more tracks."""
+    frame = tracks(con, dataset)
+    options = frame["track"].tolist()
+    if skills:
+        counts = frame["skill"].dropna().value_counts()
+        options += [SKILL_PREFIX + s for s in sorted(counts[counts >= 2].index)]
+    return options
+
+
+def tracks_of(con: duckdb.DuckDBPyConnection, dataset: str, choice: str) -> list[str]:
+    frame = tracks(con, dataset)
+    if choice.startswith(SKILL_PREFIX):
+        return frame.loc[frame["skill"] == choice[len(SKILL_PREFIX):], "track"].tolist()
+    return [choice] if choice in set(frame["track"]) else []
+
+
+def higher_is_better(name: str) -> bool:
+    info = METRICS.get(name)
+    return info.higher_is_better if info else True
+
+
+def describe(name: str) -> str:
+    info = METRICS.get(name)
+    if info:
+        return info.description
+    if name in HUMAN_ORDER:
+        return "human score (mean)"
+    return "published value (see the dataset's source)"
+
+
+def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str = "default") -> pd.DataFrame:
+    """Leaderboard of one track or of every track of a skill."""
+    wanted = tracks_of(con, dataset, choice)
+    if not wanted:
+        return pd.DataFrame(columns=["track", "model", "origin"])
+    track = wanted[0] if len(wanted) == 1 else None
+    frame = leaderboard(con, dataset, track, flavor=flavor)
+    return frame[frame["track"].isin(wanted)].reset_index(drop=True)
+
+
+def best_rows(frame: pd.DataFrame) -> dict[str, set[int]]:
+    """Per value column, the row positions holding the best value within each track."""
+    best: dict[str, set[int]] = {}
+    for col in frame.columns[3:]:
+        best[col] = set()
+        for _, group in frame.groupby("track"):
+            values = pd.to_numeric(group[col], errors="coerce")
+            if values.notna().any():
+                target = values.max() if higher_is_better(col) else values.min()
+                best[col] |= set(group.index[values == target])
+    return best
+
+
+def to_latex(frame: pd.DataFrame, digits: int = 2) -> str:
+    """A LaTeX tabular of a leaderboard with the best value of each column in bold (per track)."""
+    best = best_rows(frame)
+
+    def esc(text: str) -> str:
+        for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                     ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
+            text = text.replace(a, b)
+        return text
+
+    cols = list(frame.columns)
+    lines = [r"\begin{tabular}{" + "lll" + "r" * (len(cols) - 3) + "}", r"\toprule",
+             " & ".join(esc(str(c)) for c in cols) + r" \\", r"\midrule"]
+    for i, row in frame.iterrows():
+        cells = [esc(str(row[c])) for c in cols[:3]]
+        for c in cols[3:]:
+            v = row[c]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                cells.append("--")
+            else:
+                text = f"{float(v):.{digits}f}"
+                cells.append(rf"\textbf{{{text}}}" if i in best[c] else text)
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines)
+
+
+def signatures(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str = "default") -> pd.DataFrame:
+    from evalcore.leaderboard import signatures as sigs
+
+    frame = sigs(con, dataset, None, flavor=flavor)
+    return frame[frame["track"].isin(tracks_of(con, dataset, choice))].reset_index(drop=True)
+
+
+def split_columns(con: duckdb.DuckDBPyConnection, dataset: str, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """A leaderboard's value columns as (metrics, human dimensions)."""
+    dims = {d for (d,) in con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?",
+                                      [dataset]).fetchall()}
+    values = list(frame.columns[3:])
+    return [c for c in values if c not in dims], [c for c in values if c in dims]
+
+
+def across_tracks(con: duckdb.DuckDBPyConnection, dataset: str, metric: str, flavor: str = "default") -> pd.DataFrame:
+    """A metric for every model in every track of the dataset: track, skill, model, origin, value."""
+    frame = leaderboard(con, dataset, None, flavor=flavor)
+    if metric not in frame.columns:
+        return pd.DataFrame(columns=["track", "skill", "model", "origin", "value"])
+    skills = tracks(con, dataset).set_index("track")["skill"]
+    out = frame[["track", "model", "origin", metric]].rename(columns={metric: "value"}).dropna(subset=["value"])
+    out.insert(1, "skill", out["track"].map(skills))
+    return out.reset_index(drop=True)
+
+
+def correlation_view(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, *, level: str, method: str,
+                     origin: str, flavor: str = "default", bootstrap: int = 0, seed: int | None = None) -> pd.DataFrame:
+    frames = [correlations(con, dataset, t, level=level, origin=origin, methods=[method], flavor=flavor,
+                           bootstrap=bootstrap, seed=seed, compare_published=True)
+              for t in tracks_of(con, dataset, choice)]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def across_correlations(con: duckdb.DuckDBPyConnection, dataset: str, metric: str, *, level: str, method: str,
+                        origin: str, flavor: str = "default") -> pd.DataFrame:
+    """One metric's correlation with every dimension in every track of the dataset."""
+    frame = correlations(con, dataset, None, level=level, origin=origin, methods=[method], flavor=flavor)
+    return frame[frame["metric"] == metric].reset_index(drop=True) if not frame.empty else frame
+
+
+def has_published_correlations(con: duckdb.DuckDBPyConnection, dataset: str) -> bool:
+    return con.execute("SELECT count(*) FROM published_correlations WHERE dataset = ?", [dataset]).fetchall()[0][0] > 0
+
+
+# ---------------------------------------------------------------- drill-down
+def models_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[str]:
+    rows = con.execute("""
+        SELECT DISTINCT r.model FROM responses r JOIN items i USING (dataset, item_id)
+        WHERE r.dataset = ? AND i.track = ? ORDER BY 1""", [dataset, track]).fetchall()
+    return [m for (m,) in rows]
+
+
+def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[str]:
+    rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ? AND track = ? "
+                       "AND target = 'response'", [dataset, track]).fetchall()
+    names = [d for (d,) in rows]
+    return [d for d in HUMAN_ORDER if d in names] + sorted(d for d in names if d not in HUMAN_ORDER)
+
+
+def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default") -> pd.DataFrame:
+    """One row per response: item_id, model, text, a column per computed metric and per human dimension
+    (mean over annotators)."""
+    data = load_track(con, dataset, track)[["item_id", "model", "text"]]
+    values = response_scores(con, dataset, track, flavor=flavor)
+    if not values.empty:
+        wide = values.pivot_table(index=["item_id", "model"], columns="metric", values="value").reset_index()
+        wide.columns.name = None
+        data = data.merge(wide, on=["item_id", "model"], how="left")
+    humans = con.execute("""
+        SELECT item_id, model, dimension, avg(score) AS score FROM human_ratings
+        WHERE dataset = ? AND track = ? AND target = 'response' GROUP BY ALL""", [dataset, track]).df()
+    if not humans.empty:
+        wide = humans.pivot_table(index=["item_id", "model"], columns="dimension", values="score").reset_index()
+        wide.columns.name = None
+        data = data.merge(wide, on=["item_id", "model"], how="left")
+    return data
+
+
+def disagreement(frame: pd.DataFrame, metric: str, dimension: str) -> pd.Series:
+    """|percentile rank of the metric - percentile rank of the human score| (NaN when either is missing)."""
+    if metric not in frame or dimension not in frame:
+        return pd.Series(np.nan, index=frame.index)
+    both = frame[[metric, dimension]].dropna()
+    gap = (both[metric].rank(pct=True) - both[dimension].rank(pct=True)).abs()
+    return gap.reindex(frame.index)
+
+
+def item_detail(con: duckdb.DuckDBPyConnection, dataset: str, item_id: str) -> dict | None:
+    row = con.execute("SELECT track, dialogue_id, context, grounding, skill FROM items WHERE dataset = ? AND item_id = ?",
+                      [dataset, item_id]).fetchall()
+    if not row:
+        return None
+    track, dialogue, context, grounding, skill = row[0]
+    refs = [t for (t,) in con.execute("SELECT text FROM item_references WHERE dataset = ? AND item_id = ? "
+                                      "ORDER BY ref_index", [dataset, item_id]).fetchall()]
+    return {"track": track, "dialogue_id": dialogue, "skill": skill, "context": json.loads(context),
+            "grounding": json.loads(grounding) if grounding else {}, "references": refs}
+
+
+def overlap_segments(text: str, references: list[str], language: str | None = "zh") -> list[tuple[str, bool]]:
+    """The response cut into (segment, shared with a reference?) pieces, by the default flavor's tokens.
+
+    Whitespace between tokens is kept in the unshared pieces so the text reads as written."""
+    tok = pick_tokenizer(get_flavor("default"), language)
+    vocab = {t for r in references for t in tok(r)}
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for token in tok(text):
+        start = text.find(token, at)
+        if start < 0:
+            continue
+        if start > at:
+            out.append((text[at:start], False))
+        out.append((token, token in vocab))
+        at = start + len(token)
+    if at < len(text):
+        out.append((text[at:], False))
+    merged: list[tuple[str, bool]] = []
+    for seg, shared in out:
+        if merged and merged[-1][1] == shared:
+            merged[-1] = (merged[-1][0] + seg, shared)
+        else:
+            merged.append((seg, shared))
+    return merged
+
+
+# ---------------------------------------------------------------- compare
+def compare(con: duckdb.DuckDBPyConnection, dataset: str, track: str, a: str, b: str, *, flavor: str = "default",
+            bootstrap: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(metric deltas with paired-bootstrap CIs, human wins/ties/losses, per-item table) for models a and b
+    on the items both answered. Deltas are of per-response means (b minus a)."""
+    table = response_table(con, dataset, track, flavor=flavor)
+    left = table[table["model"] == a].set_index("item_id")
+    right = table[table["model"] == b].set_index("item_id")
+    common = left.index.intersection(right.index)
+    left, right = left.loc[common], right.loc[common]
+    numeric = [c for c in table.columns if c not in ("item_id", "model", "text")]
+    dims = set(dimensions_of(con, dataset, track))
+    rng = np.random.default_rng(seed)
+    rows, human_rows = [], []
+    for col in numeric:
+        pair = pd.concat([left[col], right[col]], axis=1, keys=["a", "b"]).dropna()
+        if pair.empty:
+            continue
+        diff = (pair["b"] - pair["a"]).to_numpy()
+        if col in dims:
+            human_rows.append({"dimension": col, "n": len(diff), "b wins": int((diff > 0).sum()),
+                               "ties": int((diff == 0).sum()), "a wins": int((diff < 0).sum())})
+            continue
+        means = [diff[rng.integers(0, len(diff), len(diff))].mean() for _ in range(bootstrap)] if len(diff) > 1 else []
+        low, high = (np.quantile(means, [0.025, 0.975]) if means else (np.nan, np.nan))
+        rows.append({"metric": col, "n": len(diff), f"mean {a}": pair["a"].mean(), f"mean {b}": pair["b"].mean(),
+                     "delta": diff.mean(), "ci_low": low, "ci_high": high,
+                     "ci": f"paired bootstrap 95% B={bootstrap} seed={seed}"})
+    items = pd.DataFrame({"item_id": common, f"{a}": left["text"].to_numpy(), f"{b}": right["text"].to_numpy()})
+    for col in numeric:
+        items[f"{col} ({b} - {a})"] = (right[col] - left[col]).to_numpy()
+    return pd.DataFrame(rows), pd.DataFrame(human_rows), items

@@ -1,0 +1,100 @@
+"""Drill-down: the items of a track, filtered and sorted by metric-human disagreement, down to one item."""
+import streamlit as st
+
+from evalcore import views
+from evalcore.metrics.registry import FLAVORS
+from pages.common import cursor, download, empty_store, highlighted, md_escape, publish, select, view_state
+
+st.title("Drill-down")
+con = cursor()
+if empty_store(con):
+    st.stop()
+vs = view_state()
+dataset = vs.one("dataset", views.datasets(con))
+track = vs.one("track", views.track_options(con, dataset, skills=False))
+flavor = vs.one("flavor", list(FLAVORS), "default")
+c = st.columns([1, 2, 1])
+dataset = select("Dataset", views.datasets(con), dataset, key="dd-dataset")
+track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"dd-track-{dataset}")
+flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
+values = {"dataset": dataset, "track": track, "flavor": flavor}
+
+table = views.response_table(con, dataset, track, flavor=flavor) if track else None
+if table is None or table.empty:
+    st.warning("This track has no responses.")
+    publish("drilldown", values, vs.notices)
+    st.stop()
+
+dims = views.dimensions_of(con, dataset, track)
+metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
+models = sorted(table["model"].unique())
+chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
+metric = vs.one("metric", metrics, metrics[0] if metrics else None)
+dim = vs.one("dim", dims, dims[0] if dims else None)
+c = st.columns(3)
+with c[0]:
+    metric = select("Metric", metrics, metric, key=f"dd-metric-{track}")
+with c[1]:
+    dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}")
+rated_only = c[2].toggle("Rated responses only", value=vs.one("rated", ["1", "0"], "1" if dims else "0") == "1",
+                         key="dd-rated", disabled=not dims)
+values.update(models=chosen if len(chosen) < len(models) else None, metric=metric, dim=dim,
+              rated="1" if rated_only else "0")
+
+shown = table[table["model"].isin(chosen)].copy()
+if rated_only and dim:
+    shown = shown[shown[dim].notna()]
+if metric and shown[metric].notna().any():
+    lo, hi = float(shown[metric].min()), float(shown[metric].max())
+    if hi > lo:
+        rng = st.slider(f"{metric} range", lo, hi, (max(lo, vs.number("min", lo, lo, hi)),
+                                                     min(hi, vs.number("max", hi, lo, hi))), key=f"dd-range-{metric}")
+        shown = shown[shown[metric].between(*rng) | shown[metric].isna()]
+        values.update(min=f"{rng[0]:g}" if rng[0] > lo else None, max=f"{rng[1]:g}" if rng[1] < hi else None)
+if metric and dim:
+    shown["disagreement"] = views.disagreement(shown, metric, dim)
+    shown = shown.sort_values("disagreement", ascending=False, na_position="last")
+    st.caption(f"Sorted by disagreement: |percentile rank of {metric} − percentile rank of {dim}|.")
+st.dataframe(shown.head(500), hide_index=True, width="stretch", column_config={
+    "text": st.column_config.TextColumn("response", width="large")})
+st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
+download(shown, f"drilldown-{dataset}-{track}".replace("/", "_"))
+
+items = list(dict.fromkeys(shown["item_id"].tolist()))
+item = vs.one("item", items + sorted(set(table["item_id"]) - set(items)), items[0] if items else None)
+item = select("Open item", items if item in items else [item] + items, item, key=f"dd-item-{track}")
+values["item"] = item
+detail = views.item_detail(con, dataset, item) if item else None
+if detail:
+    st.subheader(f"Item {item}")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Context**")
+        for i, turn in enumerate(detail["context"]):
+            with st.chat_message("user" if (len(detail["context"]) - i) % 2 else "assistant"):
+                st.text(turn)
+        st.markdown("**References**")
+        for ref in detail["references"] or []:
+            st.text(ref)
+        if not detail["references"]:
+            st.caption("No reference: reference-based metrics are unavailable for this item.")
+    with right:
+        if detail["grounding"]:
+            st.markdown("**Grounding**")
+            for key, value in detail["grounding"].items():
+                st.caption(key)
+                if key == "knowledge" and value and isinstance(value[0], list):
+                    st.dataframe([{"entity": t[0], "attribute": t[1] if len(t) > 1 else "",
+                                   "value": t[2] if len(t) > 2 else ""} for t in value], hide_index=True)
+                else:
+                    st.json(value)
+    st.markdown("**Responses** (tokens shared with a reference highlighted)")
+    language = "zh"
+    for _, row in table[table["item_id"] == item].iterrows():
+        with st.container(border=True):
+            st.markdown(f"**{md_escape(row['model'])}**")
+            st.markdown(highlighted(views.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
+            scores = {k: row[k] for k in metrics + dims if k in row and row[k] == row[k]}
+            st.caption(" · ".join(f"{k} {v:.3f}" for k, v in scores.items()) or "no scores yet")
+
+publish("drilldown", values, vs.notices)

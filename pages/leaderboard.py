@@ -1,0 +1,71 @@
+"""Leaderboard: models x metrics and human dimensions per track, like the MSDE paper's Tables 4-10."""
+import plotly.express as px
+import streamlit as st
+
+from evalcore import views
+from evalcore.metrics.registry import FLAVORS
+from pages.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
+
+st.title("Leaderboard")
+con = cursor()
+if empty_store(con):
+    st.stop()
+vs = view_state()
+dataset = vs.one("dataset", views.datasets(con))
+track = vs.one("track", views.track_options(con, dataset))
+flavor = vs.one("flavor", list(FLAVORS), "default")
+
+c1, c2, c3 = st.columns([1, 2, 1])
+dataset = select("Dataset", views.datasets(con), dataset, key="lb-dataset")
+track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"lb-track-{dataset}")
+flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
+board = views.board(con, dataset, track, flavor) if track else None
+values = {"dataset": dataset, "track": track, "flavor": flavor}
+
+if board is None or board.empty:
+    st.warning("Nothing to show for this track yet: import responses and run `python -m evalcore score`.")
+else:
+    metrics, dims = views.split_columns(con, dataset, board)
+    models = sorted(board["model"].unique())
+    chosen = vs.many("models", models, models)
+    chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}")
+    shown_metrics = st.multiselect("Columns", metrics + dims, default=vs.many("metrics", metrics + dims, metrics + dims),
+                                   key=f"lb-cols-{dataset}-{track}")
+    values.update(models=chosen if len(chosen) < len(models) else None,
+                  metrics=shown_metrics if len(shown_metrics) < len(metrics + dims) else None)
+    table = board[board["model"].isin(chosen)][["track", "model", "origin", *shown_metrics]].reset_index(drop=True)
+    best = views.best_rows(table)
+    styled = table.style.format(precision=4, na_rep="—").apply(
+        lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
+                     for i in col.index], subset=shown_metrics)
+    st.caption("Best value per column and track in bold. Click a header to sort. Computed rows come from "
+               "`evalcore score`; published rows from the source's own tables.")
+    st.dataframe(styled, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(c, help=views.describe(c), format="%.4f")
+                                for c in shown_metrics})
+    d1, d2 = st.columns(2)
+    with d1:
+        download(table, f"leaderboard-{dataset}-{track}".replace("/", "_").replace(":", "_"))
+    with d2:
+        st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
+    with st.expander("Signatures: what each computed column is"):
+        st.dataframe(views.signatures(con, dataset, track, flavor), hide_index=True, width="stretch")
+
+    st.subheader("Across skills")
+    metric_options = [m for m in metrics]
+    metric = vs.one("chart_metric", metric_options, "F1" if "F1" in metric_options else None)
+    metric = select("Metric", metric_options, metric, key=f"lb-chart-{dataset}")
+    values["chart_metric"] = metric
+    if metric:
+        data = views.across_tracks(con, dataset, metric, flavor)
+        data = data[data["model"].isin(chosen) | ~data["model"].isin(models)]
+        if data.empty:
+            st.caption(f"No {metric} values in this dataset.")
+        else:
+            data["label"] = data["model"] + " (" + data["origin"] + ")"
+            fig = px.bar(data, x="track", y="value", color="label", barmode="group",
+                         hover_data=["skill", "model", "origin"], labels={"value": metric, "label": "model"})
+            fig.update_layout(font_family=CJK_FONT, height=420, legend_title_text="model (origin)")
+            st.plotly_chart(fig, width="stretch")
+
+publish("leaderboard", values, vs.notices)
