@@ -1,18 +1,20 @@
 """The dashboard's entry point: `streamlit run app.py`.
 
 The store comes from EVALCORE_DB, else the default store, built from data/ on first run.
-URL paths are fixed so shared links stay stable.
+URL paths are fixed so shared links stay stable. The page scripts live in pages/views/, not at the
+top of pages/: Streamlit treats top-level pages/*.py as its older multipage mode, which would
+bypass this navigation when a link opens a page directly.
 """
 import streamlit as st
 
-st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon="💬", layout="wide")
+st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
 
 pages = [
-    st.Page("pages/overview.py", title="Overview", icon="🏠", url_path="", default=True),
-    st.Page("pages/leaderboard.py", title="Leaderboard", icon="🏆", url_path="leaderboard"),
-    st.Page("pages/correlations.py", title="Correlations", icon="📈", url_path="correlations"),
-    st.Page("pages/drilldown.py", title="Drill-down", icon="🔎", url_path="drilldown"),
-    st.Page("pages/compare.py", title="Compare", icon="⚖️", url_path="compare"),
-    st.Page("pages/upload.py", title="Upload", icon="⬆️", url_path="upload"),
+    st.Page("pages/views/overview.py", title="Overview", icon=":material/home:", url_path="", default=True),
+    st.Page("pages/views/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
+    st.Page("pages/views/correlations.py", title="Correlations", icon=":material/grid_on:", url_path="correlations"),
+    st.Page("pages/views/drilldown.py", title="Drill-down", icon=":material/search:", url_path="drilldown"),
+    st.Page("pages/views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("pages/views/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
 ]
 st.navigation(pages).run()

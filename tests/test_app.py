@@ -21,7 +21,7 @@ def run(page: str, monkeypatch, env: dict, **query) -> AppTest:
             monkeypatch.setenv(key, str(value))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     if page != "overview":
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"pages/views/{page}.py")
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
@@ -72,7 +72,7 @@ def test_markdown_escaping_keeps_text_literal():
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from pages.common import highlighted, md_escape
+    from pages.views.common import highlighted, md_escape
 
     assert md_escape("<b>**hi**</b> [x](y)") == r"\<b\>\*\*hi\*\*\<\/b\> \[x\]\(y\)".replace(r"\/", "/")
     assert highlighted([("好", True), (" <i>", False)]) == r":orange-background[好] \<i\>"

@@ -8,7 +8,7 @@ from evalcore import views
 from evalcore.correlate import LEVELS, ORIGINS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
+from pages.views.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
 
 st.title("Correlations with human scores")
 con = cursor()
@@ -24,8 +24,10 @@ flavor = vs.one("flavor", list(FLAVORS), "default")
 boot = int(vs.number("bootstrap", 0, 0, 5000))
 
 c = st.columns([1, 2, 1, 1, 1, 1])
-dataset = select("Dataset", views.datasets(con), dataset, key="co-dataset")
-track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"co-track-{dataset}")
+with c[0]:
+    dataset = select("Dataset", views.datasets(con), dataset, key="co-dataset")
+with c[1]:
+    track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"co-track-{dataset}")
 method = c[2].radio("Method", list(METHODS), index=list(METHODS).index(method), key="co-method")
 level = c[3].radio("Level", list(LEVELS), index=list(LEVELS).index(level), key="co-level")
 origin = c[4].radio("Metric values", list(ORIGINS), index=list(ORIGINS).index(origin), key="co-origin",

@@ -4,7 +4,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
+from pages.views.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
 
 st.title("Leaderboard")
 con = cursor()
@@ -16,9 +16,12 @@ track = vs.one("track", views.track_options(con, dataset))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 
 c1, c2, c3 = st.columns([1, 2, 1])
-dataset = select("Dataset", views.datasets(con), dataset, key="lb-dataset")
-track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"lb-track-{dataset}")
-flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
+with c1:
+    dataset = select("Dataset", views.datasets(con), dataset, key="lb-dataset")
+with c2:
+    track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"lb-track-{dataset}")
+with c3:
+    flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
 board = views.board(con, dataset, track, flavor) if track else None
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 

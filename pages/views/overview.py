@@ -3,7 +3,7 @@ import streamlit as st
 
 from evalcore import queries
 from evalcore.store import resolve_db_path
-from pages.common import cursor, empty_store
+from pages.views.common import cursor, empty_store
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")

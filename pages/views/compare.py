@@ -3,7 +3,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.common import cursor, download, empty_store, publish, select, view_state
+from pages.views.common import cursor, download, empty_store, publish, select, view_state
 
 st.title("Compare two models")
 con = cursor()
@@ -13,8 +13,10 @@ vs = view_state()
 dataset = vs.one("dataset", views.datasets(con))
 track = vs.one("track", views.track_options(con, dataset, skills=False))
 c = st.columns([1, 2, 1, 1])
-dataset = select("Dataset", views.datasets(con), dataset, key="cp-dataset")
-track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"cp-track-{dataset}")
+with c[0]:
+    dataset = select("Dataset", views.datasets(con), dataset, key="cp-dataset")
+with c[1]:
+    track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"cp-track-{dataset}")
 models = views.models_of(con, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)

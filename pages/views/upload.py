@@ -10,7 +10,7 @@ from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
-from pages.common import cursor, empty_store, md_escape, publish, select, view_state
+from pages.views.common import cursor, empty_store, md_escape, publish, select, view_state
 
 st.title("Upload")
 con = cursor()
@@ -21,8 +21,10 @@ dataset = vs.one("dataset", views.datasets(con))
 track = vs.one("track", views.track_options(con, dataset, skills=False))
 kind = vs.one("kind", ["responses", "ratings"], "responses")
 c = st.columns([1, 2, 1])
-dataset = select("Dataset", views.datasets(con), dataset, key="up-dataset")
-track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"up-track-{dataset}")
+with c[0]:
+    dataset = select("Dataset", views.datasets(con), dataset, key="up-dataset")
+with c[1]:
+    track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"up-track-{dataset}")
 kind = c[2].radio("File holds", ["responses", "ratings"], index=["responses", "ratings"].index(kind), key="up-kind")
 values = {"dataset": dataset, "track": track, "kind": kind}
 
@@ -68,7 +70,7 @@ if upload is not None and st.button("Validate and import", type="primary", key="
                                                                                 text=f"Scoring {label}: {done}/{total}"))
             bar.progress(1.0, text="Scored.")
             st.text(scored.render())
-        st.page_link("pages/leaderboard.py", label="See the leaderboard", icon="🏆",
+        st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": track})
 
 publish("upload", values, vs.notices)

@@ -3,7 +3,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.common import cursor, download, empty_store, highlighted, md_escape, publish, select, view_state
+from pages.views.common import cursor, download, empty_store, highlighted, md_escape, publish, select, view_state
 
 st.title("Drill-down")
 con = cursor()
@@ -14,9 +14,12 @@ dataset = vs.one("dataset", views.datasets(con))
 track = vs.one("track", views.track_options(con, dataset, skills=False))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 c = st.columns([1, 2, 1])
-dataset = select("Dataset", views.datasets(con), dataset, key="dd-dataset")
-track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"dd-track-{dataset}")
-flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
+with c[0]:
+    dataset = select("Dataset", views.datasets(con), dataset, key="dd-dataset")
+with c[1]:
+    track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"dd-track-{dataset}")
+with c[2]:
+    flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
 table = views.response_table(con, dataset, track, flavor=flavor) if track else None
@@ -56,7 +59,9 @@ if metric and dim:
     shown = shown.sort_values("disagreement", ascending=False, na_position="last")
     st.caption(f"Sorted by disagreement: |percentile rank of {metric} − percentile rank of {dim}|.")
 st.dataframe(shown.head(500), hide_index=True, width="stretch", column_config={
-    "text": st.column_config.TextColumn("response", width="large")})
+    "text": st.column_config.TextColumn("response", width="large"),
+    **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col))
+       for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}".replace("/", "_"))
 

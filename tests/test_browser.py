@@ -1,0 +1,147 @@
+"""The dashboard in a real browser: headless Chromium (Debian's /usr/bin/chromium) driven by Playwright.
+
+Screenshots go to tests/artifacts/ (git-ignored). Skipped, with the reason, where Chromium or
+Playwright is missing; .ci/run installs both.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
+    db = tmp_path_factory.mktemp("browser") / "store.duckdb"
+    subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
+                   capture_output=True)
+    port = _free_port()
+    env = {**os.environ, "EVALCORE_DB": str(db)}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://localhost:{port}"
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start")
+    ARTIFACTS.mkdir(exist_ok=True)
+    yield base
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser, url: str):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("h1", timeout=60_000)
+    page.wait_for_load_state("networkidle")
+    # Streamlit quirk: the first session after a server start that opens a deep link gets a
+    # "Page not found" dialog over the right page while a pages/ folder exists. Close it.
+    dialog = page.get_by_text("Page not found")
+    if dialog.count() and dialog.first.is_visible():
+        page.keyboard.press("Escape")
+        dialog.first.wait_for(state="hidden", timeout=10_000)
+    return context, page
+
+
+def expect(locator):
+    from playwright.sync_api import expect as _expect
+
+    return _expect(locator)
+
+
+def _models_shown(page) -> str:
+    return page.locator('[data-testid="stMultiSelect"]').first.inner_text()
+
+
+def test_leaderboard_link_round_trip(server, browser):
+    context, page = _open(browser, f"{server}/leaderboard?dataset=msde-paper&track=luge/chitchat")
+    expect(page.locator('[data-testid="stMultiSelect"]').first).to_contain_text("Qwen-7B-chat", timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard.png"), full_page=True)
+    # change the track in the UI
+    page.locator('[data-testid="stSelectbox"]').nth(1).click()
+    page.get_by_role("option", name="luge/knowledge").click()
+    page.wait_for_function("() => window.location.search.includes('luge%2Fknowledge') "
+                           "|| window.location.search.includes('luge/knowledge')", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    link = page.url
+    context.close()
+    fresh, again = _open(browser, link)
+    track = again.get_by_role("combobox", name="Track (or all tracks of a skill)")
+    expect(track).to_have_value("luge/knowledge", timeout=60_000)
+    assert "RoBERTa+UniLM" in _models_shown(again)  # a luge/knowledge model
+    again.screenshot(path=str(ARTIFACTS / "leaderboard-from-link.png"), full_page=True)
+    fresh.close()
+
+
+def test_upload_then_leaderboard(server, browser, tmp_path):
+    responses = tmp_path / "my-model.csv"
+    responses.write_bytes("item_id,response\nlccc-test-0000-t01,我 常 说 随 便\nlccc-test-0001-t01,好 的 呀\n".encode("gbk"))
+    context, page = _open(browser, f"{server}/upload?dataset=demo-zh&track=lccc/chitchat")
+    page.locator('input[type="file"]').set_input_files(str(responses))
+    page.get_by_label("Model name").fill("browser-model")
+    page.get_by_label("Model name").press("Enter")
+    page.get_by_role("button", name="Validate and import").click()
+    expect(page.get_by_text("Scored.")).to_be_visible(timeout=120_000)
+    page.screenshot(path=str(ARTIFACTS / "upload.png"), full_page=True)
+    context.close()
+    context, page = _open(browser, f"{server}/leaderboard?dataset=demo-zh&track=lccc/chitchat")
+    expect(page.locator('[data-testid="stMultiSelect"]').first).to_contain_text("browser-model", timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard-after-upload.png"), full_page=True)
+    context.close()
+
+
+def test_drilldown_item(server, browser):
+    context, page = _open(browser, f"{server}/drilldown?dataset=demo-zh&track=lccc/chitchat&item=lccc-test-0000-t01")
+    expect(page.get_by_text("Item lccc-test-0000-t01")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("tfidf-retrieval").first).to_be_visible(timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "drilldown.png"), full_page=True)
+    context.close()
+
+
+def test_correlations_page(server, browser):
+    context, page = _open(browser, f"{server}/correlations?dataset=msde-paper&track=lic2021/knowledge&method=spearman")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "correlations.png"), full_page=True)
+    context.close()
