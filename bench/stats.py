@@ -34,7 +34,7 @@ MODELS = ("baichuan", "chatglm", "llama", "qianwen")
 DIMS = ("Info", "Coh", "Know", "Rec")
 
 
-def build(con, msde: Path, n_responses: int, seed: int = 0) -> None:
+def build(con, msde: Path, n_responses: int, seed: int = 0, dims: tuple[str, ...] = DIMS) -> None:
     import openpyxl
 
     from evalcore.ingest.batch import Batch
@@ -43,16 +43,17 @@ def build(con, msde: Path, n_responses: int, seed: int = 0) -> None:
     folder = msde / "data" / "Lic 2021_CPC"
     source = [json.loads(line) for line in (folder / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()]
     books = {m: read_workbook(folder / f"{m}.xlsx") for m in MODELS}
-    scores = {d: [] for d in DIMS}
+    scores = {d: [] for d in dims}
     for path in sorted((msde / "data").glob("*/*.xlsx")):
-        for _, _, _, dims in read_workbook(path).human:
-            for d, v in dims.items():
-                scores[d].append(v)
+        for _, _, _, rated in read_workbook(path).human:
+            for d, v in rated.items():
+                if d in scores:
+                    scores[d].append(v)
     rng = np.random.default_rng(seed)
     batch = Batch()
     batch.dataset("scale", language="zh", description="bench/stats.py scale store")
     batch.track("scale", "lic2021/persona", corpus="CPC")
-    for d in DIMS:
+    for d in dims:
         batch.add("dimensions", dataset="scale", dimension=d, scale_min=0.0, scale_max=2.0)
     n_items = n_responses // len(MODELS)
     for i in range(n_items):
@@ -65,11 +66,11 @@ def build(con, msde: Path, n_responses: int, seed: int = 0) -> None:
         batch.model(m)
         texts = [r for _, r in books[m].generation]
         picks = rng.integers(0, len(texts), n_items)
-        draws = {d: rng.choice(scores[d], n_items) for d in DIMS}
+        draws = {d: rng.choice(scores[d], n_items) for d in dims}
         for i in range(n_items):
             item = f"s-{i:06d}"
             batch.add("responses", dataset="scale", item_id=item, model=m, text=texts[picks[i]])
-            for d in DIMS:
+            for d in dims:
                 batch.add("human_ratings", dataset="scale", track="lic2021/persona", target="response",
                           item_id=item, model=m, annotator="sampled", dimension=d, score=float(draws[d][i]))
     batch.write(con)
