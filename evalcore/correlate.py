@@ -47,36 +47,39 @@ def _tracks(con, dataset: str, track: str | None) -> list[str]:
 
 
 def human_scores(con, dataset: str, track: str, level: str, aggregate: str = "mean") -> pd.DataFrame:
-    """Columns unit, dimension, value: human scores aggregated across annotators by `aggregate`."""
-    rows = con.execute("""
-        SELECT h.target, h.item_id, coalesce(h.dialogue_id, i.dialogue_id, h.item_id) AS dialogue_id,
-               h.model, h.annotator, h.dimension, h.score
-        FROM human_ratings h LEFT JOIN items i ON i.dataset = h.dataset AND i.item_id = h.item_id
-        WHERE h.dataset = ? AND h.track = ?
-    """, [dataset, track]).df()
-    out = pd.DataFrame(columns=["unit", "dimension", "value"])
-    if rows.empty:
-        return out
-    agg = "median" if aggregate == "median" else "mean"
-    per_target = (rows.groupby(["target", "item_id", "dialogue_id", "model", "dimension"], dropna=False)["score"]
-                  .agg(agg).reset_index())
-    responses = per_target[per_target["target"] == "response"]
+    """Columns unit, dimension, value: human scores aggregated across annotators by `aggregate`,
+    computed in the store (millions of ratings stay there)."""
+    agg = {"mean": "avg", "median": "median"}[aggregate]  # a fixed word, never user text
+    per_target = f"""
+        WITH per_target AS (
+            SELECT h.target, h.item_id, coalesce(h.dialogue_id, i.dialogue_id, h.item_id) AS dialogue_id,
+                   h.model, h.dimension, {agg}(h.score) AS score
+            FROM human_ratings h LEFT JOIN items i ON i.dataset = h.dataset AND i.item_id = h.item_id
+            WHERE h.dataset = ? AND h.track = ?
+            GROUP BY ALL)"""
     if level == "turn":
-        units = responses.assign(unit=responses["item_id"] + "\x1f" + responses["model"])
-        return units[["unit", "dimension", "score"]].rename(columns={"score": "value"})
-    if level == "dialogue":
-        dialogue = per_target[per_target["target"] == "dialogue"]
-        from_turns = responses.groupby(["dialogue_id", "model", "dimension"])["score"].mean().reset_index()
-        both = pd.concat([dialogue[["dialogue_id", "model", "dimension", "score"]].assign(rank=0),
-                          from_turns.assign(rank=1)])
-        both = both.sort_values("rank").drop_duplicates(["dialogue_id", "model", "dimension"])
-        units = both.assign(unit=both["dialogue_id"] + "\x1f" + both["model"])
-        return units[["unit", "dimension", "score"]].rename(columns={"score": "value"})
-    system = per_target[per_target["target"] == "system"][["model", "dimension", "score"]].assign(rank=0)
-    from_turns = (per_target[per_target["target"] != "system"]
-                  .groupby(["model", "dimension"])["score"].mean().reset_index().assign(rank=1))
-    both = pd.concat([system, from_turns]).sort_values("rank").drop_duplicates(["model", "dimension"])
-    return both.rename(columns={"model": "unit", "score": "value"})[["unit", "dimension", "value"]]
+        sql = per_target + """
+            SELECT item_id || chr(31) || model AS unit, dimension, score AS value
+            FROM per_target WHERE target = 'response'"""
+    elif level == "dialogue":
+        sql = per_target + """
+            SELECT dialogue_id || chr(31) || model AS unit, dimension, value FROM (
+                SELECT dialogue_id, model, dimension, avg(score) AS value, 0 AS rank
+                FROM per_target WHERE target = 'dialogue' GROUP BY ALL
+                UNION ALL
+                SELECT dialogue_id, model, dimension, avg(score), 1
+                FROM per_target WHERE target = 'response' GROUP BY ALL)
+            QUALIFY row_number() OVER (PARTITION BY dialogue_id, model, dimension ORDER BY rank) = 1"""
+    else:
+        sql = per_target + """
+            SELECT model AS unit, dimension, value FROM (
+                SELECT model, dimension, avg(score) AS value, 0 AS rank
+                FROM per_target WHERE target = 'system' GROUP BY ALL
+                UNION ALL
+                SELECT model, dimension, avg(score), 1
+                FROM per_target WHERE target <> 'system' GROUP BY ALL)
+            QUALIFY row_number() OVER (PARTITION BY model, dimension ORDER BY rank) = 1"""
+    return con.execute(sql, [dataset, track]).df()
 
 
 def metric_scores(con, dataset: str, track: str, level: str, origin: str, flavor: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from evalcore.store import transaction
+from evalcore.store import bump_revision, transaction
 
 SUMMARY_SQL = """
 WITH t AS (SELECT dataset, track FROM tracks WHERE ? IS NULL OR dataset = ?),
@@ -71,6 +71,7 @@ def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None
     """Remove a model's responses, ratings and system scores (in one dataset or all) in one transaction."""
     counts = model_footprint(con, model, dataset)
     with transaction(con):
+        bump_revision(con)
         for table in MODEL_TABLES:
             con.execute(f"DELETE FROM {table} WHERE model = ? AND (? IS NULL OR dataset = ?)", [model, dataset, dataset])
         still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]

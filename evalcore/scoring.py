@@ -21,7 +21,7 @@ from evalcore.metrics.ngrams import Encoded
 from evalcore.metrics.registry import (
     Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
 )
-from evalcore.store import insert_frame, transaction
+from evalcore.store import bump_revision, insert_frame, transaction
 from evalcore.tokenize import Tokenizer
 
 CHUNK = 20_000  # responses per batch: bounds memory on large tracks
@@ -216,6 +216,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         frames.append(frame.drop_duplicates("text_key"))
     system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
     with transaction(con):
+        bump_revision(con)
         for m in plan.metrics:
             con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
                 plan.signatures[m.name], m.name,

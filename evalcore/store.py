@@ -121,6 +121,15 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     return len(frame)
 
 
+def bump_revision(con: duckdb.DuckDBPyConnection) -> None:
+    """Mark the store as changed (call inside the writing transaction)."""
+    con.execute("UPDATE revision SET n = n + 1")
+
+
+def revision(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT n FROM revision").fetchall()[0][0]
+
+
 def is_empty(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute("SELECT count(*) FROM datasets").fetchall()[0][0] == 0
 

@@ -9,7 +9,7 @@ from datetime import datetime
 import duckdb
 import pandas as pd
 
-from evalcore.store import insert_frame, transaction
+from evalcore.store import bump_revision, insert_frame, transaction
 
 # Written in this order; these four are shared reference rows, inserted only when new.
 ORDER = (
@@ -65,6 +65,7 @@ class Batch:
     def write(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
         counts: dict[str, int] = {}
         with transaction(con):
+            bump_revision(con)
             for sql, params in self.deletes:
                 con.execute(sql, params)
             for table in ORDER:

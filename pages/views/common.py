@@ -11,7 +11,7 @@ import streamlit as st
 from evalcore._malloc import tune
 from evalcore.defaults import ensure_default
 from evalcore.share import ViewState, link, to_query
-from evalcore.store import ENV_VAR, connect, resolve_db_path
+from evalcore.store import ENV_VAR, connect, resolve_db_path, revision
 
 CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
 
@@ -32,6 +32,42 @@ def cursor() -> duckdb.DuckDBPyConnection:
     import os
 
     return store(str(resolve_db_path()), not os.environ.get(ENV_VAR)).cursor()
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _memo(name: str, path: str, rev: int, args: tuple, kwargs: tuple):
+    from evalcore import views
+
+    return getattr(views, name)(cursor(), *args, **dict(kwargs))
+
+
+def data(name: str, *args, **kwargs):
+    """evalcore.views.<name>(con, *args, **kwargs), cached until the store's revision changes."""
+    return _memo(name, str(resolve_db_path()), revision(cursor()), args, tuple(sorted(kwargs.items())))
+
+
+def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
+    """Every page's opening: title, a cursor on the store, and the URL's view state; stops on an empty store."""
+    st.title(title)
+    con = cursor()
+    if empty_store(con):
+        st.stop()
+    return con, view_state()
+
+
+def pick_track(con, vs: ViewState, prefix: str, *, skills: bool) -> tuple[str | None, str | None, list]:
+    """The dataset and track selectors every data page starts with (state from and to the URL)."""
+    from evalcore import views
+
+    dataset = vs.one("dataset", views.datasets(con))
+    track = vs.one("track", views.track_options(con, dataset, skills=skills))
+    cols = st.columns([1, 2, 1, 1, 1, 1][: 3 if skills else 4])
+    label = "Track (or all tracks of a skill)" if skills else "Track"
+    with cols[0]:
+        dataset = select("Dataset", views.datasets(con), dataset, key=f"{prefix}-dataset")
+    with cols[1]:
+        track = select(label, views.track_options(con, dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
+    return dataset, track, cols
 
 
 def view_state() -> ViewState:

@@ -3,20 +3,10 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import cursor, download, empty_store, publish, select, view_state
+from pages.views.common import data, download, pick_track, publish, select, start
 
-st.title("Compare two models")
-con = cursor()
-if empty_store(con):
-    st.stop()
-vs = view_state()
-dataset = vs.one("dataset", views.datasets(con))
-track = vs.one("track", views.track_options(con, dataset, skills=False))
-c = st.columns([1, 2, 1, 1])
-with c[0]:
-    dataset = select("Dataset", views.datasets(con), dataset, key="cp-dataset")
-with c[1]:
-    track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"cp-track-{dataset}")
+con, vs = start("Compare two models")
+dataset, track, c = pick_track(con, vs, "cp", skills=False)
 models = views.models_of(con, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)
@@ -30,7 +20,7 @@ values = {"dataset": dataset, "track": track, "a": a, "b": b, "flavor": flavor}
 if len(models) < 2 or a == b:
     st.warning("Pick two different models of a track that has at least two.")
 else:
-    deltas, humans, items = views.compare(con, dataset, track, a, b, flavor=flavor)
+    deltas, humans, items = data("compare", dataset, track, a, b, flavor=flavor)
     st.caption(f"On the {len(items):,} items both answered. Delta = mean per-response value of {b} minus {a}, "
                "with a 95% paired-bootstrap interval (1,000 resamples, seed 0).")
     st.dataframe(deltas, hide_index=True, width="stretch")

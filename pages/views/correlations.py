@@ -8,31 +8,22 @@ from evalcore import views
 from evalcore.correlate import LEVELS, ORIGINS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
+from pages.views.common import CJK_FONT, data, download, pick_track, publish, select, start
 
-st.title("Correlations with human scores")
-con = cursor()
-if empty_store(con):
-    st.stop()
-vs = view_state()
-dataset = vs.one("dataset", views.datasets(con))
-track = vs.one("track", views.track_options(con, dataset))
+con, vs = start("Correlations with human scores")
+dataset, track, _ = pick_track(con, vs, "co", skills=True)
 method = vs.one("method", list(METHODS), "spearman")
 level = vs.one("level", list(LEVELS), "system")
 origin = vs.one("origin", list(ORIGINS), "published" if views.has_published_correlations(con, dataset) else "computed")
 flavor = vs.one("flavor", list(FLAVORS), "default")
 boot = int(vs.number("bootstrap", 0, 0, 5000))
 
-c = st.columns([1, 2, 1, 1, 1, 1])
-with c[0]:
-    dataset = select("Dataset", views.datasets(con), dataset, key="co-dataset")
-with c[1]:
-    track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"co-track-{dataset}")
-method = c[2].radio("Method", list(METHODS), index=list(METHODS).index(method), key="co-method")
-level = c[3].radio("Level", list(LEVELS), index=list(LEVELS).index(level), key="co-level")
-origin = c[4].radio("Metric values", list(ORIGINS), index=list(ORIGINS).index(origin), key="co-origin",
+c = st.columns(4)
+method = c[0].radio("Method", list(METHODS), index=list(METHODS).index(method), key="co-method")
+level = c[1].radio("Level", list(LEVELS), index=list(LEVELS).index(level), key="co-level")
+origin = c[2].radio("Metric values", list(ORIGINS), index=list(ORIGINS).index(origin), key="co-origin",
                     help="published: a paper's system-level tables (system level only)")
-flavor = c[5].radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="co-flavor")
+flavor = c[3].radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="co-flavor")
 boot = st.select_slider("Bootstrap resamples for CIs (0: Fisher-z for Pearson only)", [0, 200, 1000], value=boot
                         if boot in (0, 200, 1000) else 0, key="co-boot")
 values = {"dataset": dataset, "track": track, "method": method, "level": level, "origin": origin,
@@ -42,8 +33,8 @@ if origin == "published" and level != "system":
     st.info("Published scores exist at system level only; showing the system level.")
     level = values["level"] = "system"
 
-table = views.correlation_view(con, dataset, track, level=level, method=method, origin=origin, flavor=flavor,
-                               bootstrap=boot, seed=0 if boot else None) if track else None
+table = data("correlation_view", dataset, track, level=level, method=method, origin=origin, flavor=flavor,
+                 bootstrap=boot, seed=0 if boot else None) if track else None
 if table is None or table.empty:
     st.warning("No correlations for this choice: it needs metric values and human scores on the same units.")
 else:
@@ -89,7 +80,7 @@ else:
     choice = vs.one("metric", metrics_all, metrics_all[0])
     choice = select("Metric", metrics_all, choice, key=f"co-across-{dataset}")
     values["metric"] = choice
-    across = views.across_correlations(con, dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
+    across = data("across_correlations", dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
     if not across.empty:
         fig = px.bar(across, x="track", y="r", color="dimension", barmode="group", range_y=[-1, 1],
                      hover_data=["n", "p", "note"], labels={"r": f"{method} r"})

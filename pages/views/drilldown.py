@@ -3,26 +3,16 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import cursor, download, empty_store, highlighted, md_escape, publish, select, view_state
+from pages.views.common import data, download, highlighted, md_escape, pick_track, publish, select, start
 
-st.title("Drill-down")
-con = cursor()
-if empty_store(con):
-    st.stop()
-vs = view_state()
-dataset = vs.one("dataset", views.datasets(con))
-track = vs.one("track", views.track_options(con, dataset, skills=False))
+con, vs = start("Drill-down")
+dataset, track, c = pick_track(con, vs, "dd", skills=False)
 flavor = vs.one("flavor", list(FLAVORS), "default")
-c = st.columns([1, 2, 1])
-with c[0]:
-    dataset = select("Dataset", views.datasets(con), dataset, key="dd-dataset")
-with c[1]:
-    track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"dd-track-{dataset}")
 with c[2]:
     flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
-table = views.response_table(con, dataset, track, flavor=flavor) if track else None
+table = data("response_table", dataset, track, flavor=flavor) if track else None
 if table is None or table.empty:
     st.warning("This track has no responses.")
     publish("drilldown", values, vs.notices)

@@ -4,25 +4,14 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import CJK_FONT, cursor, download, empty_store, publish, select, view_state
+from pages.views.common import CJK_FONT, data, download, pick_track, publish, select, start
 
-st.title("Leaderboard")
-con = cursor()
-if empty_store(con):
-    st.stop()
-vs = view_state()
-dataset = vs.one("dataset", views.datasets(con))
-track = vs.one("track", views.track_options(con, dataset))
+con, vs = start("Leaderboard")
+dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
 flavor = vs.one("flavor", list(FLAVORS), "default")
-
-c1, c2, c3 = st.columns([1, 2, 1])
-with c1:
-    dataset = select("Dataset", views.datasets(con), dataset, key="lb-dataset")
-with c2:
-    track = select("Track (or all tracks of a skill)", views.track_options(con, dataset), track, key=f"lb-track-{dataset}")
 with c3:
     flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
-board = views.board(con, dataset, track, flavor) if track else None
+board = data("board", dataset, track, flavor) if track else None
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
 if board is None or board.empty:
@@ -52,7 +41,7 @@ else:
     with d2:
         st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
     with st.expander("Signatures: what each computed column is"):
-        st.dataframe(views.signatures(con, dataset, track, flavor), hide_index=True, width="stretch")
+        st.dataframe(data("signatures", dataset, track, flavor), hide_index=True, width="stretch")
 
     st.subheader("Across skills")
     metric_options = [m for m in metrics]
@@ -60,7 +49,7 @@ else:
     metric = select("Metric", metric_options, metric, key=f"lb-chart-{dataset}")
     values["chart_metric"] = metric
     if metric:
-        data = views.across_tracks(con, dataset, metric, flavor)
+        data = data("across_tracks", dataset, metric, flavor)
         data = data[data["model"].isin(chosen) | ~data["model"].isin(models)]
         if data.empty:
             st.caption(f"No {metric} values in this dataset.")

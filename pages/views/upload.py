@@ -10,21 +10,11 @@ from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
-from pages.views.common import cursor, empty_store, md_escape, publish, select, view_state
+from pages.views.common import md_escape, pick_track, publish, start
 
-st.title("Upload")
-con = cursor()
-if empty_store(con):
-    st.stop()
-vs = view_state()
-dataset = vs.one("dataset", views.datasets(con))
-track = vs.one("track", views.track_options(con, dataset, skills=False))
+con, vs = start("Upload")
+dataset, track, c = pick_track(con, vs, "up", skills=False)
 kind = vs.one("kind", ["responses", "ratings"], "responses")
-c = st.columns([1, 2, 1])
-with c[0]:
-    dataset = select("Dataset", views.datasets(con), dataset, key="up-dataset")
-with c[1]:
-    track = select("Track", views.track_options(con, dataset, skills=False), track, key=f"up-track-{dataset}")
 kind = c[2].radio("File holds", ["responses", "ratings"], index=["responses", "ratings"].index(kind), key="up-kind")
 values = {"dataset": dataset, "track": track, "kind": kind}
 
