@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 
 @dataclass
@@ -81,6 +81,8 @@ def to_query(values: Mapping[str, str | Sequence[str] | None]) -> dict[str, str]
 
 
 def link(base: str, page: str, values: Mapping[str, str | Sequence[str] | None]) -> str:
-    """A shareable link: base URL of the server, page path, and the view's query."""
+    """A shareable link: the server of `base` (any path or query in it dropped), page path, view query."""
+    parts = urlsplit(base)
+    root = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else base.rstrip("/")
     query = urlencode(to_query(values))
-    return f"{base.rstrip('/')}/{page.strip('/')}" + (f"?{query}" if query else "")
+    return f"{root}/{page.strip('/')}" + (f"?{query}" if query else "")

@@ -14,6 +14,7 @@ from evalcore.metrics.registry import METRICS, get_flavor, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
 SKILL_PREFIX = "skill:"
+N_COLUMN = "responses"  # how many responses stand behind a computed row (the dashboard shows it last)
 
 
 def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -62,13 +63,18 @@ def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str
         return pd.DataFrame(columns=["track", "model", "origin"])
     track = wanted[0] if len(wanted) == 1 else None
     frame = leaderboard(con, dataset, track, flavor=flavor)
-    return frame[frame["track"].isin(wanted)].reset_index(drop=True)
+    frame = frame[frame["track"].isin(wanted)].reset_index(drop=True)
+    counts = con.execute("""
+        SELECT i.track, r.model, 'computed' AS origin, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id)
+        WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
+    frame = frame.merge(counts, on=["track", "model", "origin"], how="left").rename(columns={"n": N_COLUMN})
+    return frame
 
 
 def best_rows(frame: pd.DataFrame) -> dict[str, set[int]]:
     """Per value column, the row positions holding the best value within each track."""
     best: dict[str, set[int]] = {}
-    for col in frame.columns[3:]:
+    for col in [c for c in frame.columns[3:] if c != N_COLUMN]:
         best[col] = set()
         for _, group in frame.groupby("track"):
             values = pd.to_numeric(group[col], errors="coerce")
@@ -97,6 +103,8 @@ def to_latex(frame: pd.DataFrame, digits: int = 2) -> str:
             v = row[c]
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 cells.append("--")
+            elif c == N_COLUMN:
+                cells.append(f"{int(v)}")
             else:
                 text = f"{float(v):.{digits}f}"
                 cells.append(rf"\textbf{{{text}}}" if i in best[c] else text)
@@ -116,7 +124,7 @@ def split_columns(con: duckdb.DuckDBPyConnection, dataset: str, frame: pd.DataFr
     """A leaderboard's value columns as (metrics, human dimensions)."""
     dims = {d for (d,) in con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?",
                                       [dataset]).fetchall()}
-    values = list(frame.columns[3:])
+    values = [c for c in frame.columns[3:] if c != N_COLUMN]
     return [c for c in values if c not in dims], [c for c in values if c in dims]
 
 

@@ -91,8 +91,7 @@ def _base_url() -> str:
         url = st.context.url or ""
     except Exception:  # no browser context (AppTest)
         url = ""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://localhost:8501"
+    return url if urlsplit(url).netloc else "http://localhost:8501"
 
 
 def empty_store(con) -> bool:

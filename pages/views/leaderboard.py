@@ -25,13 +25,15 @@ else:
                                    key=f"lb-cols-{dataset}-{track}")
     values.update(models=chosen if len(chosen) < len(models) else None,
                   metrics=shown_metrics if len(shown_metrics) < len(metrics + dims) else None)
-    table = board[board["model"].isin(chosen)][["track", "model", "origin", *shown_metrics]].reset_index(drop=True)
+    table = board[board["model"].isin(chosen)][["track", "model", "origin", *shown_metrics, views.N_COLUMN]]
+    table = table.reset_index(drop=True)
     best = views.best_rows(table)
     styled = table.style.format(precision=4, na_rep="—").apply(
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
     st.caption("Best value per column and track in bold. Click a header to sort. Computed rows come from "
-               "`evalcore score`; published rows from the source's own tables.")
+               "`evalcore score` (the last column says over how many responses); published rows from the "
+               "source's own tables.")
     st.dataframe(styled, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, help=views.describe(c), format="%.4f")
                                 for c in shown_metrics})

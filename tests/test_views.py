@@ -1,0 +1,54 @@
+"""Engine helpers behind the pages: URL state, LaTeX export, overlap highlighting, comparisons."""
+import math
+
+import pandas as pd
+import pytest
+
+from evalcore import views
+from evalcore.share import ViewState, link, to_query
+
+
+def test_view_state_defaults_and_notices():
+    vs = ViewState({"dataset": "msde", "track": "gone/away", "metrics": "F1,NOPE", "bootstrap": "lots"})
+    assert vs.one("dataset", ["demo-zh", "msde"]) == "msde"
+    assert vs.one("track", ["a/b", "c/d"]) == "a/b"
+    assert vs.many("metrics", ["F1", "BLEU1"]) == ["F1"]
+    assert vs.number("bootstrap", 0, 0, 5000) == 0
+    assert vs.one("method", ["pearson", "spearman"], "spearman") == "spearman"  # absent: default, no notice
+    assert vs.notices == ["'gone/away' is not a known track; showing 'a/b' instead.",
+                          "unknown metrics ignored: NOPE", "'lots' is not a number for bootstrap; using 0."]
+
+
+def test_links_round_trip():
+    values = {"dataset": "msde-paper", "track": "luge/chitchat", "models": ["a", "b"], "item": None}
+    assert to_query(values) == {"dataset": "msde-paper", "track": "luge/chitchat", "models": "a,b"}
+    assert link("http://host:8501/anything?x=1", "leaderboard", values) == \
+        "http://host:8501/leaderboard?dataset=msde-paper&track=luge%2Fchitchat&models=a%2Cb"
+    assert link("http://host:8501", "/leaderboard", values).startswith("http://host:8501/leaderboard?")
+
+
+def test_latex_marks_the_best_and_escapes():
+    frame = pd.DataFrame({"track": ["t_1", "t_1"], "model": ["a&b", "c"], "origin": ["computed"] * 2,
+                          "F1": [0.5, 0.25], "DIST1": [math.nan, 0.125]})
+    tex = views.to_latex(frame)
+    assert r"t\_1 & a\&b & computed & \textbf{0.50} & -- \\" in tex
+    assert r"t\_1 & c & computed & 0.25 & \textbf{0.12} \\" in tex
+    assert tex.startswith(r"\begin{tabular}{lllrr}")
+
+
+def test_overlap_segments_keep_the_text():
+    segs = views.overlap_segments("我喜欢 iPhone 手机", ["我也喜欢手机"])
+    assert "".join(s for s, _ in segs) == "我喜欢 iPhone 手机"
+    assert [s for s, shared in segs if shared] == ["我喜欢", "手机"]
+
+
+def test_board_counts_responses_and_compare(toy):
+    from evalcore.scoring import score
+
+    score(toy, dataset="toy", metrics="F1,DIST1", progress=False)
+    board = views.board(toy, "toy", "toy/chitchat")
+    assert dict(zip(board["model"], board[views.N_COLUMN])) == {"m1": 2, "m2": 1}
+    deltas, humans, items = views.compare(toy, "toy", "toy/chitchat", "m1", "m2", bootstrap=50, seed=1)
+    row = deltas.set_index("metric").loc["DIST1"]
+    assert row["n"] == 1 and row["delta"] == pytest.approx(0.0)  # 嗯 vs 天气很好: DIST1 1 and 1
+    assert list(items["item_id"]) == ["t1"]
