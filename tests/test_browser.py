@@ -132,6 +132,26 @@ def test_upload_then_leaderboard(server, browser, tmp_path):
     context.close()
 
 
+def test_bad_upload_is_refused_with_rows_named(server, browser, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item_id,response\nlccc-test-0000-t01,好\nno-such-item,嗯\n", encoding="utf-8")
+    context, page = _open(browser, f"{server}/upload?dataset=demo-zh&track=lccc/chitchat")
+    page.locator('input[type="file"]').set_input_files(str(bad))
+    page.get_by_label("Model name").fill("refused-model")
+    page.get_by_label("Model name").press("Enter")
+    page.get_by_role("button", name="Validate and import").click()
+    expect(page.get_by_text("bad.csv was refused: 1 problem(s). Nothing was written.")).to_be_visible(timeout=60_000)
+    report = page.locator('[data-testid="stTable"]')
+    expect(report).to_contain_text("row 3", timeout=30_000)
+    expect(report).to_contain_text("an item of track 'lccc/chitchat' in dataset 'demo-zh'")
+    page.screenshot(path=str(ARTIFACTS / "upload-refused.png"), full_page=True)
+    context.close()
+    context, page = _open(browser, f"{server}/leaderboard?dataset=demo-zh&track=lccc/chitchat")
+    expect(page.locator('[data-testid="stMultiSelect"]').first).to_contain_text("tfidf-retrieval", timeout=60_000)
+    assert "refused-model" not in _models_shown(page)
+    context.close()
+
+
 def test_drilldown_item(server, browser):
     context, page = _open(browser, f"{server}/drilldown?dataset=demo-zh&track=lccc/chitchat&item=lccc-test-0000-t01")
     expect(page.get_by_text("Item lccc-test-0000-t01")).to_be_visible(timeout=60_000)

@@ -48,7 +48,11 @@ if upload is not None and st.button("Validate and import", type="primary", key="
             report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed)
     except ImportRefused as exc:
         st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems)} problem(s). Nothing was written.")
-        st.dataframe(pd.DataFrame([vars(p) for p in exc.problems]), hide_index=True, width="stretch")
+        report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
+                                "got": p.got} for p in exc.problems])
+        st.table(report.head(200))
+        if len(report) > 200:
+            st.caption(f"... and {len(report) - 200} more.")
     except ValueError as exc:
         st.error(md_escape(str(exc)))
     else:
