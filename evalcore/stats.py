@@ -151,14 +151,14 @@ class Pair:
     def kendall_counts(self) -> tuple[float, float, float, float, float]:
         if self._kendall is None:
             n = float(len(self.px.values))
-            ties_in_both = float((lambda W: (W * (W - 1)).sum() / 2)(self.table()))
+            ties_in_both = float((lambda W: int((W * (W - 1)).sum()) // 2)(self.table()))
             self._kendall = (n * (n - 1) / 2, self.rows.tie_sums[0], self.cols.tie_sums[0], ties_in_both,
                              _discordant(self.table()))
         return self._kendall
 
     def _count(self, cells: np.ndarray) -> np.ndarray:
         counts = np.bincount(cells, minlength=self.rows.n_groups * self.cols.n_groups)
-        return counts.reshape(self.cols.n_groups, self.rows.n_groups).astype(float)
+        return counts.reshape(self.cols.n_groups, self.rows.n_groups)  # exact integer counts
 
     def r(self, method: str, sample: np.ndarray | None = None) -> float:
         if not self.small:
@@ -218,12 +218,12 @@ def _element_ranks(p: Prepared, w: np.ndarray) -> np.ndarray:
 
 def _discordant(W: np.ndarray) -> float:
     """Discordant pairs in a (columns, rows) table of counts whose groups ascend by value."""
-    dis = 0.0
-    above = np.zeros(W.shape[1])  # per row group: elements in earlier rows and larger columns
+    dis = 0
+    above = np.zeros(W.shape[1], dtype=W.dtype)  # per row group: elements in earlier rows and larger columns
     for col in W[::-1]:
-        dis += float(col @ above)
+        dis += int(col @ above)
         above += np.cumsum(col) - col
-    return dis
+    return float(dis)
 
 
 def _kendall_counts(W: np.ndarray) -> tuple[float, float, float, float, float]:
@@ -233,7 +233,7 @@ def _kendall_counts(W: np.ndarray) -> tuple[float, float, float, float, float]:
     gc = W.sum(axis=1)
     gr = W.sum(axis=0)
     total = gc.sum()
-    pairs = lambda c: float((c * (c - 1)).sum() / 2)  # noqa: E731
+    pairs = lambda c: float(int((c * (c - 1)).sum()) // 2)  # noqa: E731
     return total * (total - 1) / 2, pairs(gr), pairs(gc), pairs(W), dis
 
 
