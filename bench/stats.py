@@ -35,8 +35,6 @@ DIMS = ("Info", "Coh", "Know", "Rec")
 
 
 def build(con, msde: Path, n_responses: int, seed: int = 0, dims: tuple[str, ...] = DIMS) -> None:
-    import openpyxl
-
     from evalcore.ingest.batch import Batch
     from evalcore.ingest.msde import read_workbook
 

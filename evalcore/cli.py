@@ -19,6 +19,11 @@ def _db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="store file (default: $EVALCORE_DB, else ~/.local/share/evalcore/evalcore.duckdb)")
 
 
+def _flavor(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--flavor", default="default", help="default, or msde to reproduce the MSDE paper")
+    p.add_argument("--tokenizer", help="override the flavor's tokenizer: char, space, jieba, en")
+
+
 def _format(p: argparse.ArgumentParser, default: str = "table") -> None:
     p.add_argument("--format", choices=FORMATS, default=default)
 
@@ -62,14 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset")
     p.add_argument("--track")
     p.add_argument("--metrics", default="lexical", help="comma-separated names, or 'lexical' (default)")
-    p.add_argument("--flavor", default="default", help="default, or msde to reproduce the MSDE paper")
-    p.add_argument("--tokenizer", help="override the flavor's tokenizer: char, space, jieba, en")
+    _flavor(p)
     p = sub.add_parser("leaderboard", help="one row per model and origin, a column per metric and human dimension")
     _db(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--track")
-    p.add_argument("--flavor", default="default")
-    p.add_argument("--tokenizer")
+    _flavor(p)
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
     _format(p)
     p = sub.add_parser("correlate", help="metric-human correlations per track (system, dialogue or turn level)")
@@ -82,8 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=0, help="percentile bootstrap CI with N resamples")
     p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
     p.add_argument("--aggregate", default="mean", help="how annotators' scores combine: mean or median")
-    p.add_argument("--flavor", default="default")
-    p.add_argument("--tokenizer")
+    _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
     _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
-from evalcore.metrics.registry import get_flavor, pick_tokenizer
-from evalcore.scoring import response_scores
+from evalcore.scoring import computed_config, response_scores
 from evalcore.stats import METHODS, Correlation, Pair, Prepared, correlate_prepared
 
 LEVELS = ("system", "dialogue", "turn")
@@ -91,13 +90,10 @@ def metric_scores(con, dataset: str, track: str, level: str, origin: str, flavor
                 SELECT model AS unit, name AS metric, value FROM system_scores
                 WHERE dataset = ? AND track = ? AND origin = 'published'
             """, [dataset, track]).df()
-        fl = get_flavor(flavor)
-        language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
-        tok = pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
         return con.execute("""
             SELECT model AS unit, name AS metric, value FROM system_scores
             WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor = ? AND tokenizer = ?
-        """, [dataset, track, fl.name, tok]).df()
+        """, [dataset, track, *computed_config(con, dataset, flavor, tokenizer)]).df()
     values = response_scores(con, dataset, track, flavor=flavor, tokenizer=tokenizer)
     if level == "turn":
         return pd.DataFrame({"unit": values["item_id"] + "\x1f" + values["model"],

@@ -4,7 +4,6 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from evalcore.metrics.registry import get_flavor, pick_tokenizer
 
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
 PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr",
@@ -13,14 +12,13 @@ HUMAN_ORDER = ["Info", "Coh", "Know", "Rec"]
 
 
 def _scores(con, dataset: str, track: str | None, flavor: str, tokenizer: str | None) -> pd.DataFrame:
-    fl = get_flavor(flavor)
-    language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
-    tok = pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
+    from evalcore.scoring import computed_config
+
     return con.execute("""
         SELECT track, model, origin, name, value, signature, n FROM system_scores
         WHERE dataset = ? AND (? IS NULL OR track = ?)
           AND (origin = 'published' OR (flavor = ? AND tokenizer = ?))
-    """, [dataset, track, track, fl.name, tok]).df()
+    """, [dataset, track, track, *computed_config(con, dataset, flavor, tokenizer)]).df()
 
 
 def _humans(con, dataset: str, track: str | None) -> pd.DataFrame:

@@ -276,23 +276,29 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
     return rows
 
 
-def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",
-                    tokenizer: str | None = None) -> pd.DataFrame:
-    """Per-response values of every metric computed for a track under a flavor (and tokenizer):
-    columns item_id, model, metric, value. Responses without a value (no reference) are absent."""
-    from evalcore.metrics.registry import METRICS
-
+def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
+                    tokenizer: str | None = None) -> tuple[str, str]:
+    """(flavor name, tokenizer signature) that the computed scores of a dataset carry for this choice."""
     fl = get_flavor(flavor)
     language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
-    tok = pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
+    return fl.name, pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
+
+
+def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",
+                    tokenizer: str | None = None, data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per-response values of every metric computed for a track under a flavor (and tokenizer):
+    columns item_id, model, metric, value. Responses without a value (no reference) are absent.
+    `data` is the track as load_track gives it, when the caller has it already."""
+    from evalcore.metrics.registry import METRICS
+
     sigs = con.execute("""
         SELECT DISTINCT name, signature FROM system_scores
         WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor = ? AND tokenizer = ?
-    """, [dataset, track, fl.name, tok]).fetchall()
+    """, [dataset, track, *computed_config(con, dataset, flavor, tokenizer)]).fetchall()
     empty = pd.DataFrame(columns=["item_id", "model", "metric", "value"])
     if not sigs:
         return empty
-    data = load_track(con, dataset, track)
+    data = load_track(con, dataset, track) if data is None else data
     keys = {True: [response_key(t, r) for t, r in zip(data["text"], data["refs"])],
             False: [response_key(t, None) for t in data["text"]]}
     frames = []

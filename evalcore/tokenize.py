@@ -16,7 +16,10 @@ import numpy as np
 
 # CJK ideographs (basic, extension A, compatibility), kana and hangul count one per character.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
-_CHAR_TOKEN = re.compile(rf"[{_CJK}]|[A-Za-z0-9\u00c0-\u024f]+|[^\s{_CJK}A-Za-z0-9\u00c0-\u024f]")
+# Letters and digits that form runs (one token per run); char_encode uses the same ranges.
+_RUN_RANGES = [(0x41, 0x5A), (0x61, 0x7A), (0x30, 0x39), (0xC0, 0x24F)]
+_RUN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _RUN_RANGES)
+_CHAR_TOKEN = re.compile(rf"[{_CJK}]|[{_RUN}]+|[^\s{_CJK}{_RUN}]")
 
 
 def char_tokens(text: str) -> list[str]:
@@ -30,7 +33,6 @@ def _in_ranges(cp: np.ndarray, ranges: list[tuple[int, int]]) -> np.ndarray:
     return out
 
 
-_RUN_RANGES = [(0x41, 0x5A), (0x61, 0x7A), (0x30, 0x39), (0xC0, 0x24F)]
 MULTI_BASE = 0x110000  # ids of multi-character tokens start after the last code point
 
 

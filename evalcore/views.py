@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.correlate import correlations
-from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER, leaderboard
+from evalcore.leaderboard import HUMAN_ORDER, leaderboard
 from evalcore.metrics.registry import METRICS, get_flavor, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
@@ -177,8 +177,9 @@ def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> l
 def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default") -> pd.DataFrame:
     """One row per response: item_id, model, text, a column per computed metric and per human dimension
     (mean over annotators)."""
-    data = load_track(con, dataset, track)[["item_id", "model", "text"]]
-    values = response_scores(con, dataset, track, flavor=flavor)
+    track_data = load_track(con, dataset, track)
+    values = response_scores(con, dataset, track, flavor=flavor, data=track_data)
+    data = track_data[["item_id", "model", "text"]]
     if not values.empty:
         wide = values.pivot_table(index=["item_id", "model"], columns="metric", values="value").reset_index()
         wide.columns.name = None

@@ -91,6 +91,13 @@ def expect(locator):
     return _expect(locator)
 
 
+def _upload(page, path, model: str) -> None:
+    page.locator('input[type="file"]').set_input_files(str(path))
+    page.get_by_label("Model name").fill(model)
+    page.get_by_label("Model name").press("Enter")
+    page.get_by_role("button", name="Validate and import").click()
+
+
 def _models_shown(page) -> str:
     return page.locator('[data-testid="stMultiSelect"]').first.inner_text()
 
@@ -119,10 +126,7 @@ def test_upload_then_leaderboard(server, browser, tmp_path):
     responses = tmp_path / "my-model.csv"
     responses.write_bytes("item_id,response\nlccc-test-0000-t01,我 常 说 随 便\nlccc-test-0001-t01,好 的 呀\n".encode("gbk"))
     context, page = _open(browser, f"{server}/upload?dataset=demo-zh&track=lccc/chitchat")
-    page.locator('input[type="file"]').set_input_files(str(responses))
-    page.get_by_label("Model name").fill("browser-model")
-    page.get_by_label("Model name").press("Enter")
-    page.get_by_role("button", name="Validate and import").click()
+    _upload(page, responses, "browser-model")
     expect(page.get_by_text("Scored.")).to_be_visible(timeout=120_000)
     page.screenshot(path=str(ARTIFACTS / "upload.png"), full_page=True)
     context.close()
@@ -136,10 +140,7 @@ def test_bad_upload_is_refused_with_rows_named(server, browser, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,response\nlccc-test-0000-t01,好\nno-such-item,嗯\n", encoding="utf-8")
     context, page = _open(browser, f"{server}/upload?dataset=demo-zh&track=lccc/chitchat")
-    page.locator('input[type="file"]').set_input_files(str(bad))
-    page.get_by_label("Model name").fill("refused-model")
-    page.get_by_label("Model name").press("Enter")
-    page.get_by_role("button", name="Validate and import").click()
+    _upload(page, bad, "refused-model")
     expect(page.get_by_text("bad.csv was refused: 1 problem(s). Nothing was written.")).to_be_visible(timeout=60_000)
     report = page.locator('[data-testid="stTable"]')
     expect(report).to_contain_text("row 3", timeout=30_000)
