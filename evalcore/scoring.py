@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import duckdb
 import numpy as np
@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from evalcore.metrics import lexical as L
 from evalcore.metrics.ngrams import Encoded
+from evalcore.neural import NeuralOptions
 from evalcore.metrics.registry import (
     Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
 )
@@ -25,6 +26,8 @@ from evalcore.store import bump_revision, insert_frame, transaction
 from evalcore.tokenize import Tokenizer
 
 CHUNK = 20_000  # responses per batch: bounds memory on large tracks
+NEURAL_CHUNK = 2_000  # with model-based metrics: a progress step of a minute or less on a CPU
+ANY = "any"  # flavor and tokenizer of scores that depend on neither (model-based metrics)
 
 
 def response_key(text: str, refs: list[str] | None) -> str:
@@ -76,24 +79,53 @@ def _df_tag(docs: list[list[str]]) -> str:
 
 
 class Plan:
-    """Metrics, flavor and tokenizer for one track, with each metric's signature."""
+    """Metrics, flavor, tokenizer and model options for one track, with each metric's signature.
 
-    def __init__(self, metrics: list[MetricInfo], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]]):
-        self.metrics, self.flavor, self.tokenizer, self.docs = metrics, flavor, tokenizer, docs
-        df_tag = _df_tag(docs) if any(m.kind == "cider" for m in metrics) else ""
-        self.signatures = {m.name: signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else "")
-                           for m in metrics}
+    Metrics that cannot run here (a missing checkpoint or package) are left out and listed in
+    `unavailable` with the reason."""
+
+    def __init__(self, metrics: list[MetricInfo], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]],
+                 neural: NeuralOptions | None = None):
+        from evalcore import neural as N
+
+        self.flavor, self.tokenizer, self.docs = flavor, tokenizer, docs
+        self.neural = neural or NeuralOptions()
+        self.unavailable = {m.name: N.availability(m.kind, self.neural) for m in metrics if m.family == "neural"}
+        self.unavailable = {k: v for k, v in self.unavailable.items() if v}
+        self.metrics = [m for m in metrics if m.name not in self.unavailable]
+        df_tag = _df_tag(docs) if needs_docs(self.metrics, self.neural) else ""
+        self.signatures = {
+            m.name: (N.signature(m.name, m.kind, self.neural, df_tag) if m.family == "neural"
+                     else signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else ""))
+            for m in self.metrics}
+
+    def config(self, m: MetricInfo) -> tuple[str, str]:
+        """(flavor, tokenizer) stored with a metric's scores: model-based ones depend on neither."""
+        return (ANY, ANY) if m.family == "neural" else (self.flavor.name, self.tokenizer.signature)
+
+
+def needs_docs(metrics: list[MetricInfo], neural: NeuralOptions | None) -> bool:
+    """CIDEr's document frequencies and BERTScore's idf come from the track's references."""
+    return any(m.kind == "cider" or (m.kind == "bertscore" and neural is not None and neural.idf) for m in metrics)
 
 
 def compute(plan: Plan, hyps: list[str], refs: list[list[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply."""
-    needs_docs = any(m.kind == "cider" for m in plan.metrics)
-    enc = Encoded.from_texts(plan.tokenizer, hyps, refs, plan.docs if needs_docs else None,
-                             joined=plan.flavor.joined_ngrams)
+    from evalcore import neural as N
+
+    lexical = [m for m in plan.metrics if m.family != "neural"]
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    kinds = {m.kind for m in plan.metrics}
+    model_based = [m for m in plan.metrics if m.family == "neural"]
+    if model_based:
+        out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs))
+    if not lexical:
+        return out
+    needs_cider = any(m.kind == "cider" for m in lexical)
+    enc = Encoded.from_texts(plan.tokenizer, hyps, refs, plan.docs if needs_cider else None,
+                             joined=plan.flavor.joined_ngrams)
+    kinds = {m.kind for m in lexical}
     bleu = L.bleu_stats(enc) if "bleu" in kinds else None
-    for m in plan.metrics:
+    for m in lexical:
         if m.kind == "f1":
             stats = L.f1_stats(enc)
             out[m.name] = (L.f1_value(stats), stats)
@@ -155,7 +187,7 @@ def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str,
 
 def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
-          progress: bool = True, on_progress=None) -> ScoreReport:
+          neural: NeuralOptions | None = None, progress: bool = True, on_progress=None) -> ScoreReport:
     """Compute what is missing for every selected track; write caches and system scores per track.
 
     on_progress(done, total, label), when given, is called after each batch (the upload page's bar)."""
@@ -166,7 +198,12 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
         if data.empty:
             continue
         tok = pick_tokenizer(fl, language, tokenizer)
-        plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if any(m.kind == "cider" for m in infos) else [])
+        opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
+        plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
+        for name, reason in plan.unavailable.items():
+            report.notes.append(f"{ds}:{tr}: {name} unavailable: {reason}")
+        if not plan.metrics:
+            continue
         _score_track(con, ds, tr, data, plan, report, progress, on_progress)
     return report
 
@@ -193,9 +230,14 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     # Per metric, values and stats of every row computed in this run (NaN elsewhere).
     values = {m.name: np.full(n, np.nan) for m in plan.metrics}
     stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
+    chunk = CHUNK
+    if any(m.family == "neural" for m in plan.metrics):
+        # an item's responses in one batch: its references are embedded once for all models
+        todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
+        chunk = NEURAL_CHUNK
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
-    for start in range(0, len(todo), CHUNK):
-        rows = todo[start:start + CHUNK]
+    for start in range(0, len(todo), chunk):
+        rows = todo[start:start + chunk]
         result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist())
         for name, (vals, st) in result.items():
             if stats[name] is None:
@@ -218,17 +260,18 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     with transaction(con):
         bump_revision(con)
         for m in plan.metrics:
+            fl, tk = plan.config(m)
             con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
                 plan.signatures[m.name], m.name,
-                json.dumps({"tokenizer": plan.tokenizer.signature, "flavor": plan.flavor.name,
-                            "corpus": m.corpus, "sentence": m.sentence, "description": m.description},
-                           ensure_ascii=False)])
+                json.dumps({"tokenizer": tk, "flavor": fl, "corpus": m.corpus, "sentence": m.sentence,
+                            "description": m.description}, ensure_ascii=False)])
         if frames:
             insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
         for row in system_rows:
+            # a model-based column holds the last configuration scored (its signature says which)
             con.execute("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND name = ? "
-                        "AND origin = 'computed' AND signature = ?",
-                        [ds, tr, row["model"], row["name"], row["signature"]])
+                        "AND origin = 'computed' AND (signature = ? OR flavor = ?)",
+                        [ds, tr, row["model"], row["name"], row["signature"], ANY if row["flavor"] == ANY else None])
         if system_rows:
             insert_frame(con, "system_scores", pd.DataFrame(system_rows))
     report.computed[label] = int(sum(len(f) for f in frames))
@@ -270,9 +313,10 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                 value = corpus_value(m, mat)
             if value is None:
                 continue
+            fl, tk = plan.config(m)
             rows.append({"dataset": ds, "track": tr, "model": model, "name": m.name, "value": value,
                          "origin": "computed", "signature": sig, "source": "evalcore score",
-                         "flavor": plan.flavor.name, "tokenizer": plan.tokenizer.signature, "n": int(len(idx))})
+                         "flavor": fl, "tokenizer": tk, "n": int(len(idx))})
     return rows
 
 
@@ -284,6 +328,13 @@ def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
     return fl.name, pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
 
 
+def computed_filter(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
+                    tokenizer: str | None = None) -> tuple[str, list]:
+    """SQL condition (and its parameters) on system_scores for the computed rows of this choice:
+    the flavor's lexical scores and the model-based scores, which depend on no flavor."""
+    return "((flavor = ? AND tokenizer = ?) OR flavor = ?)", [*computed_config(con, dataset, flavor, tokenizer), ANY]
+
+
 def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",
                     tokenizer: str | None = None, data: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per-response values of every metric computed for a track under a flavor (and tokenizer):
@@ -291,10 +342,11 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     `data` is the track as load_track gives it, when the caller has it already."""
     from evalcore.metrics.registry import METRICS
 
-    sigs = con.execute("""
+    cond, params = computed_filter(con, dataset, flavor, tokenizer)
+    sigs = con.execute(f"""
         SELECT DISTINCT name, signature FROM system_scores
-        WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor = ? AND tokenizer = ?
-    """, [dataset, track, *computed_config(con, dataset, flavor, tokenizer)]).fetchall()
+        WHERE dataset = ? AND track = ? AND origin = 'computed' AND {cond}
+    """, [dataset, track, *params]).fetchall()
     empty = pd.DataFrame(columns=["item_id", "model", "metric", "value"])
     if not sigs:
         return empty

@@ -47,6 +47,20 @@ def higher_is_better(name: str) -> bool:
     return info.higher_is_better if info else True
 
 
+def missing_metrics(columns: list[str]) -> pd.DataFrame:
+    """Metrics of the registry with no column here: unavailable (with the reason) or not scored yet."""
+    from evalcore.neural import NeuralOptions, availability
+
+    rows = []
+    for name, info in METRICS.items():
+        if name in columns:
+            continue
+        reason = availability(info.kind, NeuralOptions()) if info.family == "neural" else None
+        rows.append({"metric": name, "status": "unavailable" if reason else "not scored",
+                     "why": reason or f"python -m evalcore score --dataset ... --metrics {name}"})
+    return pd.DataFrame(rows, columns=["metric", "status", "why"])
+
+
 def describe(name: str) -> str:
     info = METRICS.get(name)
     if info:

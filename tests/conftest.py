@@ -61,3 +61,7 @@ def toy(con, tmp_path):
     (tmp_path / "resp.csv").write_text("item_id,model,response\nt1,m1,天气很好\nt2,m1,你好\nt1,m2,嗯\n", encoding="utf-8")
     import_responses(con, tmp_path / "resp.csv", dataset="toy", track="toy/chitchat")
     return con
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: uses the real converted model (tens of seconds); CI runs it")

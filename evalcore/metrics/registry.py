@@ -15,7 +15,7 @@ LEXICAL_VERSION = "1"
 @dataclass(frozen=True)
 class MetricInfo:
     name: str
-    kind: str                  # f1 | bleu | rouge | meteor | dist | cider
+    kind: str                  # f1 | bleu | rouge | meteor | dist | cider | bertscore | embedding | sentence | bleurt
     description: str
     corpus: str                # how the per-model value is formed
     sentence: str              # how the per-response value is formed
@@ -49,7 +49,30 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                "length penalty sigma 6, x10), document frequencies from the track's references",
                corpus="mean", sentence="mean-over-references"),
 ]}
-GROUPS = {"lexical": list(METRICS)}
+LEXICAL = list(METRICS)
+
+
+def _neural(name: str, kind: str, description: str) -> MetricInfo:
+    return MetricInfo(name, kind, description, corpus="mean", sentence="max-over-references", family="neural")
+
+
+METRICS.update({m.name: m for m in [
+    _neural("BS-P", "bertscore", "BERTScore precision: idf-weighted mean over response tokens of the best cosine "
+            "with a reference token (contextual embeddings of one model layer; bert-score's rules)"),
+    _neural("BS-R", "bertscore", "BERTScore recall: the same over reference tokens"),
+    _neural("BS-F1", "bertscore", "BERTScore F1: 2PR / (P + R)"),
+    _neural("EV", "embedding", "Embedding Average: cosine of the summed token vectors (USE multilingual v3 "
+            "token table) of response and reference, as in nlg-eval"),
+    _neural("VE", "embedding", "Vector Extrema: cosine of the per-dimension extreme values of the token vectors "
+            "(USE multilingual v3 token table), as in nlg-eval"),
+    _neural("GM", "embedding", "Greedy Matching: mean best token-to-token cosine in both directions, averaged "
+            "(USE multilingual v3 token table), as in nlg-eval"),
+    _neural("ST", "sentence", "Sentence-encoder cosine (multilingual Universal Sentence Encoder v3). NOT "
+            "Skip-Thought: it stands in for the MSDE paper's ST column because no Chinese Skip-Thought model exists"),
+    _neural("BLEURT", "bleurt", "BLEURT: a learned regression from (reference, response) to a quality score; "
+            "only with a checkpoint given by --bleurt-checkpoint"),
+]})
+GROUPS = {"lexical": LEXICAL, "neural": [n for n, m in METRICS.items() if m.family == "neural"]}
 
 
 @dataclass(frozen=True)

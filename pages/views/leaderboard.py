@@ -44,6 +44,13 @@ else:
         st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
     with st.expander("Signatures: what each computed column is"):
         st.dataframe(data("signatures", dataset, track, flavor), hide_index=True, width="stretch")
+    missing = views.missing_metrics(list(board.columns))
+    unavailable = missing[missing["status"] == "unavailable"]
+    for row in unavailable.itertuples():
+        st.info(f"{row.metric} is unavailable: {row.why}", icon="ℹ️")
+    if len(missing):
+        with st.expander(f"Metrics without a column here ({len(missing)})"):
+            st.dataframe(missing, hide_index=True, width="stretch")
 
     st.subheader("Across skills")
     metric_options = [m for m in metrics]

@@ -27,6 +27,9 @@ upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx"], 
 model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
 scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
 existing = views.models_of(con, dataset, track) if track else []
+neural = kind == "responses" and st.checkbox(
+    "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
+    help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
 replace = False
 if kind == "responses" and model and model in existing:
     choice = st.radio(f"Model {model!r} already has responses in {track}.",
@@ -58,8 +61,9 @@ if upload is not None and st.button("Validate and import", type="primary", key="
     else:
         st.success(md_escape(report.render().replace(str(path), upload.name)))
         if kind == "responses":
-            bar = st.progress(0.0, text="Scoring the lexical metrics...")
-            scored = score(con, dataset=dataset, track=track, metrics="lexical", progress=False,
+            bar = st.progress(0.0, text="Scoring...")
+            scored = score(con, dataset=dataset, track=track, metrics="lexical,neural" if neural else "lexical",
+                           progress=False,
                            on_progress=lambda done, total, label: bar.progress(done / max(total, 1),
                                                                                 text=f"Scoring {label}: {done}/{total}"))
             bar.progress(1.0, text="Scored.")

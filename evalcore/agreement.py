@@ -1,0 +1,207 @@
+"""Inter-annotator agreement per track and dimension, with seeded bootstrap CIs over rated targets.
+
+- Cohen's kappa for each annotator pair on the targets both rated: unweighted, linear and quadratic
+  weights on category ranks (as statsmodels' cohens_kappa and sklearn do);
+- Fleiss' kappa over the targets rated by the most common number of annotators (it needs a fixed
+  number of raters per target);
+- Krippendorff's alpha, nominal / ordinal / interval, from the coincidence matrix (any number of
+  annotators per target, missing ratings allowed; targets with one rating do not pair);
+- per annotator: mean score and bias (their mean minus the mean of all ratings of the same targets).
+Every statistic is a function of a sum of per-target tables, so a bootstrap resample of targets
+is one weighted sum: 1,000 resamples cost little more than one estimate.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+COLUMNS = ["track", "dimension", "statistic", "annotators", "value", "ci_low", "ci_high", "n_items", "n_annotators"]
+WEIGHTS = ("unweighted", "linear", "quadratic")
+LEVELS = ("nominal", "ordinal", "interval")
+
+
+# ---------------------------------------------------------------- the statistics
+def _kappa_weights(k: int, kind: str) -> np.ndarray:
+    i, j = np.indices((k, k))
+    if kind == "unweighted" or k == 1:
+        return (i != j).astype(float)
+    d = np.abs(i - j) / (k - 1)
+    return d if kind == "linear" else d ** 2
+
+
+def kappa_from_table(table: np.ndarray, kind: str = "unweighted") -> float:
+    """Cohen's kappa from a k x k confusion table of counts: 1 - sum(W O) / sum(W E)."""
+    n = table.sum()
+    if n == 0:
+        return float("nan")
+    obs = table / n
+    exp = np.outer(obs.sum(1), obs.sum(0))
+    w = _kappa_weights(len(table), kind)
+    denom = (w * exp).sum()
+    return float(1 - (w * obs).sum() / denom) if denom > 0 else float("nan")
+
+
+def cohen_kappa(a, b, kind: str = "unweighted", categories=None) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    cats = np.unique(np.concatenate([a, b])) if categories is None else np.asarray(categories, float)
+    table = np.zeros((len(cats), len(cats)))
+    np.add.at(table, (np.searchsorted(cats, a), np.searchsorted(cats, b)), 1)
+    return kappa_from_table(table, kind)
+
+
+def fleiss_from_counts(counts: np.ndarray) -> float:
+    """Fleiss' kappa from an items x categories matrix of rater counts (same raters per item)."""
+    n_items = len(counts)
+    if n_items == 0:
+        return float("nan")
+    m = counts.sum(1)[0]
+    if m < 2:
+        return float("nan")
+    p_j = counts.sum(0) / (n_items * m)
+    p_i = ((counts * (counts - 1)).sum(1)) / (m * (m - 1))
+    p_bar, p_e = p_i.mean(), (p_j ** 2).sum()
+    return float((p_bar - p_e) / (1 - p_e)) if p_e < 1 else float("nan")
+
+
+def _unit_coincidences(units: list[np.ndarray], cats: np.ndarray) -> np.ndarray:
+    """Per unit, its k x k coincidence table: ordered pairs of its values, each weighted 1/(m - 1)."""
+    k = len(cats)
+    out = np.zeros((len(units), k, k))
+    for u, vals in enumerate(units):
+        m = len(vals)
+        if m < 2:
+            continue
+        c = np.bincount(np.searchsorted(cats, vals), minlength=k).astype(float)
+        out[u] = (np.outer(c, c) - np.diag(c)) / (m - 1)
+    return out
+
+
+def _alpha_delta(cats: np.ndarray, marg: np.ndarray, level: str) -> np.ndarray:
+    i, j = np.indices((len(cats), len(cats)))
+    if level == "nominal":
+        return (i != j).astype(float)
+    if level == "interval":
+        return (cats[i] - cats[j]) ** 2
+    cum = np.concatenate([[0], np.cumsum(marg)])
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    return (cum[hi + 1] - cum[lo] - (marg[i] + marg[j]) / 2) ** 2
+
+
+def alpha_from_coincidences(o: np.ndarray, cats: np.ndarray, level: str) -> float:
+    marg = o.sum(1)
+    n = marg.sum()
+    if n <= 1:
+        return float("nan")
+    delta = _alpha_delta(cats, marg, level)
+    expected = (np.outer(marg, marg) * delta).sum()
+    if expected == 0:
+        return float("nan")
+    return float(1 - (n - 1) * (o * delta).sum() / expected)
+
+
+def krippendorff_alpha(data, level: str = "interval") -> float:
+    """data: annotators x units, NaN for a missing rating (the krippendorff package's layout)."""
+    data = np.asarray(data, float)
+    units = [col[~np.isnan(col)] for col in data.T]
+    cats = np.unique(data[~np.isnan(data)])
+    return alpha_from_coincidences(_unit_coincidences(units, cats).sum(0), cats, level)
+
+
+# ---------------------------------------------------------------- from the store
+def ratings(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """One row per rating: track, dimension, unit (the rated target and model), annotator, score."""
+    return con.execute("""
+        SELECT track, dimension, target || ':' || coalesce(item_id, dialogue_id, '') || chr(31) || model AS unit,
+               annotator, score
+        FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'
+        ORDER BY track, dimension, unit, annotator
+    """, [dataset, track, track]).df()
+
+
+def _ci(stat, tables: np.ndarray, draws: np.ndarray) -> tuple[float, float]:
+    if draws is None or len(tables) == 0:
+        return float("nan"), float("nan")
+    # draws: resamples x units counts; each resample's table is a weighted sum of unit tables
+    values = np.array([stat(np.tensordot(w, tables, axes=1)) for w in draws])
+    values = values[~np.isnan(values)]
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+
+
+def _draws(n_units: int, bootstrap: int, rng: np.random.Generator) -> np.ndarray | None:
+    if bootstrap <= 0 or n_units == 0:
+        return None
+    return rng.multinomial(n_units, np.full(n_units, 1 / n_units), size=bootstrap).astype(float)
+
+
+def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+              bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The table of the `agreement` command: COLUMNS, one row per statistic (per pair for Cohen)."""
+    rows = []
+    frame = ratings(con, dataset, track)
+    for (tr, dim), group in frame.groupby(["track", "dimension"], sort=True):
+        rng = np.random.default_rng(seed)
+        wide = group.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
+        cats = np.unique(group["score"].to_numpy(float))
+        k = len(cats)
+        annotators = list(wide.columns)
+        base = {"track": tr, "dimension": dim}
+        for a, b in combinations(annotators, 2):
+            both = wide[[a, b]].dropna()
+            ia, ib = np.searchsorted(cats, both[a].to_numpy()), np.searchsorted(cats, both[b].to_numpy())
+            tables = np.zeros((len(both), k, k))
+            tables[np.arange(len(both)), ia, ib] = 1
+            draws = _draws(len(both), bootstrap, rng)
+            for kind in WEIGHTS:
+                def stat(t, kind=kind):
+                    return kappa_from_table(t, kind)
+                lo, hi = _ci(stat, tables, draws)
+                rows.append({**base, "statistic": f"cohen_kappa_{kind}", "annotators": f"{a}|{b}",
+                             "value": stat(tables.sum(0)), "ci_low": lo, "ci_high": hi,
+                             "n_items": len(both), "n_annotators": 2})
+        per_unit = wide.notna().sum(axis=1)
+        if len(per_unit) and per_unit.max() >= 2:
+            m = int(per_unit[per_unit >= 2].mode().max())
+            units = wide[per_unit == m]
+            counts = np.stack([np.bincount(np.searchsorted(cats, r[~np.isnan(r)]), minlength=k)
+                               for r in units.to_numpy(float)]).astype(float)
+            draws = _draws(len(counts), bootstrap, rng)
+            values = []
+            if draws is not None:
+                values = [fleiss_from_counts(np.repeat(counts, w.astype(int), axis=0)) for w in draws]
+                values = [v for v in values if not np.isnan(v)]
+            rows.append({**base, "statistic": "fleiss_kappa", "annotators": f"{m} per item",
+                         "value": fleiss_from_counts(counts),
+                         "ci_low": float(np.percentile(values, 2.5)) if values else float("nan"),
+                         "ci_high": float(np.percentile(values, 97.5)) if values else float("nan"),
+                         "n_items": len(counts), "n_annotators": len(annotators)})
+        units = [r[~np.isnan(r)] for r in wide.to_numpy(float)]
+        tables = _unit_coincidences(units, cats)
+        paired = tables.sum(axis=(1, 2)) > 0
+        tables = tables[paired]
+        draws = _draws(len(tables), bootstrap, rng)
+        for level in LEVELS:
+            def stat(t, level=level):
+                return alpha_from_coincidences(t, cats, level)
+            lo, hi = _ci(stat, tables, draws)
+            rows.append({**base, "statistic": f"krippendorff_alpha_{level}", "annotators": "all",
+                         "value": stat(tables.sum(0)), "ci_low": lo, "ci_high": hi,
+                         "n_items": int(paired.sum()), "n_annotators": len(annotators)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def annotator_bias(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """Per track, dimension and annotator: n, mean, and bias = mean minus the mean of all ratings
+    of the same targets."""
+    frame = ratings(con, dataset, track)
+    if frame.empty:
+        return pd.DataFrame(columns=["track", "dimension", "annotator", "n", "mean", "bias"])
+    unit_mean = frame.groupby(["track", "dimension", "unit"])["score"].transform("mean")
+    frame = frame.assign(diff=frame["score"] - unit_mean)
+    out = frame.groupby(["track", "dimension", "annotator"]).agg(
+        n=("score", "size"), mean=("score", "mean"), bias=("diff", "mean")).reset_index()
+    return out

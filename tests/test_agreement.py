@@ -1,0 +1,148 @@
+"""Agreement statistics against independent implementations (krippendorff, statsmodels) and hand
+arithmetic; aggregation rules; USR-TopicalChat through the generic importers."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from evalcore import agreement as A
+from evalcore.cli import main
+
+from conftest import shared, write_jsonl
+
+krippendorff = pytest.importorskip("krippendorff")
+inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")
+
+
+def test_cohen_kappa_by_hand():
+    # 2 x 2 table [[20, 5], [10, 15]]: po = 0.7, pe = 0.5*0.6 + 0.5*0.4 = 0.5, kappa = 0.4
+    a = [0] * 25 + [1] * 25
+    b = [0] * 20 + [1] * 5 + [0] * 10 + [1] * 15
+    assert math.isclose(A.cohen_kappa(a, b), 0.4)
+
+
+@pytest.mark.parametrize("kind,wt", [("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic")])
+def test_cohen_kappa_equals_statsmodels(kind, wt):
+    rng = np.random.default_rng(1)
+    a = rng.integers(1, 6, 200)
+    b = np.clip(a + rng.integers(-1, 2, 200), 1, 5)
+    cats = np.unique(np.concatenate([a, b]))
+    table = np.zeros((len(cats), len(cats)))
+    np.add.at(table, (np.searchsorted(cats, a), np.searchsorted(cats, b)), 1)
+    expected = inter_rater.cohens_kappa(table, wt=wt, return_results=False) if wt else \
+        inter_rater.cohens_kappa(table, return_results=False)
+    assert math.isclose(A.cohen_kappa(a, b, kind), expected, abs_tol=1e-12)
+
+
+def test_fleiss_equals_statsmodels():
+    rng = np.random.default_rng(2)
+    counts = np.stack([rng.multinomial(4, [0.5, 0.3, 0.2]) for _ in range(50)])
+    assert math.isclose(A.fleiss_from_counts(counts.astype(float)), inter_rater.fleiss_kappa(counts), abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_alpha_equals_krippendorff_package(level):
+    rng = np.random.default_rng(3)
+    data = rng.integers(1, 6, (4, 60)).astype(float)
+    data[rng.random(data.shape) < 0.25] = np.nan
+    assert math.isclose(A.krippendorff_alpha(data, level),
+                        krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs_tol=1e-9)
+
+
+# ---------------------------------------------------------------- USR through the generic importer
+def _usr_store(tmp_path):
+    data = json.loads(shared("usr", "tc_usr_data.json").read_text(encoding="utf-8"))
+    from evalcore.ingest.items import import_items
+    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.responses import import_responses
+    from evalcore.store import connect
+
+    items, responses, ratings = [], [], []
+    for i, ctx in enumerate(data):
+        iid = f"tc{i:02d}"
+        items.append({"item_id": iid, "dataset": "usr", "track": "usr/topicalchat", "context": ctx["context"].split("\n"),
+                      "references": [], "grounding": {"knowledge": [ctx["fact"]]}})
+        for r in ctx["responses"]:
+            responses.append({"item_id": iid, "model": r["model"], "response": r["response"]})
+            for a, score in enumerate(r["Overall"]):
+                ratings.append({"item_id": iid, "model": r["model"], "annotator": f"a{a + 1}",
+                                "dimension": "Overall", "score": score})
+    write_jsonl(tmp_path / "items.jsonl", items)
+    for name, rows in (("responses.csv", responses), ("ratings.csv", ratings)):
+        with open(tmp_path / name, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    con = connect(tmp_path / "usr.duckdb")
+    import_items(con, tmp_path / "items.jsonl")
+    import_responses(con, tmp_path / "responses.csv", dataset="usr", track="usr/topicalchat")
+    import_ratings(con, tmp_path / "ratings.csv", dataset="usr", track="usr/topicalchat", scales={"Overall": (1, 5)})
+    return con, data
+
+
+def test_usr_overall_alpha_equals_krippendorff(tmp_path):
+    con, data = _usr_store(tmp_path)
+    table = A.agreement(con, "usr", bootstrap=200, seed=0)
+    overall = table[table["dimension"] == "Overall"].set_index("statistic")
+    reliability = np.array([[r["Overall"][a] for ctx in data for r in ctx["responses"]] for a in range(3)], float)
+    for level in ("nominal", "ordinal", "interval"):
+        expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement=level)
+        assert math.isclose(overall.loc[f"krippendorff_alpha_{level}", "value"], expected, abs_tol=1e-6)
+    row = overall.loc["krippendorff_alpha_interval"]
+    assert row["ci_low"] < row["value"] < row["ci_high"] and row["n_items"] == 360 and row["n_annotators"] == 3
+    fleiss = overall.loc["fleiss_kappa"]
+    counts = np.stack([np.bincount(col.astype(int), minlength=6)[1:] for col in reliability.T])
+    assert math.isclose(fleiss["value"], inter_rater.fleiss_kappa(counts), abs_tol=1e-9)
+    cohen = table[(table["statistic"] == "cohen_kappa_quadratic") & (table["annotators"] == "a1|a2")].iloc[0]
+    table2 = np.zeros((5, 5))
+    np.add.at(table2, (reliability[0].astype(int) - 1, reliability[1].astype(int) - 1), 1)
+    assert math.isclose(cohen["value"], inter_rater.cohens_kappa(table2, wt="quadratic", return_results=False),
+                        abs_tol=1e-9)
+
+
+def test_agreement_cli_and_same_seed_same_ci(tmp_path, capsys):
+    con, _ = _usr_store(tmp_path)
+    con.close()
+    db = str(tmp_path / "usr.duckdb")
+    assert main(["agreement", "--db", db, "--dataset", "usr", "--format", "csv", "--bootstrap", "100"]) == 0
+    first = capsys.readouterr().out
+    header = first.splitlines()[0].split(",")
+    assert header[:3] == ["track", "dimension", "statistic"] and {"value", "ci_low", "ci_high", "n_items",
+                                                                   "n_annotators"} <= set(header)
+    assert "krippendorff_alpha_interval" in first
+    assert main(["agreement", "--db", db, "--dataset", "usr", "--format", "csv", "--bootstrap", "100"]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_aggregation_rules(con, tmp_path):
+    from evalcore.correlate import human_scores
+    from evalcore.ingest.items import import_items
+    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.responses import import_responses
+
+    import_items(con, write_jsonl(tmp_path / "i.jsonl", [
+        {"item_id": f"x{i}", "dataset": "d", "track": "d/chat", "context": ["hi"], "references": []} for i in range(3)]))
+    (tmp_path / "s.csv").write_text("item_id,model,response\nx0,m,a\nx1,m,b\nx2,m,c\n", encoding="utf-8")
+    import_responses(con, tmp_path / "s.csv", dataset="d", track="d/chat")
+    (tmp_path / "r.csv").write_text(
+        "item_id,model,annotator,dimension,score\n"
+        "x0,m,a,Q,1\nx0,m,b,Q,2\nx0,m,c,Q,2\n"      # mean 5/3, median 2, majority 2, range 1 -> 5/3
+        "x1,m,a,Q,1\nx1,m,b,Q,3\n"                 # mean 2, median 2, no majority, range 2 -> dropped
+        "x2,m,a,Q,4\nx2,m,b,Q,4\n", encoding="utf-8")
+    import_ratings(con, tmp_path / "r.csv", dataset="d", track="d/chat", scales={"Q": (1, 5)})
+
+    def values(rule):
+        frame = human_scores(con, "d", "d/chat", "turn", rule)
+        return dict(zip(frame["unit"].str.split("\x1f").str[0], frame["value"]))
+
+    assert values("mean") == pytest.approx({"x0": 5 / 3, "x1": 2, "x2": 4})
+    assert values("median") == pytest.approx({"x0": 2, "x1": 2, "x2": 4})
+    assert values("majority") == pytest.approx({"x0": 2, "x2": 4})
+    assert values("pair-filter") == pytest.approx({"x0": 5 / 3, "x2": 4})
+    bias = A.annotator_bias(con, "d").set_index("annotator")
+    # a: x0 1 vs unit mean 5/3, x1 1 vs 2, x2 4 vs 4 -> mean diff (-2/3 - 1 + 0) / 3
+    assert bias.loc["a", "bias"] == pytest.approx((-2 / 3 - 1) / 3)
