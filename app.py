@@ -14,6 +14,8 @@ pages = [
     st.Page("pages/views/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
     st.Page("pages/views/correlations.py", title="Correlations", icon=":material/grid_on:", url_path="correlations"),
     st.Page("pages/views/drilldown.py", title="Drill-down", icon=":material/search:", url_path="drilldown"),
+    st.Page("pages/views/human.py", title="Human evaluation", icon=":material/groups:", url_path="human"),
+    st.Page("pages/views/ensemble.py", title="Ensembles", icon=":material/join:", url_path="ensemble"),
     st.Page("pages/views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("pages/views/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
 ]

@@ -61,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     _db(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
+    p = kinds.add_parser("sessions", help="task-oriented test sessions: system, test_case, completed, turns, "
+                         "reviewer, satisfaction, fluency, guidance")
+    p.add_argument("file")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track", required=True)
+    p.add_argument("--max-turns", type=float, default=34.29, help="turns counted for an unfinished task")
+
+    p = sub.add_parser("intent", help="intent classification: macro P, R and F1 = 2PR/(P+R) (no store needed)")
+    p.add_argument("--gold", required=True, help="CSV/TSV/JSONL with columns id, label")
+    p.add_argument("--pred", required=True, help="CSV/TSV/JSONL with columns id, label")
+    _format(p)
 
     p = sub.add_parser("score", help="compute metrics for stored responses (only what is missing)")
     _db(p)
@@ -106,6 +118,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
+    _format(p)
+    p = sub.add_parser("ensemble", help="MME-CRS metric ensembling, evaluated on held-out tracks or competitions")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--level", default="system", choices=["system", "turn"])
+    p.add_argument("--holdout", default="competition", choices=["track", "competition"])
+    p.add_argument("--origin", default="auto", choices=["auto", "computed", "published"],
+                   help="metric values: auto = published at system level when nothing is computed")
+    p.add_argument("--method", default="spearman", help="correlation behind the weights: pearson, spearman, kendall")
+    p.add_argument("--power", type=float, default=2.0, help="p in w = max(r, 0)^p / sum")
+    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine")
+    p.add_argument("--weights", action="store_true", help="print the weights instead of the held-out results")
+    _format(p)
+    p = sub.add_parser("ranking", help="response ranking: P@1, MAP, MRR of a ranker against graded human scores")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track")
+    p.add_argument("--dimension", default="Overall", help="the human dimension that grades candidates")
+    p.add_argument("--rankers", help="comma-separated: tfidf, bm25 and/or metric names (default: all available)")
+    p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
+    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine")
+    _flavor(p)
     _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     _db(p)
@@ -197,6 +231,21 @@ def run(args: argparse.Namespace) -> int:
             frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
                      ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
             emit(frame.round(4) if args.format == "table" else frame, args.format)
+        elif args.command == "ensemble":
+            from evalcore.ensemble import ensemble
+
+            results, weights = ensemble(con, args.dataset, level=args.level, holdout=args.holdout, origin=args.origin,
+                                        method=args.method, power=args.power, aggregate=args.aggregate)
+            frame = weights if args.weights else results
+            emit(frame.round(4) if args.format == "table" else frame, args.format)
+        elif args.command == "ranking":
+            from evalcore.ranking import ranking
+
+            frame = ranking(con, args.dataset, args.track, dimension=args.dimension,
+                            rankers=[r.strip() for r in args.rankers.split(",")] if args.rankers else None,
+                            thresholds=[float(t) for t in args.thresholds.split(",")], aggregate=args.aggregate,
+                            flavor=args.flavor)
+            emit(frame.round(4) if args.format == "table" else frame, args.format)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":
@@ -231,8 +280,24 @@ def _import(con, args):
     if args.kind == "msde":
         from evalcore.ingest.msde import import_msde
         return import_msde(con, args.dir)
+    if args.kind == "sessions":
+        from evalcore.taskoriented import import_sessions
+        return import_sessions(con, args.file, dataset=args.dataset, track=args.track, max_turns=args.max_turns)
     from evalcore.ingest.published import import_published
     return import_published(con, args.dir, dataset=args.dataset, scales=_scales(args.scale))
+
+
+def _intent(args) -> int:
+    from evalcore.ingest.readers import read_table
+    from evalcore.taskoriented import intent_scores
+
+    gold, pred = ({str(r.get("id")): str(r.get("label")) for r in read_table(f).records} for f in (args.gold, args.pred))
+    missing = sorted(set(gold) - set(pred))
+    if missing:
+        raise ValueError(f"{args.pred}: no prediction for {len(missing)} gold id(s), e.g. {missing[0]!r}")
+    ids = sorted(gold)
+    emit(pd.DataFrame([intent_scores([gold[i] for i in ids], [pred[i] for i in ids])]), args.format)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tune()
     try:
+        if args.command == "intent":
+            return _intent(args)
         return run(args)
     except ImportRefused as exc:
         print(exc.render(), file=sys.stderr)

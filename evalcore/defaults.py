@@ -13,6 +13,7 @@ from evalcore.store import is_empty
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
+SMP2018_SCALES = {"Sa": (-2.0, 2.0), "F": (-1.0, 1.0), "G": (0.0, 1.0)}
 
 
 def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, progress: bool = False) -> list[ImportReport]:
@@ -25,6 +26,17 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
             "description": "Published system-level metric and human scores of 14 systems and their correlations",
         }),
         "demo-zh": lambda: build_demo(con, data_dir / "demo-zh"),
+        "smp2018-task1": lambda: import_published(con, data_dir / "smp2018-task1", dataset="smp2018-task1", meta={
+            "language": "zh", "licence": "facts from a paper",
+            "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 4",
+            "description": "SMP2018-ECDT Task 1 (intent classification): top eight teams by F1",
+        }),
+        "smp2018-task2": lambda: import_published(con, data_dir / "smp2018-task2", dataset="smp2018-task2",
+                                                  scales=SMP2018_SCALES, meta={
+            "language": "zh", "licence": "facts from a paper",
+            "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 5",
+            "description": "SMP2018-ECDT Task 2 (task-oriented dialogue): top five teams, C, T, Sa, F, G",
+        }),
     }
     todo = [name for name in steps if name not in present]
     reports = []

@@ -9,8 +9,15 @@ from evalcore.humans import per_target_cte
 
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
 PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr",
-               "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT"]
-HUMAN_ORDER = ["Info", "Coh", "Know", "Rec"]
+               "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT", "ABLSTM", "C", "T", "Sa", "F", "G"]
+HUMAN_ORDER = ["Info", "Coh", "Know", "Rec", "Sa", "F", "G"]
+# Tracks whose skill has an official ranking get a `rank` column: (column, ascending) in order of
+# precedence. SMP2018-ECDT (seed 001): task-oriented systems by completion ratio C, then fewer
+# turns T, then satisfaction Sa, fluency F, guidance G; intent classifiers by F1.
+RANKING_RULES = {
+    "task-oriented": [("C", False), ("T", True), ("Sa", False), ("F", False), ("G", False)],
+    "intent": [("F1", False)],
+}
 
 
 def _scores(con, dataset: str, track: str | None, flavor: str, tokenizer: str | None) -> pd.DataFrame:
@@ -53,7 +60,26 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
     human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
     wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
     wide.columns.name = None
-    return wide.sort_values(["track", "origin", "model"], ignore_index=True)
+    wide = wide.sort_values(["track", "origin", "model"], ignore_index=True)
+    return _ranked(con, dataset, wide)
+
+
+def _ranked(con, dataset: str, wide: pd.DataFrame) -> pd.DataFrame:
+    """Add `rank` (and that order) for tracks whose skill has a ranking rule."""
+    skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
+    ruled = {t: RANKING_RULES[s] for t, s in skills.items() if s in RANKING_RULES and t in set(wide["track"])}
+    if not ruled:
+        return wide
+    parts = []
+    for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
+        rule = [(c, asc) for c, asc in ruled.get(track, []) if c in group.columns]
+        if rule:
+            group = group.sort_values([c for c, _ in rule], ascending=[a for _, a in rule], kind="stable",
+                                      na_position="last")
+            group = group.assign(rank=range(1, len(group) + 1))
+        parts.append(group)
+    out = pd.concat(parts, ignore_index=True)
+    return out[["track", "model", "origin", "rank", *[c for c in out.columns if c not in ("track", "model", "origin", "rank")]]]
 
 
 def signatures(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,

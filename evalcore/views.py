@@ -288,3 +288,32 @@ def compare(con: duckdb.DuckDBPyConnection, dataset: str, track: str, a: str, b:
     for col in numeric:
         items[f"{col} ({b} - {a})"] = (right[col] - left[col]).to_numpy()
     return pd.DataFrame(rows), pd.DataFrame(human_rows), items
+
+
+# ---------------------------------------------------------------- human evaluation page
+def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bootstrap: int = 1000) -> pd.DataFrame:
+    from evalcore.agreement import agreement
+
+    return agreement(con, dataset, track, bootstrap=bootstrap, seed=0)
+
+
+def annotator_bias(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
+    from evalcore.agreement import annotator_bias as bias
+
+    return bias(con, dataset, track)
+
+
+def score_distribution(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
+    """Share of each score per dimension and model (the seed's Fig. 2), response/dialogue ratings."""
+    frame = con.execute("""
+        SELECT dimension, model, score, count(*) AS n FROM human_ratings
+        WHERE dataset = ? AND track = ? AND target <> 'system' GROUP BY ALL ORDER BY ALL
+    """, [dataset, track]).df()
+    frame["share"] = frame["n"] / frame.groupby(["dimension", "model"])["n"].transform("sum")
+    return frame
+
+
+def ensemble_view(con: duckdb.DuckDBPyConnection, dataset: str, level: str, holdout: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from evalcore.ensemble import ensemble
+
+    return ensemble(con, dataset, level=level, holdout=holdout)

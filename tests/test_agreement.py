@@ -7,6 +7,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from evalcore import agreement as A
@@ -146,3 +147,106 @@ def test_aggregation_rules(con, tmp_path):
     bias = A.annotator_bias(con, "d").set_index("annotator")
     # a: x0 1 vs unit mean 5/3, x1 1 vs 2, x2 4 vs 4 -> mean diff (-2/3 - 1 + 0) / 3
     assert bias.loc["a", "bias"] == pytest.approx((-2 / 3 - 1) / 3)
+
+
+def test_human_page_on_usr(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    con, _ = _usr_store(tmp_path)
+    con.close()
+    monkeypatch.setenv("EVALCORE_DB", str(tmp_path / "usr.duckdb"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.switch_page("pages/views/human.py")
+    at.query_params["dataset"] = "usr"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert "krippendorff_alpha_interval" in set(table["statistic"])
+    assert at.query_params["dimension"] == "Overall"
+
+
+# ---------------------------------------------------------------- MME-CRS
+def test_crs_weights_by_hand():
+    from evalcore.ensemble import crs_weights
+
+    w = crs_weights(pd.Series({"a": 0.5, "b": -0.2, "c": 0.25}), power=2)
+    # 0.25 / (0.25 + 0.0625) = 0.8, 0.0625 / 0.3125 = 0.2, negative -> 0
+    assert w.to_dict() == pytest.approx({"a": 0.8, "b": 0.0, "c": 0.2})
+
+
+def test_crs_on_msde_paper_recomputed_independently(tmp_path):
+    """Leave-one-competition-out on the paper's tables, redone here from the CSVs with scipy."""
+    from scipy.stats import pearsonr, spearmanr
+
+    from evalcore.defaults import MSDE_SCALES
+    from evalcore.ensemble import ensemble
+    from evalcore.ingest.published import import_published
+    from evalcore.store import connect
+    from conftest import ROOT
+
+    con = connect(tmp_path / "d.duckdb")
+    import_published(con, ROOT / "data" / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES)
+    results, weights = ensemble(con, "msde-paper", holdout="competition")
+    auto = pd.read_csv(ROOT / "data" / "msde-paper" / "automatic_system_scores.csv")
+    human = pd.read_csv(ROOT / "data" / "msde-paper" / "human_system_scores.csv")
+    for frame in (auto, human):
+        frame["track"] = frame["competition"] + "/" + frame["skill"]
+
+    def table(track):
+        m = auto[auto["track"] == track].pivot_table(index="model", columns="metric", values="value")
+        sd = m.std(ddof=0)
+        m = m.loc[:, sd > 0]
+        return (m - m.mean()) / m.std(ddof=0), human[human["track"] == track].pivot_table(
+            index="model", columns="dimension", values="value")
+
+    dim, held = "Info", "luge/knowledge"
+    fit = [t for t in sorted(auto["track"].unique()) if not t.startswith("luge/")]
+    ws = []
+    for t in fit:
+        z, h = table(t)
+        r = pd.Series({m: spearmanr(z[m], h[dim])[0] for m in z.columns}).fillna(0).clip(lower=0) ** 2
+        ws.append(r / r.sum())
+    w = pd.concat(ws, axis=1).fillna(0).mean(axis=1)
+    got = weights[(weights["holdout"] == "luge") & (weights["dimension"] == dim)].set_index("metric")["weight"]
+    assert got.to_dict() == pytest.approx(w.to_dict(), abs=1e-9)
+    z, h = table(held)
+    use = [m for m in w.index if m in z.columns and w[m] > 0]
+    score = z[use] @ (w[use] / w[use].sum())
+    row = results[(results["track"] == held) & (results["dimension"] == dim) & (results["method"] == "CRS")].iloc[0]
+    assert row["pearson"] == pytest.approx(pearsonr(score, h.loc[score.index, dim])[0], abs=1e-9)
+    avg = results[(results["track"] == held) & (results["dimension"] == dim) & (results["method"] == "Avg")].iloc[0]
+    assert avg["spearman"] == pytest.approx(spearmanr(z.mean(axis=1), h.loc[z.index, dim])[0], abs=1e-9)
+
+
+# ---------------------------------------------------------------- response ranking
+def test_rank_metrics_by_hand():
+    from evalcore.ranking import rank_metrics
+
+    # item 1: ranked [neg, pos, pos] -> P@1 0, AP (1/2 + 2/3) / 2 = 7/12, RR 1/2
+    # item 2: ranked [pos, neg]      -> P@1 1, AP 1, RR 1
+    groups = [(np.array([0.9, 0.5, 0.1]), np.array([False, True, True])),
+              (np.array([0.2, 0.8]), np.array([False, True]))]
+    out = rank_metrics(groups)
+    assert out["p_at_1"] == pytest.approx(0.5)
+    assert out["map"] == pytest.approx((7 / 12 + 1) / 2)
+    assert out["mrr"] == pytest.approx(0.75)
+
+
+def test_ranking_on_usr_topicalchat(tmp_path, capsys):
+    con, data = _usr_store(tmp_path)
+    from evalcore.ranking import ranking
+
+    table = ranking(con, "usr", rankers=["tfidf", "bm25"])
+    assert set(table["ranker"]) == {"tfidf", "bm25"} and set(table["threshold"]) == {3, 4, 5}
+    # items kept at threshold 4: those with both a candidate at mean >= 4 and one below, recounted here
+    kept = sum(1 for ctx in data
+               if len({np.mean(r["Overall"]) >= 4 for r in ctx["responses"]}) == 2)
+    row = table[(table["ranker"] == "tfidf") & (table["threshold"] == 4)].iloc[0]
+    assert row["n_items"] == kept and row["n_items"] + row["n_dropped"] == 60
+    assert 0 <= row["p_at_1"] <= 1 and row["mrr"] >= row["p_at_1"]
+    con.close()
+    assert main(["ranking", "--db", str(tmp_path / "usr.duckdb"), "--dataset", "usr", "--rankers", "bm25",
+                 "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("track,dimension,ranker,threshold,p_at_1,map,mrr")

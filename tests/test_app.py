@@ -4,7 +4,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
-PAGES = ["overview", "leaderboard", "correlations", "drilldown", "compare", "upload"]
+PAGES = ["overview", "leaderboard", "correlations", "drilldown", "human", "ensemble", "compare", "upload"]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_pages_on_default_store(page, monkeypatch, default_store):
     assert at.title
     if page == "overview":
         metrics = {m.label: m.value for m in at.metric}
-        assert metrics["Datasets"] == "2" and metrics["Tracks"] == "8"
+        assert metrics["Datasets"] == "4" and metrics["Tracks"] == "10"
 
 
 @pytest.mark.parametrize("page", PAGES)

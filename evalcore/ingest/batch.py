@@ -18,7 +18,7 @@ ORDER = (
 )
 SHARED = {"datasets", "tracks", "models", "dimensions"}
 
-SKILLS = ("chitchat", "knowledge", "recommendation", "persona")
+SKILLS = ("chitchat", "knowledge", "recommendation", "persona", "task-oriented", "intent")
 
 
 @dataclass

@@ -1,0 +1,46 @@
+"""Metric ensembling (MME-CRS): weights learned on some tracks, judged on held-out ones."""
+import plotly.express as px
+import streamlit as st
+
+from evalcore import views
+from pages.views.common import CJK_FONT, data, download, publish, select, start
+
+con, vs = start("Metric ensembles (MME-CRS)")
+datasets = views.datasets(con)
+dataset = vs.one("dataset", datasets)
+level = vs.one("level", ["system", "turn"], "system")
+holdout = vs.one("holdout", ["competition", "track"], "competition")
+c1, c2, c3 = st.columns(3)
+with c1:
+    dataset = select("Dataset", datasets, dataset, key="en-dataset")
+with c2:
+    level = select("Level", ["system", "turn"], level, key="en-level")
+with c3:
+    holdout = select("Hold out", ["competition", "track"], holdout, key="en-holdout")
+values = {"dataset": dataset, "level": level, "holdout": holdout}
+st.caption("Per human dimension, each metric's weight is max(r, 0)^2 normalised over metrics (r: Spearman on a "
+           "fitting track), averaged over the fitting tracks; metrics are z-normalised within each track. CRS is "
+           "judged on the held-out tracks against Avg (plain mean of the z-scores) and the best single metric "
+           "on the fitting tracks.")
+results, weights = data("ensemble_view", dataset, level, holdout) if dataset else (None, None)
+if results is None or results.empty:
+    st.warning("Nothing to ensemble: this needs metric scores and human scores on at least two tracks.")
+else:
+    groups = sorted(weights["holdout"].unique())
+    group = vs.one("group", groups, groups[0])
+    group = select("Held-out group", groups, group, key=f"en-group-{dataset}-{holdout}")
+    values["group"] = group
+    mine = results[results["holdout"] == group].copy()
+    mine["method"] = mine["method"].str.replace("best:", "best single: ", regex=False)
+    fig = px.bar(mine, x="dimension", y="spearman", color="method", barmode="group", facet_col="track",
+                 labels={"spearman": "Spearman with humans"})
+    fig.update_layout(font_family=CJK_FONT, height=380)
+    st.plotly_chart(fig, width="stretch")
+    st.dataframe(mine, hide_index=True, width="stretch")
+    download(results, f"ensemble-{dataset}-{level}-{holdout}")
+    st.subheader(f"Weights learned without {group}")
+    w = weights[weights["holdout"] == group].pivot_table(index="metric", columns="dimension", values="weight")
+    fig = px.imshow(w, color_continuous_scale="Blues", aspect="auto", text_auto=".2f", labels={"color": "weight"})
+    fig.update_layout(font_family=CJK_FONT, height=max(320, 24 * len(w)))
+    st.plotly_chart(fig, width="stretch")
+publish("ensemble", values, vs.notices)
