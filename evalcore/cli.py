@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bertscore-baseline", metavar="FILE", help="a bert-score baseline file (LAYER,P,R,F rows)")
     g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
     g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
+    g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
     p = sub.add_parser("leaderboard", help="one row per model and origin, a column per metric and human dimension")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -140,6 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
     p.add_argument("--aggregate", default="mean", help="how annotators' scores combine")
     _flavor(p)
+    _format(p)
+    learned = sub.add_parser("learned", help="learned reference-free metrics (ABLSTM, seed 004)")
+    lsub = learned.add_subparsers(dest="action", required=True)
+    p = lsub.add_parser("train", help="train AB-LSTM-bi-MLP on the store's dialogues; registers metric ABLSTM")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--tracks", help="comma-separated tracks (default: all of the dataset's dialogues)")
+    p.add_argument("--out", required=True, help="directory for the trained model")
+    p.add_argument("--epochs", type=int, default=4, help="at most this many (early stopping on validation accuracy)")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--ablations", action="store_true",
+                   help="also train the seed's ablations (no attention; one-directional match; no match) on the same split")
     _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     _db(p)
@@ -202,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             opts = NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
                                  idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
                                  baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
-                                 device=args.device)
+                                 device=args.device, ablstm_model=args.ablstm_model)
             report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
                            flavor=args.flavor, tokenizer=args.tokenizer, neural=opts)
             print(report.render())
@@ -246,6 +259,14 @@ def run(args: argparse.Namespace) -> int:
                             thresholds=[float(t) for t in args.thresholds.split(",")], aggregate=args.aggregate,
                             flavor=args.flavor)
             emit(frame.round(4) if args.format == "table" else frame, args.format)
+        elif args.command == "learned":
+            from evalcore.learned.train import train_command
+
+            frame = train_command(con, args)
+            if args.format == "json" and len(frame) == 1:   # one model: one object with its figures
+                print(json.dumps(json.loads(frame.to_json(orient="records"))[0], indent=2))
+            else:
+                emit(frame.round(4) if args.format == "table" else frame, args.format)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":

@@ -36,6 +36,20 @@ def response_key(text: str, refs: list[str] | None) -> str:
     return hashlib.md5((text + "\x1f" + joined).encode("utf-8")).hexdigest()
 
 
+def context_key(text: str, context: str | None) -> str:
+    """Cache key of a response scored against its context (learned metrics)."""
+    return hashlib.md5((text + "\x1f\x1d" + (context or "")).encode("utf-8")).hexdigest()
+
+
+def metric_keys(info: MetricInfo | None, data: pd.DataFrame) -> list[str]:
+    """Each row's cache key for a metric: what its value depends on."""
+    if info is not None and info.needs_context:
+        return [context_key(t, c) for t, c in zip(data["text"], data["last_turn"])]
+    if info is None or info.needs_references:
+        return [response_key(t, r) for t, r in zip(data["text"], data["refs"])]
+    return [response_key(t, None) for t in data["text"]]
+
+
 @dataclass
 class ScoreReport:
     computed: dict[str, int] = field(default_factory=dict)   # per track: new per-response scores
@@ -55,7 +69,7 @@ def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.D
         WITH refs AS (
             SELECT item_id, list(text ORDER BY ref_index) AS refs
             FROM item_references WHERE dataset = ? GROUP BY item_id)
-        SELECT r.item_id, r.model, r.text, refs.refs
+        SELECT r.item_id, r.model, r.text, refs.refs, json_extract_string(i.context, '$[#-1]') AS last_turn
         FROM responses r JOIN items i USING (dataset, item_id) LEFT JOIN refs USING (item_id)
         WHERE r.dataset = ? AND i.track = ?
         ORDER BY r.model, r.item_id
@@ -109,7 +123,8 @@ def needs_docs(metrics: list[MetricInfo], neural: NeuralOptions | None) -> bool:
     return any(m.kind == "cider" or (m.kind == "bertscore" and neural is not None and neural.idf) for m in metrics)
 
 
-def compute(plan: Plan, hyps: list[str], refs: list[list[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def compute(plan: Plan, hyps: list[str], refs: list[list[str]],
+            contexts: list[str] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply."""
     from evalcore import neural as N
 
@@ -117,7 +132,7 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]]) -> dict[str, tup
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     model_based = [m for m in plan.metrics if m.family == "neural"]
     if model_based:
-        out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs))
+        out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs, contexts))
     if not lexical:
         return out
     needs_cider = any(m.kind == "cider" for m in lexical)
@@ -145,6 +160,12 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]]) -> dict[str, tup
             stats = L.distinct_stats(enc, m.n)
             out[m.name] = (L.distinct_value(stats), stats)
     return out
+
+
+def latest_learned(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    rows = con.execute("SELECT path FROM learned_models WHERE name = ? ORDER BY trained_at DESC LIMIT 1",
+                       [name]).fetchall()
+    return rows[0][0] if rows else None
 
 
 def corpus_value(metric: MetricInfo, stats: np.ndarray) -> float | None:
@@ -199,6 +220,8 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
             continue
         tok = pick_tokenizer(fl, language, tokenizer)
         opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
+        if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
+            opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
         plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
         for name, reason in plan.unavailable.items():
             report.notes.append(f"{ds}:{tr}: {name} unavailable: {reason}")
@@ -213,9 +236,13 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     label = f"{ds}:{tr}"
     n = len(data)
     has_ref = data["refs"].map(len).to_numpy() > 0
-    ref_key = np.array([response_key(t, r) for t, r in zip(data["text"], data["refs"])], dtype=object)
-    hyp_key = np.array([response_key(t, None) for t in data["text"]], dtype=object)
-    keys = {m.name: (ref_key if m.needs_references else hyp_key) for m in plan.metrics}
+    by_kind: dict[tuple, np.ndarray] = {}
+    keys = {}
+    for m in plan.metrics:
+        kind = (m.needs_context, m.needs_references)
+        if kind not in by_kind:
+            by_kind[kind] = np.array(metric_keys(m, data), dtype=object)
+        keys[m.name] = by_kind[kind]
     usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
     ref_based = ", ".join(m.name for m in plan.metrics if m.needs_references)
     if ref_based and not has_ref.any():
@@ -238,7 +265,8 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
     for start in range(0, len(todo), chunk):
         rows = todo[start:start + chunk]
-        result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist())
+        result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
+                         data["last_turn"].iloc[rows].fillna("").tolist())
         for name, (vals, st) in result.items():
             if stats[name] is None:
                 stats[name] = np.full((n, st.shape[1]), np.nan)
@@ -351,13 +379,10 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     if not sigs:
         return empty
     data = load_track(con, dataset, track) if data is None else data
-    keys = {True: [response_key(t, r) for t, r in zip(data["text"], data["refs"])],
-            False: [response_key(t, None) for t in data["text"]]}
     frames = []
     for name, sig in sigs:
-        info = METRICS.get(name)
-        refs_needed = info.needs_references if info else True
-        lookup = pd.DataFrame({"text_key": keys[refs_needed], "item_id": data["item_id"], "model": data["model"]})
+        lookup = pd.DataFrame({"text_key": metric_keys(METRICS.get(name), data), "item_id": data["item_id"],
+                               "model": data["model"]})
         con.register("_evalcore_keys", lookup)
         try:
             frame = con.execute("""

