@@ -43,7 +43,7 @@ def pairs(msde: Path) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--msde", default=str(ROOT.parent / "shared" / "data" / "msde"))
-    ap.add_argument("--pairs", type=int, default=16000, help="BERTScore on this many (EV/VE/GM and ST on all)")
+    ap.add_argument("--pairs", type=int, default=16000, help="BERTScore on this many, 0 for none (EV/VE/GM and ST on all)")
     ap.add_argument("--skip-bert-score", action="store_true", help="time evalcore's BERTScore alone")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ST: {t:.2f} s, {len(hyps) / t:,.0f} pairs/s")
     del ve
 
+    if args.pairs == 0:
+        return 0
     hyps, refs = hyps[:args.pairs], refs[:args.pairs]
     keep = [i for i, (h, r) in enumerate(zip(hyps, refs)) if h.strip() and r.strip()]
     hyps, refs = [hyps[i] for i in keep], [refs[i] for i in keep]

@@ -78,8 +78,16 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def extrema(vecs: np.ndarray) -> np.ndarray:
     """nlg-eval's per-dimension rule over the rows of vecs."""
-    hi, lo = vecs.max(axis=0), vecs.min(axis=0)
-    return np.where(lo > 0, hi, np.where((lo < 0) & (hi > -lo), hi, lo))
+    return pick_extreme(vecs.max(axis=0), vecs.min(axis=0))
+
+
+def pick_extreme(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Per dimension: the max if it is larger than the magnitude of the min (or all are positive), else
+    the min. Written into `lo` (no large temporaries: on these VMs fresh pages cost more than the math)."""
+    lo = np.array(lo, dtype=np.float32, copy=True) if lo.ndim == 1 else lo
+    take_hi = (lo > 0) | ((lo < 0) & (hi > -lo))
+    np.copyto(lo, hi, where=take_hi)
+    return lo
 
 
 def _pairs(hyps, refs, index):
@@ -99,12 +107,25 @@ def _max_per_row(n: int, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _greedy(unit_vecs, tokens, starts, lens, a, b) -> np.ndarray:
-    """Greedy matching of text pairs (a[k], b[k]); 0 when either has no tokens."""
+    """Greedy matching of text pairs (a[k], b[k]); 0 when either has no tokens.
+
+    Pairs that share a reference (every model's answer to one item) go through one product."""
     out = np.zeros(len(a))
-    for k in np.flatnonzero((lens[a] > 0) & (lens[b] > 0)):
-        x, y = a[k], b[k]
-        sim = unit_vecs[tokens[starts[x]:starts[x] + lens[x]]] @ unit_vecs[tokens[starts[y]:starts[y] + lens[y]]].T
-        out[k] = (sim.max(axis=1).mean() + sim.max(axis=0).mean()) / 2
+    ok = np.flatnonzero((lens[a] > 0) & (lens[b] > 0))
+    order = ok[np.argsort(b[ok], kind="stable")]
+    bounds = np.flatnonzero(np.diff(b[order])) + 1
+    for group in np.split(order, bounds):
+        if len(group) == 0:
+            continue
+        ref = b[group[0]]
+        r = unit_vecs[tokens[starts[ref]:starts[ref] + lens[ref]]]
+        hyp_lens = lens[a[group]]
+        rows = np.concatenate([tokens[starts[x]:starts[x] + lens[x]] for x in a[group]])
+        sim = unit_vecs[rows] @ r.T                                  # all hyp tokens x ref tokens
+        seg = np.concatenate([[0], np.cumsum(hyp_lens)[:-1]])
+        precision = np.add.reduceat(sim.max(axis=1), seg) / hyp_lens
+        recall = np.maximum.reduceat(sim, seg, axis=0).mean(axis=1)
+        out[group] = (precision + recall) / 2
     return out
 
 
@@ -121,13 +142,14 @@ def embedding_scores(hyps: list[str], refs: list[list[str]], want=("EV", "VE", "
     tokens = np.searchsorted(vocab, flat)          # position in vocab of every token
     vecs = token_vectors(vocab)
     d = vecs.shape[1]
-    owner = np.repeat(np.arange(len(texts)), lens)
     avg = np.zeros((len(texts), d), np.float32)
-    _sum_rows(avg, owner, tokens, vecs)
-    ext = np.zeros((len(texts), d), np.float32)
+    _sum_rows(avg, lens, tokens, vecs)
+    hi = np.zeros((len(texts), d), np.float32)
+    lo = np.zeros((len(texts), d), np.float32)
     for i in np.flatnonzero(lens):
-        ext[i] = extrema(vecs[tokens[starts[i]:starts[i] + lens[i]]])
-    avg, ext = _unit(avg), _unit(ext)
+        rows = vecs[tokens[starts[i]:starts[i] + lens[i]]]
+        hi[i], lo[i] = rows.max(axis=0), rows.min(axis=0)
+    avg, ext = _unit(avg), _unit(pick_extreme(hi, lo))
     rows, a, b = _pairs(hyps, refs, index)
     out = {}
     if "EV" in want:
@@ -139,11 +161,13 @@ def embedding_scores(hyps: list[str], refs: list[list[str]], want=("EV", "VE", "
     return out
 
 
-def _sum_rows(out: np.ndarray, owner: np.ndarray, tokens: np.ndarray, vecs: np.ndarray) -> None:
-    """out[t] += sum of the vectors of text t's tokens, as a sparse (texts x vocab) product."""
+def _sum_rows(out: np.ndarray, lens: np.ndarray, tokens: np.ndarray, vecs: np.ndarray) -> None:
+    """out[t] += sum of the vectors of text t's tokens, as a sparse (texts x vocab) product whose
+    rows are the texts' token runs as they are (repeats add up)."""
     from scipy.sparse import csr_matrix
 
-    counts = csr_matrix((np.ones(len(tokens), np.float32), (owner, tokens)), shape=(len(out), len(vecs)))
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    counts = csr_matrix((np.ones(len(tokens), np.float32), tokens, indptr), shape=(len(out), len(vecs)))
     out += counts @ vecs
 
 
