@@ -121,15 +121,20 @@ def ratings(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = No
     """, [dataset, track, track]).df()
 
 
-def _ci(stat, tables: np.ndarray, draws: np.ndarray) -> tuple[float, float]:
-    if draws is None or len(tables) == 0:
-        return float("nan"), float("nan")
-    # draws: resamples x units counts; each resample's table is a weighted sum of unit tables
-    values = np.array([stat(np.tensordot(w, tables, axes=1)) for w in draws])
+def _interval(values) -> tuple[float, float]:
+    """95% percentile interval of the defined bootstrap values."""
+    values = np.asarray(values, float)
     values = values[~np.isnan(values)]
     if len(values) == 0:
         return float("nan"), float("nan")
     return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+
+
+def _ci(stat, tables: np.ndarray, draws: np.ndarray) -> tuple[float, float]:
+    if draws is None or len(tables) == 0:
+        return float("nan"), float("nan")
+    # draws: resamples x units counts; each resample's table is a weighted sum of unit tables
+    return _interval([stat(np.tensordot(w, tables, axes=1)) for w in draws])
 
 
 def _draws(n_units: int, bootstrap: int, rng: np.random.Generator) -> np.ndarray | None:
@@ -170,14 +175,10 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
             counts = np.stack([np.bincount(np.searchsorted(cats, r[~np.isnan(r)]), minlength=k)
                                for r in units.to_numpy(float)]).astype(float)
             draws = _draws(len(counts), bootstrap, rng)
-            values = []
-            if draws is not None:
-                values = [fleiss_from_counts(np.repeat(counts, w.astype(int), axis=0)) for w in draws]
-                values = [v for v in values if not np.isnan(v)]
+            lo, hi = _interval([fleiss_from_counts(np.repeat(counts, w.astype(int), axis=0))
+                                for w in (draws if draws is not None else [])])
             rows.append({**base, "statistic": "fleiss_kappa", "annotators": f"{m} per item",
-                         "value": fleiss_from_counts(counts),
-                         "ci_low": float(np.percentile(values, 2.5)) if values else float("nan"),
-                         "ci_high": float(np.percentile(values, 97.5)) if values else float("nan"),
+                         "value": fleiss_from_counts(counts), "ci_low": lo, "ci_high": hi,
                          "n_items": len(counts), "n_annotators": len(annotators)})
         units = [r[~np.isnan(r)] for r in wide.to_numpy(float)]
         tables = _unit_coincidences(units, cats)
