@@ -54,14 +54,38 @@ def test_alpha_equals_krippendorff_package(level):
                         krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs_tol=1e-9)
 
 
-# ---------------------------------------------------------------- USR through the generic importer
-def _usr_store(tmp_path):
-    data = json.loads(shared("usr", "tc_usr_data.json").read_text(encoding="utf-8"))
+# ---------------------------------------------------------------- real data through the generic importers
+def _import(tmp_path, name, items, responses, ratings, scales):
     from evalcore.ingest.items import import_items
     from evalcore.ingest.ratings import import_ratings
     from evalcore.ingest.responses import import_responses
     from evalcore.store import connect
 
+    write_jsonl(tmp_path / "items.jsonl", items)
+    for fname, rows in (("responses.csv", responses), ("ratings.csv", ratings)):
+        with open(tmp_path / fname, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    con = connect(tmp_path / f"{name}.duckdb")
+    import_items(con, tmp_path / "items.jsonl")
+    for track in sorted({i["track"] for i in items}):
+        ids = {i["item_id"] for i in items if i["track"] == track}
+        for fname, rows in (("responses.csv", responses), ("ratings.csv", ratings)):
+            part = tmp_path / f"{track.replace('/', '_')}.{fname}"
+            with open(part, "w", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(r for r in rows if r["item_id"] in ids)
+            if fname == "responses.csv":
+                import_responses(con, part, dataset=name, track=track)
+            else:
+                import_ratings(con, part, dataset=name, track=track, scales=scales)
+    return con
+
+
+def _usr_store(tmp_path):
+    data = json.loads(shared("usr", "tc_usr_data.json").read_text(encoding="utf-8"))
     items, responses, ratings = [], [], []
     for i, ctx in enumerate(data):
         iid = f"tc{i:02d}"
@@ -72,17 +96,7 @@ def _usr_store(tmp_path):
             for a, score in enumerate(r["Overall"]):
                 ratings.append({"item_id": iid, "model": r["model"], "annotator": f"a{a + 1}",
                                 "dimension": "Overall", "score": score})
-    write_jsonl(tmp_path / "items.jsonl", items)
-    for name, rows in (("responses.csv", responses), ("ratings.csv", ratings)):
-        with open(tmp_path / name, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    con = connect(tmp_path / "usr.duckdb")
-    import_items(con, tmp_path / "items.jsonl")
-    import_responses(con, tmp_path / "responses.csv", dataset="usr", track="usr/topicalchat")
-    import_ratings(con, tmp_path / "ratings.csv", dataset="usr", track="usr/topicalchat", scales={"Overall": (1, 5)})
-    return con, data
+    return _import(tmp_path, "usr", items, responses, ratings, {"Overall": (1, 5)}), data
 
 
 def test_usr_overall_alpha_equals_krippendorff(tmp_path):
@@ -103,6 +117,47 @@ def test_usr_overall_alpha_equals_krippendorff(tmp_path):
     np.add.at(table2, (reliability[0].astype(int) - 1, reliability[1].astype(int) - 1), 1)
     assert math.isclose(cohen["value"], inter_rater.cohens_kappa(table2, wt="quadratic", return_results=False),
                         abs_tol=1e-9)
+
+
+def _grade_store(tmp_path):
+    """GRADE's 1,200 rated responses, 8-11 crowd scores each (1-5). The scores of one response come
+    from different workers, so annotator ids are slots (s1..s11): alpha and Fleiss are meaningful,
+    pairwise Cohen between slots is not."""
+    data = json.loads(shared("grade", "evaluation", "human_score", "human_judgement.json").read_text(encoding="utf-8"))
+    items, responses, ratings = [], [], []
+    for row in data:
+        iid, track = f"g{row['ID']:04d}", "grade/" + row["Dataset"].removesuffix("_EVAL")
+        items.append({"item_id": iid, "dataset": "grade", "track": track,
+                      "context": row["Context"].split("|||"), "references": []})
+        responses.append({"item_id": iid, "model": row["DialogModel"], "response": row["Response"]})
+        for a, score in enumerate(json.loads(row["HumanScores"])):
+            ratings.append({"item_id": iid, "model": row["DialogModel"], "annotator": f"s{a + 1:02d}",
+                            "dimension": "Quality", "score": score})
+    return _import(tmp_path, "grade", items, responses, ratings, {"Quality": (1, 5)}), data
+
+
+def test_grade_alpha_and_fleiss_equal_independent_implementations(tmp_path):
+    con, data = _grade_store(tmp_path)
+    table = A.agreement(con, "grade", bootstrap=50, seed=0)
+    tracks = sorted(set(table["track"]))
+    assert tracks == ["grade/convai2", "grade/dailydialog", "grade/empatheticdialogues"]
+    for track in tracks:
+        rows = [json.loads(r["HumanScores"]) for r in data if "grade/" + r["Dataset"].removesuffix("_EVAL") == track]
+        width = max(len(r) for r in rows)   # ragged: 8 to 11 scores per response, NaN where absent
+        reliability = np.full((width, len(rows)), np.nan)
+        for j, r in enumerate(rows):
+            reliability[: len(r), j] = r
+        got = table[table["track"] == track].set_index("statistic")
+        for level in ("nominal", "ordinal", "interval"):
+            expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement=level)
+            assert math.isclose(got.loc[f"krippendorff_alpha_{level}", "value"], expected, abs_tol=1e-6)
+        assert got.loc["krippendorff_alpha_interval", "n_items"] == len(rows)
+        # Fleiss needs a fixed number of raters: the table uses the responses with the modal count (10)
+        tens = [r for r in rows if len(r) == 10]
+        counts = np.stack([np.bincount(r, minlength=6)[1:] for r in tens])
+        fleiss = got.loc["fleiss_kappa"]
+        assert fleiss["n_items"] == len(tens) and fleiss["annotators"] == "10 per item"
+        assert math.isclose(fleiss["value"], inter_rater.fleiss_kappa(counts), abs_tol=1e-9)
 
 
 def test_agreement_cli_and_same_seed_same_ci(tmp_path, capsys):
