@@ -62,16 +62,11 @@ def _import(tmp_path, name, items, responses, ratings, scales):
     from evalcore.store import connect
 
     write_jsonl(tmp_path / "items.jsonl", items)
-    for fname, rows in (("responses.csv", responses), ("ratings.csv", ratings)):
-        with open(tmp_path / fname, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
     con = connect(tmp_path / f"{name}.duckdb")
     import_items(con, tmp_path / "items.jsonl")
     for track in sorted({i["track"] for i in items}):
         ids = {i["item_id"] for i in items if i["track"] == track}
-        for fname, rows in (("responses.csv", responses), ("ratings.csv", ratings)):
+        for fname, rows in (("responses.csv", responses), ("ratings.csv", ratings)):   # one file per track
             part = tmp_path / f"{track.replace('/', '_')}.{fname}"
             with open(part, "w", newline="", encoding="utf-8") as f:
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))
