@@ -30,6 +30,16 @@ def _aggregate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
 
 
+def _on_dataset(sub, name: str, help: str, track: bool = True) -> argparse.ArgumentParser:
+    """A command over one dataset of a store (and optionally one of its tracks)."""
+    p = sub.add_parser(name, help=help)
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    if track:
+        p.add_argument("--track")
+    return p
+
+
 def _format(p: argparse.ArgumentParser, default: str = "table") -> None:
     p.add_argument("--format", choices=FORMATS, default=default)
 
@@ -98,17 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
     g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
     g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
-    p = sub.add_parser("leaderboard", help="one row per model and origin, a column per metric and human dimension")
-    _db(p)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--track")
+    p = _on_dataset(sub, "leaderboard", "one row per model and origin, a column per metric and human dimension")
     _flavor(p)
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
     _format(p)
-    p = sub.add_parser("correlate", help="metric-human correlations per track (system, dialogue or turn level)")
-    _db(p)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--track")
+    p = _on_dataset(sub, "correlate", "metric-human correlations per track (system, dialogue or turn level)")
     p.add_argument("--level", default="system", help="system, dialogue or turn")
     p.add_argument("--origin", default="computed", help="computed, or published (system level)")
     p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
@@ -118,17 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
     _format(p)
-    p = sub.add_parser("agreement", help="inter-annotator agreement per track and dimension, with bootstrap CIs")
-    _db(p)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--track")
+    p = _on_dataset(sub, "agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
     _format(p)
-    p = sub.add_parser("ensemble", help="MME-CRS metric ensembling, evaluated on held-out tracks or competitions")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _on_dataset(sub, "ensemble", "MME-CRS metric ensembling, evaluated on held-out tracks or competitions",
+                    track=False)
     p.add_argument("--level", default="system", choices=["system", "turn"])
     p.add_argument("--holdout", default="competition", choices=["track", "competition"])
     p.add_argument("--origin", default="auto", choices=["auto", "computed", "published"],
@@ -138,10 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     _aggregate(p)
     p.add_argument("--weights", action="store_true", help="print the weights instead of the held-out results")
     _format(p)
-    p = sub.add_parser("ranking", help="response ranking: P@1, MAP, MRR of a ranker against graded human scores")
-    _db(p)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--track")
+    p = _on_dataset(sub, "ranking", "response ranking: P@1, MAP, MRR of a ranker against graded human scores")
     p.add_argument("--dimension", default="Overall", help="the human dimension that grades candidates")
     p.add_argument("--rankers", help="comma-separated: tfidf, bm25 and/or metric names (default: all available)")
     p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
@@ -150,9 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     _format(p)
     learned = sub.add_parser("learned", help="learned reference-free metrics (ABLSTM, seed 004)")
     lsub = learned.add_subparsers(dest="action", required=True)
-    p = lsub.add_parser("train", help="train AB-LSTM-bi-MLP on the store's dialogues; registers metric ABLSTM")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _on_dataset(lsub, "train", "train AB-LSTM-bi-MLP on the store's dialogues; registers metric ABLSTM",
+                    track=False)
     p.add_argument("--tracks", help="comma-separated tracks (default: all of the dataset's dialogues)")
     p.add_argument("--out", required=True, help="directory for the trained model")
     p.add_argument("--epochs", type=int, default=4, help="at most this many (early stopping on validation accuracy)")
@@ -176,7 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def emit(frame: pd.DataFrame, fmt: str) -> None:
+def emit(frame: pd.DataFrame, fmt: str, digits: int | None = None) -> None:
+    """Print a frame as a table, JSON records or CSV; `digits` rounds the table only (files keep
+    full precision)."""
+    if fmt == "table" and digits is not None:
+        frame = frame.round(digits)
     if fmt == "json":
         print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=2))
     elif fmt == "csv":
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             from evalcore import leaderboard as lb
 
             board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
-            emit(board.round(4) if args.format == "table" else board, args.format)
+            emit(board, args.format, 4)
             if args.signatures:
                 sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
                 print() if args.format == "table" else None
@@ -243,20 +243,20 @@ def run(args: argparse.Namespace) -> int:
                                  bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
                                  flavor=args.flavor, tokenizer=args.tokenizer,
                                  compare_published=args.compare_published)
-            emit(frame.round(4) if args.format == "table" else frame, args.format)
+            emit(frame, args.format, 4)
         elif args.command == "agreement":
             from evalcore import agreement as ag
 
             frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
                      ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
-            emit(frame.round(4) if args.format == "table" else frame, args.format)
+            emit(frame, args.format, 4)
         elif args.command == "ensemble":
             from evalcore.ensemble import ensemble
 
             results, weights = ensemble(con, args.dataset, level=args.level, holdout=args.holdout, origin=args.origin,
                                         method=args.method, power=args.power, aggregate=args.aggregate)
             frame = weights if args.weights else results
-            emit(frame.round(4) if args.format == "table" else frame, args.format)
+            emit(frame, args.format, 4)
         elif args.command == "ranking":
             from evalcore.ranking import ranking
 
@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
                             rankers=[r.strip() for r in args.rankers.split(",")] if args.rankers else None,
                             thresholds=[float(t) for t in args.thresholds.split(",")], aggregate=args.aggregate,
                             flavor=args.flavor)
-            emit(frame.round(4) if args.format == "table" else frame, args.format)
+            emit(frame, args.format, 4)
         elif args.command == "learned":
             from evalcore.learned.train import train_command
 
@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
             if args.format == "json" and len(frame) == 1:   # one model: one object with its figures
                 print(json.dumps(json.loads(frame.to_json(orient="records"))[0], indent=2))
             else:
-                emit(frame.round(4) if args.format == "table" else frame, args.format)
+                emit(frame, args.format, 4)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":

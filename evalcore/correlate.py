@@ -21,14 +21,13 @@ from evalcore.stats import METHODS, Correlation, Pair, Prepared, correlate_prepa
 
 LEVELS = ("system", "dialogue", "turn")
 ORIGINS = ("computed", "published")
-AGGREGATIONS = AGGREGATES
 COLUMNS = ["dataset", "track", "dimension", "metric", "method", "level", "n", "r", "p", "ci_low", "ci_high",
            "ci_method", "note"]
 
 
 def _check(level: str, origin: str, methods: list[str], aggregate: str) -> None:
     for value, allowed, what in ((level, LEVELS, "level"), (origin, ORIGINS, "origin"),
-                                 (aggregate, AGGREGATIONS, "aggregation")):
+                                 (aggregate, AGGREGATES, "aggregation")):
         if value not in allowed:
             raise ValueError(f"unknown {what} {value!r}; known: {', '.join(allowed)}")
     for m in methods:

@@ -49,15 +49,19 @@ def _humans(con, dataset: str, track: str, dimension: str, aggregate: str) -> pd
     """, [dataset, track, dimension]).df()
 
 
-def _context_scores(con, dataset: str, track: str, data: pd.DataFrame, ranker: str, tokenizer) -> pd.Series:
+def _context_scores(con, dataset: str, track: str, data: pd.DataFrame, rankers: list[str],
+                    tokenizer) -> dict[str, np.ndarray]:
+    """Per context ranker: similarity of each row's item context (turns joined) to its response,
+    document frequencies from the rows' responses. One candidate pool for all rankers."""
+    if not rankers:
+        return {}
     contexts = dict(con.execute("SELECT item_id, context FROM items WHERE dataset = ? AND track = ?",
                                 [dataset, track]).fetchall())
+    items, query_rows = np.unique(data["item_id"].to_numpy(), return_inverse=True)
+    queries = [" ".join(json.loads(contexts[item])) for item in items]
     retriever = Retriever(data["text"].tolist(), tokenizer)
-    out = np.zeros(len(data))
-    for item, idx in data.groupby("item_id").indices.items():
-        query = " ".join(json.loads(contexts[item]))
-        out[idx] = retriever.scores([query], ranker)[0, idx]
-    return pd.Series(out, index=data.index)
+    rows = np.arange(len(data))
+    return {r: retriever.pair_scores(queries, query_rows, rows, r) for r in rankers}
 
 
 def ranking(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *, dimension: str = "Overall",
@@ -79,9 +83,10 @@ def ranking(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = No
         chosen = rankers or [*RANKERS, *sorted(values["metric"].unique())]
         base = data[["item_id", "model", "text"]].merge(humans, on=["item_id", "model"])
         base = base.sort_values(["item_id", "model"], ignore_index=True)
+        context = _context_scores(con, dataset, tr, base, [r for r in chosen if r in RANKERS], tokenizer)
         for ranker in chosen:
             if ranker in RANKERS:
-                frame = base.assign(rank_score=_context_scores(con, dataset, tr, base, ranker, tokenizer))
+                frame = base.assign(rank_score=context[ranker])
             else:
                 mine = values[values["metric"] == ranker][["item_id", "model", "value"]]
                 if mine.empty:

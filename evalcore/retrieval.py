@@ -83,6 +83,14 @@ class Retriever:
         q, weights = self._query(queries, ranker)
         return (q @ weights).toarray()
 
+    def pair_scores(self, queries: Sequence[str], query_rows: np.ndarray, candidate_rows: np.ndarray,
+                    ranker: str) -> np.ndarray:
+        """Score of query query_rows[k] against candidate candidate_rows[k], for each k: only the
+        pairs asked for, not every query against every candidate."""
+        q, weights = self._query(queries, ranker)
+        by_candidate = weights.T.tocsr()
+        return np.asarray(q[query_rows].multiply(by_candidate[candidate_rows]).sum(axis=1)).ravel()
+
     def best(self, queries: Sequence[str], ranker: str, exclude_groups: Sequence[str] | None = None,
              chunk: int = 512) -> list[int]:
         """Index of the best candidate per query; ties go to the earliest candidate."""

@@ -20,7 +20,7 @@ from evalcore.metrics import lexical as L
 from evalcore.metrics.ngrams import Encoded
 from evalcore.neural import NeuralOptions
 from evalcore.metrics.registry import (
-    Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
+    METRICS, Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
 )
 from evalcore.store import bump_revision, insert_frame, transaction
 from evalcore.tokenize import Tokenizer
@@ -48,6 +48,20 @@ def metric_keys(info: MetricInfo | None, data: pd.DataFrame) -> list[str]:
     if info is None or info.needs_references:
         return [response_key(t, r) for t, r in zip(data["text"], data["refs"])]
     return [response_key(t, None) for t in data["text"]]
+
+
+def keys_by_metric(names: list[str], data: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per metric name, its rows' cache keys; metrics whose values depend on the same things share
+    one array (hashing a large track once per kind of key, not once per metric)."""
+    made: dict[tuple, np.ndarray] = {}
+    out = {}
+    for name in names:
+        info = METRICS.get(name)
+        kind = (False, True) if info is None else (info.needs_context, info.needs_references)
+        if kind not in made:
+            made[kind] = np.array(metric_keys(info, data), dtype=object)
+        out[name] = made[kind]
+    return out
 
 
 @dataclass
@@ -105,6 +119,7 @@ class Plan:
 
         self.flavor, self.tokenizer, self.docs = flavor, tokenizer, docs
         self.neural = neural or NeuralOptions()
+        self.memo: dict = {}   # model-based metrics' per-track state (idf), made on the first batch
         self.unavailable = {m.name: N.availability(m.kind, self.neural) for m in metrics if m.family == "neural"}
         self.unavailable = {k: v for k, v in self.unavailable.items() if v}
         self.metrics = [m for m in metrics if m.name not in self.unavailable]
@@ -133,7 +148,7 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]],
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     model_based = [m for m in plan.metrics if m.family == "neural"]
     if model_based:
-        out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs, contexts))
+        out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs, contexts, memo=plan.memo))
     if not lexical:
         return out
     needs_cider = any(m.kind == "cider" for m in lexical)
@@ -237,13 +252,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     label = f"{ds}:{tr}"
     n = len(data)
     has_ref = data["refs"].map(len).to_numpy() > 0
-    by_kind: dict[tuple, np.ndarray] = {}
-    keys = {}
-    for m in plan.metrics:
-        kind = (m.needs_context, m.needs_references)
-        if kind not in by_kind:
-            by_kind[kind] = np.array(metric_keys(m, data), dtype=object)
-        keys[m.name] = by_kind[kind]
+    keys = keys_by_metric([m.name for m in plan.metrics], data)
     usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
     ref_based = ", ".join(m.name for m in plan.metrics if m.needs_references)
     if ref_based and not has_ref.any():
@@ -369,8 +378,6 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     """Per-response values of every metric computed for a track under a flavor (and tokenizer):
     columns item_id, model, metric, value. Responses without a value (no reference) are absent.
     `data` is the track as load_track gives it, when the caller has it already."""
-    from evalcore.metrics.registry import METRICS
-
     cond, params = computed_filter(con, dataset, flavor, tokenizer)
     sigs = con.execute(f"""
         SELECT DISTINCT name, signature FROM system_scores
@@ -380,10 +387,10 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     if not sigs:
         return empty
     data = load_track(con, dataset, track) if data is None else data
+    keys = keys_by_metric([name for name, _ in sigs], data)
     frames = []
     for name, sig in sigs:
-        lookup = pd.DataFrame({"text_key": metric_keys(METRICS.get(name), data), "item_id": data["item_id"],
-                               "model": data["model"]})
+        lookup = pd.DataFrame({"text_key": keys[name], "item_id": data["item_id"], "model": data["model"]})
         con.register("_evalcore_keys", lookup)
         try:
             frame = con.execute("""

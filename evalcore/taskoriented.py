@@ -24,6 +24,7 @@ import pandas as pd
 from evalcore.errors import ImportRefused, Problem
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
+from evalcore.scoring import ANY
 
 MAX_TURNS = 34.29
 COLUMNS = ["system", "test_case", "completed", "turns", "reviewer", "satisfaction", "fluency", "guidance"]
@@ -103,6 +104,6 @@ def import_sessions(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset
             batch.add("system_scores", dataset=dataset, track=track, model=row.system, name=name,
                       value=float(getattr(row, name)), origin="computed",
                       signature=f"{name}|task-sessions|max-turns:{max_turns:g}|v:task-{VERSION}",
-                      source=str(path), flavor="any", tokenizer="any", n=int(row.test_cases))
+                      source=str(path), flavor=ANY, tokenizer=ANY, n=int(row.test_cases))
     counts = batch.write(con)
     return ImportReport(str(path), counts)

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -124,13 +126,13 @@ class Vectors:
 
     def batch(self, seqs: list[np.ndarray]):
         torch = _torch()
-        width = max(1, max(len(s) for s in seqs))
+        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        width = max(1, int(lens.max(initial=0)))
+        mask = np.arange(width) < lens[:, None]
         x = np.zeros((len(seqs), width, self.dim), np.float32)
-        mask = np.zeros((len(seqs), width), bool)
-        for i, s in enumerate(seqs):
-            if len(s):
-                x[i, :len(s)] = self.E.token_vectors(s)
-                mask[i, :len(s)] = True
+        if lens.sum():
+            # row-major order of the mask is the order of the concatenated sequences
+            x[mask] = self.E.token_vectors(np.concatenate(seqs))
         return torch.from_numpy(x), torch.from_numpy(mask)
 
 
@@ -267,8 +269,14 @@ def load(path: str | Path):
     return model.eval()
 
 
+@lru_cache(maxsize=2)
+def _loaded(path: str, stamp: float):
+    return load(path)
+
+
 def score(path: str | Path, contexts: list[str], responses: list[str]) -> np.ndarray:
-    """P(real) of each (last context turn, response)."""
+    """P(real) of each (last context turn, response). The model is loaded once per file version
+    (a scoring run calls this once per batch)."""
     vec = Vectors()
-    model = load(path)
+    model = _loaded(str(path), os.path.getmtime(Path(path) / "model.pt"))
     return _predict(model, vec, vec.ids(contexts), vec.ids(responses))

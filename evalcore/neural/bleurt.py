@@ -6,13 +6,16 @@ the score is the single logit. Several references: the max.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 BATCH = 64
 
 
-def bleurt_scores(checkpoint: str, hyps: list[str], refs: list[list[str]], device: str | None = None) -> np.ndarray:
-    import torch
+@lru_cache(maxsize=1)
+def _load(checkpoint: str, device: str | None):
+    """(tokenizer, model, device), loaded once for all batches of a scoring run."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from evalcore.neural.bertscore import pick_device
@@ -22,6 +25,13 @@ def bleurt_scores(checkpoint: str, hyps: list[str], refs: list[list[str]], devic
     model = AutoModelForSequenceClassification.from_pretrained(checkpoint).to(dev).eval()
     if model.config.num_labels != 1:
         raise ValueError(f"{checkpoint}: a BLEURT checkpoint has one output, this one has {model.config.num_labels}")
+    return tok, model, dev
+
+
+def bleurt_scores(checkpoint: str, hyps: list[str], refs: list[list[str]], device: str | None = None) -> np.ndarray:
+    import torch
+
+    tok, model, dev = _load(checkpoint, device)
     rows = [(i, r, h) for i, (h, rs) in enumerate(zip(hyps, refs)) for r in rs]
     order = sorted(range(len(rows)), key=lambda k: len(rows[k][1]) + len(rows[k][2]))
     out = np.full(len(hyps), -np.inf)
