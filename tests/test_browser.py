@@ -40,9 +40,11 @@ def server(tmp_path_factory):
                    capture_output=True)
     port = _free_port()
     env = {**os.environ, "EVALCORE_DB": str(db)}
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "w")  # the server's own errors, for a failed run
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://localhost:{port}"
     for _ in range(120):
         try:
@@ -54,10 +56,10 @@ def server(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("streamlit did not start")
-    ARTIFACTS.mkdir(exist_ok=True)
     yield base
     proc.terminate()
     proc.wait(timeout=20)
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +94,20 @@ def expect(locator):
 
 
 def _upload(page, path, model: str) -> None:
+    """As a user does it: pick the file, see it listed, name the model, then import."""
     page.locator('input[type="file"]').set_input_files(str(path))
-    page.get_by_label("Model name").fill(model)
-    page.get_by_label("Model name").press("Enter")
-    page.get_by_role("button", name="Validate and import").click()
+    expect(page.locator('[data-testid="stFileUploader"]')).to_contain_text(path.name, timeout=60_000)
+    name = page.get_by_label("Model name")
+    name.fill(model)
+    name.press("Enter")
+    button = page.get_by_role("button", name="Validate and import")
+    try:
+        expect(button).to_be_enabled(timeout=60_000)
+    except AssertionError as exc:
+        page.screenshot(path=str(ARTIFACTS / f"upload-{model}-no-button.png"), full_page=True)
+        log = (ARTIFACTS / "streamlit.log").read_text(errors="replace")[-3000:]
+        raise AssertionError(f"{exc}\n--- page ---\n{page.inner_text('body')[:3000]}\n--- server log ---\n{log}") from None
+    button.click()
 
 
 def _models_box(page):
