@@ -157,6 +157,8 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
         base = {"track": tr, "dimension": dim}
         for a, b in combinations(annotators, 2):
             both = wide[[a, b]].dropna()
+            if both.empty:  # crowd data: most pairs of workers never rated the same target
+                continue
             ia, ib = np.searchsorted(cats, both[a].to_numpy()), np.searchsorted(cats, both[b].to_numpy())
             tables = np.zeros((len(both), k, k))
             tables[np.arange(len(both)), ia, ib] = 1

@@ -8,16 +8,18 @@ from tqdm import tqdm
 
 from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.demo import build_demo
+from evalcore.ingest.engagement import build_engagement
 from evalcore.ingest.published import import_published
 from evalcore.store import is_empty
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
+SCORED = {"demo-zh", "engagement-en"}  # the embedded datasets with responses
 SMP2018_SCALES = {"Sa": (-2.0, 2.0), "F": (-1.0, 1.0), "G": (0.0, 1.0)}
 
 
 def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, progress: bool = False) -> list[ImportReport]:
-    """Import msde-paper and build demo-zh, each in its own transaction; skip those present."""
+    """Import or build each embedded dataset in its own transaction; skip those present."""
     present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
     steps = {
         "msde-paper": lambda: import_published(con, data_dir / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES, meta={
@@ -26,6 +28,7 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
             "description": "Published system-level metric and human scores of 14 systems and their correlations",
         }),
         "demo-zh": lambda: build_demo(con, data_dir / "demo-zh"),
+        "engagement-en": lambda: build_engagement(con, data_dir / "engagement-en"),
         "smp2018-task1": lambda: import_published(con, data_dir / "smp2018-task1", dataset="smp2018-task1", meta={
             "language": "zh", "licence": "facts from a paper",
             "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 4",
@@ -42,12 +45,12 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
     reports = []
     for name in tqdm(todo, desc="building the default store", unit="dataset", disable=not progress or not todo):
         reports.append(steps[name]())
-    if "demo-zh" in todo:  # the demo's baselines get their lexical scores, so pages have numbers to show
+    for name in [n for n in todo if n in SCORED]:  # their responses get lexical scores, so pages have numbers to show
         from evalcore.scoring import score
 
-        scored = score(con, metrics="lexical", dataset="demo-zh", progress=progress)
-        reports.append(ImportReport("demo-zh lexical scores", {"response scores": sum(scored.computed.values()),
-                                                               "system scores": sum(scored.system.values())}))
+        scored = score(con, metrics="lexical", dataset=name, progress=progress)
+        reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
+                                                              "system scores": sum(scored.system.values())}))
     return reports
 
 

@@ -297,6 +297,17 @@ def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bo
     return agreement(con, dataset, track, bootstrap=bootstrap, seed=0)
 
 
+def multi_rated_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(dataset, track) pairs with a response or dialogue rated by two or more annotators."""
+    return [tuple(r) for r in con.execute("""
+        SELECT DISTINCT dataset, track FROM (
+            SELECT dataset, track FROM human_ratings WHERE target <> 'system'
+            GROUP BY dataset, track, target, item_id, dialogue_id, model, dimension
+            HAVING count(DISTINCT annotator) >= 2)
+        ORDER BY dataset, track
+    """).fetchall()]
+
+
 def annotator_bias(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
     from evalcore.agreement import annotator_bias as bias
 

@@ -300,3 +300,32 @@ def test_ranking_on_usr_topicalchat(tmp_path, capsys):
     assert main(["ranking", "--db", str(tmp_path / "usr.duckdb"), "--dataset", "usr", "--rankers", "bm25",
                  "--format", "csv"]) == 0
     assert capsys.readouterr().out.startswith("track,dimension,ranker,threshold,p_at_1,map,mrr")
+
+
+def test_engagement_en_alpha_and_fleiss_from_the_amt_file(con):
+    """The embedded engagement-en (shipped, so never skipped): alpha and Fleiss recomputed by the
+    packages from the AMT file itself, parsed here with csv."""
+    from evalcore.defaults import DATA_DIR
+    from evalcore.ingest.engagement import build_engagement
+
+    build_engagement(con, DATA_DIR / "engagement-en")
+    with open(DATA_DIR / "engagement-en" / "DailyDialog_groungtruth_annotated.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    scores: dict[tuple[str, str], dict[str, float]] = {}
+    for row in rows:
+        for k in range(1, 11):
+            pair = (row[f"Input.query{k}"].strip(), row[f"Input.response{k}"].strip())
+            scores.setdefault(pair, {})[row["WorkerId"]] = float(row[f"Answer.pair{k}"])
+    workers = sorted({w for s in scores.values() for w in s})
+    reliability = np.array([[s.get(w, np.nan) for s in scores.values()] for w in workers])
+    table = A.agreement(con, "engagement-en", bootstrap=0).set_index("statistic")
+    for level in ("nominal", "ordinal", "interval"):
+        expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement=level)
+        assert math.isclose(table.loc[f"krippendorff_alpha_{level}", "value"], expected, abs_tol=1e-6)
+    counts = np.stack([np.bincount(np.array(list(s.values()), int), minlength=6)[1:] for s in scores.values()])
+    assert counts.sum(axis=1).tolist() == [3] * 300
+    assert math.isclose(table.loc["fleiss_kappa", "value"], inter_rater.fleiss_kappa(counts), abs_tol=1e-9)
+    # Cohen rows only for pairs of workers who rated a pair in common
+    pairs = table.loc["cohen_kappa_linear"]
+    shared_pairs = {"|".join(sorted((a, b))) for s in scores.values() for a in s for b in s if a < b}
+    assert set(pairs["annotators"]) == shared_pairs and (pairs["n_items"] > 0).all()

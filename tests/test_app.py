@@ -35,7 +35,7 @@ def test_pages_on_default_store(page, monkeypatch, default_store):
     assert at.title
     if page == "overview":
         metrics = {m.label: m.value for m in at.metric}
-        assert metrics["Datasets"] == "4" and metrics["Tracks"] == "10"
+        assert metrics["Datasets"] == "5" and metrics["Tracks"] == "11"  # + engagement-en, 1 track
 
 
 @pytest.mark.parametrize("page", PAGES)

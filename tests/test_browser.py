@@ -189,3 +189,30 @@ def test_ensemble_page(server, browser):
     expect(page.get_by_text("Weights learned without").first).to_be_visible(timeout=120_000)
     page.screenshot(path=str(ARTIFACTS / "ensemble.png"), full_page=True)
     context.close()
+
+
+def test_human_page_opens_on_multi_annotator_ratings(server, browser):
+    """No parameters: the page opens on the embedded engagement-en (three workers per reply) and shows
+    the krippendorff package's alpha, computed here from the shipped AMT file."""
+    import csv
+
+    krippendorff = pytest.importorskip("krippendorff")
+    import numpy as np
+
+    with open(ROOT / "data" / "engagement-en" / "DailyDialog_groungtruth_annotated.csv", encoding="utf-8", newline="") as f:
+        scores: dict = {}
+        for row in csv.DictReader(f):
+            for k in range(1, 11):
+                scores.setdefault((row[f"Input.query{k}"].strip(), row[f"Input.response{k}"].strip()), {})[
+                    row["WorkerId"]] = float(row[f"Answer.pair{k}"])
+    workers = sorted({w for s in scores.values() for w in s})
+    alpha = krippendorff.alpha(reliability_data=[[s.get(w, np.nan) for s in scores.values()] for w in workers],
+                               level_of_measurement="interval")
+    context, page = _open(browser, f"{server}/human")
+    expect(page.get_by_role("combobox", name="Dataset")).to_have_value("engagement-en", timeout=60_000)
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    expect(grid).to_contain_text("krippendorff_alpha_interval", timeout=60_000)
+    expect(grid).to_contain_text(f"{alpha:.3f}")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "human.png"), full_page=True)
+    context.close()

@@ -1,4 +1,4 @@
-"""The embedded default: msde-paper and demo-zh, checked against the source files themselves."""
+"""The embedded default: msde-paper, demo-zh and engagement-en, checked against the source files themselves."""
 import csv
 import json
 
@@ -69,3 +69,56 @@ def test_retrieved_responses_come_from_the_right_pool(default_store):
 
 def test_init_twice_adds_nothing(default_store):
     assert init_store(default_store) == []
+
+
+# ---------------------------------------------------------------- engagement-en
+ENGAGEMENT_CSV = DATA_DIR / "engagement-en" / "DailyDialog_groungtruth_annotated.csv"
+
+
+def engagement_ratings() -> set[tuple[str, str, str, float]]:
+    """(query, reply, worker, score) straight from the AMT file: ten pairs per HIT row."""
+    with open(ENGAGEMENT_CSV, encoding="utf-8", newline="") as f:
+        return {(row[f"Input.query{k}"].strip(), row[f"Input.response{k}"].strip(), row["WorkerId"],
+                 float(row[f"Answer.pair{k}"])) for row in csv.DictReader(f) for k in range(1, 11)}
+
+
+def test_engagement_ratings_are_the_amt_file(default_store):
+    expected = engagement_ratings()
+    assert len(expected) == 900 and len({(q, r) for q, r, _, _ in expected}) == 300
+    stored = set(default_store.execute("""
+        SELECT json_extract_string(i.context, '$[0]'), r.text, h.annotator, h.score
+        FROM human_ratings h JOIN items i USING (dataset, item_id)
+        JOIN responses r ON r.dataset = h.dataset AND r.item_id = h.item_id AND r.model = h.model
+        WHERE h.dataset = 'engagement-en'""").fetchall())
+    assert stored == expected
+    assert default_store.execute("SELECT scale_min, scale_max FROM dimensions WHERE dataset = 'engagement-en'"
+                                 ).fetchall() == [(1.0, 5.0)]
+    assert default_store.execute("SELECT count(*) FROM item_references WHERE dataset = 'engagement-en'"
+                                 ).fetchall() == [(0,)]
+
+
+def test_engagement_bad_file_is_refused_whole(tmp_path):
+    from evalcore.errors import ImportRefused
+    from evalcore.ingest.engagement import build_engagement
+
+    from conftest import fingerprint
+
+    text = ENGAGEMENT_CSV.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    header = lines[0].split(",")
+    assert header[21] == "Answer.pair1"
+    row = next(csv.reader([lines[1]]))
+    row[21] = "7"
+    bad = tmp_path / "engagement-en"
+    bad.mkdir()
+    with open(bad / ENGAGEMENT_CSV.name, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerow(row)
+    con = connect(tmp_path / "s.duckdb")
+    before = fingerprint(con)
+    with pytest.raises(ImportRefused) as err:
+        build_engagement(con, bad)
+    assert fingerprint(con) == before
+    message = str(err.value)
+    assert "row 2" in message and "Answer.pair1" in message and "1, 2, 3, 4 or 5" in message and "7" in message

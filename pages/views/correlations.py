@@ -13,7 +13,9 @@ from pages.views.common import CJK_FONT, data, download, pick_track, publish, se
 con, vs = start("Correlations with human scores")
 dataset, track, _ = pick_track(con, vs, "co", skills=True)
 method = vs.one("method", list(METHODS), "spearman")
-level = vs.one("level", list(LEVELS), "system")
+# System-level correlations need several systems: a track with responses of only one or two opens at turn level.
+n_systems = max((len(views.models_of(con, dataset, t)) for t in views.tracks_of(con, dataset, track or "")), default=0)
+level = vs.one("level", list(LEVELS), "turn" if 0 < n_systems < 3 else "system")
 origin = vs.one("origin", list(ORIGINS), "published" if views.has_published_correlations(con, dataset) else "computed")
 flavor = vs.one("flavor", list(FLAVORS), "default")
 boot = int(vs.number("bootstrap", 0, 0, 5000))
