@@ -122,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
     _format(p)
+    p = _on_dataset(sub, "trust", "which metric to trust for which skill: correlations per track, pooled per skill",
+                    track=False)
+    p.add_argument("--level", default="system", choices=["system", "dialogue", "turn"])
+    p.add_argument("--method", default="spearman", choices=["spearman", "pearson", "kendall"])
+    p.add_argument("--dimension", default="mean", help="a human dimension, or mean (of each track's dimensions)")
+    p.add_argument("--origin", default="computed", choices=["computed", "published"],
+                   help="metric values: computed, or a paper's published tables (system level)")
+    _aggregate(p)
+    _flavor(p)
+    _format(p)
     p = _on_dataset(sub, "agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
@@ -244,6 +254,12 @@ def run(args: argparse.Namespace) -> int:
                                  flavor=args.flavor, tokenizer=args.tokenizer,
                                  compare_published=args.compare_published)
             emit(frame, args.format, 4)
+        elif args.command == "trust":
+            from evalcore.trust import trust
+
+            frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
+                          origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate)
+            emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
         elif args.command == "agreement":
             from evalcore import agreement as ag
 
