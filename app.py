@@ -11,6 +11,7 @@ st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":mat
 
 pages = [
     st.Page("pages/views/overview.py", title="Overview", icon=":material/home:", url_path="", default=True),
+    st.Page("pages/views/trust.py", title="Metric trust", icon=":material/verified:", url_path="trust"),
     st.Page("pages/views/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
     st.Page("pages/views/correlations.py", title="Correlations", icon=":material/grid_on:", url_path="correlations"),
     st.Page("pages/views/drilldown.py", title="Drill-down", icon=":material/search:", url_path="drilldown"),

@@ -22,8 +22,11 @@ class ViewState:
             value = value[-1] if value else None
         return value if value not in (None, "") else None
 
-    def one(self, name: str, options: Sequence[str], default: str | None = None) -> str | None:
-        """The parameter if it is one of options; else the default (first option) and a notice."""
+    def one(self, name: str, options: Sequence[str], default: str | None = None, *,
+            unavailable: str | None = None) -> str | None:
+        """The parameter if it is one of options; else the default (first option) and a notice.
+        `unavailable` words the notice for a value that is valid in general but not here
+        (e.g. a level with no data for the chosen dataset)."""
         raw = self._raw(name)
         fallback = default if default in options else (options[0] if options else None)
         if raw is None:
@@ -32,8 +35,8 @@ class ViewState:
             value = raw
         else:
             value = fallback
-            self.notices.append(f"'{raw}' is not a known {name}; showing {fallback!r} instead."
-                                if fallback is not None else f"'{raw}' is not a known {name}.")
+            what = f"{name} '{raw}' {unavailable}" if unavailable else f"'{raw}' is not a known {name}"
+            self.notices.append(f"{what}; showing {fallback!r} instead." if fallback is not None else f"{what}.")
         if value is not None:
             self.values[name] = value
         return value

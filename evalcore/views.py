@@ -188,6 +188,29 @@ def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> l
     return [d for d in HUMAN_ORDER if d in names] + sorted(d for d in names if d not in HUMAN_ORDER)
 
 
+def rated_response_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(dataset, track) pairs whose responses carry human ratings, most rated first: where a
+    metric-human disagreement sort means something."""
+    return [tuple(r) for r in con.execute("""
+        SELECT h.dataset, h.track FROM human_ratings h
+        JOIN responses r ON r.dataset = h.dataset AND r.item_id = h.item_id AND r.model = h.model
+        WHERE h.target = 'response' GROUP BY ALL ORDER BY count(*) DESC, 1, 2
+    """).fetchall()]
+
+
+def range_grid(lo: float, hi: float, steps: int = 100) -> tuple[float, float, float, int]:
+    """A slider grid over [lo, hi]: (low, high, step, decimals) with a round step near (hi - lo) / steps
+    (1, 2 or 5 times a power of ten) and bounds on that grid, so every position is an exact short
+    decimal that survives the round trip through a URL."""
+    span = max(hi - lo, 1e-12)
+    power = 10 ** math.floor(math.log10(span / steps))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= span / steps)
+    decimals = max(0, -math.floor(math.log10(step)))
+    low = round(math.floor(lo / step + 1e-9) * step, decimals)
+    high = round(math.ceil(hi / step - 1e-9) * step, decimals)
+    return low, high, round(step, decimals), decimals
+
+
 def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default") -> pd.DataFrame:
     """One row per response: item_id, model, text, a column per computed metric and per human dimension
     (mean over annotators)."""
@@ -328,3 +351,44 @@ def ensemble_view(con: duckdb.DuckDBPyConnection, dataset: str, level: str, hold
     from evalcore.ensemble import ensemble
 
     return ensemble(con, dataset, level=level, holdout=holdout)
+
+
+# ---------------------------------------------------------------- trust (metrics x skills)
+def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """Per dataset with something to correlate, its (level, origin) pairs; richest dataset first
+    (most tracks with human ratings), so a page opens on the most telling view."""
+    from evalcore.trust import choices
+
+    rated = dict(con.execute("SELECT dataset, count(DISTINCT track) FROM human_ratings GROUP BY 1").fetchall())
+    out = {d: choices(con, d) for d in datasets(con)}
+    return {d: c for d, c in sorted(out.items(), key=lambda kv: (-rated.get(kv[0], 0), kv[0])) if c}
+
+
+def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
+               origin: str, flavor: str = "default") -> pd.DataFrame:
+    from evalcore.trust import trust
+
+    return trust(con, dataset, level=level, method=method, dimension=dimension, origin=origin, flavor=flavor)
+
+
+def trust_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()
+    names = [d for (d,) in rows]
+    return ["mean"] + [d for d in HUMAN_ORDER if d in names] + sorted(d for d in names if d not in HUMAN_ORDER)
+
+
+def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
+    """The trust matrix's cells in display order: metrics (rows, best first by `sort`: a skill's pooled
+    r, or 'mean' of the pooled r over skills) x columns (each skill's pooled value, then its tracks when
+    `tracks`). Columns: metric, column, skill, track and the cell's values."""
+    from evalcore.trust import POOLED
+
+    cells = frame if tracks else frame[frame["track"] == POOLED]
+    cells = cells.assign(column=np.where(cells["track"] == POOLED, cells["skill"],
+                                         cells["skill"] + " · " + cells["track"]))
+    pooled = frame[frame["track"] == POOLED].pivot_table(index="metric", columns="skill", values="r")
+    key = pooled[sort] if sort in pooled.columns else pooled.mean(axis=1)
+    order = key.sort_values(ascending=False, na_position="last").index.tolist()
+    order += [m for m in dict.fromkeys(frame["metric"]) if m not in order]
+    rank = {m: i for i, m in enumerate(order)}
+    return cells.assign(_row=cells["metric"].map(rank)).sort_values("_row", kind="stable").drop(columns="_row")

@@ -1,6 +1,7 @@
 """Helpers every page shares: the store connection, URL state, safe text, downloads."""
 from __future__ import annotations
 
+import html
 import re
 from urllib.parse import urlsplit
 
@@ -111,6 +112,11 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>:~$=^&\"'])")
 def md_escape(text: str) -> str:
     """Text as literal markdown: every markdown or HTML character escaped (uploaded text is data)."""
     return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def plot_text(text: str) -> str:
+    """Text for a Plotly label or hover: Plotly reads a subset of HTML there, so <, > and & are entities."""
+    return html.escape(str(text), quote=False)
 
 
 def highlighted(segments: list[tuple[str, bool]]) -> str:

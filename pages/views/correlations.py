@@ -4,41 +4,42 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from evalcore import views
-from evalcore.correlate import LEVELS, ORIGINS
+from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
 from pages.views.common import CJK_FONT, data, download, pick_track, publish, select, start
 
 con, vs = start("Correlations with human scores")
-dataset, track, _ = pick_track(con, vs, "co", skills=True)
+options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first
+dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")
-# System-level correlations need several systems: a track with responses of only one or two opens at turn level.
-n_systems = max((len(views.models_of(con, dataset, t)) for t in views.tracks_of(con, dataset, track or "")), default=0)
-level = vs.one("level", list(LEVELS), "turn" if 0 < n_systems < 3 else "system")
-origin = vs.one("origin", list(ORIGINS), "published" if views.has_published_correlations(con, dataset) else "computed")
+# Only levels and origins with data for this dataset are offered; a stale one moves to the first valid.
+pairs = options.get(dataset) or [(lv, "computed") for lv in LEVELS]
+levels = list(dict.fromkeys(lv for lv, _ in pairs))
+level = vs.one("level", levels, levels[0], unavailable=f"has nothing to correlate in {dataset}")
+origins = [o for lv, o in pairs if lv == level]
+origin = vs.one("origin", origins, origins[0], unavailable=f"has no values at {level} level in {dataset}")
 flavor = vs.one("flavor", list(FLAVORS), "default")
 boot = int(vs.number("bootstrap", 0, 0, 5000))
 
 c = st.columns(4)
 method = c[0].radio("Method", list(METHODS), index=list(METHODS).index(method), key="co-method")
-level = c[1].radio("Level", list(LEVELS), index=list(LEVELS).index(level), key="co-level")
-origin = c[2].radio("Metric values", list(ORIGINS), index=list(ORIGINS).index(origin), key="co-origin",
-                    help="published: a paper's system-level tables (system level only)")
+level = c[1].radio("Level", levels, index=levels.index(level), key=f"co-level-{dataset}")
+origins = [o for lv, o in pairs if lv == level]
+origin = c[2].radio("Metric values", origins, index=origins.index(origin) if origin in origins else 0,
+                    key=f"co-origin-{dataset}-{level}", help="published: a paper's system-level tables (system level only)")
 flavor = c[3].radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="co-flavor")
 boot = st.select_slider("Bootstrap resamples for CIs (0: Fisher-z for Pearson only)", [0, 200, 1000], value=boot
                         if boot in (0, 200, 1000) else 0, key="co-boot")
 values = {"dataset": dataset, "track": track, "method": method, "level": level, "origin": origin,
           "flavor": flavor, "bootstrap": boot or None}
 
-if origin == "published" and level != "system":
-    st.info("Published scores exist at system level only; showing the system level.")
-    level = values["level"] = "system"
-
 table = data("correlation_view", dataset, track, level=level, method=method, origin=origin, flavor=flavor,
                  bootstrap=boot, seed=0 if boot else None) if track else None
 if table is None or table.empty:
-    st.warning("No correlations for this choice: it needs metric values and human scores on the same units.")
+    st.warning(f"No correlations for {track} at {level} level ({origin} values): they need metric values and human "
+               "ratings of the same units." + ("" if dataset in options else f" {dataset} has no human ratings with "
+               "metric values; import ratings (`python -m evalcore import ratings`) or pick another dataset."))
 else:
     dims_all = list(dict.fromkeys(table["dimension"]))
     metrics_all = list(dict.fromkeys(table["metric"]))

@@ -6,7 +6,8 @@ from evalcore.metrics.registry import FLAVORS
 from pages.views.common import data, download, highlighted, md_escape, pick_track, publish, select, start
 
 con, vs = start("Drill-down")
-dataset, track, c = pick_track(con, vs, "dd", skills=False)
+# Opens on a track with rated responses, where the disagreement sort means something.
+dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data("rated_response_tracks")), None))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c[2]:
     flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
@@ -38,12 +39,20 @@ shown = table[table["model"].isin(chosen)].copy()
 if rated_only and dim:
     shown = shown[shown[dim].notna()]
 if metric and shown[metric].notna().any():
-    lo, hi = float(shown[metric].min()), float(shown[metric].max())
+    lo, hi, step, digits = views.range_grid(float(shown[metric].min()), float(shown[metric].max()))
     if hi > lo:
-        rng = st.slider(f"{metric} range", lo, hi, (max(lo, vs.number("min", lo, lo, hi)),
-                                                     min(hi, vs.number("max", hi, lo, hi))), key=f"dd-range-{metric}")
-        shown = shown[shown[metric].between(*rng) | shown[metric].isna()]
-        values.update(min=f"{rng[0]:g}" if rng[0] > lo else None, max=f"{rng[1]:g}" if rng[1] < hi else None)
+        # Positions lie on a round grid; a handle left at its end filters nothing and stays out of the URL.
+        snap = lambda v: round(lo + round((v - lo) / step) * step, digits)  # noqa: E731
+        want = (snap(vs.number("min", lo, lo, hi)), snap(vs.number("max", hi, lo, hi)))
+        rng = st.slider(f"{metric} range", lo, hi, want, step=step, format=f"%.{digits}f",
+                        key=f"dd-range-{track}-{metric}")
+        low, high = round(rng[0], digits), round(rng[1], digits)
+        use_low, use_high = low > lo + step / 2, high < hi - step / 2
+        if use_low:
+            shown = shown[shown[metric] >= low]
+        if use_high:
+            shown = shown[shown[metric] <= high]
+        values.update(min=f"{low:.{digits}f}" if use_low else None, max=f"{high:.{digits}f}" if use_high else None)
 if metric and dim:
     shown["disagreement"] = views.disagreement(shown, metric, dim)
     shown = shown.sort_values("disagreement", ascending=False, na_position="last")

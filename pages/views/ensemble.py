@@ -7,14 +7,17 @@ from pages.views.common import CJK_FONT, data, download, publish, select, start
 
 con, vs = start("Metric ensembles (MME-CRS)")
 datasets = views.datasets(con)
-dataset = vs.one("dataset", datasets)
-level = vs.one("level", ["system", "turn"], "system")
+options = data("trust_choices")  # datasets with metric values and ratings, richest first
+dataset = vs.one("dataset", datasets, next(iter(options), None))
 holdout = vs.one("holdout", ["competition", "track"], "competition")
 c1, c2, c3 = st.columns(3)
 with c1:
     dataset = select("Dataset", datasets, dataset, key="en-dataset")
+# Only the levels with data for this dataset; a stale one moves to the first valid.
+levels = [lv for lv in ("system", "turn") if lv in {lv for lv, _ in options.get(dataset, [])}] or ["system", "turn"]
+level = vs.one("level", levels, levels[0], unavailable=f"has nothing to ensemble in {dataset}")
 with c2:
-    level = select("Level", ["system", "turn"], level, key="en-level")
+    level = select("Level", levels, level, key=f"en-level-{dataset}")
 with c3:
     holdout = select("Hold out", ["competition", "track"], holdout, key="en-holdout")
 values = {"dataset": dataset, "level": level, "holdout": holdout}
@@ -24,7 +27,9 @@ st.caption("Per human dimension, each metric's weight is max(r, 0)^2 normalised 
            "on the fitting tracks.")
 results, weights = data("ensemble_view", dataset, level, holdout) if dataset else (None, None)
 if results is None or results.empty:
-    st.warning("Nothing to ensemble: this needs metric scores and human scores on at least two tracks.")
+    st.warning(f"Nothing to ensemble in {dataset} at {level} level: this needs metric scores and human scores on "
+               "at least two tracks" + ("." if dataset in options else f"; {dataset} has no human ratings with "
+               "metric values. Pick another dataset, or import ratings and score responses (see the README)."))
 else:
     groups = sorted(weights["holdout"].unique())
     group = vs.one("group", groups, groups[0])

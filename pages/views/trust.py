@@ -1,0 +1,123 @@
+"""Metric trust: which automatic metric agrees with people on which skill, at a glance."""
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from evalcore import views
+from evalcore.metrics.registry import FLAVORS
+from evalcore.stats import METHODS
+from pages.views.common import CJK_FONT, data, download, plot_text, publish, select, start
+
+con, vs = start("Which metric to trust, per skill")
+options = data("trust_choices")
+if not options:
+    st.info("No dataset here has both metric values and human ratings of the same units. Import ratings "
+            "(`python -m evalcore import ratings`) and score responses (`python -m evalcore score`), or a paper's "
+            "tables (`python -m evalcore import published`); see the README.")
+    publish("trust", {}, vs.notices)
+    st.stop()
+
+datasets = list(options)
+dataset = vs.one("dataset", datasets, datasets[0])
+c = st.columns([2, 1, 1, 1, 1])
+with c[0]:
+    dataset = select("Dataset", datasets, dataset, key="tr-dataset")
+# Level and origin offered are only those with data for this dataset; a stale one moves to the first valid.
+pairs = options[dataset]
+levels = list(dict.fromkeys(lv for lv, _ in pairs))
+level = vs.one("level", levels, levels[0], unavailable=f"has nothing to correlate in {dataset}")
+origins = [o for lv, o in pairs if lv == level]
+origin = vs.one("origin", origins, origins[0], unavailable=f"has no values at {level} level in {dataset}")
+method = vs.one("method", list(METHODS), "spearman")
+dims = data("trust_dimensions", dataset)
+dimension = vs.one("dimension", dims, "mean", unavailable=f"is not rated in {dataset}")
+with c[1]:
+    level = select("Level", levels, level, key=f"tr-level-{dataset}")
+    origins = [o for lv, o in pairs if lv == level]
+    origin = origin if origin in origins else origins[0]
+with c[2]:
+    origin = select("Metric values", origins, origin, key=f"tr-origin-{dataset}-{level}",
+                    help="published: a paper's own system-level tables; computed: this tool's scores")
+with c[3]:
+    method = select("Method", list(METHODS), method, key="tr-method")
+with c[4]:
+    dimension = select("Human dimension", dims, dimension, key=f"tr-dim-{dataset}",
+                       help="mean: each unit's mean over the track's dimensions")
+flavor = vs.one("flavor", list(FLAVORS), "default") if origin == "computed" else None
+show_tracks = vs.one("tracks", ["0", "1"], "0") == "1"
+values = {"dataset": dataset, "level": level, "origin": origin, "method": method, "dimension": dimension,
+          "flavor": flavor}
+
+try:
+    frame = data("trust_view", dataset, level=level, method=method, dimension=dimension, origin=origin,
+                 flavor=flavor or "default")
+except ValueError as exc:  # e.g. a dimension no track of this level rates
+    st.warning(str(exc))
+    publish("trust", values, vs.notices)
+    st.stop()
+
+skills = list(dict.fromkeys(frame["skill"]))
+sort = vs.one("sort", ["mean"] + skills, "mean")
+o = st.columns([1, 1, 2])
+with o[0]:
+    sort = select("Sort metrics by", ["mean"] + skills, sort, key=f"tr-sort-{dataset}",
+                  help="mean: the mean of the pooled values over skills")
+with o[1]:
+    show_tracks = st.toggle("Show each track", value=show_tracks, key="tr-tracks")
+if origin == "computed":
+    with o[2]:
+        flavor = select("Flavor (lexical metrics)", list(FLAVORS), flavor, key="tr-flavor")
+        values["flavor"] = flavor
+values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
+
+grid = views.trust_grid(frame, tracks=show_tracks, sort=sort)
+rows = list(dict.fromkeys(grid["metric"]))
+cols = list(dict.fromkeys(grid["column"]))
+z = np.full((len(rows), len(cols)), np.nan)
+text = [["" for _ in cols] for _ in rows]
+hover = [["" for _ in cols] for _ in rows]
+for cell in grid.itertuples():
+    i, j = rows.index(cell.metric), cols.index(cell.column)
+    where = f"{plot_text(cell.metric)} × {plot_text(cell.column)}"
+    if np.isnan(cell.r):
+        hover[i][j] = f"{where}<br>undefined: {plot_text(cell.note)}"
+        text[i][j] = "–"
+        continue
+    z[i, j] = cell.r
+    mark = "*" if cell.p < 0.05 else ""
+    mark += " ▲" if cell.rank == 1 else (" ≈" if cell.tied_with_best is True else "")
+    text[i][j] = f"{cell.r:.2f}{mark}"
+    ci = f"[{cell.ci_low:.2f}, {cell.ci_high:.2f}]" if not np.isnan(cell.ci_low) else "none"
+    hover[i][j] = (f"{where}<br>r = {cell.r:.3f}, 95% CI {ci}<br>n = {cell.n}, p = {cell.p:.3g}, rank {cell.rank}"
+                   f"<br>{plot_text(cell.dimensions)}" + (f"<br>{plot_text(cell.note)}" if cell.note else ""))
+fig = go.Figure(go.Heatmap(z=z, x=[plot_text(x) for x in cols], y=[plot_text(r) for r in rows], zmin=-1, zmax=1,
+                           zmid=0, colorscale="RdBu", text=text, texttemplate="%{text}", customdata=hover,
+                           hovertemplate="%{customdata}<extra></extra>", colorbar={"title": f"{method} r"}))
+fig.update_layout(font_family=CJK_FONT, height=max(360, 30 * len(rows) + 140), yaxis_autorange="reversed",
+                  xaxis_side="top", margin={"t": 90, "l": 10, "r": 10, "b": 10})
+st.plotly_chart(fig, width="stretch", key="trust-matrix")
+n_values = sorted(set(frame.loc[frame["track"] != "pooled", "n"].dropna().astype(int)))
+st.caption(
+    f"{method.capitalize()} correlation with human {dimension} at {level} level ({origin} metric values; n = "
+    f"{', '.join(map(str, n_values[:6]))}{'…' if len(n_values) > 6 else ''}). A skill's column pools its tracks by a "
+    "fixed-effect meta-analysis of Fisher z (weights n − 3). * p < 0.05; ▲ best in the column; ≈ not "
+    "significantly worse than the best (Williams' test, one-sided α = 0.05; pooled: per-track tests combined by "
+    "Stouffer's Z). Hover a cell for its 95% CI and n; – is undefined (the hover says why)."
+    + (" At system level there are few systems per track, so Williams' test has low power: many ties." if level ==
+       "system" else ""))
+
+st.subheader("Ranking per skill")
+pooled = frame[frame["track"] == "pooled"]
+table = pooled[["skill", "rank", "metric", "r", "ci_low", "ci_high", "n", "p", "tied_with_best", "note"]]
+table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
+                          if s.name == "skill" else s).reset_index(drop=True)
+st.dataframe(table, hide_index=True, width="stretch", column_config={
+    "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
+    "ci_low": st.column_config.NumberColumn("CI low", format="%.3f"),
+    "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
+    "p": st.column_config.NumberColumn("p", format="%.3g"),
+    "tied_with_best": st.column_config.CheckboxColumn("tied with best")})
+with st.expander("Every cell (per track and pooled)"):
+    st.dataframe(frame, hide_index=True, width="stretch")
+download(frame, f"trust-{dataset}-{level}-{origin}-{method}-{dimension}")
+publish("trust", values, vs.notices)
