@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from evalcore.correlate import LEVELS, ORIGINS, _check, _order, human_scores, metric_scores
+from evalcore.correlate import _check, _order, human_scores, metric_scores
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
 from evalcore.stats import METHODS, Correlation, correlate, williams
 

@@ -181,6 +181,18 @@ def models_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[
     return [m for (m,) in rows]
 
 
+def track_models(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
+    """What a track already holds, per model: responses, share of the track's items answered, ratings."""
+    return con.execute("""
+        WITH n AS (SELECT count(*) AS items FROM items WHERE dataset = ? AND track = ?)
+        SELECT r.model, count(*) AS responses, round(count(*) / any_value(n.items), 4) AS coverage,
+               (SELECT count(*) FROM human_ratings h WHERE h.dataset = ? AND h.track = ? AND h.model = r.model)
+                   AS human_ratings
+        FROM responses r JOIN items i USING (dataset, item_id), n
+        WHERE r.dataset = ? AND i.track = ? GROUP BY r.model ORDER BY r.model""",
+                       [dataset, track, dataset, track, dataset, track]).df()
+
+
 def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[str]:
     rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ? AND track = ? "
                        "AND target = 'response'", [dataset, track]).fetchall()

@@ -4,7 +4,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
-PAGES = ["overview", "leaderboard", "correlations", "drilldown", "human", "ensemble", "compare", "upload"]
+PAGES = ["overview", "trust", "leaderboard", "correlations", "drilldown", "human", "ensemble", "compare", "upload"]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,9 @@ def run(page: str, monkeypatch, env: dict, **query) -> AppTest:
 def test_pages_on_default_store(page, monkeypatch, default_store):
     at = run(page, monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store})
     assert at.title
+    # opened with no parameters, every page draws a table or chart from data, never an empty state
+    assert not at.warning, [w.value for w in at.warning]
+    assert len(at.dataframe) + len(at.get("plotly_chart")) + len(at.table) + len(at.metric) > 0
     if page == "overview":
         metrics = {m.label: m.value for m in at.metric}
         assert metrics["Datasets"] == "5" and metrics["Tracks"] == "11"  # + engagement-en, 1 track
@@ -57,7 +60,7 @@ def test_leaderboard_link_state(monkeypatch, default_store):
 def test_stale_parameters_give_a_notice(monkeypatch, default_store):
     at = run("correlations", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
              dataset="msde-paper", track="nope/none", method="cosine")
-    notes = " ".join(i.value for i in at.info)
+    notes = " ".join(i.value for i in at.info).replace("\\", "")  # notices are escaped markdown: text, not markup
     assert "'nope/none' is not a known track" in notes and "'cosine' is not a known method" in notes
 
 
@@ -76,3 +79,39 @@ def test_markdown_escaping_keeps_text_literal():
 
     assert md_escape("<b>**hi**</b> [x](y)") == r"\<b\>\*\*hi\*\*\<\/b\> \[x\]\(y\)".replace(r"\/", "/")
     assert highlighted([("好", True), (" <i>", False)]) == r":orange-background[好] \<i\>"
+
+
+def test_trust_opens_on_the_paper(monkeypatch, default_store):
+    at = run("trust", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store})
+    assert dict(at.query_params) == {"dataset": "msde-paper", "level": "system", "origin": "published",
+                                     "method": "spearman", "dimension": "mean"}
+    ranking = at.dataframe[0].value
+    assert set(ranking["skill"]) == {"chitchat", "knowledge", "recommendation", "persona"}
+    assert len(ranking) == 4 * 16 and (ranking.groupby("skill")["rank"].min() == 1).all()
+
+
+def test_a_stale_level_moves_to_a_valid_one(monkeypatch, default_store):
+    """Switching to a dataset without the URL's level shows that dataset's first valid level, not an empty page."""
+    env = {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store}
+    at = run("correlations", monkeypatch, env, dataset="msde-paper", level="turn", origin="computed")
+    assert at.query_params["level"] == "system" and at.query_params["origin"] == "published"
+    assert any("level 'turn' has nothing to correlate in msde-paper" in i.value.replace("\\", "") for i in at.info)
+    assert at.get("plotly_chart") and not at.warning
+    at = run("trust", monkeypatch, env, dataset="engagement-en", level="system")
+    assert at.query_params["level"] == "turn" and at.get("plotly_chart") and not at.warning
+
+
+def test_drilldown_range_filters_and_lands_in_the_url(monkeypatch, default_store):
+    at = run("drilldown", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
+             dataset="demo-zh", track="kdconv/knowledge", metric="BLEU4")
+    slider = at.slider[0]
+    assert slider.value == (slider.min, slider.max) and "min" not in at.query_params
+    slider.set_value((0.1, slider.max)).run()
+    table = at.dataframe[0].value
+    assert at.query_params["min"] == "0.10" and "max" not in at.query_params  # only the handle that moved
+    assert table["BLEU4"].min() >= 0.1
+    at.slider[0].set_value((0.1, 0.5)).run()
+    assert at.query_params["max"] == "0.50" and at.dataframe[0].value["BLEU4"].max() <= 0.5
+    again = run("drilldown", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
+                **{k: at.query_params[k] for k in at.query_params})
+    assert again.slider[0].value == (0.1, 0.5)

@@ -84,7 +84,7 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
     if dict(st.query_params.to_dict()) != query:
         st.query_params.from_dict(query)
     for note in notices:
-        st.info(note, icon="ℹ️")
+        st.info(md_escape(note), icon="ℹ️")  # notices quote the URL's values: text, not markdown
     with st.sidebar:
         st.caption("Link to exactly this view")
         st.code(link(_base_url(), page, values), language=None, wrap_lines=True)

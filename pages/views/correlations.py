@@ -7,7 +7,7 @@ import streamlit as st
 from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import CJK_FONT, data, download, pick_track, publish, select, start
+from pages.views.common import CJK_FONT, data, download, md_escape, pick_track, publish, select, start
 
 con, vs = start("Correlations with human scores")
 options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first
@@ -37,9 +37,10 @@ values = {"dataset": dataset, "track": track, "method": method, "level": level, 
 table = data("correlation_view", dataset, track, level=level, method=method, origin=origin, flavor=flavor,
                  bootstrap=boot, seed=0 if boot else None) if track else None
 if table is None or table.empty:
-    st.warning(f"No correlations for {track} at {level} level ({origin} values): they need metric values and human "
-               "ratings of the same units." + ("" if dataset in options else f" {dataset} has no human ratings with "
-               "metric values; import ratings (`python -m evalcore import ratings`) or pick another dataset."))
+    st.warning(f"No correlations for {md_escape(track or '')} at {level} level ({origin} values): they need metric "
+               "values and human ratings of the same units." + ("" if dataset in options else f" {md_escape(dataset)} "
+               "has no human ratings with metric values; import ratings (`python -m evalcore import ratings`) or pick "
+               "another dataset."))
 else:
     dims_all = list(dict.fromkeys(table["dimension"]))
     metrics_all = list(dict.fromkeys(table["metric"]))

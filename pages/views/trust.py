@@ -6,7 +6,7 @@ import streamlit as st
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import CJK_FONT, data, download, plot_text, publish, select, start
+from pages.views.common import CJK_FONT, data, download, md_escape, plot_text, publish, select, start
 
 con, vs = start("Which metric to trust, per skill")
 options = data("trust_choices")
@@ -52,7 +52,7 @@ try:
     frame = data("trust_view", dataset, level=level, method=method, dimension=dimension, origin=origin,
                  flavor=flavor or "default")
 except ValueError as exc:  # e.g. a dimension no track of this level rates
-    st.warning(str(exc))
+    st.warning(md_escape(str(exc)))
     publish("trust", values, vs.notices)
     st.stop()
 
@@ -98,7 +98,7 @@ fig.update_layout(font_family=CJK_FONT, height=max(360, 30 * len(rows) + 140), y
 st.plotly_chart(fig, width="stretch", key="trust-matrix")
 n_values = sorted(set(frame.loc[frame["track"] != "pooled", "n"].dropna().astype(int)))
 st.caption(
-    f"{method.capitalize()} correlation with human {dimension} at {level} level ({origin} metric values; n = "
+    f"{method.capitalize()} correlation with human {md_escape(dimension)} at {level} level ({origin} metric values; n = "
     f"{', '.join(map(str, n_values[:6]))}{'…' if len(n_values) > 6 else ''}). A skill's column pools its tracks by a "
     "fixed-effect meta-analysis of Fisher z (weights n − 3). * p < 0.05; ▲ best in the column; ≈ not "
     "significantly worse than the best (Williams' test, one-sided α = 0.05; pooled: per-track tests combined by "

@@ -10,7 +10,7 @@ from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
-from pages.views.common import md_escape, pick_track, publish, start
+from pages.views.common import data, md_escape, pick_track, publish, start
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -70,5 +70,14 @@ if upload is not None and st.button("Validate and import", type="primary", key="
             st.text(scored.render())
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": track})
+
+if track:
+    held = data("track_models", dataset, track)
+    st.subheader(f"Already in {md_escape(track)}")
+    if held.empty:
+        st.caption("No model has responses in this track yet.")
+    else:
+        st.dataframe(held, hide_index=True, width="stretch",
+                     column_config={"coverage": st.column_config.ProgressColumn("coverage", format="percent")})
 
 publish("upload", values, vs.notices)
