@@ -6,6 +6,7 @@ Playwright is missing; .ci/run installs both.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -24,6 +25,12 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+
+
+# What counts as "drawn": a chart with its marks, or a data grid, or the overview's figures.
+CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, .js-plotly-plot .main-svg'
+DRAWN = CHART + ', [data-testid="stDataFrame"] canvas, [data-testid="stTable"] table, [data-testid="stMetric"]'
+PAGES = re.findall(r'url_path="([^"]*)"', (ROOT / "app.py").read_text(encoding="utf-8"))
 
 
 def _free_port() -> int:
@@ -179,7 +186,7 @@ def test_drilldown_item(server, browser):
 
 def test_correlations_page(server, browser):
     context, page = _open(browser, f"{server}/correlations?dataset=msde-paper&track=lic2021/knowledge&method=spearman")
-    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.wait_for_selector(CHART, timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "correlations.png"), full_page=True)
     context.close()
 
@@ -215,4 +222,55 @@ def test_human_page_opens_on_multi_annotator_ratings(server, browser):
     expect(grid).to_contain_text(f"{alpha:.3f}")
     page.wait_for_selector(".js-plotly-plot", timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "human.png"), full_page=True)
+    context.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_draws_with_no_parameters(server, browser, path):
+    context, page = _open(browser, f"{server}/{path}")
+    page.wait_for_selector(DRAWN, timeout=60_000)
+    alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+    assert not [a for a in alerts if "Nothing" in a or "No correlations" in a or "has no" in a], alerts
+    page.screenshot(path=str(ARTIFACTS / f"open-{path or 'overview'}.png"), full_page=True)
+    context.close()
+
+
+def test_trust_opens_on_the_paper_and_its_link_reopens_identically(server, browser):
+    context, page = _open(browser, f"{server}/trust")
+    page.wait_for_selector(CHART, timeout=60_000)
+    expect(page.get_by_role("combobox", name="Dataset")).to_have_value("msde-paper")
+    expect(page.locator('[data-testid="stDataFrame"]').first).to_contain_text("chitchat", timeout=60_000)
+    # a non-default view: Pearson, the Coh dimension, each track shown
+    for label, option in (("Method", "pearson"), ("Human dimension", "Coh")):
+        page.get_by_role("combobox", name=label).click()
+        page.get_by_role("option", name=option, exact=True).click()
+        page.wait_for_function(f"() => window.location.search.includes('{option}')", timeout=30_000)
+    page.get_by_text("Show each track").click()
+    page.wait_for_function("() => window.location.search.includes('tracks=1')", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    link = page.url
+    expect(page.locator('[data-testid="stSidebar"] textarea')).to_have_value(link, timeout=30_000)
+    context.close()
+    fresh, again = _open(browser, link)
+    again.wait_for_selector(CHART, timeout=60_000)
+    expect(again.get_by_role("combobox", name="Method")).to_have_value("pearson")
+    expect(again.get_by_role("combobox", name="Human dimension")).to_have_value("Coh")
+    expect(again.locator('[data-testid="stSidebar"] textarea')).to_have_value(link, timeout=30_000)
+    assert again.url == link
+    again.screenshot(path=str(ARTIFACTS / "trust-from-link.png"), full_page=True)
+    fresh.close()
+
+
+def test_drilldown_range_handle_writes_only_its_bound(server, browser):
+    context, page = _open(browser, f"{server}/drilldown?dataset=demo-zh&track=kdconv/knowledge&metric=BLEU4")
+    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+    before = page.get_by_text(re.compile(r"^[0-9,]+ responses")).inner_text()
+    thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    thumb.focus()
+    for _ in range(10):
+        thumb.press("ArrowRight")
+    page.wait_for_function("() => window.location.search.includes('min=0.10')", timeout=30_000)
+    assert "max=" not in page.url
+    expect(page.get_by_text(re.compile(r"^[0-9,]+ responses"))).not_to_have_text(before, timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "drilldown-range.png"), full_page=True)
     context.close()

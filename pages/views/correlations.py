@@ -1,13 +1,12 @@
 """Correlations: which metrics agree with people, per track and across skills."""
 import numpy as np
 import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import CJK_FONT, data, download, md_escape, pick_track, publish, select, start
+from pages.views.common import CJK_FONT, data, download, heatmap, md_escape, pick_track, publish, select, start
 
 con, vs = start("Correlations with human scores")
 options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first
@@ -54,30 +53,22 @@ else:
     st.caption(f"{method.capitalize()} at {level} level; * p < 0.05, ** p < 0.01. Hover a cell for n, p and "
                "the confidence interval; empty cells are undefined (the hover says why).")
     for tr, part in shown.groupby("track", sort=False):
-        grid = part.pivot_table(index="metric", columns="dimension", values="r", aggfunc="first", dropna=False)
-        grid = grid.reindex(index=[m for m in metrics if m in grid.index], columns=[d for d in dims if d in grid.columns])
-        info = part.set_index(["metric", "dimension"])
-        text, hover = [], []
-        for m in grid.index:
-            trow, hrow = [], []
-            for d in grid.columns:
-                row = info.loc[(m, d)]
-                r, p = row["r"], row["p"]
-                star = "**" if p < 0.01 else "*" if p < 0.05 else ""
-                trow.append("" if np.isnan(r) else f"{r:.2f}{star}")
-                ci = "" if np.isnan(row["ci_low"]) else f"<br>CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}] {row['ci_method']}"
-                note = f"<br>undefined: {row['note']}" if row["note"] else ""
-                pub = "" if "published" not in row or np.isnan(row["published"]) else f"<br>published {row['published']:.2f}"
-                hrow.append(f"{m} × {d}<br>r = {r:.4f}, p = {p:.3g}, n = {row['n']}{ci}{pub}{note}")
-            text.append(trow)
-            hover.append(hrow)
-        fig = go.Figure(go.Heatmap(z=grid.to_numpy(), x=list(grid.columns), y=list(grid.index), zmin=-1, zmax=1,
-                                   colorscale="RdBu", text=text, texttemplate="%{text}", customdata=hover,
-                                   hovertemplate="%{customdata}<extra></extra>"))
+        cells = part.copy()
+        stars = np.where(cells["p"] < 0.01, "**", np.where(cells["p"] < 0.05, "*", ""))
+        cells["label"] = np.where(cells["r"].isna(), "", cells["r"].map(lambda v: f"{v:.2f}") + stars)
+        cells["r (exact)"] = cells["r"].map(lambda v: "undefined" if np.isnan(v) else f"{v:.4f}")
+        cells["p value"] = cells["p"].map(lambda v: "" if np.isnan(v) else f"{v:.3g}")
+        cells["CI"] = np.where(cells["ci_low"].isna(), "", "[" + cells["ci_low"].map(lambda v: f"{v:.3f}") + ", "
+                               + cells["ci_high"].map(lambda v: f"{v:.3f}") + "] " + cells["ci_method"].fillna(""))
+        tips = ["metric", "dimension", "r (exact)", "p value", "n", "CI", "note"]
+        if "published" in cells:
+            cells["published r"] = cells["published"].map(lambda v: "" if np.isnan(v) else f"{v:.2f}")
+            tips.insert(4, "published r")
         n_values = sorted(set(part["n"]))
-        fig.update_layout(title=f"{tr} (n = {', '.join(map(str, n_values))})", font_family=CJK_FONT,
-                          height=max(320, 28 * len(grid.index) + 120), yaxis_autorange="reversed")
-        st.plotly_chart(fig, width="stretch", key=f"heat-{tr}")
+        st.markdown(f"**{md_escape(tr)}** (n = {', '.join(map(str, n_values))})")
+        heatmap(cells, x="dimension", y="metric", value="r", label="label", tooltip=tips, value_title=f"{method} r",
+                x_order=[d for d in dims if d in set(cells["dimension"])],
+                y_order=[m for m in metrics if m in set(cells["metric"])], key=f"heat-{tr}")
     download(shown, f"correlations-{dataset}-{level}-{method}".replace("/", "_"))
 
     st.subheader("One metric across skills")

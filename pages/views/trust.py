@@ -1,12 +1,11 @@
 """Metric trust: which automatic metric agrees with people on which skill, at a glance."""
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import CJK_FONT, data, download, md_escape, plot_text, publish, select, start
+from pages.views.common import data, download, heatmap, md_escape, publish, select, start
 
 con, vs = start("Which metric to trust, per skill")
 options = data("trust_choices")
@@ -70,32 +69,17 @@ if origin == "computed":
         values["flavor"] = flavor
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
-grid = views.trust_grid(frame, tracks=show_tracks, sort=sort)
-rows = list(dict.fromkeys(grid["metric"]))
-cols = list(dict.fromkeys(grid["column"]))
-z = np.full((len(rows), len(cols)), np.nan)
-text = [["" for _ in cols] for _ in rows]
-hover = [["" for _ in cols] for _ in rows]
-for cell in grid.itertuples():
-    i, j = rows.index(cell.metric), cols.index(cell.column)
-    where = f"{plot_text(cell.metric)} × {plot_text(cell.column)}"
-    if np.isnan(cell.r):
-        hover[i][j] = f"{where}<br>undefined: {plot_text(cell.note)}"
-        text[i][j] = "–"
-        continue
-    z[i, j] = cell.r
-    mark = "*" if cell.p < 0.05 else ""
-    mark += " ▲" if cell.rank == 1 else (" ≈" if cell.tied_with_best is True else "")
-    text[i][j] = f"{cell.r:.2f}{mark}"
-    ci = f"[{cell.ci_low:.2f}, {cell.ci_high:.2f}]" if not np.isnan(cell.ci_low) else "none"
-    hover[i][j] = (f"{where}<br>r = {cell.r:.3f}, 95% CI {ci}<br>n = {cell.n}, p = {cell.p:.3g}, rank {cell.rank}"
-                   f"<br>{plot_text(cell.dimensions)}" + (f"<br>{plot_text(cell.note)}" if cell.note else ""))
-fig = go.Figure(go.Heatmap(z=z, x=[plot_text(x) for x in cols], y=[plot_text(r) for r in rows], zmin=-1, zmax=1,
-                           zmid=0, colorscale="RdBu", text=text, texttemplate="%{text}", customdata=hover,
-                           hovertemplate="%{customdata}<extra></extra>", colorbar={"title": f"{method} r"}))
-fig.update_layout(font_family=CJK_FONT, height=max(360, 30 * len(rows) + 140), yaxis_autorange="reversed",
-                  xaxis_side="top", margin={"t": 90, "l": 10, "r": 10, "b": 10})
-st.plotly_chart(fig, width="stretch", key="trust-matrix")
+grid = views.trust_grid(frame, tracks=show_tracks, sort=sort).copy()
+marks = np.where(grid["p"] < 0.05, "*", "") + np.where(grid["rank"].eq(1).fillna(False), " ▲",
+                                                        np.where(grid["tied_with_best"].eq(True), " ≈", ""))
+grid["label"] = np.where(grid["r"].isna(), "–", grid["r"].map(lambda v: f"{v:.2f}") + marks)
+grid["95% CI"] = np.where(grid["ci_low"].isna(), "none",
+                          "[" + grid["ci_low"].map(lambda v: f"{v:.2f}") + ", " + grid["ci_high"].map(lambda v: f"{v:.2f}") + "]")
+grid["r (exact)"] = grid["r"].map(lambda v: "undefined" if np.isnan(v) else f"{v:.3f}")
+grid["p value"] = grid["p"].map(lambda v: "" if np.isnan(v) else f"{v:.3g}")
+heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
+        tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "rank", "dimensions", "note"],
+        x_order=list(dict.fromkeys(grid["column"])), y_order=list(dict.fromkeys(grid["metric"])), key="trust-matrix")
 n_values = sorted(set(frame.loc[frame["track"] != "pooled", "n"].dropna().astype(int)))
 st.caption(
     f"{method.capitalize()} correlation with human {md_escape(dimension)} at {level} level ({origin} metric values; n = "
