@@ -8,8 +8,8 @@ values in app.py (url_path "" is the overview, URL "/"); --pages keeps only the 
 
 What is timed, per load: a NEW browser context (empty cache, new Streamlit session), timer started
 just before page.goto(url), stopped when the first "main content" element is visible inside the
-main area ([data-testid="stMain"]): a Plotly chart with its SVG drawn, a dataframe grid (its canvas
-or resizable frame), a static table (stTable) or a metric (stMetric). The script need not have
+main area ([data-testid="stMain"]): a Vega-Lite chart (its canvas or SVG) or a Plotly chart with its
+SVG drawn, a dataframe grid's canvas, a static table (stTable) or a metric (stMetric). The script need not have
 finished: this is time to the first table/chart/metric, not to a complete page. A load that draws
 nothing within 90 s is a timeout ("timeout"), recorded as NaN; so is a page whose script has
 finished and whose main area then stays unchanged for 10 s with nothing of the kind on it ("none").
@@ -46,8 +46,9 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 90_000
-DRAWN = ['[data-testid="stPlotlyChart"] .main-svg', '[data-testid="stDataFrame"] canvas',
-         '[data-testid="stDataFrameResizable"]', '[data-testid="stTable"]', '[data-testid="stMetric"]']
+DRAWN = ['[data-testid="stVegaLiteChart"] canvas', '[data-testid="stVegaLiteChart"] svg',
+         '[data-testid="stPlotlyChart"] .main-svg', '[data-testid="stDataFrame"] canvas',
+         '[data-testid="stTable"] table', '[data-testid="stMetric"]']
 # The first DRAWN selector with a visible element in the main area; 'none' once the script has
 # finished (stApp's data-test-script-state) and the main area has not changed for 10 s (charts and
 # grids are mounted lazily, after the script ends); else false.

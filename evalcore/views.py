@@ -17,6 +17,24 @@ SKILL_PREFIX = "skill:"
 N_COLUMN = "responses"  # how many responses stand behind a computed row (the dashboard shows it last)
 
 
+def summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    from evalcore.queries import summary as per_track
+
+    return per_track(con)
+
+
+def dataset_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    from evalcore.queries import datasets as table
+
+    return table(con)
+
+
+def model_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    from evalcore.queries import models
+
+    return models(con)
+
+
 def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY dataset").fetchall()]
 

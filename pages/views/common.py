@@ -60,17 +60,15 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
                default: tuple[str, str] | None = None) -> tuple[str | None, str | None, list]:
     """The dataset and track selectors every data page starts with (state from and to the URL);
     `default` is the (dataset, track) shown when the URL names none."""
-    from evalcore import views
-
-    dataset = vs.one("dataset", views.datasets(con), default[0] if default else None)
-    track = vs.one("track", views.track_options(con, dataset, skills=skills),
+    dataset = vs.one("dataset", data("datasets"), default[0] if default else None)
+    track = vs.one("track", data("track_options", dataset, skills=skills),
                    default[1] if default and default[0] == dataset else None)
     cols = st.columns([1, 2, 1, 1, 1, 1][: 3 if skills else 4])
     label = "Track (or all tracks of a skill)" if skills else "Track"
     with cols[0]:
-        dataset = select("Dataset", views.datasets(con), dataset, key=f"{prefix}-dataset")
+        dataset = select("Dataset", data("datasets"), dataset, key=f"{prefix}-dataset")
     with cols[1]:
-        track = select(label, views.track_options(con, dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
+        track = select(label, data("track_options", dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
     return dataset, track, cols
 
 

@@ -1,13 +1,12 @@
 """Compare two models on a track: metric deltas with paired-bootstrap CIs, human wins/ties/losses."""
 import streamlit as st
 
-from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from pages.views.common import data, download, pick_track, publish, select, start
 
 con, vs = start("Compare two models")
 dataset, track, c = pick_track(con, vs, "cp", skills=False)
-models = views.models_of(con, dataset, track) if track else []
+models = data("models_of", dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)
 with c[2]:

@@ -19,7 +19,7 @@ if table is None or table.empty:
     publish("drilldown", values, vs.notices)
     st.stop()
 
-dims = views.dimensions_of(con, dataset, track)
+dims = data("dimensions_of", dataset, track)
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
 models = sorted(table["model"].unique())
 chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")

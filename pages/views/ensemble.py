@@ -2,11 +2,10 @@
 import plotly.express as px
 import streamlit as st
 
-from evalcore import views
 from pages.views.common import CJK_FONT, data, download, md_escape, publish, select, start
 
 con, vs = start("Metric ensembles (MME-CRS)")
-datasets = views.datasets(con)
+datasets = data("datasets")
 options = data("trust_choices")  # datasets with metric values and ratings, richest first
 dataset = vs.one("dataset", datasets, next(iter(options), None))
 holdout = vs.one("holdout", ["competition", "track"], "competition")

@@ -3,7 +3,7 @@ import plotly.express as px
 import streamlit as st
 
 from evalcore.humans import AGGREGATES
-from pages.views.common import CJK_FONT, data, download, pick_track, publish, select, start
+from pages.views.common import CJK_FONT, data, download, md_escape, pick_track, publish, select, start
 
 con, vs = start("Human evaluation")
 rated = data("multi_rated_tracks")
@@ -21,26 +21,34 @@ else:
     with c[2]:
         dim = select("Dimension", dims, dim, key=f"hu-dim-{track}")
     values["dimension"] = dim
-    table = data("agreement_table", dataset, track)
+    # Point estimates first (fast); the bootstrap CIs (seconds on a cold cache) fill the same place
+    # once the rest of the page is drawn, and are cached until the store changes.
+    table = data("agreement_table", dataset, track, 0)
     table = table[table["dimension"] == dim] if not table.empty else table
 
     st.subheader("Agreement")
+    slot = st.empty()
+
+    def show_agreement(table, note: str, final: bool) -> None:
+        with slot.container():
+            st.caption(note)
+            numbers = {k: st.column_config.NumberColumn(format="%.3f") for k in ("value", "ci_low", "ci_high")}
+            pairs = table["statistic"].str.startswith("cohen_kappa")
+            st.dataframe(table[~pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
+                         column_config=numbers)
+            n_pairs = table.loc[pairs, "annotators"].nunique()
+            if final:  # widgets once per run: the first, quick table has none
+                with st.expander(f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"):
+                    st.dataframe(table[pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
+                                 column_config=numbers)
+                download(table, f"agreement-{dataset}-{track}-{dim}".replace("/", "_"))
+
     if table.empty:
         others = ", ".join(f"{d} / {t}" for d, t in rated) or "none in this store"
-        st.warning(f"No {dim} rating in this track has a second annotator, so there is no agreement to show. "
-                   f"Tracks with several annotators: {others}.")
+        slot.warning(f"No {md_escape(dim)} rating in this track has a second annotator, so there is no agreement to "
+                     f"show. Tracks with several annotators: {md_escape(others)}.")
     else:
-        st.caption("95% percentile bootstrap intervals over rated targets (1,000 resamples, seed 0). Fleiss' kappa "
-                   "over targets rated by the most common number of annotators; Krippendorff's alpha over all.")
-        numbers = {k: st.column_config.NumberColumn(format="%.3f") for k in ("value", "ci_low", "ci_high")}
-        pairs = table["statistic"].str.startswith("cohen_kappa")
-        st.dataframe(table[~pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
-                     column_config=numbers)
-        n_pairs = table.loc[pairs, "annotators"].nunique()
-        with st.expander(f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"):
-            st.dataframe(table[pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
-                         column_config=numbers)
-        download(table, f"agreement-{dataset}-{track}-{dim}".replace("/", "_"))
+        show_agreement(table, "Computing 95% bootstrap intervals (1,000 resamples)...", final=False)
 
     st.subheader("Score distributions")
     shown = dist[dist["dimension"] == dim]
@@ -57,5 +65,11 @@ else:
         fig.update_layout(font_family=CJK_FONT, height=320)
         st.plotly_chart(fig, width="stretch")
         st.dataframe(bias.drop(columns=["track", "dimension"]), hide_index=True)
+
+    if not table.empty:
+        full = data("agreement_table", dataset, track)
+        show_agreement(full[full["dimension"] == dim], "95% percentile bootstrap intervals over rated targets (1,000 "
+                       "resamples, seed 0). Fleiss' kappa over targets rated by the most common number of annotators; "
+                       "Krippendorff's alpha over all.", final=True)
 
 publish("human", values, vs.notices)

@@ -1,16 +1,15 @@
 """Overview: what the store holds and where to start."""
 import streamlit as st
 
-from evalcore import queries
 from evalcore.store import resolve_db_path
-from pages.views.common import cursor, empty_store
+from pages.views.common import cursor, data, empty_store
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")
 
 con = cursor()
 if not empty_store(con):
-    summary = queries.summary(con)
+    summary = data("summary")
     cols = st.columns(4)
     cols[0].metric("Datasets", summary["dataset"].nunique())
     cols[1].metric("Tracks", len(summary))
@@ -23,7 +22,7 @@ if not empty_store(con):
     st.subheader("Tracks")
     st.dataframe(summary, hide_index=True, width="stretch")
     st.subheader("Datasets")
-    st.dataframe(queries.datasets(con), hide_index=True, width="stretch")
+    st.dataframe(data("dataset_table"), hide_index=True, width="stretch")
     st.subheader("Models")
-    st.dataframe(queries.models(con), hide_index=True, width="stretch")
+    st.dataframe(data("model_table"), hide_index=True, width="stretch")
 st.caption(f"Store: {resolve_db_path()}")

@@ -5,7 +5,6 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from evalcore import views
 from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
@@ -26,7 +25,7 @@ else:
 upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx"], key="up-file")
 model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
 scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
-existing = views.models_of(con, dataset, track) if track else []
+existing = data("models_of", dataset, track) if track else []
 neural = kind == "responses" and st.checkbox(
     "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
     help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
