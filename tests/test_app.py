@@ -13,6 +13,10 @@ def default_store(tmp_path_factory):
     return tmp_path_factory.mktemp("xdg")
 
 
+def charts(at: AppTest) -> list:
+    return list(at.get("plotly_chart")) + list(at.get("vega_lite_chart"))
+
+
 def run(page: str, monkeypatch, env: dict, **query) -> AppTest:
     for key, value in env.items():
         if value is None:
@@ -35,7 +39,7 @@ def test_pages_on_default_store(page, monkeypatch, default_store):
     assert at.title
     # opened with no parameters, every page draws a table or chart from data, never an empty state
     assert not at.warning, [w.value for w in at.warning]
-    assert len(at.dataframe) + len(at.get("plotly_chart")) + len(at.table) + len(at.metric) > 0
+    assert len(at.dataframe) + len(charts(at)) + len(at.table) + len(at.metric) > 0
     if page == "overview":
         metrics = {m.label: m.value for m in at.metric}
         assert metrics["Datasets"] == "5" and metrics["Tracks"] == "11"  # + engagement-en, 1 track
@@ -96,9 +100,9 @@ def test_a_stale_level_moves_to_a_valid_one(monkeypatch, default_store):
     at = run("correlations", monkeypatch, env, dataset="msde-paper", level="turn", origin="computed")
     assert at.query_params["level"] == "system" and at.query_params["origin"] == "published"
     assert any("level 'turn' has nothing to correlate in msde-paper" in i.value.replace("\\", "") for i in at.info)
-    assert at.get("plotly_chart") and not at.warning
+    assert charts(at) and not at.warning
     at = run("trust", monkeypatch, env, dataset="engagement-en", level="system")
-    assert at.query_params["level"] == "turn" and at.get("plotly_chart") and not at.warning
+    assert at.query_params["level"] == "turn" and charts(at) and not at.warning
 
 
 def test_drilldown_range_filters_and_lands_in_the_url(monkeypatch, default_store):
