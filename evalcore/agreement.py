@@ -131,10 +131,45 @@ def _interval(values) -> tuple[float, float]:
 
 
 def _ci(stat, tables: np.ndarray, draws: np.ndarray) -> tuple[float, float]:
+    """`stat` maps a (resamples, k, k) stack of summed tables to one value per resample."""
     if draws is None or len(tables) == 0:
         return float("nan"), float("nan")
-    # draws: resamples x units counts; each resample's table is a weighted sum of unit tables
-    return _interval([stat(np.tensordot(w, tables, axes=1)) for w in draws])
+    # draws: resamples x units counts; each resample's table is a weighted sum of unit tables,
+    # all of them in one matrix product
+    summed = (draws @ tables.reshape(len(tables), -1)).reshape(len(draws), *tables.shape[1:])
+    return _interval(stat(summed))
+
+
+def _kappa_batch(tables: np.ndarray, kind: str) -> np.ndarray:
+    """kappa_from_table over a (B, k, k) stack of tables."""
+    n = tables.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        obs = tables / n[:, None, None]
+        exp = obs.sum(2)[:, :, None] * obs.sum(1)[:, None, :]
+        w = _kappa_weights(tables.shape[1], kind)
+        denom = (w * exp).sum(axis=(1, 2))
+        out = 1 - (w * obs).sum(axis=(1, 2)) / denom
+    out[(n == 0) | ~(denom > 0)] = np.nan
+    return out
+
+
+def _alpha_batch(o: np.ndarray, cats: np.ndarray, level: str) -> np.ndarray:
+    """alpha_from_coincidences over a (B, k, k) stack of coincidence matrices."""
+    marg = o.sum(axis=2)
+    n = marg.sum(axis=1)
+    k = len(cats)
+    i, j = np.indices((k, k))
+    if level == "ordinal":
+        cum = np.concatenate([np.zeros((len(o), 1)), np.cumsum(marg, axis=1)], axis=1)
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        delta = (cum[:, hi + 1] - cum[:, lo] - (marg[:, i] + marg[:, j]) / 2) ** 2
+    else:
+        delta = np.broadcast_to(_alpha_delta(cats, marg[0], level), o.shape)
+    expected = (marg[:, :, None] * marg[:, None, :] * delta).sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 1 - (n - 1) * (o * delta).sum(axis=(1, 2)) / expected
+    out[(n <= 1) | (expected == 0)] = np.nan
+    return out
 
 
 def _draws(n_units: int, bootstrap: int, rng: np.random.Generator) -> np.ndarray | None:
@@ -164,11 +199,9 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
             tables[np.arange(len(both)), ia, ib] = 1
             draws = _draws(len(both), bootstrap, rng)
             for kind in WEIGHTS:
-                def stat(t, kind=kind):
-                    return kappa_from_table(t, kind)
-                lo, hi = _ci(stat, tables, draws)
+                lo, hi = _ci(lambda t, kind=kind: _kappa_batch(t, kind), tables, draws)
                 rows.append({**base, "statistic": f"cohen_kappa_{kind}", "annotators": f"{a}|{b}",
-                             "value": stat(tables.sum(0)), "ci_low": lo, "ci_high": hi,
+                             "value": kappa_from_table(tables.sum(0), kind), "ci_low": lo, "ci_high": hi,
                              "n_items": len(both), "n_annotators": 2})
         per_unit = wide.notna().sum(axis=1)
         if len(per_unit) and per_unit.max() >= 2:
@@ -188,11 +221,9 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
         tables = tables[paired]
         draws = _draws(len(tables), bootstrap, rng)
         for level in LEVELS:
-            def stat(t, level=level):
-                return alpha_from_coincidences(t, cats, level)
-            lo, hi = _ci(stat, tables, draws)
+            lo, hi = _ci(lambda t, level=level: _alpha_batch(t, cats, level), tables, draws)
             rows.append({**base, "statistic": f"krippendorff_alpha_{level}", "annotators": "all",
-                         "value": stat(tables.sum(0)), "ci_low": lo, "ci_high": hi,
+                         "value": alpha_from_coincidences(tables.sum(0), cats, level), "ci_low": lo, "ci_high": hi,
                          "n_items": int(paired.sum()), "n_annotators": len(annotators)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
