@@ -18,8 +18,14 @@ SCORED = {"demo-zh", "engagement-en"}  # the embedded datasets with responses
 SMP2018_SCALES = {"Sa": (-2.0, 2.0), "F": (-1.0, 1.0), "G": (0.0, 1.0)}
 
 
-def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, progress: bool = False) -> list[ImportReport]:
-    """Import or build each embedded dataset in its own transaction; skip those present."""
+DEFAULT_DATASETS = ("msde-paper", "demo-zh", "engagement-en", "smp2018-task1", "smp2018-task2")
+SLOW = ("demo-zh",)  # seconds to build (retrieval baselines over KdConv, then scoring): the dashboard builds it last
+
+
+def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, progress: bool = False,
+               only: tuple[str, ...] | None = None) -> list[ImportReport]:
+    """Import or build each embedded dataset (or those in `only`) in its own transaction; skip those
+    present. Datasets with responses get their lexical scores (only what is missing)."""
     present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
     steps = {
         "msde-paper": lambda: import_published(con, data_dir / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES, meta={
@@ -41,19 +47,50 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
             "description": "SMP2018-ECDT Task 2 (task-oriented dialogue): top five teams, C, T, Sa, F, G",
         }),
     }
-    todo = [name for name in steps if name not in present]
+    todo = [name for name in steps if name not in present and (only is None or name in only)]
     reports = []
     for name in tqdm(todo, desc="building the default store", unit="dataset", disable=not progress or not todo):
         reports.append(steps[name]())
-    for name in [n for n in todo if n in SCORED]:  # their responses get lexical scores, so pages have numbers to show
+    # their responses get lexical scores, so pages have numbers to show (also after an interrupted build)
+    for name in [n for n in steps if n in SCORED and (only is None or n in only) and (n in todo or n in present)]:
         from evalcore.scoring import score
 
         scored = score(con, metrics="lexical", dataset=name, progress=progress)
-        reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
-                                                              "system scores": sum(scored.system.values())}))
+        if name in todo or sum(scored.computed.values()):
+            reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
+                                                                  "system scores": sum(scored.system.values())}))
     return reports
 
 
 def ensure_default(con: duckdb.DuckDBPyConnection) -> list[ImportReport]:
     """Build the default data into an empty store; leave a store with data alone."""
     return init_store(con) if is_empty(con) else []
+
+
+def default_incomplete(con: duckdb.DuckDBPyConnection) -> bool:
+    """Empty, or holding only embedded datasets but not all of them (a first build that was
+    interrupted): a store the dashboard may (re)build the defaults into. A store with a dataset of
+    the user's own is left alone."""
+    present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
+    return present <= set(DEFAULT_DATASETS) and present != set(DEFAULT_DATASETS)
+
+
+def build_default_in_stages(con: duckdb.DuckDBPyConnection) -> "threading.Thread | None":
+    """The dashboard's first run: the quick datasets now (under a second), the slow ones in a
+    background thread on its own cursor, so the first page draws without waiting for them. Every
+    dataset is its own transaction; the store's revision bump makes pages pick the new data up."""
+    import threading
+
+    if not default_incomplete(con):
+        return None
+    init_store(con, only=tuple(d for d in DEFAULT_DATASETS if d not in SLOW))
+    thread = threading.Thread(target=_build_slow, args=(con.cursor(),), name="evalcore-default-build", daemon=True)
+    thread.start()
+    return thread
+
+
+def _build_slow(cursor: duckdb.DuckDBPyConnection) -> None:
+    try:
+        init_store(cursor, only=SLOW)
+    finally:
+        cursor.close()

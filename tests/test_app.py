@@ -9,8 +9,16 @@ PAGES = ["overview", "trust", "leaderboard", "correlations", "drilldown", "human
 
 @pytest.fixture(scope="module")
 def default_store(tmp_path_factory):
-    """The default store path (no EVALCORE_DB) in a temporary data directory, built by the first run."""
-    return tmp_path_factory.mktemp("xdg")
+    """The default store path (no EVALCORE_DB) in a temporary data directory, built whole beforehand
+    (the dashboard's own staged build is tested in test_defaults.py)."""
+    from evalcore.defaults import init_store
+    from evalcore.store import connect
+
+    xdg = tmp_path_factory.mktemp("xdg")
+    con = connect(xdg / "evalcore" / "evalcore.duckdb")
+    init_store(con)
+    con.close()
+    return xdg
 
 
 def charts(at: AppTest) -> list:

@@ -122,3 +122,30 @@ def test_engagement_bad_file_is_refused_whole(tmp_path):
     assert fingerprint(con) == before
     message = str(err.value)
     assert "row 2" in message and "Answer.pair1" in message and "1, 2, 3, 4 or 5" in message and "7" in message
+
+
+def test_dashboard_builds_the_slow_dataset_in_the_background(tmp_path, default_store):
+    """The first page draws on the quick datasets; demo-zh lands later, the same as a whole build."""
+    from evalcore.defaults import SLOW, build_default_in_stages
+
+    con = connect(tmp_path / "staged.duckdb")
+    thread = build_default_in_stages(con)
+    quick = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
+    assert {"msde-paper", "engagement-en", "smp2018-task1", "smp2018-task2"} <= quick
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    assert queries.summary(con).equals(queries.summary(default_store))
+    assert build_default_in_stages(con) is None  # complete: nothing more to do
+    con.close()
+    # an interrupted first build (quick datasets only) is completed on the next start ...
+    con = connect(tmp_path / "interrupted.duckdb")
+    init_store(con, only=("msde-paper",))
+    build_default_in_stages(con).join(timeout=300)
+    assert set(queries.summary(con)["dataset"]) == set(queries.summary(default_store)["dataset"])
+    con.close()
+    # ... but a store holding a dataset of the user's own is left alone
+    con = connect(tmp_path / "mine.duckdb")
+    init_store(con, only=SLOW)
+    con.execute("UPDATE datasets SET dataset = 'mine'")
+    assert build_default_in_stages(con) is None
+    con.close()

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore._malloc import tune
-from evalcore.defaults import ensure_default
+from evalcore.defaults import build_default_in_stages
 from evalcore.share import ViewState, link, to_query
 from evalcore.store import ENV_VAR, connect, resolve_db_path, revision
 
@@ -19,12 +19,25 @@ CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-s
 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
 def store(path: str, build_default: bool) -> duckdb.DuckDBPyConnection:
-    """One connection per store file and process; pages take a cursor per run (DuckDB's thread rule)."""
+    """One connection per store file and process; pages take a cursor per run (DuckDB's thread rule).
+    The default store's first build imports the quick datasets before the first page draws and the
+    slow one (demo-zh) in the background."""
     tune()
     con = connect(path)
     if build_default:
-        ensure_default(con)
+        _BUILDING[path] = build_default_in_stages(con)
     return con
+
+
+_BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
+
+
+def building_note() -> None:
+    """A notice while the default store's slow datasets are still being built in the background."""
+    thread = _BUILDING.get(str(resolve_db_path()))
+    if thread is not None and thread.is_alive():
+        st.info("Building the embedded demo-zh dataset in the background (about 10 seconds on first run); "
+                "reload the page to see it.", icon="⏳")
 
 
 def cursor() -> duckdb.DuckDBPyConnection:
@@ -53,6 +66,7 @@ def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     con = cursor()
     if empty_store(con):
         st.stop()
+    building_note()
     return con, view_state()
 
 

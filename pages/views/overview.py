@@ -2,13 +2,14 @@
 import streamlit as st
 
 from evalcore.store import resolve_db_path
-from pages.views.common import cursor, data, empty_store
+from pages.views.common import building_note, cursor, data, empty_store
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")
 
 con = cursor()
 if not empty_store(con):
+    building_note()
     summary = data("summary")
     cols = st.columns(4)
     cols[0].metric("Datasets", summary["dataset"].nunique())
