@@ -1,6 +1,6 @@
 """Benchmark: how long each dashboard page takes to draw in a real browser (headless Chromium).
 
-    python bench/browser.py [--db PATH] [--runs 5] [--pages a,b,c] [--port P] [--cold] [--check-empty] [--out F]
+    python bench/browser.py [--db PATH] [--runs 5] [--pages a,b,c] [--port P] [--cold] [--fresh] [--check-empty] [--out F]
 
 Without --db, builds a store with `python -m evalcore init` (timed: "store build"). Starts
 `streamlit run app.py` on that store and waits for /_stcore/health. Pages are the url_path="..."
@@ -75,8 +75,9 @@ def discover_pages() -> dict[str, str]:
 
 
 class Server:
-    def __init__(self, db: str, port: int, log: Path):
-        self.db, self.port, self.log, self.proc = db, port, log, None
+    def __init__(self, db: str | None, port: int, log: Path, xdg: Path | None = None):
+        """db None: no EVALCORE_DB, so the dashboard builds its default store under `xdg` on first visit."""
+        self.db, self.port, self.log, self.proc, self.xdg = db, port, log, None, xdg
         self.base = f"http://localhost:{port}"
 
     def start(self) -> None:
@@ -84,7 +85,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env={**os.environ, "EVALCORE_DB": self.db}, stdout=out, stderr=subprocess.STDOUT)
+            cwd=ROOT, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
         out.close()
         for _ in range(240):
             if self.proc.poll() is not None:
@@ -96,6 +97,14 @@ class Server:
             except OSError:
                 time.sleep(0.5)
         sys.exit(f"streamlit did not start; its log ends:\n{self.log.read_text(errors='replace')[-3000:]}")
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != "EVALCORE_DB"}
+        if self.db:
+            env["EVALCORE_DB"] = self.db
+        if self.xdg:
+            env["XDG_DATA_HOME"] = str(self.xdg)
+        return env
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -150,6 +159,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
     parser.add_argument("--cold", action="store_true", help="restart the server before each page's first visit")
     parser.add_argument("--check-empty", action="store_true", help="record the stAlert texts of each page")
+    parser.add_argument("--fresh", action="store_true",
+                        help="first measure a fresh machine: no store yet, the dashboard builds its default store "
+                             "on the first visit of / (reported as 'fresh first visit')")
     parser.add_argument("--out", help="also write the results as JSON here")
     args = parser.parse_args()
 
@@ -180,6 +192,14 @@ def main() -> None:
 
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            if args.fresh:
+                fresh = Server(None, args.port, tmp / "fresh.log", xdg=tmp / "xdg")
+                fresh.start()
+                try:
+                    info["fresh_first_visit_s"] = load(browser, fresh.base + "/")[0]
+                finally:
+                    fresh.stop()
+                print(f"fresh first visit of / (store built by the dashboard): {info['fresh_first_visit_s']:.2f} s")
             server.start()
             first = {}
             for name, path in pages.items():

@@ -220,7 +220,7 @@ def test_human_page_opens_on_multi_annotator_ratings(server, browser):
     grid = page.locator('[data-testid="stDataFrame"]').first
     expect(grid).to_contain_text("krippendorff_alpha_interval", timeout=60_000)
     expect(grid).to_contain_text(f"{alpha:.3f}")
-    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.wait_for_selector(CHART, timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "human.png"), full_page=True)
     context.close()
 
@@ -265,7 +265,7 @@ def test_drilldown_range_handle_writes_only_its_bound(server, browser):
     context, page = _open(browser, f"{server}/drilldown?dataset=demo-zh&track=kdconv/knowledge&metric=BLEU4")
     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
     before = page.get_by_text(re.compile(r"^[0-9,]+ responses")).inner_text()
-    thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
     thumb.focus()
     for _ in range(10):
         thumb.press("ArrowRight")

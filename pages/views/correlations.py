@@ -1,12 +1,11 @@
 """Correlations: which metrics agree with people, per track and across skills."""
 import numpy as np
-import plotly.express as px
 import streamlit as st
 
 from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import CJK_FONT, data, download, heatmap, md_escape, pick_track, publish, select, start
+from pages.views.common import bar, data, download, heatmap, scatter_vs_diagonal, md_escape, pick_track, publish, select, start
 
 con, vs = start("Correlations with human scores")
 options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first
@@ -77,19 +76,14 @@ else:
     values["metric"] = choice
     across = data("across_correlations", dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
     if not across.empty:
-        fig = px.bar(across, x="track", y="r", color="dimension", barmode="group", range_y=[-1, 1],
-                     hover_data=["n", "p", "note"], labels={"r": f"{method} r"})
-        fig.update_layout(font_family=CJK_FONT, height=380)
-        st.plotly_chart(fig, width="stretch", key="across")
+        bar(across, x="track", y="r", color="dimension", y_title=f"{method} r", y_domain=[-1, 1],
+            tooltip=["track", "dimension", "r", "n", "p", "note"], key="across")
 
     if "published" in table and table["published"].notna().any():
         st.subheader("Published vs recomputed")
         pub = table.dropna(subset=["published", "r"])
-        fig = px.scatter(pub, x="published", y="r", color="track", hover_data=["dimension", "metric", "diff"],
-                         labels={"r": "recomputed"})
-        fig.add_shape(type="line", x0=-1, y0=-1, x1=1, y1=1, line={"dash": "dot", "color": "grey"})
-        fig.update_layout(font_family=CJK_FONT, height=420)
-        st.plotly_chart(fig, width="stretch", key="published")
+        scatter_vs_diagonal(pub, x="published", y="r", color="track", tooltip=["dimension", "metric", "diff"],
+                            x_title="published", y_title="recomputed", key="published")
         far = pub[pub["diff"].abs() > 0.05]
         st.caption(f"{int((pub['diff'].abs() <= 0.0101).sum())} of {len(pub)} cells within 0.0101 of the published "
                    f"value; {len(far)} differ by more than 0.05 (see the README for likely causes).")

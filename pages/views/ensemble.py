@@ -1,8 +1,7 @@
 """Metric ensembling (MME-CRS): weights learned on some tracks, judged on held-out ones."""
-import plotly.express as px
 import streamlit as st
 
-from pages.views.common import CJK_FONT, data, download, md_escape, publish, select, start
+from pages.views.common import bar, data, download, heatmap, md_escape, publish, select, start
 
 con, vs = start("Metric ensembles (MME-CRS)")
 datasets = data("datasets")
@@ -36,15 +35,14 @@ else:
     values["group"] = group
     mine = results[results["holdout"] == group].copy()
     mine["method"] = mine["method"].str.replace("best:", "best single: ", regex=False)
-    fig = px.bar(mine, x="dimension", y="spearman", color="method", barmode="group", facet_col="track",
-                 labels={"spearman": "Spearman with humans"})
-    fig.update_layout(font_family=CJK_FONT, height=380)
-    st.plotly_chart(fig, width="stretch")
+    bar(mine, x="dimension", y="spearman", color="method", facet="track", y_title="Spearman with humans",
+        key="ensemble-results")
     st.dataframe(mine, hide_index=True, width="stretch")
     download(results, f"ensemble-{dataset}-{level}-{holdout}")
     st.subheader(f"Weights learned without {group}")
-    w = weights[weights["holdout"] == group].pivot_table(index="metric", columns="dimension", values="weight")
-    fig = px.imshow(w, color_continuous_scale="Blues", aspect="auto", text_auto=".2f", labels={"color": "weight"})
-    fig.update_layout(font_family=CJK_FONT, height=max(320, 24 * len(w)))
-    st.plotly_chart(fig, width="stretch")
+    w = weights[weights["holdout"] == group].copy()
+    w["label"] = w["weight"].map(lambda v: f"{v:.2f}")
+    heatmap(w, x="dimension", y="metric", value="weight", label="label", tooltip=["metric", "dimension", "label"],
+            x_order=list(dict.fromkeys(w["dimension"])), y_order=sorted(set(w["metric"])), value_title="weight",
+            scale={"scheme": "blues", "domain": [0, 1]}, key="ensemble-weights")
 publish("ensemble", values, vs.notices)

@@ -1,9 +1,8 @@
 """Human evaluation: annotator agreement with bootstrap CIs, score distributions, annotator bias."""
-import plotly.express as px
 import streamlit as st
 
 from evalcore.humans import AGGREGATES
-from pages.views.common import CJK_FONT, data, download, md_escape, pick_track, publish, select, start
+from pages.views.common import bar, data, download, md_escape, pick_track, publish, select, start
 
 con, vs = start("Human evaluation")
 rated = data("multi_rated_tracks")
@@ -52,18 +51,15 @@ else:
 
     st.subheader("Score distributions")
     shown = dist[dist["dimension"] == dim]
-    fig = px.bar(shown, x="score", y="share", color="model", barmode="group", labels={"share": "share of ratings"})
-    fig.update_layout(font_family=CJK_FONT, height=360)
-    st.plotly_chart(fig, width="stretch")
+    bar(shown.assign(score=shown["score"].map(lambda v: f"{v:g}")), x="score", y="share", color="model",
+        y_title="share of ratings", tooltip=["model", "score", "n", "share"], key="distribution", height=300)
 
     if not table.empty:
         st.subheader("Annotators")
         bias = data("annotator_bias", dataset, track)
         bias = bias[bias["dimension"] == dim]
         st.caption("Bias: an annotator's mean minus the mean of all ratings of the same targets.")
-        fig = px.bar(bias, x="annotator", y="bias", hover_data=["n", "mean"])
-        fig.update_layout(font_family=CJK_FONT, height=320)
-        st.plotly_chart(fig, width="stretch")
+        bar(bias, x="annotator", y="bias", tooltip=["annotator", "n", "mean", "bias"], key="bias", height=280)
         st.dataframe(bias.drop(columns=["track", "dimension"]), hide_index=True)
 
     if not table.empty:

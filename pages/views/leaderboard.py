@@ -1,10 +1,9 @@
 """Leaderboard: models x metrics and human dimensions per track, like the MSDE paper's Tables 4-10."""
-import plotly.express as px
 import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import CJK_FONT, data, download, pick_track, publish, select, start
+from pages.views.common import bar, data, download, pick_track, publish, select, start
 
 con, vs = start("Leaderboard")
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
@@ -64,9 +63,7 @@ else:
             st.caption(f"No {metric} values in this dataset.")
         else:
             data["label"] = data["model"] + " (" + data["origin"] + ")"
-            fig = px.bar(data, x="track", y="value", color="label", barmode="group",
-                         hover_data=["skill", "model", "origin"], labels={"value": metric, "label": "model"})
-            fig.update_layout(font_family=CJK_FONT, height=420, legend_title_text="model (origin)")
-            st.plotly_chart(fig, width="stretch")
+            bar(data, x="track", y="value", color="label", y_title=metric,
+                tooltip=["track", "skill", "model", "origin", "value"], key="across-tracks")
 
 publish("leaderboard", values, vs.notices)
