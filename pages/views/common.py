@@ -98,8 +98,10 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
     for note in notices:
         st.info(md_escape(note), icon="ℹ️")  # notices quote the URL's values: text, not markdown
     with st.sidebar:
-        # A plain text box (select all, copy): st.code would load a 1.5 MB highlighter on every page.
-        st.text_area("Link to exactly this view", link(_base_url(), page, values), height=110)
+        # Inline code, not st.code (which loads a 1.5 MB highlighter on every page) nor a widget (a
+        # text box costs a widget round trip). The link is URL-encoded: no markdown character survives.
+        st.caption("Link to exactly this view")
+        st.markdown(f"`{link(_base_url(), page, values)}`")
 
 
 def _base_url() -> str:
