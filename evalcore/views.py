@@ -414,8 +414,8 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
     from evalcore.trust import POOLED
 
     cells = frame if tracks else frame[frame["track"] == POOLED]
-    cells = cells.assign(column=np.where(cells["track"] == POOLED, cells["skill"],
-                                         cells["skill"] + " · " + cells["track"]))
+    cells = cells.assign(column=np.where(cells["track"] != POOLED, cells["track"],
+                                         cells["skill"] + (" (pooled)" if tracks else "")))
     pooled = frame[frame["track"] == POOLED].pivot_table(index="metric", columns="skill", values="r")
     key = pooled[sort] if sort in pooled.columns else pooled.mean(axis=1)
     order = key.sort_values(ascending=False, na_position="last").index.tolist()

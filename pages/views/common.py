@@ -148,9 +148,12 @@ def heatmap(cells: pd.DataFrame, *, x: str, y: str, value: str, label: str, tool
     printed in each cell, `tooltip` fields on hover. Vega draws every string as text (never markup),
     and its bundle is a fraction of Plotly's, so the page draws sooner."""
     records = _records(cells, [x, y, value, label, *tooltip])
+    many = len(x_order) > 6  # long column names: slant them rather than let Vega drop the overlapping ones
     enc_x = {"field": x, "type": "nominal", "sort": x_order, "title": None,
-             "axis": {"orient": "top", "labelAngle": 0, "labelLimit": 220}}
-    enc_y = {"field": y, "type": "nominal", "sort": y_order, "title": None, "axis": {"labelLimit": 220}}
+             "axis": {"orient": "top", "labelAngle": -35 if many else 0, "labelAlign": "left" if many else "center",
+                      "labelOverlap": False, "labelLimit": 220}}
+    enc_y = {"field": y, "type": "nominal", "sort": y_order, "title": None,
+             "axis": {"labelLimit": 220, "labelOverlap": False}}
     tips = [{"field": t, "type": "nominal"} for t in tooltip]
     spec = {
         "data": {"values": records},
@@ -159,7 +162,8 @@ def heatmap(cells: pd.DataFrame, *, x: str, y: str, value: str, label: str, tool
         "layer": [
             {"mark": {"type": "rect", "stroke": "white"},
              "encoding": {"color": {"field": value, "type": "quantitative", "title": value_title,
-                                    "scale": scale or DIVERGING},
+                                    "scale": scale or DIVERGING,  # legend below: beside a short chart it is cut
+                                    "legend": {"orient": "bottom", "direction": "horizontal", "gradientLength": 220}},
                           "tooltip": tips}},
             {"mark": {"type": "text", "fontSize": 12},
              "encoding": {"text": {"field": label, "type": "nominal"}, "tooltip": tips,
