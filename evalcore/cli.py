@@ -57,11 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = kinds.add_parser("items", help="JSONL: item_id, dataset, track, context, references, ...")
     p.add_argument("file")
     _db(p)
-    p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model]")
+    p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]")
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
-    p.add_argument("--track", required=True)
+    p.add_argument("--track", help="the track every row answers (else the file's 'track' column: all tracks at once)")
     p.add_argument("--model", help="model name for every row (else a 'model' column)")
     p = kinds.add_parser("ratings", help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score")
     p.add_argument("file")
@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
     _format(p)
+    p = _on_dataset(sub, "template", "the responses file to fill in: every item with its context and reference")
+    p.add_argument("--format", choices=["csv", "jsonl", "xlsx"], default="csv")
+    p.add_argument("--out", help="write here (xlsx needs it); default: standard output")
     p = _on_dataset(sub, "trust", "which metric to trust for which skill: correlations per track, pooled per skill",
                     track=False)
     p.add_argument("--level", default="system", choices=["system", "dialogue", "turn"])
@@ -254,6 +257,19 @@ def run(args: argparse.Namespace) -> int:
                                  flavor=args.flavor, tokenizer=args.tokenizer,
                                  compare_published=args.compare_published)
             emit(frame, args.format, 4)
+        elif args.command == "template":
+            from evalcore.ingest.template import render, template
+
+            if args.format == "xlsx" and not args.out:
+                raise ValueError("an xlsx template needs --out FILE")
+            data = render(template(con, args.dataset, args.track), args.format)
+            if args.out:
+                with open(args.out, "wb") as f:
+                    f.write(data)
+                print(f"wrote {args.out}", file=sys.stderr)
+            else:
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
         elif args.command == "trust":
             from evalcore.trust import trust
 

@@ -1,6 +1,7 @@
 """The embedded default: the store the dashboard opens on, built from data/ on first run."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import duckdb
@@ -75,12 +76,10 @@ def default_incomplete(con: duckdb.DuckDBPyConnection) -> bool:
     return present <= set(DEFAULT_DATASETS) and present != set(DEFAULT_DATASETS)
 
 
-def build_default_in_stages(con: duckdb.DuckDBPyConnection) -> "threading.Thread | None":
+def build_default_in_stages(con: duckdb.DuckDBPyConnection) -> threading.Thread | None:
     """The dashboard's first run: the quick datasets now (under a second), the slow ones in a
     background thread on its own cursor, so the first page draws without waiting for them. Every
     dataset is its own transaction; the store's revision bump makes pages pick the new data up."""
-    import threading
-
     if not default_incomplete(con):
         return None
     init_store(con, only=tuple(d for d in DEFAULT_DATASETS if d not in SLOW))

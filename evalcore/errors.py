@@ -40,11 +40,21 @@ class ImportRefused(Exception):
     def render(self) -> str:
         shown = [f"  - {p}" for p in self.problems[: self.MAX_SHOWN]]
         more = len(self.problems) - self.MAX_SHOWN
-        if more > 0:
-            shown.append(f"  ... and {more} more problem(s)")
         n = len(self.problems)
-        head = f"refused {self.problems[0].file}: {n} problem(s); nothing was written"
-        return "\n".join([head, *shown])
+        head = f"refused {self.problems[0].file}: {n:,} problem(s); nothing was written"
+        if more <= 0:
+            return "\n".join([head, *shown])
+        kinds = [f"  {count:,} x {kind}" for kind, count in self.kinds()]
+        return "\n".join([head, "by kind:", *kinds, f"the first {self.MAX_SHOWN}:", *shown,
+                          f"  ... and {more:,} more problem(s)"])
+
+    def kinds(self) -> list[tuple[str, int]]:
+        """(field and expectation, count), most frequent first: thousands of rows wrong in one way read as one line."""
+        counts: dict[str, int] = {}
+        for p in self.problems:
+            kind = (f"field '{p.field}': " if p.field else "") + f"expected {p.expected}"
+            counts[kind] = counts.get(kind, 0) + 1
+        return sorted(counts.items(), key=lambda kv: -kv[1])
 
 
 class StoreError(Exception):

@@ -199,6 +199,13 @@ def models_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[
     return [m for (m,) in rows]
 
 
+def template_csv(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None) -> bytes:
+    """The responses file to fill in for a track (or every track), as CSV bytes."""
+    from evalcore.ingest.template import render, template
+
+    return render(template(con, dataset, track), "csv")
+
+
 def track_models(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
     """What a track already holds, per model: responses, share of the track's items answered, ratings."""
     return con.execute("""

@@ -274,3 +274,22 @@ def test_drilldown_range_handle_writes_only_its_bound(server, browser):
     expect(page.get_by_text(re.compile(r"^[0-9,]+ responses"))).not_to_have_text(before, timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "drilldown-range.png"), full_page=True)
     context.close()
+
+
+def test_upload_every_track_in_one_file(server, browser, tmp_path):
+    """One file with a track column lands in both demo-zh tracks; answering part of a track says so."""
+    both = tmp_path / "all-tracks.csv"
+    both.write_text("track,item_id,response\nlccc/chitchat,lccc-test-0000-t01,好 的\n"
+                    "kdconv/knowledge,kdconv-film-000-t01,看 过\n", encoding="utf-8")
+    context, page = _open(browser, f"{server}/upload?dataset=demo-zh&track=lccc/chitchat")
+    expect(page.get_by_role("button", name="Template for every track")).to_be_visible(timeout=60_000)
+    page.get_by_text("import into every track it names").click()
+    _upload(page, both, "every-track-model")
+    expect(page.get_by_text("Scored.")).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("partial submission").first).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "upload-every-track.png"), full_page=True)
+    context.close()
+    for track in ("kdconv/knowledge", "lccc/chitchat"):
+        context, page = _open(browser, f"{server}/leaderboard?dataset=demo-zh&track={track}")
+        expect(_models_box(page)).to_contain_text("every-track-model", timeout=60_000)
+        context.close()

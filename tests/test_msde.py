@@ -137,3 +137,38 @@ def test_msde_flavor_reproduces_published_cpc_numbers(msde_store):
         assert board.loc[(model, "published"), metric] == pytest.approx(value)
     # chatglm's released responses give 11.75 (not the published 1.47): ../shared/data/README.md
     assert round(board.loc[("chatglm", "computed"), "F1"], 4) == 0.1175
+
+
+def test_one_csv_answers_all_six_tracks(msde_store, tmp_path):
+    """The release's qianwen responses for all six tracks, under a new name, in one file and one command;
+    a copy with one bad row in the last track changes nothing anywhere."""
+    from conftest import fingerprint
+    from evalcore import queries
+    from evalcore.cli import main
+    from evalcore.errors import ImportRefused
+    from evalcore.ingest.responses import import_responses
+
+    con, _, _ = msde_store
+    rows = con.execute("""
+        SELECT i.track, r.item_id, r.text AS response FROM responses r JOIN items i USING (dataset, item_id)
+        WHERE r.dataset = 'msde' AND r.model = 'qianwen' ORDER BY i.track, r.item_id""").df()
+    assert rows["track"].nunique() == 6 and len(rows) == 39190
+    good = tmp_path / "qianwen-all.csv"
+    rows.to_csv(good, index=False)
+    bad = tmp_path / "qianwen-bad.csv"
+    broken = rows.copy()
+    broken.loc[len(broken) - 1, "item_id"] = broken.loc[0, "item_id"]  # last track's last row: an item of the first track
+    broken.to_csv(bad, index=False)
+    before = fingerprint(con)
+    with pytest.raises(ImportRefused) as err:
+        import_responses(con, bad, dataset="msde", model="qianwen-again")
+    assert f"an item of track {rows['track'].iloc[0]!r}" in str(err.value)
+    assert fingerprint(con) == before
+    report = import_responses(con, good, dataset="msde", model="qianwen-again")
+    assert report.tracks == sorted(rows["track"].unique())
+    summary = queries.models(con, "msde")
+    mine = summary[summary["model"] == "qianwen-again"]
+    assert len(mine) == 1 and mine.iloc[0]["responses"] == 39190
+    tracks = con.execute("""SELECT count(DISTINCT i.track) FROM responses r JOIN items i USING (dataset, item_id)
+                            WHERE r.model = 'qianwen-again'""").fetchall()[0][0]
+    assert tracks == 6

@@ -28,6 +28,7 @@ class ImportReport:
     file: str
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    tracks: list[str] = field(default_factory=list)  # the tracks an import wrote into, where it says
 
     def render(self) -> str:
         written = ", ".join(f"{n} {t}" for t, n in self.counts.items() if n) or "nothing new"

@@ -24,11 +24,12 @@ def dialogue_ids(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> se
     return {r[0] for r in rows}
 
 
-def response_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> set[tuple[str, str]]:
+def response_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None) -> set[tuple[str, str]]:
+    """(item_id, model) of the stored responses of a track, or of every track (track None)."""
     rows = con.execute(
         "SELECT r.item_id, r.model FROM responses r JOIN items i USING (dataset, item_id) "
-        "WHERE r.dataset = ? AND i.track = ?",
-        [dataset, track],
+        "WHERE r.dataset = ? AND (? IS NULL OR i.track = ?)",
+        [dataset, track, track],
     ).fetchall()
     return set(rows)
 

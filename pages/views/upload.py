@@ -17,9 +17,20 @@ kind = vs.one("kind", ["responses", "ratings"], "responses")
 kind = c[2].radio("File holds", ["responses", "ratings"], index=["responses", "ratings"].index(kind), key="up-kind")
 values = {"dataset": dataset, "track": track, "kind": kind}
 
+every_track = False
 if kind == "responses":
     st.caption("CSV, TSV, JSONL or xlsx with columns `item_id`, `response` and, unless you name the model "
-               "here, `model`. UTF-8 (with or without BOM) or GBK/GB18030.")
+               "here, `model`; with a `track` column, one file answers every track of the dataset at once (all "
+               "tracks are imported or none). UTF-8 (with or without BOM) or GBK/GB18030. Start from a template: "
+               "every item with its context and reference, `response` left empty.")
+    t1, t2, t3 = st.columns([1, 1, 2])
+    if track:
+        t1.download_button("Template for this track", data("template_csv", dataset, track),
+                           file_name=f"template-{dataset}-{track}.csv".replace("/", "_"), mime="text/csv", key="up-tpl")
+    t2.download_button("Template for every track", data("template_csv", dataset, None),
+                       file_name=f"template-{dataset}.csv".replace("/", "_"), mime="text/csv", key="up-tpl-all")
+    every_track = t3.toggle("The file has a `track` column: import into every track it names", key="up-every",
+                            help="One model's responses for the whole benchmark in one file and one transaction.")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
 upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx"], key="up-file")
@@ -44,29 +55,38 @@ if upload is not None and st.button("Validate and import", type="primary", key="
     path.write_bytes(upload.getvalue())
     try:
         if kind == "responses":
-            report = import_responses(con, path, dataset=dataset, track=track, model=model or None, replace=replace)
+            report = import_responses(con, path, dataset=dataset, track=None if every_track else track,
+                                      model=model or None, replace=replace)
         else:
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
             report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed)
     except ImportRefused as exc:
-        st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems)} problem(s). Nothing was written.")
+        st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems):,} problem(s). Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
                                 "got": p.got} for p in exc.problems])
-        st.table(report.head(200))
-        if len(report) > 200:
-            st.caption(f"... and {len(report) - 200} more.")
+        shown = ImportRefused.MAX_SHOWN
+        if len(report) > shown:  # thousands of rows wrong in one way: say so in one line each, then the first few
+            st.dataframe(pd.DataFrame(exc.kinds(), columns=["problem", "rows"]), hide_index=True, width="stretch")
+            st.caption(f"The first {shown} of {len(report):,}; the whole list is in the CSV below.")
+        st.table(report.head(shown))
+        if len(report) > shown:
+            st.download_button("All problems (CSV)", report.to_csv(index=False).encode("utf-8-sig"),
+                               file_name="refused.csv", mime="text/csv", key="up-problems")
     except ValueError as exc:
         st.error(md_escape(str(exc)))
     else:
         st.success(md_escape(report.render().replace(str(path), upload.name)))
+        for note in [n for n in report.notes if n.startswith("warning:")]:
+            st.warning(md_escape(note))
         if kind == "responses":
             bar = st.progress(0.0, text="Scoring...")
-            scored = score(con, dataset=dataset, track=track, metrics="lexical,neural" if neural else "lexical",
-                           progress=False,
-                           on_progress=lambda done, total, label: bar.progress(done / max(total, 1),
-                                                                                text=f"Scoring {label}: {done}/{total}"))
+            for tr in report.tracks or [track]:
+                scored = score(con, dataset=dataset, track=tr, metrics="lexical,neural" if neural else "lexical",
+                               progress=False,
+                               on_progress=lambda done, total, label: bar.progress(
+                                   done / max(total, 1), text=f"Scoring {label}: {done}/{total}"))
+                st.text(scored.render())
             bar.progress(1.0, text="Scored.")
-            st.text(scored.render())
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": track})
 

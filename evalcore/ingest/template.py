@@ -1,0 +1,47 @@
+"""The file a submitter fills in: every item of a dataset (or one track) with its context and reference,
+and an empty `response` column. `import responses` reads it back as it is (extra columns are ignored)."""
+from __future__ import annotations
+
+import io
+import json
+
+import duckdb
+import pandas as pd
+
+FORMATS = ("csv", "jsonl", "xlsx")
+COLUMNS = ["track", "item_id", "context", "reference", "response"]
+
+
+def template(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """One row per item, in track and item order: context as a list of turns (oldest first), the first
+    reference ('' without one), response ''."""
+    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
+    if not known:
+        datasets = [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()]
+        raise ValueError(f"no dataset {dataset!r}; known: {', '.join(datasets) or '(none)'}")
+    if track is not None and track not in known:
+        raise ValueError(f"no track {track!r} in dataset {dataset!r}; known: {', '.join(known)}")
+    frame = con.execute("""
+        SELECT i.track, i.item_id, i.context,
+               coalesce((SELECT r.text FROM item_references r WHERE r.dataset = i.dataset AND r.item_id = i.item_id
+                         ORDER BY r.ref_index LIMIT 1), '') AS reference
+        FROM items i WHERE i.dataset = ? AND (? IS NULL OR i.track = ?)
+        ORDER BY i.track, i.item_id""", [dataset, track, track]).df()
+    frame["context"] = frame["context"].map(json.loads)
+    frame["response"] = ""
+    return frame[COLUMNS]
+
+
+def render(frame: pd.DataFrame, fmt: str) -> bytes:
+    """The template as file bytes. CSV (UTF-8 with BOM, for spreadsheet programs) and xlsx give the
+    context as its turns on separate lines; JSONL keeps the list."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in frame.to_dict("records")).encode("utf-8")
+    flat = frame.assign(context=frame["context"].map("\n".join))
+    if fmt == "csv":
+        return flat.to_csv(index=False).encode("utf-8-sig")
+    buffer = io.BytesIO()
+    flat.to_excel(buffer, index=False, sheet_name="responses")
+    return buffer.getvalue()
