@@ -48,12 +48,13 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
             "description": "SMP2018-ECDT Task 2 (task-oriented dialogue): top five teams, C, T, Sa, F, G",
         }),
     }
-    todo = [name for name in steps if name not in present and (only is None or name in only)]
+    wanted = [name for name in steps if only is None or name in only]
+    todo = [name for name in wanted if name not in present]
     reports = []
     for name in tqdm(todo, desc="building the default store", unit="dataset", disable=not progress or not todo):
         reports.append(steps[name]())
     # their responses get lexical scores, so pages have numbers to show (also after an interrupted build)
-    for name in [n for n in steps if n in SCORED and (only is None or n in only) and (n in todo or n in present)]:
+    for name in [n for n in wanted if n in SCORED]:
         from evalcore.scoring import score
 
         scored = score(con, metrics="lexical", dataset=name, progress=progress)

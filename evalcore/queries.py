@@ -30,6 +30,13 @@ ORDER BY t.dataset, t.track
 """
 
 
+def require_dataset(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Refuse an unknown dataset, naming the ones the store has."""
+    known = [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()]
+    if dataset not in known:
+        raise ValueError(f"no dataset {dataset!r}; known: {', '.join(known) or '(none: the store is empty)'}")
+
+
 def summary(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
     """One row per track: items, references, models, responses, human ratings, system scores."""
     frame = con.execute(SUMMARY_SQL, [dataset, dataset]).df()

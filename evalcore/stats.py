@@ -299,11 +299,18 @@ def correlate_prepared(method: str, px: Prepared, py: Prepared, *, confidence: f
             low, high = (float(v) for v in np.quantile(draws, [alpha, 1 - alpha]))
         ci_method = f"bootstrap-percentile {confidence:.0%} B={bootstrap} seed={seed}"
     elif method == "pearson" and n > 3 and abs(r) < 1:
-        z, se = math.atanh(r), 1 / math.sqrt(n - 3)
-        q = float(special.ndtri(1 - (1 - confidence) / 2))
-        low, high = math.tanh(z - q * se), math.tanh(z + q * se)
+        low, high = fisher_interval(r, n, confidence)
         ci_method = f"fisher-z {confidence:.0%}"
     return Correlation(method, n, r, p, low, high, ci_method, seed if bootstrap else None)
+
+
+def fisher_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Fisher-z interval of a correlation: tanh(atanh(r) -+ q / sqrt(n - 3)). |r| = 1 is kept just
+    inside the bounds so the interval stays finite."""
+    z = math.atanh(max(-1 + 1e-12, min(1 - 1e-12, r)))
+    se = 1 / math.sqrt(n - 3)
+    q = float(special.ndtri(1 - (1 - confidence) / 2))
+    return math.tanh(z - q * se), math.tanh(z + q * se)
 
 
 def correlate(x, y, method: str = "pearson", *, confidence: float = 0.95, bootstrap: int = 0,

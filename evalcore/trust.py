@@ -26,7 +26,8 @@ from scipy import special
 
 from evalcore.correlate import _check, _order, human_scores, metric_scores
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
-from evalcore.stats import METHODS, Correlation, correlate, williams
+from evalcore.queries import require_dataset
+from evalcore.stats import Correlation, correlate, fisher_interval, williams
 
 POOLED = "pooled"
 ALPHA = 0.05
@@ -43,10 +44,7 @@ def fisher_z(r: float) -> float:
 
 
 def fisher_ci(r: float, n: int) -> tuple[float, float]:
-    if n <= 3 or math.isnan(r):
-        return math.nan, math.nan
-    z, se = fisher_z(r), 1 / math.sqrt(n - 3)
-    return math.tanh(z - Z95 * se), math.tanh(z + Z95 * se)
+    return (math.nan, math.nan) if n <= 3 or math.isnan(r) else fisher_interval(r, n)
 
 
 def pool(rs: list[float], ns: list[int]) -> dict:
@@ -95,6 +93,23 @@ def _track_cells(metrics: pd.DataFrame, human: pd.Series, method: str) -> dict[s
     return out
 
 
+class _Williams:
+    """Williams' tests on the tracks' data, each (track, best, other) run once: the track's best and
+    the skill's best are often the same metric."""
+
+    def __init__(self, method: str):
+        self.method = method
+        self.data: dict[str, tuple[pd.DataFrame, pd.Series]] = {}  # track -> (metrics by unit, human by unit)
+        self.done: dict[tuple[str, str, str], tuple[float, int]] = {}
+
+    def p(self, track: str, best: str, other: str) -> tuple[float, int]:
+        key = (track, best, other)
+        if key not in self.done:
+            metrics, human = self.data[track]
+            self.done[key] = _williams_p(metrics, human, best, other, self.method)
+        return self.done[key]
+
+
 def _williams_p(metrics: pd.DataFrame, human: pd.Series, best: str, other: str, method: str) -> tuple[float, int]:
     """One-sided p of Williams' test that `best` correlates more with people than `other` does."""
     frame = pd.concat([human.rename("__h"), metrics[best].rename("__b"), metrics[other].rename("__o")],
@@ -112,16 +127,12 @@ def trust(con, dataset: str, *, level: str = "system", method: str = "spearman",
           origin: str = "computed", flavor: str = "default", tokenizer: str | None = None,
           aggregate: str = "mean") -> pd.DataFrame:
     """Long table (COLUMNS): one row per metric, skill and track, plus one `pooled` row per metric and skill."""
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     _check(level, origin, [method], aggregate)
+    require_dataset(con, dataset)
     tracks = con.execute("SELECT track, coalesce(skill, 'other') FROM tracks WHERE dataset = ? ORDER BY track",
                          [dataset]).fetchall()
-    if not tracks:
-        known = [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()]
-        raise ValueError(f"no dataset {dataset!r}; known: {', '.join(known) or '(none: the store is empty)'}")
     rows: list[dict] = []
-    by_track: dict[str, tuple[pd.DataFrame, pd.Series]] = {}
+    tests = _Williams(method)
     for track, skill in tracks:
         humans = human_scores(con, dataset, track, level, aggregate)
         scores = metric_scores(con, dataset, track, level, origin, flavor, tokenizer)
@@ -135,15 +146,15 @@ def trust(con, dataset: str, *, level: str = "system", method: str = "spearman",
         if human is None:
             rows += [_row(m, skill, track, dimension, dims, Correlation(method, 0, reason=reason)) for m in metrics]
             continue
-        by_track[track] = (metrics, human)
+        tests.data[track] = (metrics, human)
         cells = _track_cells(metrics, human, method)
         for metric, c in cells.items():
             rows.append(_row(metric, skill, track, dimension, dims, c))
-        _mark_best(rows, track, cells, metrics, human, method)
-    frame = pd.DataFrame(rows, columns=COLUMNS + ["_williams_p", "_williams_n"])
+        _mark_best(rows, track, cells, tests)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty or frame["r"].isna().all():
         raise ValueError(_nothing(con, dataset, level, origin, frame))
-    frame = pd.concat([frame, _pooled(frame, by_track, method)], ignore_index=True)
+    frame = pd.concat([frame, _pooled(frame, tests)], ignore_index=True)
     frame = _sorted(frame)[COLUMNS]
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
@@ -155,12 +166,10 @@ def _row(metric: str, skill: str, track: str, dimension: str, dims: str, c: Corr
             "ci_low": low, "ci_high": high, "n": c.n, "p": c.p if c.defined else math.nan,
             "tied_with_best": None, "rank": math.nan, "dimensions": dims,
             "ci": "fisher-z 95% se=1/sqrt(n-3)" if not math.isnan(low) else "",
-            "note": c.reason or ("" if c.n > 3 else f"n = {c.n}: no interval"),
-            "_williams_p": math.nan, "_williams_n": 0}
+            "note": c.reason or ("" if c.n > 3 else f"n = {c.n}: no interval")}
 
 
-def _mark_best(rows: list[dict], track: str, cells: dict[str, Correlation], metrics: pd.DataFrame,
-               human: pd.Series, method: str) -> None:
+def _mark_best(rows: list[dict], track: str, cells: dict[str, Correlation], tests: _Williams) -> None:
     defined = {m: c.r for m, c in cells.items() if c.defined}
     if not defined:
         return
@@ -174,14 +183,22 @@ def _mark_best(rows: list[dict], track: str, cells: dict[str, Correlation], metr
         if m == best:
             row["tied_with_best"] = True
             continue
-        p, n = _williams_p(metrics, human, best, m, method)
-        row["_williams_p"], row["_williams_n"] = p, n
+        p, n = tests.p(track, best, m)
         row["tied_with_best"] = None if math.isnan(p) else bool(p >= ALPHA)
         if n < LOW_POWER_N:
             row["note"] = (row["note"] + "; " if row["note"] else "") + f"low power: Williams' test on n = {n}"
 
 
-def _pooled(frame: pd.DataFrame, by_track: dict[str, tuple[pd.DataFrame, pd.Series]], method: str) -> pd.DataFrame:
+def _pooled_note(part: pd.DataFrame, ok: pd.DataFrame, pooled: dict) -> str:
+    """Why a pooled cell is undefined (the tracks' own reason first), else how many tracks it pools."""
+    if ok.empty:
+        return part["note"].iloc[0]
+    if pooled["note"]:
+        return pooled["note"]
+    return f"{len(ok)} track(s)" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
+
+
+def _pooled(frame: pd.DataFrame, tests: _Williams) -> pd.DataFrame:
     rows = []
     for (skill, metric), part in frame.groupby(["skill", "metric"], sort=False):
         ok = part[part["r"].notna()]
@@ -191,9 +208,7 @@ def _pooled(frame: pd.DataFrame, by_track: dict[str, tuple[pd.DataFrame, pd.Seri
                      "p": pooled["p"], "tied_with_best": None, "rank": math.nan,
                      "dimensions": ";".join(dict.fromkeys(d for d in part["dimensions"] if d)),
                      "ci": "fixed-effect fisher-z 95%, weights n-3" if not math.isnan(pooled["r"]) else "",
-                     "note": (part["note"].iloc[0] if ok.empty else pooled["note"]) if ok.empty or pooled["note"] else
-                     f"{len(ok)} track(s)" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else ""),
-                     "_williams_p": math.nan, "_williams_n": 0})
+                     "note": _pooled_note(part, ok, pooled)})
     pooled = pd.DataFrame(rows, columns=frame.columns)
     for skill, part in pooled.groupby("skill"):
         defined = part[part["r"].notna()]
@@ -201,7 +216,7 @@ def _pooled(frame: pd.DataFrame, by_track: dict[str, tuple[pd.DataFrame, pd.Seri
             continue
         best = defined.loc[defined["r"].idxmax(), "metric"]
         pooled.loc[defined.index, "rank"] = defined["r"].rank(ascending=False, method="min")
-        tracks = [t for t in dict.fromkeys(frame.loc[frame["skill"] == skill, "track"]) if t in by_track]
+        tracks = [t for t in dict.fromkeys(frame.loc[frame["skill"] == skill, "track"]) if t in tests.data]
         for idx in defined.index:
             metric = pooled.at[idx, "metric"]
             if metric == best:
@@ -210,10 +225,10 @@ def _pooled(frame: pd.DataFrame, by_track: dict[str, tuple[pd.DataFrame, pd.Seri
             # per track: Williams against the skill's best metric (not the track's best)
             ps, ns = [], []
             for track in tracks:
-                metrics, human = by_track[track]
+                metrics, _ = tests.data[track]
                 if best not in metrics or metric not in metrics:
                     continue
-                p, n = _williams_p(metrics, human, best, metric, method)
+                p, n = tests.p(track, best, metric)
                 ps.append(p)
                 ns.append(n)
             p = stouffer(ps, ns)

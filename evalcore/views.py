@@ -409,9 +409,10 @@ def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, meth
 
 
 def trust_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    from evalcore.correlate import _order
+
     rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()
-    names = [d for (d,) in rows]
-    return ["mean"] + [d for d in HUMAN_ORDER if d in names] + sorted(d for d in names if d not in HUMAN_ORDER)
+    return ["mean"] + _order([d for (d,) in rows], HUMAN_ORDER)
 
 
 def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:

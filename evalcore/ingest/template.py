@@ -8,6 +8,9 @@ import json
 import duckdb
 import pandas as pd
 
+from evalcore.ingest import lookup
+from evalcore.queries import require_dataset
+
 FORMATS = ("csv", "jsonl", "xlsx")
 COLUMNS = ["track", "item_id", "context", "reference", "response"]
 
@@ -15,10 +18,8 @@ COLUMNS = ["track", "item_id", "context", "reference", "response"]
 def template(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
     """One row per item, in track and item order: context as a list of turns (oldest first), the first
     reference ('' without one), response ''."""
-    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
-    if not known:
-        datasets = [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()]
-        raise ValueError(f"no dataset {dataset!r}; known: {', '.join(datasets) or '(none)'}")
+    require_dataset(con, dataset)
+    known = lookup.tracks_of(con, dataset)
     if track is not None and track not in known:
         raise ValueError(f"no track {track!r} in dataset {dataset!r}; known: {', '.join(known)}")
     frame = con.execute("""

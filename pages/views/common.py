@@ -16,6 +16,9 @@ from evalcore.store import ENV_VAR, connect, resolve_db_path, revision
 CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
 
 
+_BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
+
+
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
 def store(path: str, build_default: bool) -> duckdb.DuckDBPyConnection:
     """One connection per store file and process; pages take a cursor per run (DuckDB's thread rule).
@@ -26,9 +29,6 @@ def store(path: str, build_default: bool) -> duckdb.DuckDBPyConnection:
     if build_default:
         _BUILDING[path] = build_default_in_stages(con)
     return con
-
-
-_BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
 
 
 def building_note() -> None:
@@ -73,16 +73,36 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
                default: tuple[str, str] | None = None) -> tuple[str | None, str | None, list]:
     """The dataset and track selectors every data page starts with (state from and to the URL);
     `default` is the (dataset, track) shown when the URL names none."""
-    dataset = vs.one("dataset", data("datasets"), default[0] if default else None)
+    datasets = data("datasets")
+    dataset = vs.one("dataset", datasets, default[0] if default else None)
     track = vs.one("track", data("track_options", dataset, skills=skills),
                    default[1] if default and default[0] == dataset else None)
     cols = st.columns([1, 2, 1, 1, 1, 1][: 3 if skills else 4])
     label = "Track (or all tracks of a skill)" if skills else "Track"
     with cols[0]:
-        dataset = select("Dataset", data("datasets"), dataset, key=f"{prefix}-dataset")
+        dataset = select("Dataset", datasets, dataset, key=f"{prefix}-dataset")
     with cols[1]:
         track = select(label, data("track_options", dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
     return dataset, track, cols
+
+
+def level_and_origin(vs: ViewState, dataset: str, pairs: list[tuple[str, str]]) -> tuple[list[str], str, str]:
+    """(levels offered, level, origin) from the URL, offering only the (level, origin) pairs with data
+    for the dataset: a stale value moves to the first valid one with a notice."""
+    levels = list(dict.fromkeys(lv for lv, _ in pairs))
+    level = vs.one("level", levels, levels[0], unavailable=f"has nothing to correlate in {dataset}")
+    origins = origins_at(pairs, level)
+    origin = vs.one("origin", origins, origins[0], unavailable=f"has no values at {level} level in {dataset}")
+    return levels, level, origin
+
+
+def origins_at(pairs: list[tuple[str, str]], level: str) -> list[str]:
+    return [o for lv, o in pairs if lv == level]
+
+
+def fmt(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
+    """Numbers as text for labels and hovers; NaN as `missing`."""
+    return values.map(lambda v: missing if pd.isna(v) else format(v, spec))
 
 
 def view_state() -> ViewState:

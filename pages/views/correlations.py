@@ -5,7 +5,8 @@ import streamlit as st
 from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import bar, data, download, heatmap, scatter_vs_diagonal, md_escape, pick_track, publish, select, start
+from pages.views.common import (bar, data, download, fmt, heatmap, level_and_origin, md_escape, origins_at,
+                                pick_track, publish, scatter_vs_diagonal, select, start)
 
 con, vs = start("Correlations with human scores")
 options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first
@@ -13,17 +14,14 @@ dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(op
 method = vs.one("method", list(METHODS), "spearman")
 # Only levels and origins with data for this dataset are offered; a stale one moves to the first valid.
 pairs = options.get(dataset) or [(lv, "computed") for lv in LEVELS]
-levels = list(dict.fromkeys(lv for lv, _ in pairs))
-level = vs.one("level", levels, levels[0], unavailable=f"has nothing to correlate in {dataset}")
-origins = [o for lv, o in pairs if lv == level]
-origin = vs.one("origin", origins, origins[0], unavailable=f"has no values at {level} level in {dataset}")
+levels, level, origin = level_and_origin(vs, dataset, pairs)
 flavor = vs.one("flavor", list(FLAVORS), "default")
 boot = int(vs.number("bootstrap", 0, 0, 5000))
 
 c = st.columns(4)
 method = c[0].radio("Method", list(METHODS), index=list(METHODS).index(method), key="co-method")
 level = c[1].radio("Level", levels, index=levels.index(level), key=f"co-level-{dataset}")
-origins = [o for lv, o in pairs if lv == level]
+origins = origins_at(pairs, level)
 origin = c[2].radio("Metric values", origins, index=origins.index(origin) if origin in origins else 0,
                     key=f"co-origin-{dataset}-{level}", help="published: a paper's system-level tables (system level only)")
 flavor = c[3].radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="co-flavor")
@@ -54,14 +52,14 @@ else:
     for tr, part in shown.groupby("track", sort=False):
         cells = part.copy()
         stars = np.where(cells["p"] < 0.01, "**", np.where(cells["p"] < 0.05, "*", ""))
-        cells["label"] = np.where(cells["r"].isna(), "", cells["r"].map(lambda v: f"{v:.2f}") + stars)
-        cells["r (exact)"] = cells["r"].map(lambda v: "undefined" if np.isnan(v) else f"{v:.4f}")
-        cells["p value"] = cells["p"].map(lambda v: "" if np.isnan(v) else f"{v:.3g}")
-        cells["CI"] = np.where(cells["ci_low"].isna(), "", "[" + cells["ci_low"].map(lambda v: f"{v:.3f}") + ", "
-                               + cells["ci_high"].map(lambda v: f"{v:.3f}") + "] " + cells["ci_method"].fillna(""))
+        cells["label"] = np.where(cells["r"].isna(), "", fmt(cells["r"], ".2f") + stars)
+        cells["r (exact)"] = fmt(cells["r"], ".4f", "undefined")
+        cells["p value"] = fmt(cells["p"], ".3g")
+        cells["CI"] = np.where(cells["ci_low"].isna(), "", "[" + fmt(cells["ci_low"], ".3f") + ", "
+                               + fmt(cells["ci_high"], ".3f") + "] " + cells["ci_method"].fillna(""))
         tips = ["metric", "dimension", "r (exact)", "p value", "n", "CI", "note"]
         if "published" in cells:
-            cells["published r"] = cells["published"].map(lambda v: "" if np.isnan(v) else f"{v:.2f}")
+            cells["published r"] = fmt(cells["published"], ".2f")
             tips.insert(4, "published r")
         n_values = sorted(set(part["n"]))
         st.markdown(f"**{md_escape(tr)}** (n = {', '.join(map(str, n_values))})")

@@ -1,7 +1,7 @@
 """Metric ensembling (MME-CRS): weights learned on some tracks, judged on held-out ones."""
 import streamlit as st
 
-from pages.views.common import bar, data, download, heatmap, md_escape, publish, select, start
+from pages.views.common import bar, data, download, heatmap, md_escape, origins_at, publish, select, start
 
 con, vs = start("Metric ensembles (MME-CRS)")
 datasets = data("datasets")
@@ -12,7 +12,7 @@ c1, c2, c3 = st.columns(3)
 with c1:
     dataset = select("Dataset", datasets, dataset, key="en-dataset")
 # Only the levels with data for this dataset; a stale one moves to the first valid.
-levels = [lv for lv in ("system", "turn") if lv in {lv for lv, _ in options.get(dataset, [])}] or ["system", "turn"]
+levels = [lv for lv in ("system", "turn") if origins_at(options.get(dataset, []), lv)] or ["system", "turn"]
 level = vs.one("level", levels, levels[0], unavailable=f"has nothing to ensemble in {dataset}")
 with c2:
     level = select("Level", levels, level, key=f"en-level-{dataset}")

@@ -5,7 +5,8 @@ import streamlit as st
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import data, download, heatmap, md_escape, publish, select, start
+from pages.views.common import (data, download, fmt, heatmap, level_and_origin, md_escape, origins_at, publish,
+                                select, start)
 
 con, vs = start("Which metric to trust, per skill")
 options = data("trust_choices")
@@ -23,17 +24,13 @@ with c[0]:
     dataset = select("Dataset", datasets, dataset, key="tr-dataset")
 # Level and origin offered are only those with data for this dataset; a stale one moves to the first valid.
 pairs = options[dataset]
-levels = list(dict.fromkeys(lv for lv, _ in pairs))
-level = vs.one("level", levels, levels[0], unavailable=f"has nothing to correlate in {dataset}")
-origins = [o for lv, o in pairs if lv == level]
-origin = vs.one("origin", origins, origins[0], unavailable=f"has no values at {level} level in {dataset}")
+levels, level, origin = level_and_origin(vs, dataset, pairs)
 method = vs.one("method", list(METHODS), "spearman")
 dims = data("trust_dimensions", dataset)
 dimension = vs.one("dimension", dims, "mean", unavailable=f"is not rated in {dataset}")
 with c[1]:
     level = select("Level", levels, level, key=f"tr-level-{dataset}")
-    origins = [o for lv, o in pairs if lv == level]
-    origin = origin if origin in origins else origins[0]
+    origins = origins_at(pairs, level)
 with c[2]:
     origin = select("Metric values", origins, origin, key=f"tr-origin-{dataset}-{level}",
                     help="published: a paper's own system-level tables; computed: this tool's scores")
@@ -72,11 +69,11 @@ values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks e
 grid = views.trust_grid(frame, tracks=show_tracks, sort=sort).copy()
 marks = np.where(grid["p"] < 0.05, "*", "") + np.where(grid["rank"].eq(1).fillna(False), " ▲",
                                                         np.where(grid["tied_with_best"].eq(True), " ≈", ""))
-grid["label"] = np.where(grid["r"].isna(), "–", grid["r"].map(lambda v: f"{v:.2f}") + marks)
-grid["95% CI"] = np.where(grid["ci_low"].isna(), "none",
-                          "[" + grid["ci_low"].map(lambda v: f"{v:.2f}") + ", " + grid["ci_high"].map(lambda v: f"{v:.2f}") + "]")
-grid["r (exact)"] = grid["r"].map(lambda v: "undefined" if np.isnan(v) else f"{v:.3f}")
-grid["p value"] = grid["p"].map(lambda v: "" if np.isnan(v) else f"{v:.3g}")
+grid["label"] = np.where(grid["r"].isna(), "–", fmt(grid["r"], ".2f") + marks)
+grid["95% CI"] = np.where(grid["ci_low"].isna(), "none", "[" + fmt(grid["ci_low"], ".2f") + ", "
+                          + fmt(grid["ci_high"], ".2f") + "]")
+grid["r (exact)"] = fmt(grid["r"], ".3f", "undefined")
+grid["p value"] = fmt(grid["p"], ".3g")
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "rank", "dimensions", "note"],
         x_order=list(dict.fromkeys(grid["column"])), y_order=list(dict.fromkeys(grid["metric"])), key="trust-matrix")
