@@ -79,7 +79,7 @@ def test_stale_parameters_give_a_notice(monkeypatch, default_store):
 def test_drilldown_opens_an_item(monkeypatch, default_store):
     at = run("drilldown", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
              dataset="demo-zh", track="lccc/chitchat", item="lccc-test-0000-t01")
-    assert any(s.value == "Item lccc-test-0000-t01" for s in at.subheader)
+    assert any(s.value.replace("\\", "") == "Item lccc-test-0000-t01" for s in at.subheader)  # escaped markdown
     assert any("1 0 个 聊 天" in t.value for t in at.text)  # the context turn, as plain text
 
 
@@ -127,3 +127,19 @@ def test_drilldown_range_filters_and_lands_in_the_url(monkeypatch, default_store
     again = run("drilldown", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
                 **{k: at.query_params[k] for k in at.query_params})
     assert again.slider[0].value == (0.1, 0.5)
+
+
+def test_model_names_are_text_not_markup(monkeypatch, default_store, tmp_path):
+    """A model named with markdown, a link and LaTeX shows literally in captions (escaped markdown)."""
+    from evalcore.ingest.responses import import_responses
+    from evalcore.store import connect
+
+    nasty = "**md** [x](javascript:alert(1)) $y$"
+    (tmp_path / "r.csv").write_text("item_id,response\nlccc-test-0000-t01,好 的\nlccc-test-0001-t01,嗯\n", encoding="utf-8")
+    con = connect(default_store / "evalcore" / "evalcore.duckdb")
+    import_responses(con, tmp_path / "r.csv", dataset="demo-zh", track="lccc/chitchat", model=nasty)
+    con.close()
+    at = run("compare", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
+             dataset="demo-zh", track="lccc/chitchat", a=nasty, b="tfidf-retrieval")
+    caption = next(c.value for c in at.caption if "items both answered" in c.value)
+    assert r"\*\*md\*\* \[x\]\(javascript\:alert\(1\)\) \$y\$" in caption

@@ -117,10 +117,10 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
     for note in notices:
         st.info(md_escape(note), icon="ℹ️")  # notices quote the URL's values: text, not markdown
     with st.sidebar:
-        # Inline code, not st.code (which loads a 1.5 MB highlighter on every page) nor a widget (a
-        # text box costs a widget round trip). The link is URL-encoded: no markdown character survives.
+        # Plain text: not st.code (which loads a 1.5 MB highlighter on every page), not markdown (the
+        # link's host comes from the request, so it is text like any other).
         st.caption("Link to exactly this view")
-        st.markdown(f"`{link(_base_url(), page, values)}`")
+        st.text(link(_base_url(), page, values))
 
 
 def _base_url() -> str:

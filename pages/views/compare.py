@@ -2,7 +2,7 @@
 import streamlit as st
 
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import data, download, pick_track, publish, select, start
+from pages.views.common import data, download, md_escape, pick_track, publish, select, start
 
 con, vs = start("Compare two models")
 dataset, track, c = pick_track(con, vs, "cp", skills=False)
@@ -20,7 +20,8 @@ if len(models) < 2 or a == b:
     st.warning("Pick two different models of a track that has at least two.")
 else:
     deltas, humans, items = data("compare", dataset, track, a, b, flavor=flavor)
-    st.caption(f"On the {len(items):,} items both answered. Delta = mean per-response value of {b} minus {a}, "
+    st.caption(f"On the {len(items):,} items both answered. Delta = mean per-response value of {md_escape(b)} minus "
+               f"{md_escape(a)}, "
                "with a 95% paired-bootstrap interval (1,000 resamples, seed 0).")
     st.dataframe(deltas, hide_index=True, width="stretch")
     download(deltas, f"compare-{a}-{b}")

@@ -44,7 +44,7 @@ if metric and shown[metric].notna().any():
         # Positions lie on a round grid; a handle left at its end filters nothing and stays out of the URL.
         snap = lambda v: round(lo + round((v - lo) / step) * step, digits)  # noqa: E731
         want = (snap(vs.number("min", lo, lo, hi)), snap(vs.number("max", hi, lo, hi)))
-        rng = st.slider(f"{metric} range", lo, hi, want, step=step, format=f"%.{digits}f",
+        rng = st.slider(f"{md_escape(metric)} range", lo, hi, want, step=step, format=f"%.{digits}f",
                         key=f"dd-range-{track}-{metric}")
         low, high = round(rng[0], digits), round(rng[1], digits)
         use_low, use_high = low > lo + step / 2, high < hi - step / 2
@@ -56,7 +56,7 @@ if metric and shown[metric].notna().any():
 if metric and dim:
     shown["disagreement"] = views.disagreement(shown, metric, dim)
     shown = shown.sort_values("disagreement", ascending=False, na_position="last")
-    st.caption(f"Sorted by disagreement: |percentile rank of {metric} − percentile rank of {dim}|.")
+    st.caption(f"Sorted by disagreement: |percentile rank of {md_escape(metric)} − percentile rank of {md_escape(dim)}|.")
 st.dataframe(shown.head(500), hide_index=True, width="stretch", column_config={
     "text": st.column_config.TextColumn("response", width="large"),
     **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col))
@@ -70,7 +70,7 @@ item = select("Open item", items if item in items else [item] + items, item, key
 values["item"] = item
 detail = views.item_detail(con, dataset, item) if item else None
 if detail:
-    st.subheader(f"Item {item}")
+    st.subheader(f"Item {md_escape(item)}")
     left, right = st.columns(2)
     with left:
         st.markdown("**Context**")

@@ -39,7 +39,7 @@ else:
         key="ensemble-results")
     st.dataframe(mine, hide_index=True, width="stretch")
     download(results, f"ensemble-{dataset}-{level}-{holdout}")
-    st.subheader(f"Weights learned without {group}")
+    st.subheader(f"Weights learned without {md_escape(group)}")
     w = weights[weights["holdout"] == group].copy()
     w["label"] = w["weight"].map(lambda v: f"{v:.2f}")
     heatmap(w, x="dimension", y="metric", value="weight", label="label", tooltip=["metric", "dimension", "label"],

@@ -3,7 +3,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import bar, data, download, pick_track, publish, select, start
+from pages.views.common import bar, data, download, md_escape, pick_track, publish, select, start
 
 con, vs = start("Leaderboard")
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
@@ -46,7 +46,7 @@ else:
     missing = views.missing_metrics(list(board.columns))
     unavailable = missing[missing["status"] == "unavailable"]
     for row in unavailable.itertuples():
-        st.info(f"{row.metric} is unavailable: {row.why}", icon="ℹ️")
+        st.info(md_escape(f"{row.metric} is unavailable: {row.why}"), icon="ℹ️")
     if len(missing):
         with st.expander(f"Metrics without a column here ({len(missing)})"):
             st.dataframe(missing, hide_index=True, width="stretch")
@@ -60,7 +60,7 @@ else:
         data = data("across_tracks", dataset, metric, flavor)
         data = data[data["model"].isin(chosen) | ~data["model"].isin(models)]
         if data.empty:
-            st.caption(f"No {metric} values in this dataset.")
+            st.caption(f"No {md_escape(metric)} values in this dataset.")
         else:
             data["label"] = data["model"] + " (" + data["origin"] + ")"
             bar(data, x="track", y="value", color="label", y_title=metric,

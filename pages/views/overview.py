@@ -2,7 +2,7 @@
 import streamlit as st
 
 from evalcore.store import resolve_db_path
-from pages.views.common import building_note, cursor, data, empty_store
+from pages.views.common import building_note, cursor, data, empty_store, md_escape
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")
@@ -26,4 +26,4 @@ if not empty_store(con):
     st.dataframe(data("dataset_table"), hide_index=True, width="stretch")
     st.subheader("Models")
     st.dataframe(data("model_table"), hide_index=True, width="stretch")
-st.caption(f"Store: {resolve_db_path()}")
+st.caption(f"Store: {md_escape(str(resolve_db_path()))}")

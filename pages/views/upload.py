@@ -42,7 +42,7 @@ neural = kind == "responses" and st.checkbox(
     help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
 replace = False
 if kind == "responses" and model and model in existing:
-    choice = st.radio(f"Model {model!r} already has responses in {track}.",
+    choice = st.radio(md_escape(f"Model {model!r} already has responses in {track}."),
                       ["Use another name", "Replace its responses (one transaction)"], key="up-replace")
     replace = choice.startswith("Replace")
     if not replace:
