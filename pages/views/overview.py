@@ -16,8 +16,9 @@ if not empty_store(con):
     cols[1].metric("Tracks", len(summary))
     cols[2].metric("Responses", f"{int(summary['responses'].sum()):,}")
     cols[3].metric("Human ratings", f"{int(summary['human_ratings'].sum()):,}")
-    st.markdown("**Where to start:** the *Leaderboard* ranks models per track, *Correlations* shows which "
-                "metrics agree with people per skill, *Drill-down* opens single dialogues, *Human evaluation* "
+    st.markdown("**Where to start:** *Metric trust* shows at a glance which metric agrees with people on which skill, "
+                "the *Leaderboard* ranks models per track, *Correlations* shows each track's "
+                "metric x dimension correlations, *Drill-down* opens single dialogues, *Human evaluation* "
                 "shows how far annotators agree, *Ensembles* combines metrics (MME-CRS), *Compare* puts two "
                 "models side by side, and *Upload* adds your own model's responses or ratings.")
     st.subheader("Tracks")
