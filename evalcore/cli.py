@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = kinds.add_parser("items", help="JSONL: item_id, dataset, track, context, references, ...")
     p.add_argument("file")
     _db(p)
-    p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]")
+    p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]; the MSDE "
+                         "release's workbook (History, response) with --track and --model; a folder or .zip of "
+                         "one file per track, named after it")
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -111,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = _on_dataset(sub, "leaderboard", "one row per model and origin, a column per metric and human dimension")
     _flavor(p)
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
+    p.add_argument("--rank-by", metavar="COLUMN", help="rank each track's models by this column (a metric or a "
+                   "human dimension), with a 95%% bootstrap interval of the rank; default: the skill's "
+                   "official rule where it has one")
+    p.add_argument("--partial", action="store_true", help="also rank submissions that answer only part of a track")
+    p.add_argument("--bootstrap", type=int, default=1000, help="resamples of the rank interval (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the rank bootstrap (default 0)")
     _format(p)
     p = _on_dataset(sub, "correlate", "metric-human correlations per track (system, dialogue or turn level)")
     p.add_argument("--level", default="system", help="system, dialogue or turn")
@@ -177,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     _db(p)
     p.add_argument("--dataset")
     _format(p)
+    p = sub.add_parser("jobs", help="scoring jobs the dashboard started (after uploads): state and progress")
+    _db(p)
+    p.add_argument("--dataset")
+    p.add_argument("--limit", type=int, default=50)
+    _format(p)
     p = sub.add_parser("delete-model", help="remove a model's responses, ratings and scores (one transaction)")
     p.add_argument("model")
     _db(p)
@@ -242,7 +255,9 @@ def run(args: argparse.Namespace) -> int:
         elif args.command == "leaderboard":
             from evalcore import leaderboard as lb
 
-            board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
+            board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer,
+                                   rank_by=args.rank_by, partial=args.partial, resamples=args.bootstrap,
+                                   seed=args.seed)
             emit(board, args.format, 4)
             if args.signatures:
                 sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
@@ -309,6 +324,10 @@ def run(args: argparse.Namespace) -> int:
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":
             emit(queries.models(con, args.dataset), args.format)
+        elif args.command == "jobs":
+            from evalcore.jobs import listing
+
+            emit(listing(con, args.dataset, args.limit), args.format, 3)
         elif args.command == "delete-model":
             footprint = queries.model_footprint(con, args.model, args.dataset)
             where = f" in {args.dataset}" if args.dataset else ""

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from evalcore.humans import per_target_cte
+from evalcore.queries import answerable_items
 
 
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
@@ -46,13 +48,34 @@ def _humans(con, dataset: str, track: str | None, aggregate: str = "mean") -> pd
     """, [dataset, track, track, dataset, track, track]).df()
 
 
+def coverage(con, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """Share of a track's answerable items each model answered: track, model, answered, items, coverage."""
+    items = answerable_items(con, dataset, track)
+    con.register("_evalcore_items", items)
+    try:
+        frame = con.execute("""
+            SELECT a.track, r.model, count(*) AS answered FROM responses r JOIN _evalcore_items a USING (item_id)
+            WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
+    finally:
+        con.unregister("_evalcore_items")
+    totals = items.groupby("track").size().rename("items").reset_index()
+    frame = frame.merge(totals, on="track", how="left")
+    frame["coverage"] = frame["answered"] / frame["items"]
+    return frame
+
+
 def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
-                flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean") -> pd.DataFrame:
+                flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean",
+                rank_by: str | None = None, partial: bool = False, resamples: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """One row per (track, model, origin): coverage, rank and its bootstrap interval, then a column
+    per metric and human dimension. Only complete submissions (coverage 1) are ranked unless
+    `partial`; computed and published rows are ranked separately, each among its own origin."""
     scores = _scores(con, dataset, track, flavor, tokenizer)
     humans = _humans(con, dataset, track, aggregate)
     long = pd.concat([scores[["track", "model", "origin", "name", "value"]], humans], ignore_index=True)
     if long.empty:
-        return pd.DataFrame(columns=["track", "model", "origin"])
+        return pd.DataFrame(columns=["track", "model", "origin", *RANK_COLUMNS])
     wide = long.pivot_table(index=["track", "model", "origin"], columns="name", values="value", aggfunc="first")
     metric_cols = [c for c in PAPER_ORDER if c in set(scores["name"])]
     metric_cols += sorted(set(scores["name"]) - set(metric_cols))
@@ -60,26 +83,72 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
     human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
     wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
     wide.columns.name = None
-    wide = wide.sort_values(["track", "origin", "model"], ignore_index=True)
-    return _ranked(con, dataset, wide)
+    cov = coverage(con, dataset, track)[["track", "model", "coverage"]].assign(origin="computed")
+    wide = wide.merge(cov, on=["track", "model", "origin"], how="left")
+    if rank_by is not None and rank_by not in wide.columns:
+        raise ValueError(f"no column {rank_by!r} to rank by in {dataset!r}; columns: "
+                         + ", ".join(metric_cols + human_cols))
+    ranked = _ranked(con, dataset, wide, rank_by, partial=partial, flavor=flavor, tokenizer=tokenizer,
+                     aggregate=aggregate, resamples=resamples, seed=seed)
+    front = ["track", "model", "origin", *RANK_COLUMNS]
+    return ranked[front + [c for c in ranked.columns if c not in front]]
 
 
-def _ranked(con, dataset: str, wide: pd.DataFrame) -> pd.DataFrame:
-    """Add `rank` (and that order) for tracks whose skill has a ranking rule."""
+RANK_COLUMNS = ["coverage", "rank", "rank_ci_low", "rank_ci_high", "rank_by", "rank_ci"]
+
+
+def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, *, partial: bool, flavor: str,
+            tokenizer: str | None, aggregate: str, resamples: int, seed: int) -> pd.DataFrame:
+    """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
+    Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
+    from evalcore import rank_ci
+    from evalcore.views import higher_is_better
+
     skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
-    ruled = {t: RANKING_RULES[s] for t, s in skills.items() if s in RANKING_RULES and t in set(wide["track"])}
-    if not ruled:
-        return wide
     parts = []
     for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
-        rule = [(c, asc) for c, asc in ruled.get(track, []) if c in group.columns]
-        if rule:
-            group = group.sort_values([c for c, _ in rule], ascending=[a for _, a in rule], kind="stable",
-                                      na_position="last")
-            group = group.assign(rank=range(1, len(group) + 1))
+        group = group.assign(rank=np.nan, rank_ci_low=np.nan, rank_ci_high=np.nan, rank_by=None, rank_ci=None)
+        eligible = group["coverage"].fillna(1.0 if origin == "published" else 0.0) >= 1.0
+        if partial and origin == "computed":
+            eligible = group["coverage"].fillna(0.0) > 0
+        rule = [(c, asc) for c, asc in RANKING_RULES.get(skills.get(track), []) if c in group.columns]
+        if rank_by is None and rule:
+            order = group[eligible].sort_values([c for c, _ in rule], ascending=[a for _, a in rule],
+                                                kind="stable", na_position="last")
+            group.loc[order.index, "rank"] = range(1, len(order) + 1)
+            group.loc[order.index, "rank_by"] = ", then ".join(c for c, _ in rule)
+            group.loc[order.index, "rank_ci"] = "the skill's official ranking rule: no interval"
+        elif rank_by is not None:
+            pool = group[eligible & group[rank_by].notna()]
+            better = higher_is_better(rank_by)
+            group.loc[pool.index, "rank"] = rank_ci.rank_frame(pool[rank_by], better)
+            group.loc[pool.index, "rank_by"] = rank_by
+            if origin == "published":
+                group.loc[pool.index, "rank_ci"] = "published value: no per-item data to resample"
+            elif len(pool):
+                items = answerable_items(con, dataset, track)["item_id"].tolist()
+                stats = rank_ci.per_item_stats(con, dataset, track, rank_by, pool["model"].tolist(), items,
+                                               flavor=flavor, tokenizer=tokenizer, aggregate=aggregate)
+                if isinstance(stats, str):
+                    group.loc[pool.index, "rank_ci"] = stats
+                else:
+                    cis = rank_ci.bootstrap_ranks(stats, rank_by, better, resamples=resamples, seed=seed)
+                    for idx, model in zip(pool.index, pool["model"]):
+                        low, high = cis.get(model, (np.nan, np.nan))
+                        group.loc[idx, ["rank_ci_low", "rank_ci_high"]] = [low, high]
+                        group.loc[idx, "rank_ci"] = (rank_ci.describe(resamples, seed) if model in cis
+                                                     else f"no cached per-response {rank_by} statistics")
+        unranked = group["rank"].isna()
+        if rank_by is not None:
+            group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
+        partial_rows = (origin == "computed") & (group["coverage"].fillna(0.0) < 1.0)
+        group.loc[partial_rows & unranked, "rank_ci"] = "partial submission: not ranked (--partial ranks it)"
+        group = group.sort_values(["rank", "model"], na_position="last", kind="stable")
         parts.append(group)
     out = pd.concat(parts, ignore_index=True)
-    return out[["track", "model", "origin", "rank", *[c for c in out.columns if c not in ("track", "model", "origin", "rank")]]]
+    for col in ("rank", "rank_ci_low", "rank_ci_high"):
+        out[col] = out[col].astype("Int64")
+    return out
 
 
 def signatures(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,

@@ -86,3 +86,16 @@ def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None
         if not still_used:
             con.execute("DELETE FROM models WHERE model = ?", [model])
     return counts
+
+
+def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """The items a submission is expected to answer, per track: every item except those made only to
+    hold a rating of a text that is not a stored response (MSDE's human-sheet rows matching no
+    generated row), which no model can answer. Columns: track, item_id."""
+    return con.execute("""
+        SELECT i.track, i.item_id FROM items i WHERE i.dataset = ? AND (? IS NULL OR i.track = ?)
+        AND (EXISTS (SELECT 1 FROM responses r WHERE r.dataset = i.dataset AND r.item_id = i.item_id)
+             OR NOT EXISTS (SELECT 1 FROM human_ratings h WHERE h.dataset = i.dataset AND h.item_id = i.item_id
+                            AND h.rated_response IS NOT NULL))
+        ORDER BY i.track, i.item_id
+    """, [dataset, track, track]).df()

@@ -224,10 +224,12 @@ def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str,
 
 def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
-          neural: NeuralOptions | None = None, progress: bool = True, on_progress=None) -> ScoreReport:
+          neural: NeuralOptions | None = None, progress: bool = True, on_progress=None,
+          chunk: int | None = None) -> ScoreReport:
     """Compute what is missing for every selected track; write caches and system scores per track.
 
-    on_progress(done, total, label), when given, is called after each batch (the upload page's bar)."""
+    on_progress(done, total, label), when given, is called after each batch of `chunk` responses
+    (default CHUNK, NEURAL_CHUNK with model-based metrics): a job's progress."""
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
     for ds, tr, language in _tracks(con, dataset, track):
@@ -243,12 +245,12 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
             report.notes.append(f"{ds}:{tr}: {name} unavailable: {reason}")
         if not plan.metrics:
             continue
-        _score_track(con, ds, tr, data, plan, report, progress, on_progress)
+        _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk)
     return report
 
 
 def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool,
-                 on_progress=None) -> None:
+                 on_progress=None, chunk: int | None = None) -> None:
     label = f"{ds}:{tr}"
     n = len(data)
     has_ref = data["refs"].map(len).to_numpy() > 0
@@ -267,14 +269,14 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     # Per metric, values and stats of every row computed in this run (NaN elsewhere).
     values = {m.name: np.full(n, np.nan) for m in plan.metrics}
     stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
-    chunk = CHUNK
+    size = chunk or CHUNK
     if any(m.family == "neural" for m in plan.metrics):
         # an item's responses in one batch: its references are embedded once for all models
         todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
-        chunk = NEURAL_CHUNK
+        size = min(size, NEURAL_CHUNK)
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
-    for start in range(0, len(todo), chunk):
-        rows = todo[start:start + chunk]
+    for start in range(0, len(todo), size):
+        rows = todo[start:start + size]
         result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
                          data["last_turn"].iloc[rows].tolist())
         for name, (vals, st) in result.items():

@@ -9,12 +9,19 @@ import numpy as np
 import pandas as pd
 
 from evalcore.correlate import correlations
-from evalcore.leaderboard import HUMAN_ORDER, leaderboard
+from evalcore.leaderboard import HUMAN_ORDER, RANK_COLUMNS, RANKING_RULES, leaderboard
 from evalcore.metrics.registry import METRICS, get_flavor, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
 SKILL_PREFIX = "skill:"
 N_COLUMN = "responses"  # how many responses stand behind a computed row (the dashboard shows it last)
+FRONT = ["track", "model", "origin", *RANK_COLUMNS]
+OFFICIAL = "official rule"  # rank-by choice of tracks whose skill has an official ranking
+
+
+def value_columns(frame: pd.DataFrame) -> list[str]:
+    """A leaderboard's metric and human-dimension columns."""
+    return [c for c in frame.columns if c not in FRONT and c not in (N_COLUMN, "rank 95% CI", "note")]
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -88,13 +95,15 @@ def describe(name: str) -> str:
     return "published value (see the dataset's source)"
 
 
-def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str = "default") -> pd.DataFrame:
-    """Leaderboard of one track or of every track of a skill."""
+def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str = "default",
+          rank_by: str | None = None, partial: bool = False) -> pd.DataFrame:
+    """Leaderboard of one track or of every track of a skill, ranked by `rank_by` (None: the skill's
+    official rule where there is one)."""
     wanted = tracks_of(con, dataset, choice)
     if not wanted:
-        return pd.DataFrame(columns=["track", "model", "origin"])
+        return pd.DataFrame(columns=FRONT)
     track = wanted[0] if len(wanted) == 1 else None
-    frame = leaderboard(con, dataset, track, flavor=flavor)
+    frame = leaderboard(con, dataset, track, flavor=flavor, rank_by=rank_by, partial=partial)
     frame = frame[frame["track"].isin(wanted)].reset_index(drop=True)
     counts = con.execute("""
         SELECT i.track, r.model, 'computed' AS origin, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id)
@@ -103,12 +112,121 @@ def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str
     return frame
 
 
+def board_columns(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str = "default") -> list[str]:
+    """Columns a leaderboard of this choice can be ranked by (cheap: no ranking)."""
+    return value_columns(board(con, dataset, choice, flavor))
+
+
+def rank_choices(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, columns: list[str]) -> tuple[list[str], str | None]:
+    """(options, default) of the rank-by box: the official rule first where the skill has one, then
+    the value columns; default the official rule, else F1, else the first column."""
+    skills = set(tracks(con, dataset).set_index("track").loc[tracks_of(con, dataset, choice), "skill"])
+    options = ([OFFICIAL] if skills & set(RANKING_RULES) else []) + columns
+    default = OFFICIAL if OFFICIAL in options else "F1" if "F1" in columns else (columns[0] if columns else None)
+    return options, default
+
+
+def across_choices(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str = "default") -> tuple[list[str], str | None]:
+    """(columns with computed values, default) for ranking a model across skills: the default is the
+    column with values on the most tracks (paper order breaks ties), since references, and with them
+    the reference-based metrics, exist only on some tracks."""
+    frame = leaderboard(con, dataset, None, flavor=flavor)
+    frame = frame[frame["origin"] == "computed"]
+    counts = {c: frame.dropna(subset=[c])["track"].nunique() for c in value_columns(frame)}
+    options = [c for c in counts if counts[c]]
+    return options, (max(options, key=lambda c: counts[c]) if options else None)
+
+
+def rank_interval(frame: pd.DataFrame) -> pd.Series:
+    """'1–2' per row from rank_ci_low/high; blank where there is none."""
+    low, high = frame["rank_ci_low"], frame["rank_ci_high"]
+    return pd.Series([("" if pd.isna(a) or pd.isna(b) else str(int(a)) if a == b else f"{int(a)}–{int(b)}")
+                      for a, b in zip(low, high)], index=frame.index, dtype=object)
+
+
+def board_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """The leaderboard as the page shows it: rank and its interval first, a note for rows without a
+    rank or ranked while partial."""
+    out = frame.reset_index(drop=True)
+    note = out["rank_ci"].where(out["rank"].isna(), "").fillna("")
+    part = out["coverage"].notna() & (out["coverage"] < 1) & out["rank"].notna()
+    note = note.where(~part, "partial submission")
+    out = out.assign(**{"rank 95% CI": rank_interval(out), "note": note})
+    return out[["track", "rank", "rank 95% CI", "model", "coverage", *metrics, N_COLUMN, "note"]]
+
+
+def models_ranked(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """Models with responses in the dataset, newest first (a submitter looks for the one just uploaded)."""
+    return [m for (m,) in con.execute("""
+        SELECT r.model FROM responses r LEFT JOIN models m USING (model) WHERE r.dataset = ?
+        GROUP BY r.model ORDER BY max(m.added_at) DESC NULLS LAST, r.model""", [dataset]).fetchall()]
+
+
+def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str) -> pd.DataFrame:
+    """Why cells are blank: per column, the models without a value and the reason (not scored, with the
+    command that scores it; unavailable here, with the reason; not in a published table)."""
+    from evalcore.neural import NeuralOptions, availability
+
+    rows = []
+    for col in columns:
+        empty = frame[frame[col].isna()] if col in frame.columns else frame.iloc[0:0]
+        for origin, group in empty.groupby("origin", sort=True):
+            info = METRICS.get(col)
+            if origin == "published":
+                why = "not in the source's published table"
+            elif info is None:
+                why = "no rating of these models on this dimension"
+            else:
+                reason = availability(info.kind, NeuralOptions()) if info.family == "neural" else None
+                why = (f"unavailable here: {reason}" if reason else
+                       f"not scored: python -m evalcore score --dataset {dataset} --metrics {col}")
+            rows.append({"column": col, "origin": origin, "models": ", ".join(sorted(set(group["model"]))),
+                         "why blank": why})
+    return pd.DataFrame(rows, columns=["column", "origin", "models", "why blank"])
+
+
+def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_by: str, flavor: str = "default",
+                partial: bool = False) -> pd.DataFrame:
+    """Where one model stands on every track of a dataset (computed values): track, skill, rank,
+    rank_ci_low, rank_ci_high, ranked (models ranked there), value, coverage, note."""
+    columns = ["track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked", "value", "coverage", "note"]
+    by = None if rank_by == OFFICIAL else rank_by
+    try:
+        frame = leaderboard(con, dataset, None, flavor=flavor, rank_by=by, partial=partial)
+    except ValueError:
+        return pd.DataFrame(columns=columns)
+    frame = frame[frame["origin"] == "computed"]
+    skills = tracks(con, dataset).set_index("track")["skill"]
+    ranked = frame.groupby("track")["rank"].count()
+    from evalcore.leaderboard import coverage
+
+    answered = set(coverage(con, dataset).query("model == @model")["track"])
+    rows = []
+    for track in sorted(skills.index, key=lambda t: (str(skills[t]), t)):
+        mine = frame[(frame["track"] == track) & (frame["model"] == model)]
+        if mine.empty:
+            rows.append({"track": track, "skill": skills[track], "ranked": int(ranked.get(track, 0)),
+                         "note": (f"not scored here yet: python -m evalcore score --dataset {dataset} --track {track}"
+                                  if track in answered else "no response of this model here")})
+            continue
+        row = mine.iloc[0]
+        rows.append({"track": track, "skill": skills[track], "rank": row["rank"], "rank_ci_low": row["rank_ci_low"],
+                     "rank_ci_high": row["rank_ci_high"], "ranked": int(ranked.get(track, 0)),
+                     "value": row[by] if by in frame.columns else np.nan, "coverage": row["coverage"],
+                     "note": row["rank_ci"] if pd.isna(row["rank"]) else ""})
+    out = pd.DataFrame(rows, columns=columns)
+    for col in ("rank", "rank_ci_low", "rank_ci_high"):
+        out[col] = out[col].astype("Int64")
+    return out
+
+
 def best_rows(frame: pd.DataFrame) -> dict[str, set[int]]:
-    """Per value column, the row positions holding the best value within each track."""
+    """Per value column, the row positions holding the best value within each track and origin."""
     best: dict[str, set[int]] = {}
-    for col in [c for c in frame.columns[3:] if c != N_COLUMN]:
+    keys = [k for k in ("track", "origin") if k in frame.columns]
+    for col in value_columns(frame):
         best[col] = set()
-        for _, group in frame.groupby("track"):
+        for _, group in frame.groupby(keys):
             values = pd.to_numeric(group[col], errors="coerce")
             if values.notna().any():
                 target = values.max() if higher_is_better(col) else values.min()
@@ -126,17 +244,18 @@ def to_latex(frame: pd.DataFrame, digits: int = 2) -> str:
             text = text.replace(a, b)
         return text
 
+    values = set(value_columns(frame))
     cols = list(frame.columns)
-    lines = [r"\begin{tabular}{" + "lll" + "r" * (len(cols) - 3) + "}", r"\toprule",
+    lines = [r"\begin{tabular}{" + "".join("r" if c in values else "l" for c in cols) + "}", r"\toprule",
              " & ".join(esc(str(c)) for c in cols) + r" \\", r"\midrule"]
     for i, row in frame.iterrows():
-        cells = [esc(str(row[c])) for c in cols[:3]]
-        for c in cols[3:]:
+        cells = []
+        for c in cols:
             v = row[c]
-            if v is None or (isinstance(v, float) and math.isnan(v)):
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
                 cells.append("--")
-            elif c == N_COLUMN:
-                cells.append(f"{int(v)}")
+            elif c not in values:
+                cells.append(f"{int(v)}" if c == N_COLUMN else esc(str(v)))
             else:
                 text = f"{float(v):.{digits}f}"
                 cells.append(rf"\textbf{{{text}}}" if i in best[c] else text)
@@ -156,7 +275,7 @@ def split_columns(con: duckdb.DuckDBPyConnection, dataset: str, frame: pd.DataFr
     """A leaderboard's value columns as (metrics, human dimensions)."""
     dims = {d for (d,) in con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?",
                                       [dataset]).fetchall()}
-    values = [c for c in frame.columns[3:] if c != N_COLUMN]
+    values = value_columns(frame)
     return [c for c in values if c not in dims], [c for c in values if c in dims]
 
 
@@ -344,10 +463,63 @@ def compare(con: duckdb.DuckDBPyConnection, dataset: str, track: str, a: str, b:
         rows.append({"metric": col, "n": len(diff), f"mean {a}": pair["a"].mean(), f"mean {b}": pair["b"].mean(),
                      "delta": diff.mean(), "ci_low": low, "ci_high": high,
                      "ci": f"paired bootstrap 95% B={bootstrap} seed={seed}"})
-    items = pd.DataFrame({"item_id": common, f"{a}": left["text"].to_numpy(), f"{b}": right["text"].to_numpy()})
+    contexts = dict(con.execute("SELECT item_id, context FROM items WHERE dataset = ? AND track = ?",
+                                [dataset, track]).fetchall())
+    items = pd.DataFrame({"item_id": common,
+                          "context": [context_snippet(json.loads(contexts.get(i) or "[]")) for i in common],
+                          f"{a}": left["text"].to_numpy(), f"{b}": right["text"].to_numpy()})
     for col in numeric:
         items[f"{col} ({b} - {a})"] = (right[col] - left[col]).to_numpy()
     return pd.DataFrame(rows), pd.DataFrame(human_rows), items
+
+
+def context_snippet(turns: list[str], last: int = 2, width: int = 80) -> str:
+    """The last turns of a context on one line, each cut to `width` characters, '… / ' marking turns left out."""
+    flat = [" ".join(str(t).split()) for t in turns[-last:]]  # line breaks and runs of spaces as one space
+    cut = [t if len(t) <= width else t[: width - 1].rstrip() + "…" for t in flat]
+    return ("… / " if len(turns) > last else "") + " / ".join(cut)
+
+
+def drilldown_link(dataset: str, track: str, item: str, flavor: str = "default") -> str:
+    """A relative link (from any page of the app) to the drill-down opened on one item: the same
+    query the drill-down page reads and writes (share.to_query), URL-encoded."""
+    from urllib.parse import urlencode
+
+    from evalcore.share import to_query
+
+    return "drilldown?" + urlencode(to_query({"dataset": dataset, "track": track, "flavor": flavor, "item": item}))
+
+
+NOISE = 1e-12  # floating-point residue (e.g. 5.9e-17 for two equal scores), shown and exported as 0
+
+
+def sensible_format(values) -> str:
+    """A printf-style format for numbers of this magnitude (largest finite |x|): '%.1f' above 100, '%.2f'
+    above 1, else '%.4f', so values within -1..1 (scores, correlations and their differences) keep 4 decimals."""
+    flat = pd.to_numeric(pd.Series(np.ravel(np.asarray(values, dtype=object))), errors="coerce").astype(float).abs()
+    top = flat[np.isfinite(flat)].max()  # NaN when there is no finite number: the finest format
+    return "%.1f" if top > 100 else "%.2f" if top > 1 else "%.4f"
+
+
+def clean_noise(frame: pd.DataFrame, tol: float = NOISE) -> pd.DataFrame:
+    """A copy with every float whose magnitude is below `tol` (floating-point noise) set to exactly 0."""
+    out = frame.copy()
+    for col in out.select_dtypes("floating").columns:
+        out[col] = out[col].mask(out[col].abs() < tol, 0.0)
+    return out
+
+
+def round_to_format(frame: pd.DataFrame, formats: dict[str, str]) -> pd.DataFrame:
+    """A copy with each column of `formats` ('%.Nf') rounded to its N decimals, negative zero made 0,
+    so a value shown as zero is 0 (never '-0.0000')."""
+    import re
+
+    out = frame.copy()
+    for col, spec in formats.items():
+        digits = re.fullmatch(r"%\.(\d+)f", spec)
+        if col in out and digits and pd.api.types.is_float_dtype(out[col]):
+            out[col] = out[col].round(int(digits.group(1))) + 0.0
+    return out
 
 
 # ---------------------------------------------------------------- human evaluation page

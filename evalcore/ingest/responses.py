@@ -1,14 +1,32 @@
-"""`import responses`: CSV, TSV, JSONL or xlsx with item_id, response and (without --model) model."""
+"""`import responses`: one model's responses, in one transaction (all tracks or none).
+
+Three layouts: a file (CSV, TSV, JSONL or xlsx with item_id, response and, without --model, model; a `track`
+column or --track); the MSDE release's own workbook (History, response), whose rows are matched to the
+items of --track by History; a folder or .zip holding one such file per track, each named after its track.
+"""
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import re
+import shutil
+import tempfile
+import zipfile
+from collections import defaultdict
+from dataclasses import dataclass
+from dataclasses import replace as with_file
+from pathlib import Path, PurePosixPath
 
 import duckdb
 
-from evalcore.errors import ImportRefused, Problem
-from evalcore.ingest import lookup
+from evalcore.errors import ImportRefused, Problem, short
+from evalcore.ingest import lookup, msde
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.readers import Checker, Table, read_table
+from evalcore.queries import answerable_items
+
+RELEASE_SHEET = "大模型生成结果"  # the MSDE release's generation sheet: History, response
+RATED = re.compile(r"-rated-\d+$")  # MSDE items made for human-rated rows absent from the generation sheet
+KINDS = (".csv", ".tsv", ".jsonl", ".json", ".xlsx")
 
 
 def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track: str) -> None:
@@ -21,66 +39,68 @@ def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track
     raise ImportRefused([Problem(file, "", "--track", f"a track of dataset {dataset!r}: " + ", ".join(tracks), repr(track))])
 
 
+@dataclass
+class Part:
+    """One file to read: where it is on disk, the name a user knows it by, the track it answers."""
+
+    path: Path
+    shown: str
+    track: str | None
+    why: str = "the track named with --track"  # how the track was given, for messages
+    origin: str = ""  # for the stored rows: the file's name, or '<zip or folder>/<member>'
+
+
 def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None = None,
                      model: str | None = None, replace: bool = False) -> ImportReport:
-    """Import a responses file into one track, or into every track it names in a `track` column
-    (one model's responses for a whole multi-skill benchmark): one transaction, all tracks or none.
+    """Import one file into one track, or into every track it names in a `track` column, or a folder or
+    .zip of files named after their tracks (then without `track`): one transaction, all tracks or none.
     With replace=True, the file's models lose their earlier responses in the tracks the file covers
     (and the ratings and computed scores that went with them) in the same transaction."""
-    table = read_table(path)
+    path = Path(path)
     tracks = lookup.tracks_of(con, dataset)
     if track is not None:
-        require_track(con, table.file, dataset, track)
+        require_track(con, str(path), dataset, track)
     elif not tracks:
-        require_track(con, table.file, dataset, "")
-    check = Checker(table.file)
-    by_column = "track" in table.columns
-    if track is None and not by_column:
-        check.add("header (row 1)", "track", "a column named 'track' (or name one track with --track): "
-                  + ", ".join(tracks), "no such column")
-    required = ["item_id", "response"] + ([] if model else ["model"])
-    if not check.require_columns(table.columns, required) or check.problems:
-        check.refuse_if_any()
+        require_track(con, str(path), dataset, "")
     if model is not None and not model.strip():
-        check.add("", "--model", "a non-empty model name", "an empty string")
-        check.refuse_if_any()
+        raise ImportRefused([Problem(str(path), "", "--model", "a non-empty model name", "an empty string")])
+    if not (path.is_dir() or path.suffix.lower() == ".zip"):
+        return _import(con, str(path), [Part(path, str(path), track, origin=path.name)], dataset, tracks, track,
+                       model, replace)
+    if track is not None:
+        raise ImportRefused([Problem(str(path), "", "--track", "no --track with a folder or .zip (each file's name "
+                                     "gives its track)", repr(track))])
+    with tempfile.TemporaryDirectory() as tmp:
+        files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
+        parts = _parts(path, files, dataset, tracks)
+        return _import(con, str(path), parts, dataset, tracks, None, model, replace)
+
+
+def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], dataset: str, tracks: list[str],
+            track: str | None, model: str | None, replace: bool) -> ImportReport:
+    """Read every part, check every row, then write once: a problem anywhere refuses the whole import."""
+    problems: list[Problem] = []
+    tables: list[tuple[Part, Table]] = []
+    notes: list[str] = []
+    for part in parts:
+        try:
+            table, note = _read(con, part, dataset, model)
+        except ImportRefused as exc:  # name the member, not its temporary copy; read the others too
+            problems += [with_file(p, file=part.shown) if p.file == str(part.path) else p for p in exc.problems]
+            continue
+        tables.append((part, table))
+        notes += [note] if note else []
+    if problems:
+        raise ImportRefused(problems)
     item_track = lookup.item_tracks(con, dataset)
     stored = lookup.response_keys(con, dataset, track)
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
     covered: dict[str, set[str]] = {}
     batch = Batch()
-    for rec, where in zip(table.records, table.places):
-        item_id = check.text(rec, where, "item_id")
-        text = check.text(rec, where, "response", allow_empty=True)
-        name = model if model else check.text(rec, where, "model")
-        row_track = check.text(rec, where, "track") if by_column else track
-        if None in (item_id, text, name, row_track):
-            continue
-        item_id, name, row_track = item_id.strip(), name.strip(), row_track.strip()
-        if track is not None and row_track != track:
-            check.add(where, "track", f"{track!r} (the track named with --track)", repr(row_track))
-            continue
-        if row_track not in tracks:
-            check.add(where, "track", f"a track of dataset {dataset!r}: " + ", ".join(tracks), repr(row_track))
-            continue
-        if item_track.get(item_id) != row_track:
-            elsewhere = item_track.get(item_id)
-            got = f"{item_id!r}, an item of track {elsewhere!r}" if elsewhere else f"{item_id!r}, unknown"
-            check.add(where, "item_id", f"an item of track {row_track!r} in dataset {dataset!r}", got)
-            continue
-        key = (item_id, name)
-        if key in seen:
-            check.add(where, "item_id", f"one response per item for model {name!r}",
-                      f"{item_id!r} again (first at {seen[key]})")
-            continue
-        seen[key] = where
-        covered.setdefault(row_track, set()).add(item_id)
-        if key in stored and not replace:
-            check.add(where, "item_id", f"an item model {name!r} has not answered yet (delete the model first to replace it)",
-                      f"{item_id!r}, already answered")
-            continue
-        batch.add("responses", dataset=dataset, item_id=item_id, model=name, text=text,
-                  origin=f"{Path(table.file).name} {where}")
+    check = Checker(file)
+    for part, table in tables:
+        check.file = table.file  # problems name the member of a folder or .zip
+        _check_rows(check, part, table, dataset, tracks, model, item_track, stored, replace, seen, covered, batch)
     check.refuse_if_any()
     models = sorted({m for _, m in seen})
     replaced = sorted(set(models) & {m for _, m in stored}) if replace else []
@@ -94,24 +114,263 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
                          [dataset, tr, name])
     for name in models:
         batch.model(name)
-    report = ImportReport(table.file, batch.write(con))
-    report.notes.append(f"read as {table.encoding}")
+    answerable = answerable_items(con, dataset).groupby("track")["item_id"].agg(set).to_dict()
+    report = ImportReport(file, batch.write(con))
+    if len(tables) == 1:
+        report.notes.append(f"read as {tables[0][1].encoding}")
+    else:
+        report.notes += [f"read {t.file} as {t.encoding}" for _, t in tables]
+    report.notes += notes
     report.tracks = sorted(covered)
-    report.notes += coverage_notes(item_track, covered)
+    report.notes += coverage_notes(answerable, covered)
     if replaced:
         report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {', '.join(sorted(covered))} "
                             "(their response ratings and computed scores were removed)")
     return report
 
 
-def coverage_notes(item_track: dict[str, str], covered: dict[str, set[str]]) -> list[str]:
-    """One line per track the file answers: how many of the track's items, and a warning when partial."""
-    totals: dict[str, int] = {}
-    for tr in item_track.values():
-        totals[tr] = totals.get(tr, 0) + 1
+def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: list[str], model: str | None,
+                item_track: dict[str, str], stored: set, replace: bool, seen: dict, covered: dict, batch: Batch) -> None:
+    """Check one file's header and rows: good rows go into the batch, problems into `check`."""
+    track = part.track
+    by_column = "track" in table.columns
+    if track is None and not by_column:
+        check.add("header (row 1)", "track", "a column named 'track' (or name one track with --track): "
+                  + ", ".join(tracks), "no such column")
+        return
+    if not check.require_columns(table.columns, ["item_id", "response"] + ([] if model else ["model"])):
+        return
+    for rec, where in zip(table.records, table.places):
+        item_id = check.text(rec, where, "item_id")
+        text = check.text(rec, where, "response", allow_empty=True)
+        name = model if model else check.text(rec, where, "model")
+        row_track = check.text(rec, where, "track") if by_column else track
+        if None in (item_id, text, name, row_track):
+            continue
+        item_id, name, row_track = item_id.strip(), name.strip(), row_track.strip()
+        if track is not None and row_track != track:
+            check.add(where, "track", f"{track!r} ({part.why})", repr(row_track))
+            continue
+        if row_track not in tracks:
+            check.add(where, "track", f"a track of dataset {dataset!r}: " + ", ".join(tracks), repr(row_track))
+            continue
+        if item_track.get(item_id) != row_track:
+            elsewhere = item_track.get(item_id)
+            got = f"{item_id!r}, an item of track {elsewhere!r}" if elsewhere else f"{item_id!r}, unknown"
+            check.add(where, "item_id", f"an item of track {row_track!r} in dataset {dataset!r}", got)
+            continue
+        key = (item_id, name)
+        if key in seen:
+            first_file, first_where = seen[key]
+            first = first_where if first_file == table.file else f"{first_file} {first_where}"
+            check.add(where, "item_id", f"one response per item for model {name!r}", f"{item_id!r} again (first at {first})")
+            continue
+        seen[key] = (table.file, where)
+        covered.setdefault(row_track, set()).add(item_id)
+        if key in stored and not replace:
+            check.add(where, "item_id", f"an item model {name!r} has not answered yet (delete the model first to replace it)",
+                      f"{item_id!r}, already answered")
+            continue
+        batch.add("responses", dataset=dataset, item_id=item_id, model=name, text=text, origin=f"{part.origin} {where}")
+
+
+# ------------------------------------------------------------------ reading one file, in either layout
+def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str | None) -> tuple[Table, str]:
+    """The file as records with item_id and response (and a note on how release rows were matched)."""
+    sheet = _release_sheet(part.path) if part.path.suffix.lower() == ".xlsx" and part.path.is_file() else None
+    if sheet is None:
+        table = read_table(part.path)
+        table.file = part.shown
+        return table, ""
+    layout = "a workbook in the MSDE release layout (History, response)"
+    problems = []
+    if part.track is None:
+        problems.append(Problem(part.shown, "", "--track", f"the track its rows answer, named with --track: {layout} "
+                                "is matched to that track's items by History", "none"))
+    if not model:
+        problems.append(Problem(part.shown, "", "--model",
+                                f"a model name given with --model: {layout} has no model column", "none"))
+    if problems:
+        raise ImportRefused(problems)
+    return _release_table(con, part, dataset, *sheet)
+
+
+def _release_sheet(path: Path) -> tuple[str, list[tuple]] | None:
+    """(title, rows) of the release's generation sheet, or of a first sheet with History and response but no
+    item_id; None for any other workbook (read_table reads it)."""
+    import openpyxl
+
+    try:  # formulas as written, not cached values: the MSDE importer read them so (LCCC has '=...' Histories)
+        wb = openpyxl.load_workbook(path, read_only=True)
+    except Exception as exc:  # openpyxl raises many types for a broken file
+        got = f"unreadable ({type(exc).__name__}: {exc})"
+        raise ImportRefused([Problem(str(path), "", "", "an .xlsx workbook", got)]) from exc
+    try:
+        sheets = wb.worksheets
+        first = _header(next(sheets[0].iter_rows(max_row=1, values_only=True), ())) if sheets else []
+        if "item_id" in first:
+            return None
+        ws = next((s for s in sheets if s.title == RELEASE_SHEET), None)
+        if ws is None and {"history", "response"} <= set(first):
+            ws = sheets[0]
+        if ws is None:
+            return None
+        return ws.title, list(ws.iter_rows(values_only=True))
+    finally:
+        wb.close()
+
+
+def _header(row: tuple) -> list[str]:
+    return ["" if h is None else str(h).strip().lower() for h in row]
+
+
+def _cell(row: tuple, col: int) -> str:
+    """A History or response cell as the MSDE importer read it: empty cells are ''."""
+    value = row[col] if col < len(row) else None
+    return "" if value is None else value if isinstance(value, str) else str(value)
+
+
+def _release_table(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, title: str,
+                   rows: list[tuple]) -> tuple[Table, str]:
+    """Each sheet row mapped to an item of the track. Row n goes to the track's n-th item (item-id order) when
+    the sheet has one row per item and the Histories agree: this keeps rows whose History repeats. Any other row
+    goes to the one item whose History equals its own, and is refused when none or several have it."""
+    header = _header(rows[0]) if rows else []
+    check = Checker(part.shown)
+    if not check.require_columns(header, ["history", "response"], where=f"sheet {title} row 1"):
+        check.refuse_if_any()
+    h_col, r_col = header.index("history"), header.index("response")
+    body = list(rows[1:])
+    while body and all(c is None for c in body[-1]):
+        body.pop()  # trailing blank rows are formatting; blank rows inside are items (the release has one)
+    items = _generation_items(con, dataset, part.track)
+    owners: dict[str, list[str]] = defaultdict(list)
+    for item_id, history in items:
+        owners[history].append(item_id)
+    in_order = len(body) == len(items)
+    records, places, by_order, by_history = [], [], 0, 0
+    for index, row in enumerate(body):
+        where = f"sheet {title} row {index + 2}"
+        history = _cell(row, h_col)
+        if in_order and items[index][1] == history:
+            item_id, by_order = items[index][0], by_order + 1
+        elif len(owners.get(history, [])) == 1:
+            item_id, by_history = owners[history][0], by_history + 1
+        else:
+            n = len(owners.get(history, []))
+            got = short(history) if history else "an empty History"
+            if n == 0:
+                check.add(where, "History", f"the History of an item of track {part.track!r}", got)
+            else:
+                check.add(where, "History", f"a History only one item of track {part.track!r} has (or the sheet's rows "
+                          f"in item order, one per item: {len(items):,} rows)", f"{got}, shared by {n:,} items")
+            continue
+        records.append({"item_id": item_id, "response": _cell(row, r_col)})
+        places.append(where)
+    if not body:
+        check.add(f"sheet {title}", "", "at least one data row", "only a header")
+    check.refuse_if_any()
+    note = (f"{part.shown}: {len(records):,} rows of sheet {title} matched to items of {part.track}: "
+            f"{by_order:,} by row order, {by_history:,} by History")
+    return Table(part.shown, ["item_id", "response"], records, places, encoding="xlsx"), note
+
+
+def _generation_items(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[tuple[str, str]]:
+    """(item_id, History) of the track's items in item-id order. History is the context's turns joined by a
+    space: the MSDE importer stores [History], or for CPC the JSONL turns, whose join is the sheet's History."""
+    rows = con.execute("SELECT item_id, context FROM items WHERE dataset = ? AND track = ?", [dataset, track]).fetchall()
+    return sorted((item_id, " ".join(json.loads(context))) for item_id, context in rows if not RATED.search(item_id))
+
+
+# ------------------------------------------------------------------ a folder or .zip of per-track files
+def _skipped(rel: str) -> bool:
+    """Hidden files, macOS resource forks and Office lock files are not submissions."""
+    parts = PurePosixPath(rel).parts
+    return any(p.startswith((".", "~$")) or p == "__MACOSX" for p in parts)
+
+
+def _folder_files(path: Path) -> list[tuple[Path, str]]:
+    """(file, path relative to the folder) of every file in it, sub-folders included."""
+    return [(p, p.relative_to(path).as_posix()) for p in sorted(path.rglob("*"))
+            if p.is_file() and not _skipped(p.relative_to(path).as_posix())]
+
+
+def _zip_files(path: Path, tmp: Path) -> list[tuple[Path, str]]:
+    """Members copied out to `tmp` under names of our own (no path from the archive is trusted)."""
+    if not path.is_file():
+        raise ImportRefused([Problem(str(path), "", "", "an existing file", "no such file")])
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ImportRefused([Problem(str(path), "", "", "a .zip archive", f"unreadable ({exc})")]) from exc
+    out, problems = [], []
+    with archive:
+        for index, info in enumerate(archive.infolist()):
+            rel = info.filename.replace("\\", "/")
+            if info.is_dir() or _skipped(rel):
+                continue
+            target = tmp / str(index) / PurePosixPath(rel).name
+            target.parent.mkdir(parents=True)
+            try:
+                with archive.open(info) as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (zipfile.BadZipFile, RuntimeError, OSError) as exc:  # corrupt or encrypted member
+                problems.append(Problem(f"{path}/{rel}", "", "", "a readable member", f"unreadable ({exc})"))
+                continue
+            out.append((target, rel))
+    if problems:
+        raise ImportRefused(problems)
+    return sorted(out, key=lambda f: f[1])
+
+
+def _parts(path: Path, files: list[tuple[Path, str]], dataset: str, tracks: list[str]) -> list[Part]:
+    """Each file with the track its name gives; refuse files of other kinds or named after no track."""
+    parts, problems = [], []
+    for real, rel in files:
+        shown, name = f"{path}/{rel}", PurePosixPath(rel)
+        if name.suffix.lower() not in KINDS:
+            problems.append(Problem(shown, "", "", "a .csv, .tsv, .jsonl or .xlsx file named after a track", repr(name.name)))
+            continue
+        track, why = _track_of_name(name, tracks)
+        if track is None:
+            names = ", ".join(t.replace("/", "_") for t in tracks)
+            also = " (or a workbook in a release folder such as 'Lic 2021_CPC')" if dataset == msde.DATASET else ""
+            problems.append(Problem(shown, "", "", f"a file named after a track of dataset {dataset!r}, '/' written as "
+                                    f"'_', '__' or '-': {names}{also}", repr(name.name)))
+            continue
+        parts.append(Part(real, shown, track, why, origin=f"{path.name}/{rel}"))
+    if not files:
+        problems.append(Problem(str(path), "", "", "one file per track, named after it (e.g. "
+                                f"{(tracks[0] if tracks else 'competition/skill').replace('/', '_')}.csv)", "no files"))
+    if problems:
+        raise ImportRefused(problems)
+    return parts
+
+
+def _track_of_name(name: PurePosixPath, tracks: list[str]) -> tuple[str | None, str]:
+    """'lic2021_persona.csv', 'LIC2021__persona.xlsx', 'lic2021-persona.jsonl' -> 'lic2021/persona'; else the
+    release's folder naming, 'Lic 2021_CPC/qianwen.xlsx' -> 'lic2021/persona'."""
+    stem = name.stem.lower()
+    for track in tracks:
+        if stem in {track.lower().replace("/", sep) for sep in ("_", "__", "-")}:
+            return track, "the track the file's name gives"
+    if name.parent.name:
+        try:
+            track = msde.track_of(name.parent.name)[0]
+        except ImportRefused:
+            return None, ""
+        if track in tracks:
+            return track, "the track its folder's name gives"
+    return None, ""
+
+
+def coverage_notes(answerable: dict[str, set[str]], covered: dict[str, set[str]]) -> list[str]:
+    """One line per track the file answers: how many of the track's answerable items (see
+    queries.answerable_items), and a warning when partial."""
     notes = []
     for tr in sorted(covered):
-        n, total = len(covered[tr]), totals.get(tr, 0)
+        items = answerable.get(tr, set())
+        n, total = len(covered[tr] & items), len(items)
         share = n / total if total else 0.0
         line = f"coverage of {tr}: {n:,} of {total:,} items ({share:.2%})"
         notes.append(line if n == total else f"warning: partial submission: {line}; the other items have no response")

@@ -9,7 +9,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.ingest import lookup
-from evalcore.queries import require_dataset
+from evalcore.queries import answerable_items, require_dataset
 
 FORMATS = ("csv", "jsonl", "xlsx")
 COLUMNS = ["track", "item_id", "context", "reference", "response"]
@@ -28,6 +28,8 @@ def template(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = N
                          ORDER BY r.ref_index LIMIT 1), '') AS reference
         FROM items i WHERE i.dataset = ? AND (? IS NULL OR i.track = ?)
         ORDER BY i.track, i.item_id""", [dataset, track, track]).df()
+    # items no model can answer (a rating of a text that is not a stored response) are not asked for
+    frame = frame[frame["item_id"].isin(set(answerable_items(con, dataset, track)["item_id"]))].reset_index(drop=True)
     frame["context"] = frame["context"].map(json.loads)
     frame["response"] = ""
     return frame[COLUMNS]

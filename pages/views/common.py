@@ -248,3 +248,27 @@ def select(label: str, options: list[str], value: str | None, key: str, **kwargs
         st.selectbox(label, ["(none)"], disabled=True, key=key)
         return None
     return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key, **kwargs)
+
+
+def rank_chart(ranks: pd.DataFrame, *, key: str, title: str) -> None:
+    """One model's rank per track: a point at the rank, a bar over its 95% interval, rank 1 on top."""
+    frame = ranks.dropna(subset=["rank"]).astype({"rank": float, "rank_ci_low": float, "rank_ci_high": float})
+    frame = frame.assign(of=frame["ranked"].map(lambda n: f"of {n}"))
+    top = max(2, int(frame[["rank", "rank_ci_high", "ranked"]].max().max()))
+    y = {"type": "quantitative", "scale": {"domain": [top + 0.5, 0.5], "nice": False},
+         "axis": {"tickMinStep": 1, "format": "d"}}
+    x = {"field": "track", "type": "nominal", "sort": list(frame["track"]), "axis": {"labelAngle": 0, "labelLimit": 200}}
+    tips = [{"field": t} for t in ("track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked")]
+    spec = {"data": {"values": _records(frame, ["track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked", "of"])},
+            "height": 260, "config": {"font": CJK_FONT},
+            "layer": [
+                {"mark": {"type": "rule", "strokeWidth": 3, "opacity": 0.5},
+                 "encoding": {"x": x, "y": {"field": "rank_ci_low", **y, "title": title},
+                              "y2": {"field": "rank_ci_high"}, "tooltip": tips}},
+                {"mark": {"type": "point", "filled": True, "size": 120},
+                 "encoding": {"x": x, "y": {"field": "rank", **y}, "color": {"field": "skill", "type": "nominal"},
+                              "tooltip": tips}},
+                {"mark": {"type": "text", "dx": 22, "align": "left"},
+                 "encoding": {"x": x, "y": {"field": "rank", **y}, "text": {"field": "of"}}},
+            ]}
+    st.vega_lite_chart(spec=spec, width="stretch", key=key)

@@ -1,6 +1,7 @@
 """Compare two models on a track: metric deltas with paired-bootstrap CIs, human wins/ties/losses."""
 import streamlit as st
 
+from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from pages.views.common import data, download, md_escape, pick_track, publish, select, start
 
@@ -16,14 +17,26 @@ with c[3]:
 flavor = vs.one("flavor", list(FLAVORS), "default")
 values = {"dataset": dataset, "track": track, "a": a, "b": b, "flavor": flavor}
 
+
+def numbers(formats: dict[str, str]) -> dict:
+    """Number columns shown with the given printf formats (model names in headers stay plain text)."""
+    return {col: st.column_config.NumberColumn(col, format=spec) for col, spec in formats.items()}
+
+
 if len(models) < 2 or a == b:
     st.warning("Pick two different models of a track that has at least two.")
 else:
     deltas, humans, items = data("compare", dataset, track, a, b, flavor=flavor)
+    deltas = views.clean_noise(deltas)
     st.caption(f"On the {len(items):,} items both answered. Delta = mean per-response value of {md_escape(b)} minus "
                f"{md_escape(a)}, "
                "with a 95% paired-bootstrap interval (1,000 resamples, seed 0).")
-    st.dataframe(deltas, hide_index=True, width="stretch")
+    means = [col for col in (f"mean {a}", f"mean {b}") if col in deltas]
+    spread = [col for col in ("delta", "ci_low", "ci_high") if col in deltas]
+    formats = {**{col: views.sensible_format(deltas[means]) for col in means},
+               **{col: views.sensible_format(deltas[spread]) for col in spread}}
+    st.dataframe(views.round_to_format(deltas, formats), hide_index=True, width="stretch",
+                 column_config={"n": st.column_config.NumberColumn("n", format="%d"), **numbers(formats)})
     download(deltas, f"compare-{a}-{b}")
     if not humans.empty:
         st.subheader("Human scores: wins, ties, losses")
@@ -33,7 +46,21 @@ else:
         sort = vs.one("sort", metric_cols, metric_cols[0])
         sort = select("Items where they differ most, by", metric_cols, sort, key=f"cp-sort-{track}")
         values["sort"] = sort
+        items = views.clean_noise(items)
         top = items.reindex(items[sort].abs().sort_values(ascending=False).index).head(50)
-        st.dataframe(top, hide_index=True, width="stretch")
+        # Each item opens in the drill-down (a relative link, so it works under any server address).
+        top.insert(1, "drill-down", [views.drilldown_link(dataset, track, i, flavor) for i in top["item_id"]])
+        top = top[[col for col in top.columns if col not in metric_cols] + [sort]  # the sorted-by delta first
+                  + [col for col in metric_cols if col != sort]]
+        formats = {col: views.sensible_format(items[col]) for col in metric_cols}
+        st.caption(f"The {len(top)} items with the largest |{md_escape(sort)}|, the last two turns of their "
+                   "context and both responses; **open** shows the item in the drill-down.")
+        st.dataframe(views.round_to_format(top, formats), hide_index=True, width="stretch", column_config={
+            "drill-down": st.column_config.LinkColumn("drill-down", display_text="open",
+                                                      help="This item in the drill-down view"),
+            "context": st.column_config.TextColumn("context", width="medium", help="The last two turns"),
+            a: st.column_config.TextColumn(a, width="medium"),
+            b: st.column_config.TextColumn(b, width="medium"),
+            **numbers(formats)})
 
 publish("compare", values, vs.notices)

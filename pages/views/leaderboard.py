@@ -1,69 +1,119 @@
-"""Leaderboard: models x metrics and human dimensions per track, like the MSDE paper's Tables 4-10."""
+"""Leaderboard: models ranked per track by a chosen column, with the rank's 95% interval, coverage,
+and where one model stands on every skill."""
+import pandas as pd
 import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import bar, data, download, md_escape, pick_track, publish, select, start
+from pages.views.common import data, download, md_escape, pick_track, publish, rank_chart, select, start
 
 con, vs = start("Leaderboard")
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c3:
     flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
-board = data("board", dataset, track, flavor) if track else None
 values = {"dataset": dataset, "track": track, "flavor": flavor}
+columns = data("board_columns", dataset, track, flavor) if track else []
 
-if board is None or board.empty:
+if not columns:
     st.warning("Nothing to show for this track yet: import responses and run `python -m evalcore score`.")
 else:
+    options, default = views.rank_choices(con, dataset, track, columns)
+    rank_by = vs.one("rank_by", options, default)
+    partial = vs.one("partial", ["no", "yes"], "no") == "yes"
+    r1, r2, r3 = st.columns([1, 1, 1])
+    with r1:
+        rank_by = select("Rank by", options, rank_by, key=f"lb-rank-{dataset}-{track}",
+                         help="Models are ranked within each track; the interval resamples the track's items "
+                              "(1,000 paired bootstrap resamples, seed 0).")
+    by = None if rank_by == views.OFFICIAL else rank_by
+    with r3:
+        partial = st.toggle("Show partial submissions", value=partial, key=f"lb-partial-{dataset}-{track}",
+                            help="Submissions that answer only part of a track: hidden and unranked by default; "
+                                 "shown, ranked and marked 'partial' when on.")
+    board = data("board", dataset, track, flavor, rank_by=by, partial=partial)
+    origins = [o for o in ("computed", "published") if o in set(board["origin"])]
+    origin = vs.one("origin", origins, origins[0])
+    with r2:
+        origin = st.radio("Values", origins, index=origins.index(origin), horizontal=True, key=f"lb-origin-{dataset}",
+                          help="computed: by `evalcore score` from the stored responses; published: the source's "
+                               "own tables. Ranked and highlighted separately.")
+    values.update(rank_by=rank_by, partial="yes" if partial else None, origin=origin)
+    mine = board[board["origin"] == origin]
+    hidden = mine[(mine["coverage"] < 1) & ~partial] if origin == "computed" else mine.iloc[0:0]
+    mine = mine.drop(hidden.index)
     metrics, dims = views.split_columns(con, dataset, board)
-    models = sorted(board["model"].unique())
+    models = sorted(mine["model"].unique())
     chosen = vs.many("models", models, models)
-    chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}")
-    shown_metrics = st.multiselect("Columns", metrics + dims, default=vs.many("metrics", metrics + dims, metrics + dims),
-                                   key=f"lb-cols-{dataset}-{track}")
+    chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}-{origin}")
+    filled = [c for c in metrics + dims if mine[c].notna().any()]  # columns with a value for this origin
+    shown_metrics = st.multiselect("Columns", metrics + dims, default=vs.many("metrics", metrics + dims, filled),
+                                   key=f"lb-cols-{dataset}-{track}-{origin}")
     values.update(models=chosen if len(chosen) < len(models) else None,
-                  metrics=shown_metrics if len(shown_metrics) < len(metrics + dims) else None)
-    table = board[board["model"].isin(chosen)][["track", "model", "origin", *shown_metrics, views.N_COLUMN]]
-    table = table.reset_index(drop=True)
+                  metrics=shown_metrics if shown_metrics != filled else None)
+    table = views.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
     best = views.best_rows(table)
-    styled = table.style.format(precision=4, na_rep="—").apply(
+    formats = {c: views.sensible_format(table[c]) for c in shown_metrics}
+    why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset)
+    styled = table.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
+                                | {"coverage": lambda v: "" if pd.isna(v) else f"{v:.1%}"}, na_rep="").apply(
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
-    st.caption("Best value per column and track in bold. Click a header to sort. Computed rows come from "
-               "`evalcore score` (the last column says over how many responses); published rows from the "
-               "source's own tables.")
-    st.dataframe(styled, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(c, help=views.describe(c), format="%.4f")
-                                for c in shown_metrics})
+    if len(hidden):
+        st.caption(f"{len(hidden)} partial submission(s) hidden (they answer only part of the track); "
+                   "'Show partial submissions' lists and ranks them, marked.")
+    st.caption(f"Ranked by {md_escape(rank_by)} among {origin} rows; best value per column in bold. "
+               "Blank cells: hover a column header for why.")
+
+    def tip(col: str) -> str:
+        lines = [f"{r['models']}: {r['why blank']}" for r in why[why["column"] == col].to_dict("records")]
+        return views.describe(col) + ("\n\nBlank: " + "; ".join(lines) if lines else "")
+
+    config = {c: st.column_config.Column(c, help=tip(c)) for c in shown_metrics}
+    config["rank 95% CI"] = st.column_config.Column(help="2.5th-97.5th percentile of the rank over 1,000 paired "
+                                                    "bootstrap resamples of the items (seed 0); blank where it "
+                                                    "cannot be made: see 'note'")
+    config["coverage"] = st.column_config.Column(help="share of the track's items this model answered")
+    st.dataframe(styled, hide_index=True, width="stretch", column_config=config)
     d1, d2 = st.columns(2)
     with d1:
-        download(table, f"leaderboard-{dataset}-{track}".replace("/", "_").replace(":", "_"))
+        download(table, f"leaderboard-{dataset}-{track}-{origin}".replace("/", "_").replace(":", "_"))
     with d2:
         st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
+    if len(why):
+        with st.expander(f"Why cells are blank ({len(why)})"):
+            st.dataframe(why, hide_index=True, width="stretch")
     with st.expander("Signatures: what each computed column is"):
         st.dataframe(data("signatures", dataset, track, flavor), hide_index=True, width="stretch")
     missing = views.missing_metrics(list(board.columns))
-    unavailable = missing[missing["status"] == "unavailable"]
-    for row in unavailable.itertuples():
-        st.info(md_escape(f"{row.metric} is unavailable: {row.why}"), icon="ℹ️")
     if len(missing):
         with st.expander(f"Metrics without a column here ({len(missing)})"):
             st.dataframe(missing, hide_index=True, width="stretch")
 
-    st.subheader("Across skills")
-    metric_options = [m for m in metrics]
-    metric = vs.one("chart_metric", metric_options, "F1" if "F1" in metric_options else None)
-    metric = select("Metric", metric_options, metric, key=f"lb-chart-{dataset}")
-    values["chart_metric"] = metric
-    if metric:
-        data = data("across_tracks", dataset, metric, flavor)
-        data = data[data["model"].isin(chosen) | ~data["model"].isin(models)]
-        if data.empty:
-            st.caption(f"No {md_escape(metric)} values in this dataset.")
-        else:
-            data["label"] = data["model"] + " (" + data["origin"] + ")"
-            bar(data, x="track", y="value", color="label", y_title=metric,
-                tooltip=["track", "skill", "model", "origin", "value"], key="across-tracks")
+    st.subheader("Across skills: where one model stands")
+    all_models = data("models_ranked", dataset)
+    model = vs.one("model", all_models, all_models[0] if all_models else None)
+    every, first = data("across_choices", dataset, flavor)
+    across = vs.one("across_by", every, first)
+    a1, a2 = st.columns([2, 1])
+    with a1:
+        model = select("Model", all_models, model, key=f"lb-model-{dataset}", help="Computed values; newest model first.")
+    with a2:
+        across = select("Rank across skills by", every, across, key=f"lb-across-{dataset}",
+                        help="Default: the column with computed values on the most tracks.")
+    values.update(model=model, across_by=across)
+    if model and across:
+        ranks = data("model_ranks", dataset, model, across, flavor, partial=partial)
+        if ranks["rank"].notna().any():
+            rank_chart(ranks, key="model-ranks", title=f"rank by {across}")
+        shown = ranks.assign(**{"rank 95% CI": views.rank_interval(ranks)})
+        shown = shown[["track", "skill", "rank", "rank 95% CI", "ranked", "value", "coverage", "note"]]
+        spec = views.sensible_format(shown["value"])
+        rank_by = across
+        st.dataframe(shown.style.format({"value": lambda v: "" if pd.isna(v) else spec % v,
+                                         "coverage": lambda v: "" if pd.isna(v) else f"{v:.1%}"}, na_rep=""),
+                     hide_index=True, width="stretch",
+                     column_config={"ranked": st.column_config.Column(help="models ranked on this track"),
+                                    "value": st.column_config.Column(rank_by)})
 
 publish("leaderboard", values, vs.notices)

@@ -5,11 +5,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from evalcore import jobs
 from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
-from evalcore.scoring import score
-from pages.views.common import data, md_escape, pick_track, publish, start
+from evalcore.neural import NeuralOptions
+from pages.views.common import cursor, data, md_escape, pick_track, publish, start
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -20,9 +21,11 @@ values = {"dataset": dataset, "track": track, "kind": kind}
 every_track = False
 if kind == "responses":
     st.caption("CSV, TSV, JSONL or xlsx with columns `item_id`, `response` and, unless you name the model "
-               "here, `model`; with a `track` column, one file answers every track of the dataset at once (all "
-               "tracks are imported or none). UTF-8 (with or without BOM) or GBK/GB18030. Start from a template: "
-               "every item with its context and reference, `response` left empty.")
+               "here, `model`; with a `track` column, one file answers every track of the dataset at once. A .zip "
+               "of one file per track, each named after its track (`lic2021_persona.csv`), does the same. The "
+               "MSDE release's own workbook (History, response) is matched to this track's items by History. "
+               "All tracks are imported or none. UTF-8 (with or without BOM) or GBK/GB18030. Start from a "
+               "template: every item with its context and reference, `response` left empty.")
     t1, t2, t3 = st.columns([1, 1, 2])
     if track:
         t1.download_button("Template for this track", data("template_csv", dataset, track),
@@ -33,7 +36,7 @@ if kind == "responses":
                             help="One model's responses for the whole benchmark in one file and one transaction.")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
-upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx"], key="up-file")
+upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx", "zip"], key="up-file")
 model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
 scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
 existing = data("models_of", dataset, track) if track else []
@@ -48,6 +51,16 @@ if kind == "responses" and model and model in existing:
     if not replace:
         st.info("Pick a new model name above to keep both.")
 
+def start_job(tracks: list[str], model: str | None) -> None:
+    """Score what the tracks need in a background job the store records: it goes on if the page is left."""
+    steps = jobs.scoring_steps(con, dataset, tracks, neural=neural)
+    job = jobs.create(con, dataset, steps, model=model)
+    jobs.start(con, job, NeuralOptions())
+    st.session_state["up-job"] = job
+    st.info(f"Scoring runs as job {job} ({len(steps)} step(s)). It goes on if you leave this page; "
+            "its progress is below and in `python -m evalcore jobs`.")
+
+
 if upload is not None and st.button("Validate and import", type="primary", key="up-go",
                                     disabled=kind == "responses" and bool(model) and model in existing and not replace):
     folder = Path(tempfile.mkdtemp(prefix="evalcore-upload-"))
@@ -55,7 +68,8 @@ if upload is not None and st.button("Validate and import", type="primary", key="
     path.write_bytes(upload.getvalue())
     try:
         if kind == "responses":
-            report = import_responses(con, path, dataset=dataset, track=None if every_track else track,
+            whole = every_track or path.suffix.lower() == ".zip"  # a zip's file names give the tracks
+            report = import_responses(con, path, dataset=dataset, track=None if whole else track,
                                       model=model or None, replace=replace)
         else:
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
@@ -79,16 +93,28 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         for note in [n for n in report.notes if n.startswith("warning:")]:
             st.warning(md_escape(note))
         if kind == "responses":
-            bar = st.progress(0.0, text="Scoring...")
-            for tr in report.tracks or [track]:
-                scored = score(con, dataset=dataset, track=tr, metrics="lexical,neural" if neural else "lexical",
-                               progress=False,
-                               on_progress=lambda done, total, label: bar.progress(
-                                   done / max(total, 1), text=f"Scoring {label}: {done}/{total}"))
-                st.text(scored.render())
-            bar.progress(1.0, text="Scored.")
+            start_job(report.tracks or [track], model or None)
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": track})
+
+
+
+def job_panel() -> None:
+    recent = jobs.listing(cursor(), dataset, limit=8)
+    mine = st.session_state.get("up-job")
+    if mine is not None and mine in set(recent["job_id"]):
+        row = recent[recent["job_id"] == mine].iloc[0]
+        text = {"done": "Scored.", "failed": "Scoring failed: ", "interrupted": "Interrupted (server restarted): "}
+        st.progress(float(row["progress"]), text=text.get(row["state"], "Scoring: ") + ("" if row["state"] == "done"
+                                                                                          else str(row["detail"] or "")))
+    if recent.empty:
+        st.caption("None yet: an import starts one.")
+    else:
+        st.caption("Newest first; `python -m evalcore jobs` lists them too.")
+        st.dataframe(recent.drop(columns=["dataset"]), hide_index=True, width="stretch",
+                     column_config={"progress": st.column_config.ProgressColumn("progress", format="percent"),
+                                    "detail": st.column_config.TextColumn(width="large")})
+
 
 if track:
     held = data("track_models", dataset, track)
@@ -98,5 +124,14 @@ if track:
     else:
         st.dataframe(held, hide_index=True, width="stretch",
                      column_config={"coverage": st.column_config.ProgressColumn("coverage", format="percent")})
+        if st.button("Score what is missing on this track", key="up-score-track",
+                     help="Every configuration the track was scored with (the default lexical metrics on a track "
+                          "never scored), for every model; only values not yet cached are computed."):
+            start_job([track], None)
+
+if dataset:
+    busy = jobs.listing(con, dataset, limit=8)["state"].isin(["queued", "running"]).any()
+    st.subheader("Scoring jobs")
+    st.fragment(run_every=1.5 if busy else None)(job_panel)()
 
 publish("upload", values, vs.notices)

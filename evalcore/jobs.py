@@ -1,0 +1,124 @@
+"""Scoring jobs: what an upload needs scored, run in the background, recorded in the store.
+
+A job's steps are one `score` call each: (track, flavor, tokenizer, metrics). After an upload the
+steps are every lexical configuration the track has been scored with before (so the new model
+appears on the leaderboard under each flavor), the default one on a track never scored, and the
+model-based metrics when asked. The job updates its row per batch; pages read the row."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import traceback
+from datetime import datetime
+
+import duckdb
+import pandas as pd
+
+from evalcore.metrics.registry import METRICS
+from evalcore.neural import NeuralOptions
+from evalcore.scoring import ANY, score
+from evalcore.tokenize import TOKENIZERS
+
+BATCH = 1_000  # responses per progress step of a job
+COLUMNS = ["job_id", "kind", "dataset", "model", "state", "progress", "detail", "created_at", "finished_at", "tracks"]
+
+
+def scoring_steps(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str], *, neural: bool = False) -> list[dict]:
+    """What to score on these tracks so a new model has every column the others have."""
+    steps = []
+    for track in tracks:
+        rows = con.execute("""
+            SELECT flavor, tokenizer, list(DISTINCT name ORDER BY name) FROM system_scores
+            WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor <> ? GROUP BY ALL ORDER BY 1, 2
+        """, [dataset, track, ANY]).fetchall()
+        configs = [(fl, tk, [n for n in names if n in METRICS]) for fl, tk, names in rows] or [("default", None, ["lexical"])]
+        for flavor, tokenizer, names in configs:
+            if names:
+                steps.append({"track": track, "flavor": flavor, "tokenizer": _tokenizer_name(tokenizer),
+                              "metrics": names})
+        if neural:
+            steps.append({"track": track, "flavor": "default", "tokenizer": None, "metrics": ["neural"]})
+    return steps
+
+
+def _tokenizer_name(signature: str | None) -> str | None:
+    """The tokenizer a stored signature names (None: the flavor's own)."""
+    return next((name for name, tok in TOKENIZERS.items() if tok.signature == signature), None)
+
+
+def create(con: duckdb.DuckDBPyConnection, dataset: str, steps: list[dict], *, model: str | None = None,
+           kind: str = "score") -> int:
+    job_id = con.execute("SELECT coalesce(max(job_id), 0) + 1 FROM jobs").fetchall()[0][0]
+    con.execute("INSERT INTO jobs (job_id, kind, dataset, model, steps, state, created_at, pid, host) "
+                "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                [job_id, kind, dataset, model, json.dumps(steps, ensure_ascii=False), datetime.now(),
+                 os.getpid(), socket.gethostname()])
+    return int(job_id)
+
+
+def _set(con, job_id: int, **values) -> None:
+    cols = ", ".join(f"{k} = ?" for k in values)
+    con.execute(f"UPDATE jobs SET {cols} WHERE job_id = ?", [*values.values(), job_id])
+
+
+def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | None = None) -> None:
+    """Run a job's steps in order on this connection, recording progress per batch; a failure is
+    recorded with its message (the scores of finished steps stay: each step is its own transaction)."""
+    dataset, steps = con.execute("SELECT dataset, steps FROM jobs WHERE job_id = ?", [job_id]).fetchall()[0]
+    steps = json.loads(steps)
+    _set(con, job_id, state="running", pid=os.getpid(), host=socket.gethostname())
+    try:
+        for i, step in enumerate(steps):
+            where = f"{step['track']} ({', '.join(step['metrics'])}; flavor {step['flavor']})"
+            _set(con, job_id, progress=i / len(steps), detail=f"step {i + 1} of {len(steps)}: {where}")
+
+            def moved(done, total, label, i=i, where=where):
+                _set(con, job_id, progress=(i + done / max(total, 1)) / len(steps),
+                     detail=f"step {i + 1} of {len(steps)}: {where}: {done:,} of {total:,} responses")
+
+            report = score(con, dataset=dataset, track=step["track"], metrics=step["metrics"], flavor=step["flavor"],
+                           tokenizer=step["tokenizer"], neural=neural, progress=False, on_progress=moved, chunk=BATCH)
+            notes = [n for n in report.notes]
+            if notes:
+                _set(con, job_id, detail="; ".join(notes)[:2000])
+        _set(con, job_id, state="done", progress=1.0, finished_at=datetime.now(),
+             detail=f"{len(steps)} step(s) done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
+    except Exception as exc:  # recorded for the user; the traceback goes to the server log
+        traceback.print_exc()
+        _set(con, job_id, state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
+
+
+def start(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | None = None) -> threading.Thread:
+    """Run the job in a background thread of this process on its own cursor: it goes on when the
+    page that started it is left or closed."""
+    worker = threading.Thread(target=run, args=(con.cursor(), job_id, neural), name=f"evalcore-job-{job_id}", daemon=True)
+    worker.start()
+    return worker
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    if pid is None or pd.isna(pid) or host != socket.gethostname():
+        return True  # another machine's job: it cannot be checked from here
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, limit: int = 50) -> pd.DataFrame:
+    """Recent jobs, newest first; a queued or running job whose process is gone shows as interrupted."""
+    frame = con.execute("""
+        SELECT job_id, kind, dataset, model, state, progress, detail, created_at, finished_at, steps, pid, host
+        FROM jobs WHERE (? IS NULL OR dataset = ?) ORDER BY job_id DESC LIMIT ?""", [dataset, dataset, limit]).df()
+    if frame.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    gone = frame["state"].isin(["queued", "running"]) & ~pd.Series(
+        [_alive(p, h) for p, h in zip(frame["pid"], frame["host"])], index=frame.index)
+    frame.loc[gone, "state"] = "interrupted"
+    frame["tracks"] = [", ".join(dict.fromkeys(s["track"] for s in json.loads(x))) for x in frame["steps"]]
+    return frame[COLUMNS]

@@ -1,0 +1,138 @@
+"""How sure is a model's rank on a track: a paired bootstrap over the track's items.
+
+Each resample draws the track's items with replacement (the same draw for every model, so the
+models stay paired) and recomputes every ranked model's corpus value on it from the per-response
+statistics that `evalcore score` cached: sums for corpus F1 and BLEU (the same formula as the
+system score), means for the other metrics and for human dimensions. The models are ranked in
+every resample; the interval is the 2.5th and 97.5th percentile of a model's ranks. Seeded, and
+the rank_ci column records B, the seed and what was resampled.
+
+DIST-n pools distinct n-grams over a model's whole output, which a per-item resample cannot
+rebuild from cached statistics: its interval is left blank with that reason.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from evalcore.metrics.registry import METRICS
+
+CHUNK = 50  # resamples per matrix product: bounds memory on 20,000-item tracks
+
+
+def competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """1 = best; equal values share the better rank ("1, 2, 2, 4"); NaN stays NaN. Ranks along the
+    last axis (rows of a 2-D array are ranked independently)."""
+    v = values if higher_is_better else -values
+    with np.errstate(invalid="ignore"):
+        better = (v[..., None, :] > v[..., :, None]).sum(axis=-1)  # NaN compares False: not better
+    return np.where(np.isnan(v), np.nan, 1.0 + better)
+
+
+def corpus_from_sums(name: str, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Corpus values from summed per-response statistics (rows: resamples). `counts` is how many
+    responses each row sums; NaN where there are none."""
+    info = METRICS.get(name)
+    kind = info.kind if info else "mean"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if kind == "f1":   # hits, hypothesis length, reference length: 2PR/(P+R) = 2h/(hl+rl)
+            value = np.where(sums[:, 0] > 0, 2 * sums[:, 0] / (sums[:, 1] + sums[:, 2]), 0.0)
+        elif kind == "bleu":   # hyp len, ref len, matches 1..n, totals 1..n; no smoothing
+            n = info.n
+            m, t = sums[:, 2:2 + n], sums[:, 2 + n:2 + 2 * n]
+            logs = np.where((m > 0) & (t > 0), np.log(np.where(m > 0, m, 1) / np.where(t > 0, t, 1)), -np.inf)
+            c, r = sums[:, 0], sums[:, 1]
+            bp = np.where(c >= r, 1.0, np.exp(1 - r / np.where(c > 0, c, np.nan)))
+            value = np.where(np.isinf(logs).any(axis=1), 0.0, bp * np.exp(logs.sum(axis=1) / n))
+        else:
+            value = sums[:, 0] / counts
+    return np.where(counts > 0, value, np.nan)
+
+
+def bootstrap_ranks(per_item: dict[str, np.ndarray], name: str, higher_is_better: bool, *,
+                    resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """per_item: model -> (items x k) statistics on the track's items in one shared order, NaN rows
+    where the model has no value. Returns model -> (rank_ci_low, rank_ci_high)."""
+    models = list(per_item)
+    if not models:
+        return {}
+    n_items = next(iter(per_item.values())).shape[0]
+    rng = np.random.default_rng(seed)
+    mats, masks = [], []
+    for m in models:
+        s = per_item[m]
+        ok = ~np.isnan(s).any(axis=1)
+        mats.append(np.where(ok[:, None], s, 0.0))
+        masks.append(ok.astype(float))
+    ranks = np.empty((resamples, len(models)))
+    for start in range(0, resamples, CHUNK):
+        b = min(CHUNK, resamples - start)
+        draw = rng.integers(0, n_items, size=(b, n_items))
+        weights = np.zeros((b, n_items))
+        np.add.at(weights, (np.repeat(np.arange(b), n_items), draw.ravel()), 1.0)
+        values = np.column_stack([corpus_from_sums(name, weights @ mat, weights @ mask)
+                                  for mat, mask in zip(mats, masks)])
+        ranks[start:start + b] = competition_ranks(values, higher_is_better)
+    out = {}
+    for j, m in enumerate(models):
+        col = ranks[:, j][~np.isnan(ranks[:, j])]
+        out[m] = ((float(np.floor(np.quantile(col, 0.025))), float(np.ceil(np.quantile(col, 0.975))))
+                  if len(col) else (np.nan, np.nan))
+    return out
+
+
+def describe(resamples: int, seed: int) -> str:
+    return f"paired bootstrap over items, B={resamples}, seed={seed}, 95% percentile"
+
+
+def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], items: list[str], *,
+                   flavor: str, tokenizer: str | None, aggregate: str = "mean") -> dict[str, np.ndarray] | str:
+    """model -> (items x k) statistics of `name` in the order of `items`, or the reason there are none."""
+    from evalcore.humans import per_target_cte
+    from evalcore.scoring import _cached_stats, computed_filter, keys_by_metric, load_track
+
+    position = {item: i for i, item in enumerate(items)}
+    if name not in METRICS:   # a human dimension: per-response score, annotators combined
+        rows = con.execute(f"""
+            WITH base AS (SELECT target, item_id, dialogue_id, model, dimension, score FROM human_ratings
+                          WHERE dataset = ? AND track = ? AND dimension = ? AND target = 'response'),
+            {per_target_cte(aggregate, "base")}
+            SELECT model, item_id, score FROM per_target""", [dataset, track, name]).df()
+        if rows.empty:
+            return f"no per-response {name} ratings on this track"
+        out = {}
+        for m in models:
+            arr = np.full((len(items), 1), np.nan)
+            mine = rows[(rows["model"] == m) & rows["item_id"].isin(position)]
+            arr[[position[i] for i in mine["item_id"]], 0] = mine["score"].to_numpy(float)
+            out[m] = arr
+        return out
+    if METRICS[name].kind == "dist":
+        return "DIST pools n-grams over all of a model's responses: no per-item statistics to resample"
+    cond, params = computed_filter(con, dataset, flavor, tokenizer)
+    sigs = dict(con.execute(f"""SELECT model, signature FROM system_scores WHERE dataset = ? AND track = ?
+                                AND name = ? AND origin = 'computed' AND {cond}""",
+                            [dataset, track, name, *params]).fetchall())
+    data = load_track(con, dataset, track)
+    data = data[data["model"].isin(models) & data["item_id"].isin(position)].reset_index(drop=True)
+    keys = keys_by_metric([name], data)[name]
+    out = {}
+    for m in models:
+        if m not in sigs:
+            continue
+        mine = np.flatnonzero(data["model"].to_numpy() == m)
+        cached = _cached_stats(con, sigs[m], list(dict.fromkeys(keys[mine])))
+        if not cached:
+            continue
+        width = len(next(iter(cached.values())))
+        arr = np.full((len(items), width), np.nan)
+        found = [r for r in mine if keys[r] in cached]
+        if found:
+            rows = [position[i] for i in data["item_id"].to_numpy()[found]]
+            arr[rows] = np.array([cached[keys[r]] for r in found])
+        out[m] = arr
+    return out if out else f"no cached per-response {name} statistics (run evalcore score)"
+
+
+def rank_frame(values: pd.Series, higher_is_better: bool) -> pd.Series:
+    return pd.Series(competition_ranks(values.to_numpy(float), higher_is_better), index=values.index)

@@ -1,0 +1,119 @@
+"""Leaderboards that rank: coverage, rank by a chosen column, the bootstrap interval of a rank.
+Values are checked against arithmetic written out here and against sacrebleu."""
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evalcore.cli import main
+from evalcore.ingest.responses import import_responses
+from evalcore.leaderboard import coverage, leaderboard
+from evalcore.rank_ci import bootstrap_ranks, competition_ranks, corpus_from_sums
+from evalcore.scoring import score
+
+
+def test_competition_ranks_share_the_better_rank():
+    assert competition_ranks(np.array([0.3, 0.5, 0.5, 0.1]), True).tolist() == [3, 1, 1, 4]
+    assert competition_ranks(np.array([3.0, 1.0, np.nan]), False)[:2].tolist() == [2, 1]
+    assert np.isnan(competition_ranks(np.array([3.0, 1.0, np.nan]), False)[2])
+
+
+def test_corpus_values_from_summed_statistics():
+    # F1 over two responses: hits 2 and 0, hypothesis lengths 3 and 2, reference lengths 4 and 1.
+    f1 = corpus_from_sums("F1", np.array([[2 + 0, 3 + 2, 4 + 1.0]]), np.array([2.0]))
+    p, r = 2 / 5, 2 / 5
+    assert f1[0] == pytest.approx(2 * p * r / (p + r))
+    # BLEU-2: "a b c" against "a b d": c = r = 3, 1-grams 2 of 3, 2-grams 1 of 2; no brevity penalty.
+    one = [3, 3, 2, 1, 3, 2]
+    assert corpus_from_sums("BLEU2", np.array([one], float), np.array([1.0]))[0] == pytest.approx(math.sqrt(2 / 3 * 1 / 2))
+    # Twice that response plus "a" against "a b" (c 1, r 2, 1-grams 1 of 1, 2-grams 0 of 0): brevity penalty.
+    sums = 2 * np.array(one, float) + np.array([1, 2, 1, 0, 1, 0])
+    c, r = 7, 8
+    expected = math.exp(1 - r / c) * math.sqrt(5 / 7 * 2 / 4)
+    assert corpus_from_sums("BLEU2", sums[None, :], np.array([3.0]))[0] == pytest.approx(expected)
+    # Nothing drawn: no value, not 0.
+    assert np.isnan(corpus_from_sums("ROUGE", np.array([[0.0]]), np.array([0.0]))[0])
+
+
+def test_corpus_bleu_from_sums_equals_sacrebleu_on_a_resample():
+    from sacrebleu.metrics import BLEU
+
+    from evalcore.metrics import lexical as L
+    from evalcore.metrics.ngrams import Encoded
+    from evalcore.tokenize import get_tokenizer
+
+    hyps = ["the cat sat on the mat", "a dog barks", "it is raining today"]
+    refs = [["the cat is on the mat"], ["the dog barks loudly"], ["it rains today"]]
+    enc = Encoded.from_texts(get_tokenizer("space"), hyps, refs)
+    stats = L.bleu_stats(enc)
+    weights = np.array([2.0, 0.0, 1.0])  # a resample: item 1 twice, item 3 once
+    value = corpus_from_sums("BLEU4", (weights @ stats)[None, :], np.array([3.0]))[0]
+    drawn = [0, 0, 2]
+    expected = BLEU(tokenize="none", smooth_method="none").corpus_score(
+        [hyps[i] for i in drawn], [[refs[i][0] for i in drawn]]).score / 100
+    assert value == pytest.approx(expected)
+
+
+def test_bootstrap_rank_intervals():
+    items = 40
+    better = np.linspace(0.5, 0.9, items)[:, None]
+    worse = better - 0.2
+    cis = bootstrap_ranks({"a": better, "b": worse}, "ROUGE", True, resamples=200, seed=1)
+    assert cis == {"a": (1.0, 1.0), "b": (2.0, 2.0)}   # a beats b on every item: no doubt
+    same = bootstrap_ranks({"a": better, "b": better.copy()}, "ROUGE", True, resamples=200, seed=1)
+    assert same == {"a": (1.0, 1.0), "b": (1.0, 1.0)}  # equal everywhere: tied first
+    # b is better on half the items by the same margin: either can come first.
+    flip = better.copy()
+    flip[::2] += 0.1
+    flip[1::2] -= 0.1
+    mixed = bootstrap_ranks({"a": better, "b": flip}, "ROUGE", True, resamples=500, seed=3)
+    assert mixed == {"a": (1.0, 2.0), "b": (1.0, 2.0)}
+    assert bootstrap_ranks({"a": better, "b": flip}, "ROUGE", True, resamples=500, seed=3) == mixed  # seeded
+
+
+@pytest.fixture
+def ranked(toy, tmp_path):
+    """toy/chitchat: m1 answers both items, m2 one of two (a partial submission); scored."""
+    score(toy, dataset="toy", progress=False)
+    return toy
+
+
+def test_coverage_and_partial_submissions_are_not_ranked(ranked):
+    cov = coverage(ranked, "toy").set_index(["track", "model"])
+    assert cov.loc[("toy/chitchat", "m1"), "coverage"] == 1.0
+    assert cov.loc[("toy/chitchat", "m2"), "coverage"] == 0.5
+    board = leaderboard(ranked, "toy", "toy/chitchat", rank_by="ROUGE").set_index("model")
+    assert board.loc["m1", "rank"] == 1
+    assert pd.isna(board.loc["m2", "rank"])
+    assert board.loc["m2", "rank_ci"].startswith("partial submission: not ranked")
+    both = leaderboard(ranked, "toy", "toy/chitchat", rank_by="ROUGE", partial=True).set_index("model")
+    assert both["rank"].notna().all()
+
+
+def test_rank_by_an_unknown_column_names_the_columns(ranked):
+    with pytest.raises(ValueError, match=r"no column 'NOPE' to rank by in 'toy'; columns: .*ROUGE"):
+        leaderboard(ranked, "toy", rank_by="NOPE")
+
+
+def test_dist_has_no_interval_and_says_why(ranked, tmp_path):
+    (tmp_path / "m3.csv").write_text("item_id,response\nt1,天气不错\nt2,你好啊\n", encoding="utf-8")
+    import_responses(ranked, tmp_path / "m3.csv", dataset="toy", track="toy/chitchat", model="m3")
+    score(ranked, dataset="toy", progress=False)
+    board = leaderboard(ranked, "toy", "toy/chitchat", rank_by="DIST1").set_index("model")
+    assert board.loc["m1", "rank"] in (1, 2) and pd.isna(board.loc["m1", "rank_ci_low"])
+    assert "DIST pools n-grams" in board.loc["m1", "rank_ci"]
+
+
+def test_leaderboard_cli_has_rank_columns(ranked, tmp_path, capsys):
+    db = ranked.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    ranked.close()
+    assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchat", "--rank-by", "BLEU4",
+                 "--format", "csv"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert {"rank", "rank_ci_low", "rank_ci_high", "coverage", "origin"} <= set(frame.columns)
+    m1 = frame[frame["model"] == "m1"].iloc[0]
+    assert (m1["rank"], m1["rank_ci_low"], m1["rank_ci_high"], m1["coverage"]) == (1, 1, 1, 1.0)
