@@ -137,6 +137,11 @@ def across_choices(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str = "
     return options, (max(options, key=lambda c: counts[c]) if options else None)
 
 
+def percent(v) -> str:
+    """A share as the page shows it: one decimal, two below 1% (a 10-item submission is 0.25%)."""
+    return "" if pd.isna(v) else f"{v:.2%}" if v < 0.01 else f"{v:.1%}"
+
+
 def rank_interval(frame: pd.DataFrame) -> pd.Series:
     """'1–2' per row from rank_ci_low/high; blank where there is none."""
     low, high = frame["rank_ci_low"], frame["rank_ci_high"]

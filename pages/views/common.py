@@ -257,7 +257,7 @@ def rank_chart(ranks: pd.DataFrame, *, key: str, title: str) -> None:
     top = max(2, int(frame[["rank", "rank_ci_high", "ranked"]].max().max()))
     y = {"type": "quantitative", "scale": {"domain": [top + 0.5, 0.5], "nice": False},
          "axis": {"tickMinStep": 1, "format": "d"}}
-    x = {"field": "track", "type": "nominal", "sort": list(frame["track"]), "axis": {"labelAngle": 0, "labelLimit": 200}}
+    x = {"field": "track", "type": "nominal", "sort": list(frame["track"]), "axis": {"labelAngle": -20, "labelLimit": 200}}
     tips = [{"field": t} for t in ("track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked")]
     spec = {"data": {"values": _records(frame, ["track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked", "of"])},
             "height": 260, "config": {"font": CJK_FONT},

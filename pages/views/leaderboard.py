@@ -56,7 +56,7 @@ else:
     formats = {c: views.sensible_format(table[c]) for c in shown_metrics}
     why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset)
     styled = table.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
-                                | {"coverage": lambda v: "" if pd.isna(v) else f"{v:.1%}"}, na_rep="").apply(
+                                | {"coverage": views.percent}, na_rep="").apply(
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
     if len(hidden):
@@ -111,7 +111,7 @@ else:
         spec = views.sensible_format(shown["value"])
         rank_by = across
         st.dataframe(shown.style.format({"value": lambda v: "" if pd.isna(v) else spec % v,
-                                         "coverage": lambda v: "" if pd.isna(v) else f"{v:.1%}"}, na_rep=""),
+                                         "coverage": views.percent}, na_rep=""),
                      hide_index=True, width="stretch",
                      column_config={"ranked": st.column_config.Column(help="models ranked on this track"),
                                     "value": st.column_config.Column(rank_by)})

@@ -102,11 +102,12 @@ if upload is not None and st.button("Validate and import", type="primary", key="
 def job_panel() -> None:
     recent = jobs.listing(cursor(), dataset, limit=8)
     mine = st.session_state.get("up-job")
-    if mine is not None and mine in set(recent["job_id"]):
-        row = recent[recent["job_id"] == mine].iloc[0]
+    if len(recent):  # this session's job, else the newest (a user back on the page sees how it ended)
+        row = recent[recent["job_id"] == mine].iloc[0] if mine in set(recent["job_id"]) else recent.iloc[0]
         text = {"done": "Scored.", "failed": "Scoring failed: ", "interrupted": "Interrupted (server restarted): "}
-        st.progress(float(row["progress"]), text=text.get(row["state"], "Scoring: ") + ("" if row["state"] == "done"
-                                                                                          else str(row["detail"] or "")))
+        head = f"Job {row['job_id']}" + (f" for {row['model']}" if row["model"] else "") + f", {row['state']}. "
+        tail = "" if row["state"] == "done" else str(row["detail"] or "")
+        st.progress(float(row["progress"]), text=md_escape(head) + text.get(row["state"], "Scoring: ") + md_escape(tail))
     if recent.empty:
         st.caption("None yet: an import starts one.")
     else:
