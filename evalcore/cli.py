@@ -327,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.command == "jobs":
             from evalcore.jobs import listing
 
-            emit(listing(con, args.dataset, args.limit), args.format, 3)
+            emit(listing(con, args.dataset, args.limit).round({"progress": 3}), args.format)
         elif args.command == "delete-model":
             footprint = queries.model_footprint(con, args.model, args.dataset)
             where = f" in {args.dataset}" if args.dataset else ""

@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import openpyxl
+import pandas as pd
 import pytest
 
 from conftest import fingerprint, shared
@@ -172,3 +173,33 @@ def test_one_csv_answers_all_six_tracks(msde_store, tmp_path):
     tracks = con.execute("""SELECT count(DISTINCT i.track) FROM responses r JOIN items i USING (dataset, item_id)
                             WHERE r.model = 'qianwen-again'""").fetchall()[0][0]
     assert tracks == 6
+
+
+def test_a_ten_item_submission_is_shown_with_its_coverage_and_not_ranked(msde_store, tmp_path):
+    """leaderboard --track lic2021/persona --rank-by BLEU4: rank, its bootstrap interval, coverage, origin;
+    10 of the CPC track's 4,000 items is coverage 0.0025 and no rank unless partial ones are ranked."""
+    from evalcore.ingest.responses import import_responses
+    from evalcore.leaderboard import leaderboard
+    from evalcore.scoring import score
+
+    con, _, _ = msde_store
+    ten = con.execute("""SELECT r.item_id, r.text AS response FROM responses r JOIN items i USING (dataset, item_id)
+                         WHERE i.track = 'lic2021/persona' AND r.model = 'qianwen' ORDER BY r.item_id LIMIT 10""").df()
+    ten.to_csv(tmp_path / "ten.csv", index=False)
+    import_responses(con, tmp_path / "ten.csv", dataset="msde", track="lic2021/persona", model="ten-items")
+    score(con, dataset="msde", track="lic2021/persona", metrics="BLEU4", progress=False)
+    board = leaderboard(con, "msde", "lic2021/persona", rank_by="BLEU4")
+    assert {"rank", "rank_ci_low", "rank_ci_high", "coverage", "origin"} <= set(board.columns)
+    computed = board[board["origin"] == "computed"].set_index("model")
+    assert computed.loc["ten-items", "coverage"] == 10 / 4000 == 0.0025
+    assert pd.isna(computed.loc["ten-items", "rank"])
+    ranked = computed.dropna(subset=["rank"])
+    assert len(ranked) == len(computed) - 1 and (ranked["coverage"] == 1.0).all()
+    # ranks follow BLEU4 (higher first, ties share a rank) and sit inside their intervals
+    expected = ranked["BLEU4"].rank(ascending=False, method="min")
+    assert (ranked["rank"].astype(float) == expected).all()
+    assert ((ranked["rank_ci_low"] <= ranked["rank"]) & (ranked["rank"] <= ranked["rank_ci_high"])).all()
+    # published rows are ranked among themselves only, never with computed ones
+    assert board[board["origin"] == "published"]["rank"].isna().all()   # the release has no published BLEU4
+    with_partial = leaderboard(con, "msde", "lic2021/persona", rank_by="BLEU4", partial=True)
+    assert with_partial.set_index(["model", "origin"]).loc[("ten-items", "computed"), "rank"] >= 1
