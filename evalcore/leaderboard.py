@@ -108,9 +108,11 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, *, parti
     parts = []
     for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
         group = group.assign(rank=np.nan, rank_ci_low=np.nan, rank_ci_high=np.nan, rank_by=None, rank_ci=None)
-        eligible = group["coverage"].fillna(1.0 if origin == "published" else 0.0) >= 1.0
-        if partial and origin == "computed":
-            eligible = group["coverage"].fillna(0.0) > 0
+        # coverage is blank where a row stands on no stored responses (published tables, task-oriented
+        # session scores): nothing is partial there
+        eligible = group["coverage"].fillna(1.0) >= 1.0
+        if partial:
+            eligible = group["coverage"].fillna(1.0) > 0
         rule = [(c, asc) for c, asc in RANKING_RULES.get(skills.get(track), []) if c in group.columns]
         if rank_by is None and rule:
             order = group[eligible].sort_values([c for c, _ in rule], ascending=[a for _, a in rule],
@@ -141,7 +143,7 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, *, parti
         unranked = group["rank"].isna()
         if rank_by is not None:
             group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
-        partial_rows = (origin == "computed") & (group["coverage"].fillna(0.0) < 1.0)
+        partial_rows = group["coverage"].fillna(1.0) < 1.0
         group.loc[partial_rows & unranked, "rank_ci"] = "partial submission: not ranked (--partial ranks it)"
         group = group.sort_values(["rank", "model"], na_position="last", kind="stable")
         parts.append(group)

@@ -62,8 +62,9 @@ def test_flavors_are_separate_metrics(toy):
 def test_leaderboard_rows_and_columns(toy):
     score(toy, dataset="toy", metrics="lexical", progress=False)
     board = lb.leaderboard(toy, "toy")
-    assert list(board.columns[:4]) == ["track", "model", "origin", "F1"]
-    assert list(board.columns[3:13]) == ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2",
+    assert list(board.columns[:9]) == ["track", "model", "origin", "coverage", "rank", "rank_ci_low", "rank_ci_high",
+                                       "rank_by", "rank_ci"]
+    assert list(board.columns[9:19]) == ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2",
                                          "METEOR", "ROUGE", "CIDEr"]
     assert set(zip(board["track"], board["model"], board["origin"])) == {
         ("toy/chitchat", "m1", "computed"), ("toy/chitchat", "m2", "computed")}
