@@ -48,14 +48,9 @@ def store(tmp_path_factory):
 
 
 def run(page: str, monkeypatch, db, **query) -> AppTest:
-    monkeypatch.setenv("EVALCORE_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.switch_page(f"pages/views/{page}.py")
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    from test_app import run as run_page
+
+    return run_page(page, monkeypatch, {"EVALCORE_DB": db}, **query)
 
 
 def config(frame_element) -> dict:
