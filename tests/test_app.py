@@ -143,3 +143,39 @@ def test_model_names_are_text_not_markup(monkeypatch, default_store, tmp_path):
              dataset="demo-zh", track="lccc/chitchat", a=nasty, b="tfidf-retrieval")
     caption = next(c.value for c in at.caption if "items both answered" in c.value)
     assert r"\*\*md\*\* \[x\]\(javascript\:alert\(1\)\) \$y\$" in caption
+
+
+def test_leaderboard_ranks_from_the_url(monkeypatch, default_store):
+    at = run("leaderboard", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
+             dataset="demo-zh", track="lccc/chitchat", rank_by="BLEU4")
+    table = at.dataframe[0].value
+    assert {"rank", "rank 95% CI", "coverage", "note"} <= set(table.columns)
+    ranked = table.dropna(subset=["rank"])
+    assert len(ranked) >= 2 and ranked["rank"].min() == 1
+    # ranks follow BLEU4, higher first
+    assert list(ranked.sort_values("rank")["BLEU4"]) == sorted(ranked["BLEU4"], reverse=True)
+    assert at.query_params["rank_by"] == "BLEU4"
+    assert any(s.value.startswith("Across skills") for s in at.subheader)
+
+
+def test_upload_page_scores_a_track_as_a_job(monkeypatch, tmp_path):
+    """A track's missing scores can be started from the Upload page; the job runs in the background and
+    the page reports it done."""
+    from evalcore.defaults import init_store
+    from evalcore.store import connect
+
+    db = tmp_path / "s.duckdb"
+    con = connect(db)
+    init_store(con, only=("demo-zh",))
+    con.execute("DELETE FROM system_scores WHERE origin = 'computed'")  # a track never scored
+    con.close()
+    at = run("upload", monkeypatch, {"EVALCORE_DB": db}, dataset="demo-zh", track="lccc/chitchat")
+    at.button(key="up-score-track").click().run()
+    assert any("Scoring runs as job" in i.value for i in at.info)
+    texts = ""
+    for _ in range(240):
+        at.run()
+        texts = " ".join(str(p.proto.text) for p in at.get("progress"))
+        if "Scored." in texts:
+            break
+    assert "Scored." in texts
