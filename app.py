@@ -7,6 +7,9 @@ bypass this navigation when a link opens a page directly.
 """
 import streamlit as st
 
+from evalcore.errors import StoreError
+from pages.views.common import md_escape, release
+
 st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
 
 pages = [
@@ -20,4 +23,10 @@ pages = [
     st.Page("pages/views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("pages/views/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
 ]
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+except StoreError as exc:  # a command held the store longer than a page waits: say so, no error page
+    st.warning(md_escape(f"The store is busy: {exc}"), icon="⏳")
+    st.button("Try again", key="store-busy-retry")
+finally:
+    release()  # the page's connection: the store's lock is held only while a page runs

@@ -222,7 +222,9 @@ def _scales(items: list[str]) -> dict[str, tuple[float, float]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    con = connect(args.db)
+    from evalcore.store import lock_wait
+
+    con = connect(args.db, wait=lock_wait(), on_wait=lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
         if args.command == "init":
             from evalcore.defaults import init_store

@@ -77,20 +77,26 @@ def default_incomplete(con: duckdb.DuckDBPyConnection) -> bool:
     return present <= set(DEFAULT_DATASETS) and present != set(DEFAULT_DATASETS)
 
 
-def build_default_in_stages(con: duckdb.DuckDBPyConnection) -> threading.Thread | None:
+def build_default_in_stages(con: duckdb.DuckDBPyConnection, path: str | None = None) -> threading.Thread | None:
     """The dashboard's first run: the quick datasets now (under a second), the slow ones in a
     background thread on its own cursor, so the first page draws without waiting for them. Every
     dataset is its own transaction; the store's revision bump makes pages pick the new data up."""
     if not default_incomplete(con):
         return None
     init_store(con, only=tuple(d for d in DEFAULT_DATASETS if d not in SLOW))
-    thread = threading.Thread(target=_build_slow, args=(con.cursor(),), name="evalcore-default-build", daemon=True)
+    thread = threading.Thread(target=_build_slow, args=(con.cursor() if path is None else path,),
+                              name="evalcore-default-build", daemon=True)
     thread.start()
     return thread
 
 
-def _build_slow(cursor: duckdb.DuckDBPyConnection) -> None:
+def _build_slow(target: duckdb.DuckDBPyConnection | str) -> None:
+    """On a cursor of the caller's connection, or (given a path) on a connection of its own that
+    outlives the caller's: the dashboard closes its connections when a page run ends."""
+    from evalcore.store import connect, lock_wait
+
+    con = connect(target, wait=lock_wait()) if isinstance(target, str) else target
     try:
-        init_store(cursor, only=SLOW)
+        init_store(con, only=SLOW)
     finally:
-        cursor.close()
+        con.close()

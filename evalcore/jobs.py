@@ -90,10 +90,19 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
         _set(con, job_id, state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
 
 
-def start(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | None = None) -> threading.Thread:
-    """Run the job in a background thread of this process on its own cursor: it goes on when the
-    page that started it is left or closed."""
-    worker = threading.Thread(target=run, args=(con.cursor(), job_id, neural), name=f"evalcore-job-{job_id}", daemon=True)
+def start(path: str, job_id: int, neural: NeuralOptions | None = None) -> threading.Thread:
+    """Run the job in a background thread of this process on a connection of its own: it goes on when
+    the page that started it is left or closed (the page's connection closes when its run ends)."""
+    def work():
+        from evalcore.store import connect, lock_wait
+
+        con = connect(path, wait=lock_wait())
+        try:
+            run(con, job_id, neural)
+        finally:
+            con.close()
+
+    worker = threading.Thread(target=work, name=f"evalcore-job-{job_id}", daemon=True)
     worker.start()
     return worker
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -14,6 +15,63 @@ from evalcore.errors import StoreError
 from evalcore.migrations import LATEST, all_migrations
 
 ENV_VAR = "EVALCORE_DB"
+WAIT_VAR = "EVALCORE_LOCK_WAIT"  # seconds a command waits for a store another process holds (default 60)
+MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def lock_wait(default: float = 60.0) -> float:
+    try:
+        return float(os.environ.get(WAIT_VAR, default))
+    except ValueError:
+        return default
+
+
+def check_store_path(db: Path) -> None:
+    """Refuse, before anything else happens, a path that cannot be a store: a directory, or a file
+    that is not a DuckDB database (a CSV given to --db by mistake is never touched)."""
+    if db.is_dir():
+        raise StoreError(f"{db} is a directory; --db expects a DuckDB store file (created when absent), "
+                         f"e.g. {db / 'evalcore.duckdb'}")
+    if db.is_file():
+        with open(db, "rb") as fh:
+            head = fh.read(12)
+        if head[8:12] != MAGIC:
+            kind = "an empty file" if not head else "a text file" if _texty(head) else "a file of another kind"
+            raise StoreError(f"{db} is {kind}, not a DuckDB store; --db expects a DuckDB store file (created "
+                             f"when absent). To load a file into a store: python -m evalcore import ... {db} "
+                             "--db my.duckdb")
+
+
+def _texty(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return head[:2] in (b"\xff\xfe", b"\xfe\xff")
+    return True
+
+
+def _locked(exc: Exception) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _open(db: Path, read_only: bool, wait: float, on_wait) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, retried while another process holds the file (DuckDB allows one writing
+    process): the dashboard holds it only during a page run, so a command gets in within moments."""
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            return duckdb.connect(str(db), read_only=read_only)
+        except duckdb.IOException as exc:
+            if not _locked(exc) or time.monotonic() >= deadline:
+                hint = (f" Waited {wait:g} s: another process kept it (a long `evalcore score` holds the store until "
+                        f"it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
+                raise StoreError(f"cannot open {db}: {exc}.{hint}") from exc
+            if on_wait is not None and not told:
+                on_wait(f"waiting for {db}: another process is using it (the dashboard releases it between "
+                        f"page loads); waiting up to {wait:g} s")
+                told = True
+            time.sleep(0.05)
 
 
 def default_db_path() -> Path:
@@ -68,13 +126,16 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
     return LATEST
 
 
-def connect(path: str | os.PathLike | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) and migrate the store at `path` (see resolve_db_path)."""
+def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, wait: float = 0.0,
+            on_wait=None) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) and migrate the store at `path` (see resolve_db_path). When another
+    process holds the file, retry for up to `wait` seconds, calling on_wait(message) once."""
     db = resolve_db_path(path)
+    check_store_path(db)
     if read_only:
         if not db.exists():
             raise StoreError(f"no store at {db}; run `python -m evalcore init --db {db}` first")
-        con = duckdb.connect(str(db), read_only=True)
+        con = _open(db, True, wait, on_wait)
         version = schema_version(con)
         if version != LATEST:
             con.close()
@@ -85,10 +146,7 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False) -
             )
         return con
     db.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(str(db))
-    except duckdb.IOException as exc:
-        raise StoreError(f"cannot open {db}: {exc}") from exc
+    con = _open(db, False, wait, on_wait)
     try:
         migrate(con, str(db))
     except Exception:

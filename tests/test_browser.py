@@ -15,6 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import ROOT
@@ -39,10 +40,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+STORE: dict = {}  # the server's store file, for CLI commands run beside it
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
     db = tmp_path_factory.mktemp("browser") / "store.duckdb"
+    STORE["db"] = db
     subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
                    capture_output=True)
     port = _free_port()
@@ -320,3 +325,36 @@ def test_upload_every_track_in_one_file(server, browser, tmp_path):
                                        "&model=every-track-model")
         expect(_models_box(page)).to_contain_text("every-track-model", timeout=60_000)
         context.close()
+
+
+def test_cli_beside_the_running_dashboard(server, browser, tmp_path):
+    """The dashboard holds the store only while a page runs: CLI commands on the same store succeed while
+    a viewer reloads pages, and the viewer sees the new model on the next load, without a restart."""
+    db = str(STORE["db"])
+    cli = [sys.executable, "-m", "evalcore"]
+    context, page = _open(browser, f"{server}/leaderboard?dataset=demo-zh&track=lccc/chitchat")
+    expect(_models_box(page)).to_contain_text("tfidf-retrieval", timeout=60_000)
+    filled = tmp_path / "filled.csv"
+    made = subprocess.run([*cli, "template", "--db", db, "--dataset", "demo-zh", "--track", "lccc/chitchat",
+                           "--format", "csv", "--out", str(filled)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    frame = pd.read_csv(filled)
+    frame["response"] = "好 的 呀"
+    frame.to_csv(filled, index=False)
+    work = subprocess.Popen(f"{cli[0]} -m evalcore import responses {filled} --db {db} --dataset demo-zh "
+                            f"--track lccc/chitchat --model cli-model && {cli[0]} -m evalcore score --db {db} "
+                            f"--dataset demo-zh --track lccc/chitchat", shell=True, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    loads = 0
+    while work.poll() is None:   # a viewer keeps loading pages meanwhile
+        page.reload()
+        page.wait_for_selector("h1", timeout=60_000)
+        loads += 1
+    out = work.stdout.read()
+    assert work.returncode == 0, out
+    assert "imported" in out and "took" in out
+    page.reload()
+    expect(_models_box(page)).to_contain_text("cli-model", timeout=60_000)
+    assert not page.get_by_text("The store is busy").count()
+    page.screenshot(path=str(ARTIFACTS / "cli-beside-dashboard.png"), full_page=True)
+    context.close()

@@ -59,9 +59,9 @@ def test_a_failed_job_says_why_and_a_dead_one_is_interrupted(toy):
 
 def test_background_job_and_cli_listing(toy, tmp_path, capsys):
     job = jobs.create(toy, "toy", jobs.scoring_steps(toy, "toy", ["toy/chitchat"]), model="m1")
-    jobs.start(toy, job).join(timeout=120)
-    assert ("F1", "default") in _computed(toy, "m1")
     db = toy.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    jobs.start(db, job).join(timeout=120)   # its own connection: the same process shares the database
+    assert ("F1", "default") in _computed(toy, "m1")
     toy.close()
     assert main(["jobs", "--db", db, "--format", "csv"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))

@@ -42,3 +42,52 @@ def test_transaction_rolls_back_on_error(con):
 def test_read_only_open_of_missing_store_says_what_to_do(tmp_path):
     with pytest.raises(StoreError, match="evalcore init"):
         connect(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_a_db_that_is_not_a_store_is_refused_untouched(tmp_path, capsys):
+    import pytest
+
+    from evalcore.cli import main
+
+    csv = tmp_path / "existing.csv"
+    csv.write_text("item_id,response\nt1,hi\n", encoding="utf-8")
+    before = csv.read_bytes()
+    assert main(["summary", "--db", str(csv)]) != 0
+    err = capsys.readouterr().err
+    assert f"{csv} is a text file, not a DuckDB store; --db expects a DuckDB store file" in err
+    assert csv.read_bytes() == before
+    assert main(["summary", "--db", str(tmp_path)]) != 0
+    assert f"{tmp_path} is a directory; --db expects a DuckDB store file" in capsys.readouterr().err
+    empty = tmp_path / "empty.duckdb"
+    empty.write_bytes(b"")
+    assert main(["summary", "--db", str(empty)]) != 0
+    assert "is an empty file, not a DuckDB store" in capsys.readouterr().err
+
+
+def test_a_command_waits_for_a_store_another_process_holds(tmp_path):
+    """DuckDB lets one process write: a command waits (saying so) until the holder lets go, and gives
+    up with a message naming the setting after EVALCORE_LOCK_WAIT seconds."""
+    import os
+    import subprocess
+    import sys
+
+    from evalcore.store import connect
+
+    db = tmp_path / "s.duckdb"
+    connect(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(db)!r}); "
+                               "print('held', flush=True); sys.stdin.readline(); c.close()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    command = [sys.executable, "-m", "evalcore", "summary", "--db", str(db)]
+    env = {**os.environ, "EVALCORE_LOCK_WAIT": "0.5"}
+    quick = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert quick.returncode != 0 and "Waited 0.5 s" in quick.stderr and "EVALCORE_LOCK_WAIT" in quick.stderr
+    env["EVALCORE_LOCK_WAIT"] = "60"
+    patient = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    while "waiting for" not in (line := patient.stderr.readline()):
+        assert line, "the command never said it was waiting"
+    holder.communicate("go\n", timeout=30)   # the holder lets go: the waiting command gets in
+    out, err = patient.communicate(timeout=60)
+    assert patient.returncode == 0, err
+    assert "another process is using it" in line

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from urllib.parse import urlsplit
 
 import duckdb
@@ -17,18 +18,22 @@ CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-s
 
 
 _BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
+_RUN = threading.local()  # this script run's connection (each run has its own thread)
+PAGE_WAIT = 10.0  # seconds a page waits for a store a command is writing to
 
 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
-def store(path: str, build_default: bool) -> duckdb.DuckDBPyConnection:
-    """One connection per store file and process; pages take a cursor per run (DuckDB's thread rule).
-    The default store's first build imports the quick datasets before the first page draws and the
-    slow one (demo-zh) in the background."""
+def prepared(path: str, build_default: bool) -> bool:
+    """Once per store file and process: migrate it and, for the default store, build it from data/
+    (the quick datasets before the first page draws, demo-zh in the background)."""
     tune()
-    con = connect(path)
-    if build_default:
-        _BUILDING[path] = build_default_in_stages(con)
-    return con
+    con = connect(path, wait=PAGE_WAIT)
+    try:
+        if build_default:
+            _BUILDING[path] = build_default_in_stages(con, path)
+    finally:
+        con.close()
+    return True
 
 
 def building_note() -> None:
@@ -40,11 +45,26 @@ def building_note() -> None:
 
 
 def cursor() -> duckdb.DuckDBPyConnection:
-    """The default store (no EVALCORE_DB) is built from data/ on first run; a store named by
-    EVALCORE_DB is opened as it is, empty or not."""
+    """This run's connection to the store, opened on first use and closed when the run ends (app.py),
+    so the dashboard holds DuckDB's file lock only while a page runs and a CLI command can get in
+    between page loads. The default store (no EVALCORE_DB) is built from data/ on first run; a store
+    named by EVALCORE_DB is opened as it is, empty or not."""
     import os
 
-    return store(str(resolve_db_path()), not os.environ.get(ENV_VAR)).cursor()
+    con = getattr(_RUN, "con", None)
+    if con is None:
+        path = str(resolve_db_path())
+        prepared(path, not os.environ.get(ENV_VAR))
+        con = _RUN.con = connect(path, wait=PAGE_WAIT)
+    return con
+
+
+def release() -> None:
+    """Close this run's connection (app.py calls it when the page script ends, however it ends)."""
+    con = getattr(_RUN, "con", None)
+    _RUN.con = None
+    if con is not None:
+        con.close()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

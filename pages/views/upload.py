@@ -10,6 +10,7 @@ from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.neural import NeuralOptions
+from evalcore.store import resolve_db_path
 from pages.views.common import cursor, data, md_escape, pick_track, publish, start
 
 con, vs = start("Upload")
@@ -55,7 +56,7 @@ def start_job(tracks: list[str], model: str | None) -> None:
     """Score what the tracks need in a background job the store records: it goes on if the page is left."""
     steps = jobs.scoring_steps(con, dataset, tracks, neural=neural)
     job = jobs.create(con, dataset, steps, model=model)
-    jobs.start(con, job, NeuralOptions())
+    jobs.start(str(resolve_db_path()), job, NeuralOptions())
     st.session_state["up-job"] = job
     st.info(f"Scoring runs as job {job} ({len(steps)} step(s)). It goes on if you leave this page; "
             "its progress is below and in `python -m evalcore jobs`.")
