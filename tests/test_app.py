@@ -179,3 +179,40 @@ def test_upload_page_scores_a_track_as_a_job(monkeypatch, tmp_path):
         if "Scored." in texts:
             break
     assert "Scored." in texts
+
+
+def _upload_widgets(at: AppTest) -> dict:
+    return {"uploader": len(at.get("file_uploader")), "score": any(b.key == "up-score-track" for b in at.button)}
+
+
+def test_read_only_dashboard_has_no_way_to_write(monkeypatch, default_store):
+    at = run("upload", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store, "EVALCORE_READ_ONLY": "1",
+                                     "EVALCORE_UPLOAD_PASSWORD": None},
+             dataset="demo-zh", track="lccc/chitchat")
+    assert any("read-only" in i.value for i in at.info)
+    assert _upload_widgets(at) == {"uploader": 0, "score": False}
+    assert len(at.dataframe) >= 1   # what the track holds is still shown: reading stays open
+
+
+def test_upload_password_right_and_wrong(monkeypatch, default_store):
+    env = {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store, "EVALCORE_READ_ONLY": None,
+           "EVALCORE_UPLOAD_PASSWORD": "s3cret"}
+    at = run("upload", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat")
+    assert _upload_widgets(at) == {"uploader": 0, "score": False}
+    at.text_input(key="access-password").input("guess").run()
+    assert any("Wrong password" in e.value for e in at.error)
+    assert _upload_widgets(at) == {"uploader": 0, "score": False}
+    at.text_input(key="access-password").input("s3cret").run()
+    assert _upload_widgets(at) == {"uploader": 1, "score": True}
+
+
+def test_write_policy_from_secrets_and_environment():
+    from evalcore.access import policy
+
+    assert policy({}, {}).mode == "open"
+    assert policy({"evalcore": {"read_only": True}}, {}).mode == "read-only"
+    assert policy({}, {"EVALCORE_READ_ONLY": "yes"}).mode == "read-only"
+    assert policy({"auth": {"client_id": "x"}}, {}).mode == "sign-in"
+    rule = policy({"evalcore": {"upload_password": "pw"}}, {})
+    assert rule.mode == "password" and rule.check("pw") and not rule.check("pW") and not rule.check("")
+    assert policy({"evalcore": {"upload_password": "pw"}}, {"EVALCORE_UPLOAD_PASSWORD": "env"}).check("env")

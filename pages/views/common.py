@@ -292,3 +292,40 @@ def rank_chart(ranks: pd.DataFrame, *, key: str, title: str) -> None:
                  "encoding": {"x": x, "y": {"field": "rank", **y}, "text": {"field": "of"}}},
             ]}
     st.vega_lite_chart(spec=spec, width="stretch", key=key)
+
+
+def _secrets() -> dict:
+    try:
+        return st.secrets.to_dict()
+    except Exception:  # no secrets.toml: nothing configured
+        return {}
+
+
+def may_write() -> tuple[bool, str | None]:
+    """(allowed, who) for this session under the deployment's write policy (evalcore.access); draws
+    what the user needs: the read-only note, a sign-in button or a password box."""
+    from evalcore.access import policy
+
+    rule = policy(_secrets())
+    if rule.mode == "read-only":
+        st.info("This dashboard is read-only: uploads and scoring are off here. Import with the command "
+                "line on the server (see the README), or ask whoever runs it.", icon="🔒")
+        return False, None
+    if rule.mode == "sign-in":
+        if not st.user.is_logged_in:
+            st.info("Sign in to upload; reading needs no sign-in.", icon="🔒")
+            st.button("Sign in", on_click=st.login, key="access-login")
+            return False, None
+        return True, str(st.user.get("email") or st.user.get("name") or "signed in")
+    if rule.mode == "password":
+        if st.session_state.get("access-ok"):
+            return True, "password"
+        given = st.text_input("Upload password", type="password", key="access-password",
+                              help="This dashboard asks for a password before anything is written to its store.")
+        if given and rule.check(given):
+            st.session_state["access-ok"] = True
+            return True, "password"
+        if given:
+            st.error("Wrong password: nothing can be uploaded.")
+        return False, None
+    return True, None

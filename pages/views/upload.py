@@ -11,7 +11,7 @@ from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import resolve_db_path
-from pages.views.common import cursor, data, md_escape, pick_track, publish, start
+from pages.views.common import cursor, data, may_write, md_escape, pick_track, publish, start
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -37,15 +37,18 @@ if kind == "responses":
                             help="One model's responses for the whole benchmark in one file and one transaction.")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
-upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx", "zip"], key="up-file")
-model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
-scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
+# Writing is gated here, in the page's own run: opening /upload directly gets the same check.
+allowed, uploader = may_write()
+upload, model, scales, neural, replace = None, "", "", False, False
+if allowed:
+    upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx", "zip"], key="up-file")
+    model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
+    scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
+    neural = kind == "responses" and st.checkbox(
+        "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
+        help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
 existing = data("models_of", dataset, track) if track else []
-neural = kind == "responses" and st.checkbox(
-    "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
-    help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
-replace = False
-if kind == "responses" and model and model in existing:
+if allowed and kind == "responses" and model and model in existing:
     choice = st.radio(md_escape(f"Model {model!r} already has responses in {track}."),
                       ["Use another name", "Replace its responses (one transaction)"], key="up-replace")
     replace = choice.startswith("Replace")
@@ -54,6 +57,7 @@ if kind == "responses" and model and model in existing:
 
 def start_job(tracks: list[str], model: str | None) -> None:
     """Score what the tracks need in a background job the store records: it goes on if the page is left."""
+    assert allowed  # every caller is behind the write check
     steps = jobs.scoring_steps(con, dataset, tracks, neural=neural)
     job = jobs.create(con, dataset, steps, model=model)
     jobs.start(str(resolve_db_path()), job, NeuralOptions())
@@ -126,7 +130,7 @@ if track:
     else:
         st.dataframe(held, hide_index=True, width="stretch",
                      column_config={"coverage": st.column_config.ProgressColumn("coverage", format="percent")})
-        if st.button("Score what is missing on this track", key="up-score-track",
+        if allowed and st.button("Score what is missing on this track", key="up-score-track",
                      help="Every configuration the track was scored with (the default lexical metrics on a track "
                           "never scored), for every model; only values not yet cached are computed."):
             start_job([track], None)
