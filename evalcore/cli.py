@@ -190,7 +190,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset")
     p.add_argument("--limit", type=int, default=50)
     _format(p)
-    p = sub.add_parser("delete-model", help="remove a model's responses, ratings and scores (one transaction)")
+    p = sub.add_parser("submissions", help="every import, replace, delete and restore: file, sha256, rows, who; "
+                       "what each set aside and whether it can come back")
+    _db(p)
+    p.add_argument("--dataset")
+    p.add_argument("--model")
+    _format(p)
+    p = sub.add_parser("restore", help="undo a replace or delete: bring back the rows it set aside (one transaction)")
+    p.add_argument("submission", type=int)
+    _db(p)
+    p = sub.add_parser("purge", help="drop for good the rows a submission set aside")
+    p.add_argument("submission", type=int)
+    _db(p)
+    p.add_argument("--yes", action="store_true", help="really drop them")
+    p = sub.add_parser("delete-model", help="set aside a model's responses, ratings and scores (one transaction; restorable until purge)")
     p.add_argument("model")
     _db(p)
     p.add_argument("--dataset", help="only in this dataset")
@@ -340,8 +353,27 @@ def run(args: argparse.Namespace) -> int:
             if not args.yes:
                 print(f"would delete {listing} of model {args.model!r}{where}; add --yes to do it")
                 return 1
-            queries.delete_model(con, args.model, args.dataset)
-            print(f"deleted {listing} of model {args.model!r}{where}")
+            sid = queries.delete_model(con, args.model, args.dataset)
+            print(f"deleted {listing} of model {args.model!r}{where} (submission {sid}; set aside, not destroyed: "
+                  f"`python -m evalcore restore {sid}` brings them back, `purge {sid} --yes` drops them for good)")
+        elif args.command == "submissions":
+            from evalcore.history import listing
+
+            emit(listing(con, args.dataset, args.model), args.format)
+        elif args.command == "restore":
+            from evalcore.history import restore
+
+            new = restore(con, args.submission)
+            print(f"restored what submission {args.submission} set aside (as submission {new}; "
+                  f"`python -m evalcore restore {new}` undoes this restore)")
+        elif args.command == "purge":
+            from evalcore.history import purge
+
+            if not args.yes:
+                print(f"would drop for good the rows submission {args.submission} set aside; add --yes to do it")
+                return 1
+            counts = purge(con, args.submission)
+            print("purged " + ", ".join(f"{n} {t}" for t, n in counts.items()))
     finally:
         con.close()
     return 0

@@ -74,18 +74,27 @@ def model_footprint(con: duckdb.DuckDBPyConnection, model: str, dataset: str | N
                            [model, dataset, dataset]).fetchall()[0][0] for t in MODEL_TABLES}
 
 
-def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> dict[str, int]:
-    """Remove a model's responses, ratings and system scores (in one dataset or all) in one transaction."""
-    counts = model_footprint(con, model, dataset)
+def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> int:
+    """Set aside a model's responses, ratings and system scores (in one dataset or all) in one
+    transaction, as a 'delete' submission; `history.restore` brings them back until `purge`.
+    Returns the submission's id."""
+    from evalcore import history
+    from evalcore.ingest.batch import _user
+
+    datasets = [d for (d,) in con.execute(
+        "SELECT DISTINCT dataset FROM (" + " UNION ALL ".join(f"SELECT dataset FROM {t} WHERE model = ?" for t in MODEL_TABLES)
+        + ") WHERE ? IS NULL OR dataset = ? ORDER BY 1", [model] * len(MODEL_TABLES) + [dataset, dataset]).fetchall()]
     with transaction(con):
         bump_revision(con)
-        for table in MODEL_TABLES:
-            con.execute(f"DELETE FROM {table} WHERE model = ? AND (? IS NULL OR dataset = ?)", [model, dataset, dataset])
+        sid = history.record(con, kind="delete", dataset=dataset if dataset else (datasets[0] if len(datasets) == 1 else None),
+                             models=[model], tracks=[], scope=history.DELETE_SCOPE, uploader=_user())
+        for ds in datasets:
+            history.run_statements(con, history.set_aside(ds, model, None, history.DELETE_SCOPE), sid)
         still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]
                          for t in MODEL_TABLES)
         if not still_used:
             con.execute("DELETE FROM models WHERE model = ?", [model])
-    return counts
+    return sid
 
 
 def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFrame:

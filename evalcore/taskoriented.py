@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.errors import ImportRefused, Problem
+from evalcore import history
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
 from evalcore.scoring import ANY
@@ -98,12 +99,12 @@ def import_sessions(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset
     batch.track(dataset, track, skill="task-oriented")
     for row in scores.itertuples():
         batch.model(row.system)
-        batch.delete("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND origin = 'computed'",
-                     [dataset, track, row.system])
+        for sql, params in history.set_aside(dataset, row.system, track, history.SCORES_SCOPE):
+            batch.delete(sql, params)   # earlier values are set aside (restorable), not destroyed
         for name in ("C", "T", "Sa", "F", "G"):
             batch.add("system_scores", dataset=dataset, track=track, model=row.system, name=name,
                       value=float(getattr(row, name)), origin="computed",
                       signature=f"{name}|task-sessions|max-turns:{max_turns:g}|v:task-{VERSION}",
                       source=str(path), flavor=ANY, tokenizer=ANY, n=int(row.test_cases))
-    counts = batch.write(con)
+    counts = batch.write(con, source=path)
     return ImportReport(str(path), counts)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import getpass
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -41,9 +43,13 @@ class Batch:
     def __init__(self) -> None:
         self.rows: dict[str, list[dict]] = defaultdict(list)
         self.deletes: list[tuple[str, list]] = []  # run first, in the same transaction
+        self.kind = "import"   # how the submission this batch becomes is listed (history.listing)
+        self.scope: dict | None = None
+        self.uploader: str | None = None
 
     def delete(self, sql: str, params: list) -> None:
-        """A parameterised DELETE (SQL written in evalcore, values as parameters) run before the inserts."""
+        """A parameterised statement (SQL written in evalcore, values as parameters) run before the
+        inserts; history.SUBMISSION among the parameters stands for this submission's id."""
         self.deletes.append((sql, params))
 
     def add(self, table: str, **row) -> None:
@@ -63,17 +69,27 @@ class Batch:
         self.add("models", model=model, description=description,
                  added_at=datetime.now().replace(microsecond=0), added_by=_user())
 
-    def write(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    def write(self, con: duckdb.DuckDBPyConnection, source: str | Path | None = None) -> dict[str, int]:
+        """Everything in one transaction, recorded as one submission (history) naming `source`."""
+        from evalcore import history
+
         counts: dict[str, int] = {}
         with transaction(con):
             bump_revision(con)
-            for sql, params in self.deletes:
-                con.execute(sql, params)
+            sid = history.record(con, kind=self.kind, dataset=self._dataset(),
+                                 models=sorted({r["model"] for t in ("responses", "human_ratings", "system_scores")
+                                                for r in self.rows.get(t, [])}),
+                                 tracks=self._tracks(con), file=str(source) if source else None,
+                                 sha256=history.sha256_of(source) if source else None, scope=self.scope,
+                                 uploader=self.uploader or _user())
+            history.run_statements(con, self.deletes, sid)
             for table in ORDER:
                 rows = self.rows.get(table)
                 if not rows:
                     continue
                 frame = pd.DataFrame(rows, dtype=object)
+                if table == "responses":
+                    frame["submission_id"] = sid
                 if table in SHARED:
                     before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
                     con.register("_evalcore_frame", frame)
@@ -84,7 +100,27 @@ class Batch:
                     counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
                 else:
                     counts[table] = insert_frame(con, table, frame)
+            con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
+                        [json.dumps({t: n for t, n in counts.items() if n}), sid])
         return counts
+
+    def _dataset(self) -> str | None:
+        names = {r["dataset"] for rows in self.rows.values() for r in rows if "dataset" in r}
+        return names.pop() if len(names) == 1 else None
+
+    def _tracks(self, con) -> list[str]:
+        tracks = {r["track"] for t in ("items", "human_ratings", "system_scores", "tracks") for r in self.rows.get(t, [])}
+        ids = [r["item_id"] for r in self.rows.get("responses", [])]
+        if ids and not self.rows.get("items"):   # a responses file: its items' tracks
+            frame = pd.DataFrame({"item_id": list(dict.fromkeys(ids))})
+            con.register("_evalcore_ids", frame)
+            try:
+                tracks |= {t for (t,) in con.execute(
+                    "SELECT DISTINCT i.track FROM items i JOIN _evalcore_ids USING (item_id) WHERE i.dataset = ?",
+                    [self._dataset()]).fetchall()}
+            finally:
+                con.unregister("_evalcore_ids")
+        return sorted(tracks)
 
 
 def split_track(track: str) -> tuple[str | None, str | None]:

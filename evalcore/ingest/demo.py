@@ -82,7 +82,7 @@ def build_demo(con: duckdb.DuckDBPyConnection, folder: str | Path) -> ImportRepo
     # LCCC: the pool is the train split; items come from the test split.
     pool = [(d.dialogue_id, t) for d in lccc if d.split == "train" for t in d.turns]
     _answer(batch, [d for d in lccc if d.split == "test"], pool, exclude_own=False, tokenize=tok)
-    report = ImportReport(str(folder), batch.write(con))
+    report = ImportReport(str(folder), batch.write(con, source=str(folder)))
     return report
 
 

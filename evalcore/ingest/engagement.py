@@ -77,4 +77,4 @@ def build_engagement(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Impo
                       dialogue_id=None, model=MODEL, annotator=worker, dimension=DIMENSION, score=score,
                       origin=f"{FILE} {where} pair {k}")
     check.refuse_if_any()
-    return ImportReport(str(path), batch.write(con))
+    return ImportReport(str(path), batch.write(con, source=str(path)))

@@ -56,7 +56,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
         for i, ref in enumerate(references):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
     check.refuse_if_any()
-    report = ImportReport(table.file, batch.write(con))
+    report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
     return report
 

@@ -220,7 +220,7 @@ def import_msde(con: duckdb.DuckDBPyConnection, root: str | Path, *, progress: b
         _add_track(batch, folder, track_books, stats, problems)
     if problems:
         raise ImportRefused(problems)
-    report = ImportReport(str(root), batch.write(con))
+    report = ImportReport(str(root), batch.write(con, source=str(root)))
     report.notes.append(
         f"{len(files)} workbooks; {stats['rated']} human-rated rows: {stats['linked']} linked to generation items "
         f"({stats['ambiguous']} of them to one of several identical rows), {stats['own']} kept as their own items"

@@ -109,7 +109,7 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
     for dim in new_dims:
         lo, hi = known_scales[dim]
         batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
-    return ImportReport(str(folder), batch.write(con))
+    return ImportReport(str(folder), batch.write(con, source=str(folder)))
 
 
 def _dup(check: Checker, where: str, key: tuple, seen: dict, stored: set) -> bool:

@@ -107,6 +107,6 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     for dim in new_dims:
         lo, hi = known_scales[dim]
         batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
-    report = ImportReport(table.file, batch.write(con))
+    report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
     return report

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import duckdb
 
+from evalcore import history
 from evalcore.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup, msde
 from evalcore.ingest.batch import Batch, ImportReport
@@ -104,18 +105,15 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     check.refuse_if_any()
     models = sorted({m for _, m in seen})
     replaced = sorted(set(models) & {m for _, m in stored}) if replace else []
-    in_track = "item_id IN (SELECT item_id FROM items WHERE dataset = ? AND track = ?)"
-    for name in replaced:
+    for name in replaced:   # the earlier version is set aside, not destroyed: `restore` brings it back
+        batch.kind, batch.scope = "replace", history.REPLACE_SCOPE
         for tr in sorted(covered):
-            batch.delete(f"DELETE FROM responses WHERE dataset = ? AND model = ? AND {in_track}", [dataset, name, dataset, tr])
-            batch.delete("DELETE FROM human_ratings WHERE dataset = ? AND track = ? AND model = ? AND target = 'response'",
-                         [dataset, tr, name])
-            batch.delete("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND origin = 'computed'",
-                         [dataset, tr, name])
+            for sql, params in history.set_aside(dataset, name, tr, history.REPLACE_SCOPE):
+                batch.delete(sql, params)
     for name in models:
         batch.model(name)
     answerable = answerable_items(con, dataset).groupby("track")["item_id"].agg(set).to_dict()
-    report = ImportReport(file, batch.write(con))
+    report = ImportReport(file, batch.write(con, source=file))
     if len(tables) == 1:
         report.notes.append(f"read as {tables[0][1].encoding}")
     else:
@@ -125,7 +123,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     report.notes += coverage_notes(answerable, covered)
     if replaced:
         report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {', '.join(sorted(covered))} "
-                            "(their response ratings and computed scores were removed)")
+                            "(their response ratings and computed scores were set aside with them: python -m evalcore submissions lists them, restore brings them back)")
     return report
 
 
