@@ -607,3 +607,10 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
     order += [m for m in dict.fromkeys(frame["metric"]) if m not in order]
     rank = {m: i for i, m in enumerate(order)}
     return cells.assign(_row=cells["metric"].map(rank)).sort_values("_row", kind="stable").drop(columns="_row")
+
+
+def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    """The dataset's submissions, newest first (evalcore.history.listing)."""
+    from evalcore.history import listing
+
+    return listing(con, dataset).drop(columns=["dataset"])

@@ -52,7 +52,7 @@ class Part:
 
 
 def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None = None,
-                     model: str | None = None, replace: bool = False) -> ImportReport:
+                     model: str | None = None, replace: bool = False, uploader: str | None = None) -> ImportReport:
     """Import one file into one track, or into every track it names in a `track` column, or a folder or
     .zip of files named after their tracks (then without `track`): one transaction, all tracks or none.
     With replace=True, the file's models lose their earlier responses in the tracks the file covers
@@ -67,18 +67,18 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
         raise ImportRefused([Problem(str(path), "", "--model", "a non-empty model name", "an empty string")])
     if not (path.is_dir() or path.suffix.lower() == ".zip"):
         return _import(con, str(path), [Part(path, str(path), track, origin=path.name)], dataset, tracks, track,
-                       model, replace)
+                       model, replace, uploader)
     if track is not None:
         raise ImportRefused([Problem(str(path), "", "--track", "no --track with a folder or .zip (each file's name "
                                      "gives its track)", repr(track))])
     with tempfile.TemporaryDirectory() as tmp:
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
-        return _import(con, str(path), parts, dataset, tracks, None, model, replace)
+        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader)
 
 
 def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], dataset: str, tracks: list[str],
-            track: str | None, model: str | None, replace: bool) -> ImportReport:
+            track: str | None, model: str | None, replace: bool, uploader: str | None = None) -> ImportReport:
     """Read every part, check every row, then write once: a problem anywhere refuses the whole import."""
     problems: list[Problem] = []
     tables: list[tuple[Part, Table]] = []
@@ -98,6 +98,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     seen: dict[tuple[str, str], tuple[str, str]] = {}
     covered: dict[str, set[str]] = {}
     batch = Batch()
+    batch.uploader = uploader
     check = Checker(file)
     for part, table in tables:
         check.file = table.file  # problems name the member of a folder or .zip

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from evalcore import jobs
+from evalcore import history, jobs
 from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
@@ -50,7 +50,7 @@ if allowed:
 existing = data("models_of", dataset, track) if track else []
 if allowed and kind == "responses" and model and model in existing:
     choice = st.radio(md_escape(f"Model {model!r} already has responses in {track}."),
-                      ["Use another name", "Replace its responses (one transaction)"], key="up-replace")
+                      ["Use another name", "Replace its responses (the old ones are kept, restorable)"], key="up-replace")
     replace = choice.startswith("Replace")
     if not replace:
         st.info("Pick a new model name above to keep both.")
@@ -75,7 +75,7 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         if kind == "responses":
             whole = every_track or path.suffix.lower() == ".zip"  # a zip's file names give the tracks
             report = import_responses(con, path, dataset=dataset, track=None if whole else track,
-                                      model=model or None, replace=replace)
+                                      model=model or None, replace=replace, uploader=uploader)
         else:
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
             report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed)
@@ -136,6 +136,25 @@ if track:
             start_job([track], None)
 
 if dataset:
+    with st.expander("History of this dataset: every import, replace, delete and restore"):
+        past = data("submissions", dataset)
+        if past.empty:
+            st.caption("Nothing recorded yet.")
+        else:
+            st.caption("A replace or delete sets the old rows aside: `python -m evalcore restore N` brings them back "
+                       "(see the state column), `purge N --yes` drops them for good.")
+            st.dataframe(past, hide_index=True, width="stretch")
+            undoable = [int(i) for i, state in zip(past["submission_id"], past["state"]) if state.startswith("restorable")]
+            if allowed and undoable:
+                r1, r2 = st.columns([1, 2])
+                pick = r1.selectbox("Undo submission", undoable, key="up-restore-pick")
+                if r2.button("Restore what it set aside", key="up-restore"):
+                    try:
+                        done = history.restore(con, pick, uploader=uploader)
+                    except ValueError as exc:
+                        st.error(md_escape(str(exc)))
+                    else:
+                        st.success(f"Restored what submission {pick} set aside (as submission {done}, itself undoable).")
     busy = jobs.listing(con, dataset, limit=8)["state"].isin(["queued", "running"]).any()
     st.subheader("Scoring jobs")
     st.fragment(run_every=1.5 if busy else None)(job_panel)()
