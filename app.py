@@ -5,7 +5,21 @@ URL paths are fixed so shared links stay stable. The page scripts live in pages/
 top of pages/: Streamlit treats top-level pages/*.py as its older multipage mode, which would
 bypass this navigation when a link opens a page directly.
 """
+import sys
+
 import streamlit as st
+
+if __name__ == "__main__" and not st.runtime.exists():
+    # `python app.py [streamlit options]`: `streamlit run app.py` in this process, told first that the
+    # pages/ folder is not Streamlit's old multipage mode. Streamlit decides that once per process,
+    # on its first session, from whether pages/ exists; deciding it wrongly is what showed the first
+    # visitor of a deep link after a start a "Page not found" dialog.
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.web import cli
+
+    PagesManager.uses_pages_directory = False
+    sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
+    sys.exit(cli.main())
 
 from evalcore.errors import StoreError
 from pages.views.common import md_escape, release

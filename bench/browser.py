@@ -3,7 +3,7 @@
     python bench/browser.py [--db PATH] [--runs 5] [--pages a,b,c] [--port P] [--cold] [--fresh] [--check-empty] [--out F]
 
 Without --db, builds a store with `python -m evalcore init` (timed: "store build"). Starts
-`streamlit run app.py` on that store and waits for /_stcore/health. Pages are the url_path="..."
+`python app.py` (streamlit run) on that store and waits for /_stcore/health. Pages are the url_path="..."
 values in app.py (url_path "" is the overview, URL "/"); --pages keeps only the named ones.
 
 What is timed, per load: a NEW browser context (empty cache, new Streamlit session), timer started
@@ -18,7 +18,7 @@ finished and whose main area then stays unchanged for 10 s with nothing of the k
           cold; with --cold the server is restarted before each page, so every page starts cold)
   median/min/max  over the --runs later visits (server warm, browser cold)
 
-The "Page not found" dialog Streamlit shows on the first deep link after a server start is closed,
+A "Page not found" dialog (which `streamlit run` shows on a first deep link; `python app.py` does not) is closed,
 never counted as drawn. --check-empty also records the text of every stAlert on the page (after the
 last timed load has drawn and the script has finished, at most 15 s more) to spot pages that open empty.
 """
@@ -83,7 +83,7 @@ class Server:
     def start(self) -> None:
         out = open(self.log, "a")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
+            [sys.executable, "app.py", "--server.port", str(self.port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
         out.close()
