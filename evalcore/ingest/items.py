@@ -25,12 +25,12 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
         unknown = [k for k in rec if k not in FIELDS]
         if unknown:
             check.add(where, unknown[0], "one of the fields " + ", ".join(FIELDS), "an unknown field")
-        item_id = check.text(rec, where, "item_id")
-        dataset = check.text(rec, where, "dataset")
-        track = check.text(rec, where, "track")
+        item_id = check.ident(rec, where, "item_id")
+        dataset = check.ident(rec, where, "dataset")
+        track = check.ident(rec, where, "track")
         context = check.string_list(rec, where, "context")
         references = check.string_list(rec, where, "references")
-        dialogue_id = check.text(rec, where, "dialogue_id", required=False)
+        dialogue_id = check.ident(rec, where, "dialogue_id", required=False)
         grounding = _grounding(check, rec, where)
         skill = rec.get("skill")
         if skill is not None and skill not in SKILLS:
@@ -58,6 +58,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
     check.refuse_if_any()
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
+    report.notes += check.notes()
     return report
 
 

@@ -56,13 +56,13 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     seen: dict[tuple, str] = {}
     batch = Batch()
     for rec, where in zip(table.records, table.places):
-        item_id = check.text(rec, where, "item_id", required=False)
-        dialogue_id = None if item_id else check.text(rec, where, "dialogue_id", required=False)
+        item_id = check.ident(rec, where, "item_id", required=False)
+        dialogue_id = None if item_id else check.ident(rec, where, "dialogue_id", required=False)
         if not item_id and not dialogue_id:
             check.add(where, "item_id", "an item_id or a dialogue_id", "neither")
-        model = check.text(rec, where, "model")
-        annotator = check.text(rec, where, "annotator")
-        dimension = check.text(rec, where, "dimension")
+        model = check.ident(rec, where, "model")
+        annotator = check.ident(rec, where, "annotator")
+        dimension = check.ident(rec, where, "dimension")
         score = check.number(rec, where, "score")
         if None in (model, annotator, dimension, score) or not (item_id or dialogue_id):
             continue
@@ -109,4 +109,5 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
+    report.notes += check.notes()
     return report

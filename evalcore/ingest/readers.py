@@ -8,12 +8,36 @@ import csv
 import io
 import json
 import math
+import os
+import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalcore.errors import ImportRefused, Problem, short
 
 ENCODINGS_EXPECTED = "text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK"
+# Limits a user would accept; a file over them is refused with the row and the limit.
+MAX_COLUMNS = int(os.environ.get("EVALCORE_MAX_COLUMNS", 1000))
+MAX_CELL = int(os.environ.get("EVALCORE_MAX_CELL", 100_000))   # characters per cell
+# C0 controls and DEL, except tab, newline and carriage return (which texts may hold); NUL and the
+# like are never what a user meant, and some tools truncate at them.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+NORMALISED = ("normalised {n} identifier(s): surrounding whitespace removed and full-width or other "
+              "compatibility forms folded (Unicode NFKC)")
+
+
+def normalise_id(value: str) -> str:
+    """The one way identifiers (item, dialogue, model, track, annotator, dimension names) are read:
+    Unicode NFKC (full-width '１２' is '12'), then surrounding whitespace removed."""
+    return unicodedata.normalize("NFKC", value).strip()
+
+
+def _check_header(name: str, header: list[str], where: str = "row 1") -> None:
+    if len(header) > MAX_COLUMNS:
+        raise ImportRefused([Problem(name, where, "", f"at most {MAX_COLUMNS:,} columns (EVALCORE_MAX_COLUMNS)",
+                                     f"{len(header):,} columns")])
 
 
 @dataclass
@@ -96,16 +120,22 @@ def _read_jsonl(text: str, name: str) -> Table:
 
 
 def _read_csv(text: str, name: str, delimiter: str) -> Table:
+    csv.field_size_limit(max(MAX_CELL * 4, 131072))  # a longer cell is refused by name below, not by csv
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        rows = list(reader)
+        first = next(reader, None)
+        if first is not None:
+            _check_header(name, first)   # before reading the rest: a million-column file is refused at once
+        rows = [first] + list(reader) if first is not None else []
     except csv.Error as exc:
-        raise ImportRefused([Problem(name, f"line {reader.line_num}", "", "well-formed CSV", str(exc))]) from exc
+        raise ImportRefused([Problem(name, f"line {reader.line_num}", "", "well-formed CSV "
+                                     f"(cells of at most {MAX_CELL:,} characters)", str(exc))]) from exc
     if not rows:
         raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty file")])
     header = [h.strip() for h in rows[0]]
     problems = []
-    dupes = sorted({h for h in header if header.count(h) > 1 and h})
+    counts = Counter(header)
+    dupes = sorted(h for h, n in counts.items() if n > 1 and h)
     if dupes:
         problems.append(Problem(name, "row 1", dupes[0], "each column name once", "it appears more than once"))
     records, places = [], []
@@ -140,6 +170,7 @@ def _read_xlsx(path: Path) -> Table:
     if not rows:
         raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty first sheet")])
     header = ["" if h is None else str(h).strip() for h in rows[0]]
+    _check_header(name, header)
     records, places = [], []
     for index, row in enumerate(rows[1:], start=2):
         if all(cell is None or (isinstance(cell, str) and not cell.strip()) for cell in row):
@@ -158,6 +189,7 @@ class Checker:
 
     file: str
     problems: list[Problem] = field(default_factory=list)
+    normalised: int = 0   # identifiers changed by normalise_id (reported in the import's notes)
 
     def add(self, where: str, field_: str, expected: str, got: object = None) -> None:
         self.problems.append(Problem(self.file, where, field_, expected, "" if got is None else str(got)))
@@ -180,11 +212,31 @@ class Checker:
             self.add(where, key, "a string", f"{type(value).__name__} {short(value)}")
             return None
         value = str(value)
+        if len(value) > MAX_CELL:
+            self.add(where, key, f"at most {MAX_CELL:,} characters (EVALCORE_MAX_CELL)", f"{len(value):,} characters")
+            return None
+        bad = CONTROL.search(value)
+        if bad:
+            self.add(where, key, "text without control characters (tab and newline are fine)",
+                     f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
+            return None
         if not value.strip() and not allow_empty:
             if required:
                 self.add(where, key, "a non-empty string", "an empty string")
             return None
         return value
+
+    def ident(self, rec: dict, where: str, key: str, *, required: bool = True) -> str | None:
+        """An identifier field, normalised the one way (normalise_id); counts what changed."""
+        value = self.text(rec, where, key, required=required)
+        if value is None:
+            return None
+        out = normalise_id(value)
+        self.normalised += out != value
+        return out
+
+    def notes(self) -> list[str]:
+        return [NORMALISED.format(n=self.normalised)] if self.normalised else []
 
     def number(self, rec: dict, where: str, key: str) -> float | None:
         value = rec.get(key)

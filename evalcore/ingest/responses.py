@@ -119,7 +119,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
         report.notes.append(f"read as {tables[0][1].encoding}")
     else:
         report.notes += [f"read {t.file} as {t.encoding}" for _, t in tables]
-    report.notes += notes
+    report.notes += notes + check.notes()
     report.tracks = sorted(covered)
     report.notes += coverage_notes(answerable, covered)
     if replaced:
@@ -140,13 +140,12 @@ def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: 
     if not check.require_columns(table.columns, ["item_id", "response"] + ([] if model else ["model"])):
         return
     for rec, where in zip(table.records, table.places):
-        item_id = check.text(rec, where, "item_id")
+        item_id = check.ident(rec, where, "item_id")
         text = check.text(rec, where, "response", allow_empty=True)
-        name = model if model else check.text(rec, where, "model")
-        row_track = check.text(rec, where, "track") if by_column else track
+        name = model if model else check.ident(rec, where, "model")
+        row_track = check.ident(rec, where, "track") if by_column else track
         if None in (item_id, text, name, row_track):
             continue
-        item_id, name, row_track = item_id.strip(), name.strip(), row_track.strip()
         if track is not None and row_track != track:
             check.add(where, "track", f"{track!r} ({part.why})", repr(row_track))
             continue
