@@ -19,7 +19,7 @@ CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-s
 
 _BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
 _RUN = threading.local()  # this script run's connection (each run has its own thread)
-PAGE_WAIT = 10.0  # seconds a page waits for a store a command is writing to
+PAGE_WAIT = 30.0  # seconds a page waits for a store a command is writing to (a busy notice after that)
 
 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
