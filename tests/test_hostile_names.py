@@ -3,13 +3,15 @@ LaTeX and HTML are shown literally on every page, never rendered.
 
 One store, built with the project's own importers, where a model, a track, a dataset, an annotator, a
 dimension and the response texts all carry HOSTILE; every page is opened on it in headless Chromium.
-Screenshots go to tests/artifacts/hostile-<page>.png. Skipped like test_browser where Chromium or
-Playwright is missing.
+Screenshots go to tests/artifacts/hostile-<page>.png. The browser tests are skipped like test_browser's
+where Chromium or Playwright is missing; the helpers' own tests (md_escape, safe_filename) always run.
 """
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -21,13 +23,15 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, write_jsonl
+from pages.views.common import WORD_JOINER, highlighted, md_escape, safe_filename
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, PAGES, _free_port, expect
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 
 HOSTILE = '**b** [x](javascript:alert(1)) $y$ <b>m</b> <img src=x onerror=alert(1)> -- _i_'
 DATASET = "hostile"
 TRACK = f"{HOSTILE}/persona"   # the importers take any character in a name: none is refused
+COMPETITION = TRACK.split("/")[0]  # a track's competition: its name up to the first '/' (that of "</b>")
 PLAIN = ("h/chitchat", "h/knowledge")
 MODELS = (HOSTILE, "plain-a", "plain-b", "plain-c")
 ANNOTATORS = ("ann-1", HOSTILE, "ann-3")
@@ -62,7 +66,8 @@ def build(folder: Path) -> Path:
             pd.DataFrame(rows).to_csv(folder / "responses.csv", index=False)
             import_responses(con, folder / "responses.csv", dataset=DATASET, track=track)
             ratings = [{"item_id": r["item_id"], "model": r["model"], "annotator": a, "dimension": d,
-                        "score": rng.randint(0, 2)} for r in rows for a in ANNOTATORS for d in DIMENSIONS]
+                        "score": rng.randint(0, 2)} for r in rows for a in ANNOTATORS for d in DIMENSIONS
+                       if not (track == TRACK and r["model"] == HOSTILE and d == "Coh")]  # a blank cell, its reason naming the model
             pd.DataFrame(ratings).to_csv(folder / "ratings.csv", index=False)
             import_ratings(con, folder / "ratings.csv", dataset=DATASET, track=track, scales={d: (0, 2) for d in DIMENSIONS})
         pd.DataFrame([{"item_id": "x1", "model": HOSTILE, "response": HOSTILE}]).to_csv(folder / "responses.csv", index=False)
@@ -116,77 +121,188 @@ def q(**params) -> str:
 
 
 # Per page: the query that selects the hostile dataset, track, model, dimension (each page's vs.one
-# names), and where that page shows a hostile name as text: ("combobox", label) is a selectbox's value,
-# ("multiselect", label) a multiselect's chosen values, ("text", None) any element's text.
+# names), and where that page shows hostile names: ("combobox", label, value) a selectbox's value,
+# ("multiselect", label, value) among a multiselect's chosen values, ("options", label, value) among a
+# selectbox's options when opened, ("grid", text) a data grid's cell or header, ("markdown", text) the
+# text of a markdown element (captions, subheaders, notices, labels) as a reader sees it.
 VIEWS = {
-    "": ("", [("grid", None)]),
+    "": ("", [("grid", HOSTILE), ("grid", TRACK)]),
     "trust": (q(dataset=DATASET, level="turn", dimension=HOSTILE, tracks="1"),
-              [("combobox", "Human dimension"), ("text", None)]),
-    "leaderboard": (q(dataset=DATASET, track=TRACK, model=HOSTILE),
-                    [("combobox", "Track (or all tracks of a skill)"), ("multiselect", "Models"),
-                     ("combobox", "Model")]),
-    "correlations": (q(dataset=DATASET, track=TRACK, level="turn", method=HOSTILE),  # a hostile notice too
-                     [("combobox", "Track (or all tracks of a skill)"), ("multiselect", "Dimensions"), ("text", None)]),
+              [("combobox", "Human dimension", HOSTILE), ("markdown", f"correlation with human {HOSTILE} at turn level")]),
+    "leaderboard": (q(dataset=DATASET, track=TRACK, model=HOSTILE, metrics=f"F1,Coh,{HOSTILE}"),
+                    [("combobox", "Track (or all tracks of a skill)", TRACK), ("multiselect", "Models", HOSTILE),
+                     ("combobox", "Model", HOSTILE), ("options", "Dataset", HOSTILE)]),
+    "correlations": (q(dataset=DATASET, track=TRACK, level="turn", method=HOSTILE),  # a notice quotes the method
+                     [("combobox", "Track (or all tracks of a skill)", TRACK), ("multiselect", "Dimensions", HOSTILE),
+                      ("markdown", f"{TRACK} (n = "), ("markdown", f"'{HOSTILE}' is not a known method")]),
     "drilldown": (q(dataset=DATASET, track=TRACK, dim=HOSTILE, item="i20"),
-                  [("combobox", "Track"), ("multiselect", "Models"), ("combobox", "Human dimension"), ("text", None)]),
+                  [("combobox", "Track", TRACK), ("multiselect", "Models", HOSTILE), ("combobox", "Human dimension", HOSTILE),
+                   ("markdown", f"percentile rank of {HOSTILE}|"), ("markdown", f"{HOSTILE} reply"),
+                   ("markdown", f" · {HOSTILE} ")]),  # a response's scores, the dimension among them
     "human": (q(dataset=DATASET, track=TRACK, dimension=HOSTILE),
-              [("combobox", "Track"), ("combobox", "Dimension"), ("grid", None)]),
-    "ensemble": (q(dataset=DATASET, level="turn", holdout="competition", group=HOSTILE),
-                 [("combobox", "Held-out group"), ("text", None)]),
+              [("combobox", "Track", TRACK), ("combobox", "Dimension", HOSTILE), ("grid", HOSTILE)]),
+    "ensemble": (q(dataset=DATASET, level="turn", holdout="competition", group=COMPETITION),
+                 [("combobox", "Held-out group", COMPETITION), ("markdown", f"Weights learned without {COMPETITION}")]),
     "compare": (q(dataset=DATASET, track=TRACK, a=HOSTILE, b="plain-a"),
-                [("combobox", "Model A"), ("text", None)]),
-    "upload": (q(dataset=DATASET, track=TRACK), [("combobox", "Track"), ("text", None)]),
+                [("combobox", "Model A", HOSTILE), ("markdown", f"value of plain-a minus {HOSTILE},"),
+                 ("grid", HOSTILE)]),
+    "upload": (q(dataset=DATASET, track=TRACK), [("combobox", "Track", TRACK), ("markdown", f"Already in {TRACK}")]),
 }
 
 # Elements the hostile text would make if it were read as markdown, LaTeX or HTML.
 RENDERED = """() => {
   const found = [];
-  for (const el of document.querySelectorAll('b, strong, em, i')) {
+  for (const el of document.querySelectorAll('b, strong, em, i, a, del, s')) {
     const t = el.textContent.trim();
-    if (t === 'b' || t === 'm' || t === 'i' || t === 'x') found.push(el.tagName + ':' + t);
+    if (['b', 'm', 'i', 'x', 'y'].includes(t)) found.push(el.tagName + ':' + t);
   }
-  for (const sel of ['img[src="x"]', 'img[onerror]', 'a[href^="javascript"]', 'a[href="x"]', '.katex',
-                     '.katex-display', 'math']) {
+  for (const sel of ['img[src="x"]', 'img[onerror]', 'img[alt="Streamlit logo"]', 'a[href^="javascript"]',
+                     '[role="img"][aria-label$=" icon"]', '.katex', 'math']) {
     for (const el of document.querySelectorAll(sel)) found.push(sel + ':' + el.outerHTML.slice(0, 80));
-  }
-  for (const a of document.querySelectorAll('a')) {   // a link made of the [x](...) part
-    if (a.textContent.trim() === 'x') found.push('a:' + a.outerHTML.slice(0, 80));
   }
   return found;
 }"""
+
+# The visible text of every markdown element, with the invisible word joiners md_escape may add.
+MARKDOWN = r"""() => [...document.querySelectorAll('[data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"]')]
+  .map(e => e.innerText.replaceAll('\u2060', '').replace(/\s+/g, ' '))"""
+
+
+def test_md_escape_keeps_streamlit_from_rewriting_text():
+    """Backslash escapes stop markdown, LaTeX and HTML; Streamlit's after-parse rewrites (" -- " to a dash,
+    " -> " to an arrow, ":material_x:" and ":smile:" to icons) are stopped by an invisible word joiner."""
+    escaped = md_escape(HOSTILE)
+    assert re.fullmatch(r"(\\[^A-Za-z0-9\s]|[A-Za-z0-9 /\u2060])*", escaped), escaped  # all else escaped
+    assert escaped.replace(WORD_JOINER, "").replace("\\", "") == HOSTILE
+    for text in ("a -- b", "x -> y", "x <-> y", "a >= b", ":material/home:", ":streamlit:", ":smile:", ":material/x"):
+        assert WORD_JOINER in md_escape(text), text
+    for text in ("--dataset demo-zh", "a->b", "12:30", "k1: v"):  # not rewritten by Streamlit: left alone
+        assert WORD_JOINER not in md_escape(text), text
+    # a dash pair split over two plain segments is escaped as one run
+    assert WORD_JOINER in highlighted([("a -", False), ("-", False), (" b", False)])
+
+
+def test_safe_filename():
+    name = safe_filename(f"drilldown-{DATASET}-{TRACK}")
+    assert re.fullmatch(r"drilldown-hostile-\w[\w.-]*", name) and "__" not in name, name
+    assert safe_filename("../../etc/passwd") == "etc_passwd"
+    assert safe_filename("trust-demo-zh-turn-computed-spearman-mean") == "trust-demo-zh-turn-computed-spearman-mean"
+    assert safe_filename("中文/轨道 1") == "中文_轨道_1"
+    assert safe_filename("..") == safe_filename("") == safe_filename("/") == "download"
+    assert len(safe_filename("x" * 500)) == 150
+    assert safe_filename("a\x00b\nc\\d") == "a_b_c_d"
 
 
 def test_every_page_covered():
     assert sorted(VIEWS) == sorted(PAGES)
 
 
+def _screenshot(page, name: str) -> None:
+    """The whole page: Streamlit scrolls inside its own container, so grow the viewport to its height."""
+    height = page.evaluate("""() => Math.max(...['stMain', 'stAppViewContainer', 'stSidebarContent'].map(
+        id => document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0))""")
+    page.set_viewport_size({"width": 1400, "height": max(1000, min(int(height) + 40, 8000))})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / f"hostile-{name}.png"), full_page=True)
+
+
+@needs_browser
 @pytest.mark.parametrize("path", PAGES)
 def test_hostile_names_are_text(hostile_server, hostile_browser, path):
     query, shown = VIEWS[path]
     dialogs: list[str] = []
     context, page = _open_recording(hostile_browser, f"{hostile_server}/{path}{query}", dialogs)
     try:
-        for kind, label in shown:
+        for kind, label, *value in shown:
             if kind == "combobox":
-                expect(page.get_by_role("combobox", name=label, exact=True)).to_have_value(
-                    HOSTILE if "Track" not in label else TRACK, timeout=60_000)
+                expect(page.get_by_role("combobox", name=label, exact=True)).to_have_value(value[0], timeout=60_000)
             elif kind == "multiselect":
                 box = page.locator('[data-testid="stMultiSelect"]').filter(has_text=label).first
-                expect(box).to_contain_text(HOSTILE, timeout=60_000)
+                expect(box).to_contain_text(value[0], timeout=60_000)
+            elif kind == "options":  # a selectbox's open list: the dataset named HOSTILE among them
+                page.get_by_role("combobox", name=label, exact=True).click()
+                expect(page.get_by_role("option", name=value[0], exact=True)).to_be_visible(timeout=30_000)
+                assert not page.evaluate(RENDERED), page.evaluate(RENDERED)
+                page.keyboard.press("Escape")
             elif kind == "grid":
-                expect(page.locator('[data-testid="stDataFrame"]').filter(has_text=HOSTILE).first).to_be_attached(
+                expect(page.locator('[data-testid="stDataFrame"]').filter(has_text=label).first).to_be_attached(
                     timeout=60_000)
             else:
-                expect(page.get_by_text(HOSTILE).first).to_be_visible(timeout=60_000)
-        page.wait_for_load_state("networkidle")
+                page.wait_for_function(f"() => ({MARKDOWN})().some(t => t.includes({json.dumps(label)}))",
+                                       timeout=60_000)
         page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=60_000)
-        page.wait_for_timeout(500)  # charts and late fragments (the human page's bootstrap CIs)
-        page.screenshot(path=str(ARTIFACTS / f"hostile-{path or 'overview'}.png"), full_page=True)
+        page.wait_for_load_state("networkidle")
         rendered = page.evaluate(RENDERED)
-        assert not rendered, f"hostile text rendered as markup on /{path}: {rendered}"
-        assert not dialogs, f"JS dialogs on /{path}: {dialogs}"
         exceptions = page.locator('[data-testid="stException"]').all_inner_texts()
+        _screenshot(page, path or "overview")
+        assert not rendered, f"hostile text rendered as markup on /{path}: {rendered}"
         assert not exceptions, exceptions
+        names = []
+        for button in page.locator('[data-testid="stDownloadButton"] button').all():
+            with page.expect_download(timeout=30_000) as got:
+                button.click()
+            names.append(got.value.suggested_filename)
+        assert not dialogs, f"JS dialogs on /{path}: {dialogs}"
+        unsafe = [n for n in names if not re.fullmatch(r"\w[\w.-]*", n)]
+        assert not unsafe, f"download file names on /{path} carry user text unsanitised: {unsafe}"
+    finally:
+        context.close()
+
+
+@needs_browser
+def test_leaderboard_header_tooltip_is_text(hostile_server, hostile_browser):
+    """A blank cell's column header says, on hover, which models have no value there: model names are text
+    in that markdown tooltip too (the model named HOSTILE has no Coh rating on TRACK)."""
+    dialogs: list[str] = []
+    query = q(dataset=DATASET, track=TRACK, metrics="Coh")  # one value column: its header is in view
+    context, page = _open_recording(hostile_browser, f"{hostile_server}/leaderboard{query}", dialogs)
+    try:
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        expect(grid).to_contain_text("plain-a", timeout=60_000)
+        page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=60_000)
+        box = grid.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.wheel(5000, 0)  # the long names make the grid wide: scroll to its last columns
+        page.wait_for_timeout(500)
+        tip = page.locator('[data-testid="stDataFrameTooltipContent"]').filter(has_text="Blank:")
+        for x in range(int(box["width"]) - 15, 0, -30):  # the header cells, right to left, until Coh's tooltip
+            page.mouse.move(box["x"] + x, box["y"] + 17)
+            try:
+                tip.wait_for(state="visible", timeout=700)
+                break
+            except Exception:
+                continue
+        expect(tip).to_be_visible(timeout=1_000)
+        text = tip.inner_text().replace(WORD_JOINER, "")
+        rendered = page.evaluate(RENDERED)
+        page.screenshot(path=str(ARTIFACTS / "hostile-leaderboard-tooltip.png"))
+        assert not dialogs, dialogs
+        assert not rendered, f"model names rendered as markup in a header tooltip: {rendered}"
+        assert f"Blank: {HOSTILE}: no rating" in " ".join(text.split()), text
+    finally:
+        context.close()
+
+
+@needs_browser
+def test_chart_tooltip_is_text(hostile_server, hostile_browser):
+    """Vega-Lite draws names as text; its hover tooltip (HTML) shows them escaped: the annotator-bias bar
+    of the annotator named HOSTILE on the Human page."""
+    dialogs: list[str] = []
+    context, page = _open_recording(hostile_browser, f"{hostile_server}/human{VIEWS['human'][0]}", dialogs)
+    try:
+        chart = page.locator('[data-testid="stVegaLiteChart"]').nth(1)  # score distributions, then annotator bias
+        chart.locator("svg, canvas").first.wait_for(timeout=60_000)
+        chart.scroll_into_view_if_needed()
+        box = chart.bounding_box()
+        tip = page.locator("#vg-tooltip-element")
+        for x in range(20, int(box["width"]), 15):
+            page.mouse.move(box["x"] + x, box["y"] + 12)
+            page.wait_for_timeout(100)
+            if tip.count() and tip.is_visible() and "annotator" in tip.inner_text():
+                break
+        assert HOSTILE in tip.inner_text(), tip.inner_text()
+        assert not tip.locator("b, img, a, strong, em").count(), tip.inner_html()
+        assert not dialogs, dialogs
     finally:
         context.close()
 
@@ -194,8 +310,8 @@ def test_hostile_names_are_text(hostile_server, hostile_browser, path):
 def _open_recording(browser, url: str, dialogs: list[str]):
     """test_browser._open, with every JS dialog recorded (and dismissed) from the first byte on."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.on("page", lambda p: p.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss())))
     page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(url)
     page.wait_for_selector("h1", timeout=60_000)
     page.wait_for_load_state("networkidle")

@@ -160,11 +160,27 @@ def empty_store(con) -> bool:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>:~$=^&\"'])")
+# Streamlit rewrites some text after the markdown is parsed, where backslash escapes no longer count:
+# " -- " to an em dash, " -> ", " <- ", " <-> ", " >= ", " <= ", " ~= " to arrows and signs (each between
+# spaces), ":material_x:" (and ":material/x"), ":streamlit:" and ":smile:" to icons. An invisible WORD
+# JOINER (U+2060) between their characters keeps them as typed; text elsewhere ("--dataset") is untouched.
+WORD_JOINER = "\u2060"
+_REWRITTEN = re.compile(r"(?<!\S)(?:<->|->|<-|--|>=|<=|~=)(?!\S)|(?<=:)(?=[\w+/-]+:|material/)")
 
 
 def md_escape(text: str) -> str:
-    """Text as literal markdown: every markdown or HTML character escaped (uploaded text is data)."""
+    """Text as literal markdown: every markdown or HTML character escaped (uploaded text is data), and
+    Streamlit's own rewrites (dashes, arrows, icons) kept from firing."""
+    text = _REWRITTEN.sub(lambda m: WORD_JOINER.join(m.group()) or WORD_JOINER, text)
     return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def safe_filename(name: str, limit: int = 150) -> str:
+    """A download's file name (without extension) from text that may be a user's: letters of any script,
+    digits, '.', '-' and '_' kept, every other run of characters (path separators, spaces, markup,
+    control characters) one '_'; no leading dot, at most `limit` characters, never empty."""
+    stem = re.sub(r"_{2,}", "_", re.sub(r"[^\w.-]+", "_", name)).strip("._-")[:limit].rstrip("._-")
+    return stem or "download"
 
 
 def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
@@ -253,13 +269,21 @@ def scatter_vs_diagonal(frame: pd.DataFrame, *, x: str, y: str, color: str, tool
 
 
 def highlighted(segments: list[tuple[str, bool]]) -> str:
-    """Escaped markdown with shared segments on a coloured background."""
-    return "".join(f":orange-background[{md_escape(s)}]" if shared and s.strip() else md_escape(s)
-                   for s, shared in segments)
+    """Escaped markdown with shared segments on a coloured background (each plain run escaped whole, so
+    no rewrite spans two segments)."""
+    out, plain = [], ""
+    for s, shared in segments:
+        if shared and s.strip():
+            out += [md_escape(plain), f":orange-background[{md_escape(s)}]"]
+            plain = ""
+        else:
+            plain += s
+    return "".join(out) + md_escape(plain)
 
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
-    st.download_button(label, frame.to_csv(index=False).encode("utf-8-sig"), file_name=f"{name}.csv",
+    """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe."""
+    st.download_button(label, frame.to_csv(index=False).encode("utf-8-sig"), file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")
 
 

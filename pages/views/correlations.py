@@ -66,7 +66,7 @@ else:
         heatmap(cells, x="dimension", y="metric", value="r", label="label", tooltip=tips, value_title=f"{method} r",
                 x_order=[d for d in dims if d in set(cells["dimension"])],
                 y_order=[m for m in metrics if m in set(cells["metric"])], key=f"heat-{tr}")
-    download(shown, f"correlations-{dataset}-{level}-{method}".replace("/", "_"))
+    download(shown, f"correlations-{dataset}-{level}-{method}")
 
     st.subheader("One metric across skills")
     choice = vs.one("metric", metrics_all, metrics_all[0])

@@ -62,7 +62,7 @@ st.dataframe(shown.head(500), hide_index=True, width="stretch", column_config={
     **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col))
        for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
-download(shown, f"drilldown-{dataset}-{track}".replace("/", "_"))
+download(shown, f"drilldown-{dataset}-{track}")
 
 items = list(dict.fromkeys(shown["item_id"].tolist()))
 item = vs.one("item", items + sorted(set(table["item_id"]) - set(items)), items[0] if items else None)
@@ -86,7 +86,7 @@ if detail:
         if detail["grounding"]:
             st.markdown("**Grounding**")
             for key, value in detail["grounding"].items():
-                st.caption(key)
+                st.caption(md_escape(key))
                 if key == "knowledge" and value and isinstance(value[0], list):
                     st.dataframe([{"entity": t[0], "attribute": t[1] if len(t) > 1 else "",
                                    "value": t[2] if len(t) > 2 else ""} for t in value], hide_index=True)
@@ -99,6 +99,6 @@ if detail:
             st.markdown(f"**{md_escape(row['model'])}**")
             st.markdown(highlighted(views.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
             scores = {k: row[k] for k in metrics + dims if k in row and row[k] == row[k]}
-            st.caption(" · ".join(f"{k} {v:.3f}" for k, v in scores.items()) or "no scores yet")
+            st.caption(md_escape(" · ".join(f"{k} {v:.3f}" for k, v in scores.items()) or "no scores yet"))
 
 publish("drilldown", values, vs.notices)

@@ -40,7 +40,7 @@ else:
                 with st.expander(f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"):
                     st.dataframe(table[pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
                                  column_config=numbers)
-                download(table, f"agreement-{dataset}-{track}-{dim}".replace("/", "_"))
+                download(table, f"agreement-{dataset}-{track}-{dim}")
 
     if table.empty:
         others = ", ".join(f"{d} / {t}" for d, t in rated) or "none in this store"

@@ -67,7 +67,7 @@ else:
 
     def tip(col: str) -> str:
         lines = [f"{r['models']}: {r['why blank']}" for r in why[why["column"] == col].to_dict("records")]
-        return views.describe(col) + ("\n\nBlank: " + "; ".join(lines) if lines else "")
+        return views.describe(col) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
 
     config = {c: st.column_config.Column(c, help=tip(c)) for c in shown_metrics}
     config["rank 95% CI"] = st.column_config.Column(help="2.5th-97.5th percentile of the rank over 1,000 paired "
@@ -77,7 +77,7 @@ else:
     st.dataframe(styled, hide_index=True, width="stretch", column_config=config)
     d1, d2 = st.columns(2)
     with d1:
-        download(table, f"leaderboard-{dataset}-{track}-{origin}".replace("/", "_").replace(":", "_"))
+        download(table, f"leaderboard-{dataset}-{track}-{origin}")
     with d2:
         st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
     if len(why):

@@ -11,7 +11,7 @@ from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import resolve_db_path
-from pages.views.common import cursor, data, may_write, md_escape, pick_track, publish, start
+from pages.views.common import cursor, data, may_write, md_escape, pick_track, publish, safe_filename, start
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -30,9 +30,9 @@ if kind == "responses":
     t1, t2, t3 = st.columns([1, 1, 2])
     if track:
         t1.download_button("Template for this track", data("template_csv", dataset, track),
-                           file_name=f"template-{dataset}-{track}.csv".replace("/", "_"), mime="text/csv", key="up-tpl")
+                           file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
     t2.download_button("Template for every track", data("template_csv", dataset, None),
-                       file_name=f"template-{dataset}.csv".replace("/", "_"), mime="text/csv", key="up-tpl-all")
+                       file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
     every_track = t3.toggle("The file has a `track` column: import into every track it names", key="up-every",
                             help="One model's responses for the whole benchmark in one file and one transaction.")
 else:
