@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -50,10 +51,17 @@ def server(tmp_path_factory):
     STORE["db"] = db
     subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
                    capture_output=True)
+    with serve(db) as base:
+        yield base
+
+
+@contextmanager
+def serve(db, log_name: str = "streamlit.log"):
+    """`python app.py` on the store `db` on a free port, until the block ends; its log in ARTIFACTS."""
     port = _free_port()
     env = {**os.environ, "EVALCORE_DB": str(db)}
     ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "w")  # the server's own errors, for a failed run
+    log = open(ARTIFACTS / log_name, "w")  # the server's own errors, for a failed run
     proc = subprocess.Popen([sys.executable, "app.py", "--server.port", str(port),
                              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -68,10 +76,12 @@ def server(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("streamlit did not start")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()
+    try:
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
 
 
 @pytest.fixture(scope="module")

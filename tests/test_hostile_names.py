@@ -9,22 +9,17 @@ where Chromium or Playwright is missing; the helpers' own tests (md_escape, safe
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pandas as pd
 import pytest
 
-from conftest import ROOT, write_jsonl
+from conftest import write_jsonl
 from pages.views.common import WORD_JOINER, highlighted, md_escape, safe_filename
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, PAGES, _free_port, expect
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, PAGES, expect, serve
 
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 
@@ -83,27 +78,8 @@ def build(folder: Path) -> Path:
 def hostile_server(tmp_path_factory):
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
     db = build(tmp_path_factory.mktemp("hostile"))
-    port = _free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit-hostile.log", "w")
-    proc = subprocess.Popen([sys.executable, "app.py", "--server.port", str(port), "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT,
-                            env={**os.environ, "EVALCORE_DB": str(db)}, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://localhost:{port}"
-    for _ in range(120):
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()
+    with serve(db, "streamlit-hostile.log") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

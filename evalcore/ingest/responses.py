@@ -243,8 +243,8 @@ def _release_table(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, tit
         body.pop()  # trailing blank rows are formatting; blank rows inside are items (the release has one)
     items = _generation_items(con, dataset, part.track)
     owners: dict[str, list[str]] = defaultdict(list)
-    for item_id, history in items:
-        owners[history].append(item_id)
+    for item_id, text in items:   # text: the item's History
+        owners[text].append(item_id)
     in_order = len(body) == len(items)
     records, places, by_order, by_history = [], [], 0, 0
     for index, row in enumerate(body):
