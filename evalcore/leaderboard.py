@@ -48,9 +48,10 @@ def _humans(con, dataset: str, track: str | None, aggregate: str = "mean") -> pd
     """, [dataset, track, track, dataset, track, track]).df()
 
 
-def coverage(con, dataset: str, track: str | None = None) -> pd.DataFrame:
-    """Share of a track's answerable items each model answered: track, model, answered, items, coverage."""
-    items = answerable_items(con, dataset, track)
+def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of a track's answerable items each model answered: track, model, answered, items, coverage.
+    `items` is answerable_items(con, dataset, track) when the caller has it already."""
+    items = answerable_items(con, dataset, track) if items is None else items
     con.register("_evalcore_items", items)
     try:
         frame = con.execute("""
@@ -83,12 +84,13 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
     human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
     wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
     wide.columns.name = None
-    cov = coverage(con, dataset, track)[["track", "model", "coverage"]].assign(origin="computed")
+    items = answerable_items(con, dataset, track)  # once: coverage and every track's bootstrap use it
+    cov = coverage(con, dataset, track, items)[["track", "model", "coverage"]].assign(origin="computed")
     wide = wide.merge(cov, on=["track", "model", "origin"], how="left")
     if rank_by is not None and rank_by not in wide.columns:
         raise ValueError(f"no column {rank_by!r} to rank by in {dataset!r}; columns: "
                          + ", ".join(metric_cols + human_cols))
-    ranked = _ranked(con, dataset, wide, rank_by, partial=partial, flavor=flavor, tokenizer=tokenizer,
+    ranked = _ranked(con, dataset, wide, rank_by, items, partial=partial, flavor=flavor, tokenizer=tokenizer,
                      aggregate=aggregate, resamples=resamples, seed=seed)
     front = ["track", "model", "origin", *RANK_COLUMNS]
     return ranked[front + [c for c in ranked.columns if c not in front]]
@@ -97,7 +99,7 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
 RANK_COLUMNS = ["coverage", "rank", "rank_ci_low", "rank_ci_high", "rank_by", "rank_ci"]
 
 
-def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, *, partial: bool, flavor: str,
+def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: pd.DataFrame, *, partial: bool, flavor: str,
             tokenizer: str | None, aggregate: str, resamples: int, seed: int) -> pd.DataFrame:
     """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
     Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
@@ -128,8 +130,8 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, *, parti
             if origin == "published":
                 group.loc[pool.index, "rank_ci"] = "published value: no per-item data to resample"
             elif len(pool):
-                items = answerable_items(con, dataset, track)["item_id"].tolist()
-                stats = rank_ci.per_item_stats(con, dataset, track, rank_by, pool["model"].tolist(), items,
+                ids = items.loc[items["track"] == track, "item_id"].tolist()
+                stats = rank_ci.per_item_stats(con, dataset, track, rank_by, pool["model"].tolist(), ids,
                                                flavor=flavor, tokenizer=tokenizer, aggregate=aggregate)
                 if isinstance(stats, str):
                     group.loc[pool.index, "rank_ci"] = stats

@@ -72,15 +72,21 @@ def higher_is_better(name: str) -> bool:
     return info.higher_is_better if info else True
 
 
-def missing_metrics(columns: list[str]) -> pd.DataFrame:
-    """Metrics of the registry with no column here: unavailable (with the reason) or not scored yet."""
+def unavailable_here(name: str) -> str | None:
+    """Why a registered metric cannot run on this machine (a model-based one without its model), else None."""
     from evalcore.neural import NeuralOptions, availability
 
+    info = METRICS.get(name)
+    return availability(info.kind, NeuralOptions()) if info is not None and info.family == "neural" else None
+
+
+def missing_metrics(columns: list[str]) -> pd.DataFrame:
+    """Metrics of the registry with no column here: unavailable (with the reason) or not scored yet."""
     rows = []
-    for name, info in METRICS.items():
+    for name in METRICS:
         if name in columns:
             continue
-        reason = availability(info.kind, NeuralOptions()) if info.family == "neural" else None
+        reason = unavailable_here(name)
         rows.append({"metric": name, "status": "unavailable" if reason else "not scored",
                      "why": reason or f"python -m evalcore score --dataset ... --metrics {name}"})
     return pd.DataFrame(rows, columns=["metric", "status", "why"])
@@ -170,19 +176,16 @@ def models_ranked(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
 def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str) -> pd.DataFrame:
     """Why cells are blank: per column, the models without a value and the reason (not scored, with the
     command that scores it; unavailable here, with the reason; not in a published table)."""
-    from evalcore.neural import NeuralOptions, availability
-
     rows = []
     for col in columns:
         empty = frame[frame[col].isna()] if col in frame.columns else frame.iloc[0:0]
         for origin, group in empty.groupby("origin", sort=True):
-            info = METRICS.get(col)
             if origin == "published":
                 why = "not in the source's published table"
-            elif info is None:
+            elif col not in METRICS:
                 why = "no rating of these models on this dimension"
             else:
-                reason = availability(info.kind, NeuralOptions()) if info.family == "neural" else None
+                reason = unavailable_here(col)
                 why = (f"unavailable here: {reason}" if reason else
                        f"not scored: python -m evalcore score --dataset {dataset} --metrics {col}")
             rows.append({"column": col, "origin": origin, "models": ", ".join(sorted(set(group["model"]))),

@@ -84,14 +84,23 @@ def serve(db, log_name: str = "streamlit.log"):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser(server):
+@contextmanager
+def chromium():
+    """Debian's Chromium through Playwright (never a downloaded browser), until the block ends."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _open(browser, url: str):

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import write_jsonl
 from pages.views.common import WORD_JOINER, highlighted, md_escape, safe_filename
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, PAGES, expect, serve
+from test_browser import ARTIFACTS, CHROMIUM, PAGES, chromium, expect, serve
 
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 
@@ -84,12 +84,8 @@ def hostile_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hostile_browser(hostile_server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def q(**params) -> str:
