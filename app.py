@@ -6,6 +6,7 @@ top of pages/: Streamlit treats top-level pages/*.py as its older multipage mode
 bypass this navigation when a link opens a page directly.
 """
 import sys
+import time
 
 import streamlit as st
 
@@ -22,7 +23,7 @@ if __name__ == "__main__" and not st.runtime.exists():
     sys.exit(cli.main())
 
 from evalcore.errors import StoreError
-from pages.views.common import md_escape, release
+from pages.views.common import log_run, md_escape, release
 
 st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
 
@@ -37,10 +38,13 @@ pages = [
     st.Page("pages/views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("pages/views/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
 ]
+started = time.perf_counter()
+page = st.navigation(pages)
 try:
-    st.navigation(pages).run()
+    page.run()
 except StoreError as exc:  # a command held the store longer than a page waits: say so, no error page
     st.warning(md_escape(f"The store is busy: {exc}"), icon="⏳")
     st.button("Try again", key="store-busy-retry")
 finally:
     release()  # the page's connection: the store's lock is held only while a page runs
+    log_run(page.url_path, started)

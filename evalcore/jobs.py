@@ -94,6 +94,7 @@ def start(path: str, job_id: int, neural: NeuralOptions | None = None) -> thread
     """Run the job in a background thread of this process on a connection of its own: it goes on when
     the page that started it is left or closed (the page's connection closes when its run ends)."""
     def work():
+        from evalcore._malloc import give_back
         from evalcore.store import connect, lock_wait
 
         con = connect(path, wait=lock_wait())
@@ -101,6 +102,7 @@ def start(path: str, job_id: int, neural: NeuralOptions | None = None) -> thread
             run(con, job_id, neural)
         finally:
             con.close()
+            give_back()  # the dashboard lives on: its memory returns near where it was
 
     worker = threading.Thread(target=work, name=f"evalcore-job-{job_id}", daemon=True)
     worker.start()

@@ -57,6 +57,11 @@ class ViewState:
         self.values[name] = chosen
         return chosen
 
+    def member(self, name: str, key: str) -> bool:
+        """Whether `key` is one of the comma-separated values of `name` (e.g. open=why,signatures)."""
+        raw = self._raw(name)
+        return key in (raw.split(",") if raw else [])
+
     def number(self, name: str, default: float, lo: float, hi: float) -> float:
         raw = self._raw(name)
         try:

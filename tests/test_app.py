@@ -216,3 +216,27 @@ def test_write_policy_from_secrets_and_environment():
     rule = policy({"evalcore": {"upload_password": "pw"}}, {})
     assert rule.mode == "password" and rule.check("pw") and not rule.check("pW") and not rule.check("")
     assert policy({"evalcore": {"upload_password": "pw"}}, {"EVALCORE_UPLOAD_PASSWORD": "env"}).check("env")
+
+
+def test_links_keep_table_sort_and_open_expanders(monkeypatch, default_store):
+    env = {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store}
+    at = run("leaderboard", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat", sort="BLEU4",
+             order="ascending", open="signatures")
+    table = at.dataframe[0].value
+    values = table["BLEU4"].dropna().tolist()
+    assert len(values) >= 2 and values == sorted(values)  # the link's sort, lowest first
+    assert at.selectbox(key="sort-lb").value == "BLEU4"
+    assert at.query_params["sort"] == "BLEU4" and "order" not in at.query_params  # ascending is the default
+    assert at.query_params["open"] == "signatures"
+    # descending: the other way round; no sort in the URL: the table as ranked
+    at = run("leaderboard", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat", sort="BLEU4",
+             order="descending")
+    assert at.dataframe[0].value["BLEU4"].dropna().tolist() == sorted(values, reverse=True)
+    assert at.query_params["order"] == "descending"
+    at = run("leaderboard", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat")
+    assert "sort" not in at.query_params and "open" not in at.query_params
+    ranks = at.dataframe[0].value["rank"].dropna().tolist()
+    assert ranks == sorted(ranks)
+    # an unknown sort column falls back with a notice, not an error
+    at = run("leaderboard", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat", sort="nosuch")
+    assert any("nosuch" in i.value for i in at.info) and "sort" not in at.query_params

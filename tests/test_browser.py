@@ -374,3 +374,29 @@ def test_cli_beside_the_running_dashboard(server, browser, tmp_path):
     assert not page.get_by_text("The store is busy").count()
     page.screenshot(path=str(ARTIFACTS / "cli-beside-dashboard.png"), full_page=True)
     context.close()
+
+
+def test_links_keep_sort_and_open_expanders(server, browser):
+    url = f"{server}/leaderboard?dataset=demo-zh&track=lccc/chitchat&sort=BLEU4&order=descending&open=signatures"
+    context, page = _open(browser, url)
+    signatures = page.locator('[data-testid="stExpander"]').filter(has_text="Signatures")
+    expect(signatures.locator("details")).to_have_attribute("open", "", timeout=60_000)
+    expect(page.get_by_role("combobox", name="Sort by")).to_have_value("BLEU4")
+    _settle(page)
+    assert "sort=BLEU4" in page.url and "order=descending" in page.url and "open=signatures" in page.url
+    # close it and open another: the link follows
+    signatures.locator("summary").click()
+    page.wait_for_function("() => !window.location.search.includes('open=')", timeout=30_000)
+    page.locator('[data-testid="stExpander"]').filter(has_text="Metrics without a column").locator("summary").click()
+    page.wait_for_function("() => window.location.search.includes('open=missing')", timeout=30_000)
+    _settle(page)
+    link = page.url
+    context.close()
+    fresh, again = _open(browser, link)
+    missing = again.locator('[data-testid="stExpander"]').filter(has_text="Metrics without a column")
+    expect(missing.locator("details")).to_have_attribute("open", "", timeout=60_000)
+    expect(again.locator('[data-testid="stExpander"]').filter(has_text="Signatures").locator("details")).not_to_have_attribute("open", "")
+    expect(again.get_by_role("combobox", name="Sort by")).to_have_value("BLEU4")
+    again.locator('[data-testid="stDataFrame"] canvas').first.wait_for(timeout=60_000)
+    again.screenshot(path=str(ARTIFACTS / "leaderboard-sorted-from-link.png"), full_page=True)
+    fresh.close()

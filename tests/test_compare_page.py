@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, write_jsonl
+from conftest import write_jsonl
 from evalcore import views
 
 NASTY = "**bold** <b>x</b> $x$"  # markdown, HTML and LaTeX: must show as these very characters

@@ -3,7 +3,6 @@ progress per batch, state visible to `evalcore jobs`; a job whose process died s
 from __future__ import annotations
 
 import io
-import json
 
 import pandas as pd
 

@@ -145,7 +145,6 @@ def test_one_csv_answers_all_six_tracks(msde_store, tmp_path):
     a copy with one bad row in the last track changes nothing anywhere."""
     from conftest import fingerprint
     from evalcore import queries
-    from evalcore.cli import main
     from evalcore.errors import ImportRefused
     from evalcore.ingest.responses import import_responses
 

@@ -45,7 +45,6 @@ def test_read_only_open_of_missing_store_says_what_to_do(tmp_path):
 
 
 def test_a_db_that_is_not_a_store_is_refused_untouched(tmp_path, capsys):
-    import pytest
 
     from evalcore.cli import main
 

@@ -19,6 +19,7 @@ ORDER = (
     "item_references", "responses", "human_ratings", "system_scores", "published_correlations",
 )
 SHARED = {"datasets", "tracks", "models", "dimensions"}
+WRITE_SLICE = 50_000  # rows per insert statement inside the one transaction
 
 SKILLS = ("chitchat", "knowledge", "recommendation", "persona", "task-oriented", "intent")
 
@@ -84,13 +85,11 @@ class Batch:
                                  uploader=self.uploader or _user())
             history.run_statements(con, self.deletes, sid)
             for table in ORDER:
-                rows = self.rows.get(table)
+                rows = self.rows.pop(table, None)  # a batch is written once: its rows go as they are sent
                 if not rows:
                     continue
-                frame = pd.DataFrame(rows, dtype=object)
-                if table == "responses":
-                    frame["submission_id"] = sid
                 if table in SHARED:
+                    frame = pd.DataFrame(rows, dtype=object)
                     before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
                     con.register("_evalcore_frame", frame)
                     try:
@@ -98,8 +97,16 @@ class Batch:
                     finally:
                         con.unregister("_evalcore_frame")
                     counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
-                else:
-                    counts[table] = insert_frame(con, table, frame)
+                    continue
+                counts[table] = 0
+                # In slices, each freed once sent: a large file never exists as one more full copy.
+                for start in range(0, len(rows), WRITE_SLICE):
+                    part = rows[start:start + WRITE_SLICE]
+                    rows[start:start + WRITE_SLICE] = [None] * len(part)
+                    frame = pd.DataFrame(part, dtype=object)
+                    if table == "responses":
+                        frame["submission_id"] = sid
+                    counts[table] += insert_frame(con, table, frame)
             con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
                         [json.dumps({t: n for t, n in counts.items() if n}), sid])
         return counts

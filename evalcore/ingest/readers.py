@@ -5,7 +5,6 @@ Every record comes with the place a user would look for it ("line 3", "row 7").
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
@@ -51,28 +50,45 @@ class Table:
     encoding: str = ""
 
 
-def decode(data: bytes, file: str) -> tuple[str, str]:
-    """Text and the encoding that read it. GB18030 is a superset of GBK and GB2312."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        candidates = ["utf-8-sig"]
-    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        candidates = ["utf-16"]
-    else:
-        candidates = ["utf-8", "gb18030"]
-    first_error = None
-    for enc in candidates:
+def _candidates(head: bytes) -> list[str]:
+    if head.startswith(b"\xef\xbb\xbf"):
+        return ["utf-8-sig"]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return ["utf-16"]
+    return ["utf-8", "gb18030"]
+
+
+def _unreadable(file: str, error: UnicodeDecodeError | None, offset: int = 0) -> ImportRefused:
+    at = offset + (error.start if error else 0)
+    return ImportRefused([Problem(file, "", "", ENCODINGS_EXPECTED,
+                                  f"bytes none of them can read (first bad byte at offset {at})")])
+
+
+def sniff_encoding(path: Path, file: str, block: int = 1 << 20) -> str:
+    """The encoding that reads the whole file, found by decoding it block by block (never the whole
+    file in memory at once: a large upload costs its parsed rows, not three copies of itself)."""
+    import codecs
+
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    first = None
+    for enc in _candidates(head):
+        decoder, offset = codecs.getincrementaldecoder(enc)(), 0
         try:
-            return data.decode(enc), enc
+            with path.open("rb") as fh:
+                while chunk := fh.read(block):
+                    decoder.decode(chunk)
+                    offset += len(chunk)
+                decoder.decode(b"", final=True)
+            return enc
         except UnicodeDecodeError as exc:
-            first_error = first_error or exc
-    raise ImportRefused([Problem(
-        file, "", "", ENCODINGS_EXPECTED,
-        f"bytes none of them can read (first bad byte at offset {first_error.start})",
-    )])
+            first = first or (exc, offset)
+    raise _unreadable(file, *first) if first else _unreadable(file, None)
 
 
 def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jsonl", "xlsx")) -> Table:
-    """Read a file by its extension into records; refuse unreadable files whole."""
+    """Read a file by its extension into records; refuse unreadable files whole. The file is read as
+    a stream: what stays in memory is its records, not the file's bytes or text."""
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower().lstrip(".")
@@ -86,19 +102,21 @@ def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jso
         raise ImportRefused([Problem(name, "", "", "an existing file", "no such file")])
     if suffix == "xlsx":
         return _read_xlsx(path)
-    text, enc = decode(path.read_bytes(), name)
-    if suffix == "jsonl":
-        table = _read_jsonl(text, name)
-    else:
-        table = _read_csv(text, name, "\t" if suffix == "tsv" else ",")
+    enc = sniff_encoding(path, name)
+    with path.open(encoding=enc, newline="") as fh:
+        if suffix == "jsonl":
+            table = _read_jsonl(fh, name)
+        else:
+            table = _read_csv(fh, name, "\t" if suffix == "tsv" else ",")
     table.encoding = enc
     return table
 
 
-def _read_jsonl(text: str, name: str) -> Table:
+def _read_jsonl(lines, name: str) -> Table:
+    """Records from an iterable of lines (an open file, or text.splitlines())."""
     records, places, problems = [], [], []
     columns: dict[str, None] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -111,48 +129,70 @@ def _read_jsonl(text: str, name: str) -> Table:
             continue
         columns.update(dict.fromkeys(obj))
         records.append(obj)
-        places.append(f"line {lineno}")
+        places.append(lineno)
     if problems:
         raise ImportRefused(problems)
     if not records:
         raise ImportRefused([Problem(name, "", "", "at least one JSON object", "an empty file")])
-    return Table(name, list(columns), records, places)
+    return Table(name, list(columns), records, Places("line", places))
 
 
-def _read_csv(text: str, name: str, delimiter: str) -> Table:
+def _read_csv(stream, name: str, delimiter: str) -> Table:
+    """Records from an open text stream (newline=''), row by row."""
     csv.field_size_limit(max(MAX_CELL * 4, 131072))  # a longer cell is refused by name below, not by csv
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    reader = csv.reader(stream, delimiter=delimiter)
+    problems, records, places = [], [], []
     try:
         first = next(reader, None)
-        if first is not None:
-            _check_header(name, first)   # before reading the rest: a million-column file is refused at once
-        rows = [first] + list(reader) if first is not None else []
+        if first is None:
+            raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty file")])
+        _check_header(name, first)   # before reading the rest: a million-column file is refused at once
+        header = [h.strip() for h in first]
+        counts = Counter(header)
+        dupes = sorted(h for h, n in counts.items() if n > 1 and h)
+        if dupes:
+            problems.append(Problem(name, "row 1", dupes[0], "each column name once", "it appears more than once"))
+        width = len(header)
+        for index, row in enumerate(reader, start=2):
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) > width:
+                problems.append(Problem(name, f"row {index}", "", f"{width} columns as in the header", f"{len(row)} columns"))
+                continue
+            if len(row) < width:
+                row = row + [""] * (width - len(row))
+            records.append(dict(zip(header, row)))
+            places.append(index)
     except csv.Error as exc:
         raise ImportRefused([Problem(name, f"line {reader.line_num}", "", "well-formed CSV "
                                      f"(cells of at most {MAX_CELL:,} characters)", str(exc))]) from exc
-    if not rows:
-        raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty file")])
-    header = [h.strip() for h in rows[0]]
-    problems = []
-    counts = Counter(header)
-    dupes = sorted(h for h, n in counts.items() if n > 1 and h)
-    if dupes:
-        problems.append(Problem(name, "row 1", dupes[0], "each column name once", "it appears more than once"))
-    records, places = [], []
-    for index, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) > len(header):
-            problems.append(Problem(name, f"row {index}", "", f"{len(header)} columns as in the header", f"{len(row)} columns"))
-            continue
-        row = row + [""] * (len(header) - len(row))
-        records.append(dict(zip(header, row)))
-        places.append(f"row {index}")
     if problems:
         raise ImportRefused(problems)
     if not records:
         raise ImportRefused([Problem(name, "", "", "at least one data row", "only a header")])
-    return Table(name, header, records, places)
+    return Table(name, header, records, Places("row", places))
+
+
+class Places:
+    """Where each record was: 'row 7' or 'line 3', made when asked for (a million rows keep a
+    million small integers, not a million strings)."""
+
+    def __init__(self, unit: str, numbers):
+        from array import array
+
+        self.unit, self.numbers = unit, array("q", numbers)
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, i: int) -> str:
+        return f"{self.unit} {self.numbers[i]}"
+
+    def __iter__(self):
+        return (f"{self.unit} {n}" for n in self.numbers)
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
 
 
 def _read_xlsx(path: Path) -> Table:

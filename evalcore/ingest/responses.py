@@ -100,9 +100,13 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     batch = Batch()
     batch.uploader = uploader
     check = Checker(file)
-    for part, table in tables:
+    read_as = ([f"read as {tables[0][1].encoding}"] if len(tables) == 1
+               else [f"read {t.file} as {t.encoding}" for _, t in tables])
+    while tables:  # each file's records are let go once checked: the batch holds what is written
+        part, table = tables.pop(0)
         check.file = table.file  # problems name the member of a folder or .zip
         _check_rows(check, part, table, dataset, tracks, model, item_track, stored, replace, seen, covered, batch)
+        del table
     check.refuse_if_any()
     models = sorted({m for _, m in seen})
     replaced = sorted(set(models) & {m for _, m in stored}) if replace else []
@@ -115,11 +119,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
         batch.model(name)
     answerable = answerable_items(con, dataset).groupby("track")["item_id"].agg(set).to_dict()
     report = ImportReport(file, batch.write(con, source=file))
-    if len(tables) == 1:
-        report.notes.append(f"read as {tables[0][1].encoding}")
-    else:
-        report.notes += [f"read {t.file} as {t.encoding}" for _, t in tables]
-    report.notes += notes + check.notes()
+    report.notes += read_as + notes + check.notes()
     report.tracks = sorted(covered)
     report.notes += coverage_notes(answerable, covered)
     if replaced:

@@ -67,6 +67,18 @@ def release() -> None:
         con.close()
 
 
+def log_run(page: str, started: float) -> None:
+    """With EVALCORE_RUN_LOG=FILE, one line per page run (page, server-side seconds): what the
+    benchmarks report as server-side time."""
+    import os
+    import time
+
+    path = os.environ.get("EVALCORE_RUN_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{time.time():.3f}\t/{page}\t{time.perf_counter() - started:.3f}\n")
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _memo(name: str, path: str, rev: int, args: tuple, kwargs: tuple):
     from evalcore import views
@@ -279,6 +291,38 @@ def highlighted(segments: list[tuple[str, bool]]) -> str:
         else:
             plain += s
     return "".join(out) + md_escape(plain)
+
+
+def expander(vs: ViewState, values: dict, key: str, label: str):
+    """st.expander whose open state is part of the link: `open=` lists the page's open expanders."""
+    box = st.expander(label, expanded=vs.member("open", key), key=f"open-{key}", on_change="rerun")
+    opened = [k for k in values.get("open") or [] if k != key] + ([key] if box.open else [])
+    values["open"] = opened or None
+    return box
+
+
+def sort_table(vs: ViewState, values: dict, frame: pd.DataFrame, key: str, *, default: str | None = None,
+               descending: bool = False, columns: list[str] | None = None) -> pd.DataFrame:
+    """The page's main table sorted by a column picked here, kept in the link (sort=, order=). A click
+    on a grid's header sorts only that browser's copy, which no link can carry; this control can.
+    `default` None keeps the table's own order until a column is picked."""
+    columns = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    keep = "(as listed)"
+    options = ([] if default in columns else [keep]) + columns
+    col = vs.one("sort", options, default if default in columns else keep)
+    order = vs.one("order", ["ascending", "descending"], "descending" if descending else "ascending")
+    c1, c2, _ = st.columns([2, 2, 2])
+    with c1:
+        col = select("Sort by", options, col, key=f"sort-{key}",
+                     help="Kept in the page's link; a click on a column header sorts only your own screen.")
+    with c2:
+        order = st.segmented_control("Order", ["ascending", "descending"], default=order, key=f"order-{key}",
+                                     disabled=col == keep) or order
+    values.update(sort=None if col in (keep, default) else col,
+                  order=None if col == keep or order == ("descending" if descending else "ascending") else order)
+    if col == keep:
+        return frame
+    return frame.sort_values(col, ascending=order == "ascending", na_position="last", kind="stable")
 
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:

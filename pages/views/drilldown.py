@@ -3,7 +3,8 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import data, download, highlighted, md_escape, pick_track, publish, select, start
+from pages.views.common import (data, download, highlighted, md_escape, pick_track, publish, select, sort_table,
+                                start)
 
 con, vs = start("Drill-down")
 # Opens on a track with rated responses, where the disagreement sort means something.
@@ -55,8 +56,9 @@ if metric and shown[metric].notna().any():
         values.update(min=f"{low:.{digits}f}" if use_low else None, max=f"{high:.{digits}f}" if use_high else None)
 if metric and dim:
     shown["disagreement"] = views.disagreement(shown, metric, dim)
-    shown = shown.sort_values("disagreement", ascending=False, na_position="last")
-    st.caption(f"Sorted by disagreement: |percentile rank of {md_escape(metric)} − percentile rank of {md_escape(dim)}|.")
+    st.caption(f"disagreement: |percentile rank of {md_escape(metric)} − percentile rank of {md_escape(dim)}|.")
+shown = sort_table(vs, values, shown, "dd", default="disagreement" if "disagreement" in shown else None,
+                   descending=True, columns=["disagreement", *metrics, *dims, "model", "item_id"])
 st.dataframe(shown.head(500), hide_index=True, width="stretch", column_config={
     "text": st.column_config.TextColumn("response", width="large"),
     **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col))

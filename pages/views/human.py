@@ -2,7 +2,7 @@
 import streamlit as st
 
 from evalcore.humans import AGGREGATES
-from pages.views.common import bar, data, download, md_escape, pick_track, publish, select, start
+from pages.views.common import bar, data, download, expander, md_escape, pick_track, publish, select, start
 
 con, vs = start("Human evaluation")
 rated = data("multi_rated_tracks")
@@ -37,7 +37,7 @@ else:
                          column_config=numbers)
             n_pairs = table.loc[pairs, "annotators"].nunique()
             if final:  # widgets once per run: the first, quick table has none
-                with st.expander(f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"):
+                with expander(vs, values, "pairs", f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"):
                     st.dataframe(table[pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
                                  column_config=numbers)
                 download(table, f"agreement-{dataset}-{track}-{dim}")

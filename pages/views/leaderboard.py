@@ -5,7 +5,8 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import data, download, md_escape, pick_track, publish, rank_chart, select, start
+from pages.views.common import (data, download, expander, md_escape, pick_track, publish, rank_chart, select,
+                                sort_table, start)
 
 con, vs = start("Leaderboard")
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
@@ -52,6 +53,7 @@ else:
     values.update(models=chosen if len(chosen) < len(models) else None,
                   metrics=shown_metrics if shown_metrics != filled else None)
     table = views.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
+    table = sort_table(vs, values, table, "lb", columns=["rank", "model", "coverage", *shown_metrics])
     best = views.best_rows(table)
     formats = {c: views.sensible_format(table[c]) for c in shown_metrics}
     why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset)
@@ -81,13 +83,13 @@ else:
     with d2:
         st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
     if len(why):
-        with st.expander(f"Why cells are blank ({len(why)})"):
+        with expander(vs, values, "why", f"Why cells are blank ({len(why)})"):
             st.dataframe(why, hide_index=True, width="stretch")
-    with st.expander("Signatures: what each computed column is"):
+    with expander(vs, values, "signatures", "Signatures: what each computed column is"):
         st.dataframe(data("signatures", dataset, track, flavor), hide_index=True, width="stretch")
     missing = views.missing_metrics(list(board.columns))
     if len(missing):
-        with st.expander(f"Metrics without a column here ({len(missing)})"):
+        with expander(vs, values, "missing", f"Metrics without a column here ({len(missing)})"):
             st.dataframe(missing, hide_index=True, width="stretch")
 
     st.subheader("Across skills: where one model stands")

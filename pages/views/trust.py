@@ -5,8 +5,8 @@ import streamlit as st
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import (data, download, fmt, heatmap, level_and_origin, md_escape, origins_at, publish,
-                                select, start)
+from pages.views.common import (data, download, expander, fmt, heatmap, level_and_origin, md_escape, origins_at,
+                                publish, select, start)
 
 con, vs = start("Which metric to trust, per skill")
 options = data("trust_choices")
@@ -98,7 +98,7 @@ st.dataframe(table, hide_index=True, width="stretch", column_config={
     "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
     "p": st.column_config.NumberColumn("p", format="%.3g"),
     "tied_with_best": st.column_config.CheckboxColumn("tied with best")})
-with st.expander("Every cell (per track and pooled)"):
+with expander(vs, values, "cells", "Every cell (per track and pooled)"):
     st.dataframe(frame, hide_index=True, width="stretch")
 download(frame, f"trust-{dataset}-{level}-{origin}-{method}-{dimension}")
 publish("trust", values, vs.notices)

@@ -1,4 +1,5 @@
 """Upload: a new model's responses (or human ratings) into a track; validated whole, then scored."""
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -6,12 +7,14 @@ import pandas as pd
 import streamlit as st
 
 from evalcore import history, jobs
+from evalcore._malloc import give_back
 from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import resolve_db_path
-from pages.views.common import cursor, data, may_write, md_escape, pick_track, publish, safe_filename, start
+from pages.views.common import (cursor, data, expander, may_write, md_escape, pick_track, publish, safe_filename,
+                                start)
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -101,6 +104,9 @@ if upload is not None and st.button("Validate and import", type="primary", key="
             start_job(report.tracks or [track], model or None)
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": track})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the upload's copy; the store keeps its name and sha256
+        give_back()  # the file's records are freed: return that memory, the dashboard lives on
 
 
 
@@ -136,7 +142,7 @@ if track:
             start_job([track], None)
 
 if dataset:
-    with st.expander("History of this dataset: every import, replace, delete and restore"):
+    with expander(vs, values, "history", "History of this dataset: every import, replace, delete and restore"):
         past = data("submissions", dataset)
         if past.empty:
             st.caption("Nothing recorded yet.")
