@@ -47,6 +47,7 @@ class Batch:
         self.kind = "import"   # how the submission this batch becomes is listed (history.listing)
         self.scope: dict | None = None
         self.uploader: str | None = None
+        self.shown: str | None = None  # the file's name as its uploader knows it (not a temporary copy's path)
 
     def delete(self, sql: str, params: list) -> None:
         """A parameterised statement (SQL written in evalcore, values as parameters) run before the
@@ -80,7 +81,7 @@ class Batch:
             sid = history.record(con, kind=self.kind, dataset=self._dataset(),
                                  models=sorted({r["model"] for t in ("responses", "human_ratings", "system_scores")
                                                 for r in self.rows.get(t, [])}),
-                                 tracks=self._tracks(con), file=str(source) if source else None,
+                                 tracks=self._tracks(con), file=self.shown or (str(source) if source else None),
                                  sha256=history.sha256_of(source) if source else None, scope=self.scope,
                                  uploader=self.uploader or _user())
             history.run_statements(con, self.deletes, sid)

@@ -39,7 +39,7 @@ def resolve_scales(con, dataset: str, given: dict[str, tuple[float, float]], fil
 
 
 def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
-                   scales: dict[str, tuple[float, float]] | None = None) -> ImportReport:
+                   scales: dict[str, tuple[float, float]] | None = None, shown: str | None = None) -> ImportReport:
     table = read_table(path)
     require_track(con, table.file, dataset, track)
     check = Checker(table.file)
@@ -107,6 +107,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     for dim in new_dims:
         lo, hi = known_scales[dim]
         batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
+    batch.shown = shown
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
     report.notes += check.notes()

@@ -52,11 +52,13 @@ class Part:
 
 
 def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None = None,
-                     model: str | None = None, replace: bool = False, uploader: str | None = None) -> ImportReport:
+                     model: str | None = None, replace: bool = False, uploader: str | None = None,
+                     shown: str | None = None) -> ImportReport:
     """Import one file into one track, or into every track it names in a `track` column, or a folder or
     .zip of files named after their tracks (then without `track`): one transaction, all tracks or none.
     With replace=True, the file's models lose their earlier responses in the tracks the file covers
-    (and the ratings and computed scores that went with them) in the same transaction."""
+    (and the ratings and computed scores that went with them) in the same transaction. `shown` is the
+    name recorded in the history for an upload's temporary copy (the name its uploader gave it)."""
     path = Path(path)
     tracks = lookup.tracks_of(con, dataset)
     if track is not None:
@@ -67,18 +69,19 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
         raise ImportRefused([Problem(str(path), "", "--model", "a non-empty model name", "an empty string")])
     if not (path.is_dir() or path.suffix.lower() == ".zip"):
         return _import(con, str(path), [Part(path, str(path), track, origin=path.name)], dataset, tracks, track,
-                       model, replace, uploader)
+                       model, replace, uploader, shown)
     if track is not None:
         raise ImportRefused([Problem(str(path), "", "--track", "no --track with a folder or .zip (each file's name "
                                      "gives its track)", repr(track))])
     with tempfile.TemporaryDirectory() as tmp:
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
-        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader)
+        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown)
 
 
 def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], dataset: str, tracks: list[str],
-            track: str | None, model: str | None, replace: bool, uploader: str | None = None) -> ImportReport:
+            track: str | None, model: str | None, replace: bool, uploader: str | None = None,
+            shown: str | None = None) -> ImportReport:
     """Read every part, check every row, then write once: a problem anywhere refuses the whole import."""
     problems: list[Problem] = []
     tables: list[tuple[Part, Table]] = []
@@ -98,7 +101,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     seen: dict[tuple[str, str], tuple[str, str]] = {}
     covered: dict[str, set[str]] = {}
     batch = Batch()
-    batch.uploader = uploader
+    batch.uploader, batch.shown = uploader, shown
     check = Checker(file)
     read_as = ([f"read as {tables[0][1].encoding}"] if len(tables) == 1
                else [f"read {t.file} as {t.encoding}" for _, t in tables])

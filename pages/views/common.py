@@ -392,7 +392,7 @@ def may_write() -> tuple[bool, str | None]:
                               help="This dashboard asks for a password before anything is written to its store.")
         if given and rule.check(given):
             st.session_state["access-ok"] = True
-            return True, "password"
+            st.rerun()  # drawn again without the password box
         if given:
             st.error("Wrong password: nothing can be uploaded.")
         return False, None

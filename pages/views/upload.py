@@ -78,10 +78,10 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         if kind == "responses":
             whole = every_track or path.suffix.lower() == ".zip"  # a zip's file names give the tracks
             report = import_responses(con, path, dataset=dataset, track=None if whole else track,
-                                      model=model or None, replace=replace, uploader=uploader)
+                                      model=model or None, replace=replace, uploader=uploader, shown=upload.name)
         else:
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
-            report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed)
+            report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
     except ImportRefused as exc:
         st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems):,} problem(s). Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
@@ -97,8 +97,10 @@ if upload is not None and st.button("Validate and import", type="primary", key="
     except ValueError as exc:
         st.error(md_escape(str(exc)))
     else:
+        warnings = [n for n in report.notes if n.startswith("warning:")]
+        report.notes = [n for n in report.notes if n not in warnings]  # each said once, as a warning
         st.success(md_escape(report.render().replace(str(path), upload.name)))
-        for note in [n for n in report.notes if n.startswith("warning:")]:
+        for note in warnings:
             st.warning(md_escape(note))
         if kind == "responses":
             start_job(report.tracks or [track], model or None)
