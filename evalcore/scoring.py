@@ -297,6 +297,9 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
                               "value": values[m.name][idx], "stats": list(stats[m.name][idx])})
         frames.append(frame.drop_duplicates("text_key"))
     system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
+    if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
+        report.computed[label], report.system[label] = 0, 0
+        return
     with transaction(con):
         bump_revision(con)
         for m in plan.metrics:

@@ -4,6 +4,7 @@ import pytest
 from evalcore import leaderboard as lb
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
+from evalcore.store import revision
 
 
 def computed(con):
@@ -27,8 +28,10 @@ def test_rerun_computes_nothing_and_new_model_only_its_rows(toy, tmp_path):
     first = score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
     assert first.computed["toy:toy/chitchat"] > 0
     before = computed(toy)
+    rev = revision(toy)
     again = score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
     assert again.computed["toy:toy/chitchat"] == 0 and again.system["toy:toy/chitchat"] == 0
+    assert revision(toy) == rev  # nothing written: pages keep their caches
     (tmp_path / "m3.csv").write_text("item_id,response\nt1,今天天气不错\n", encoding="utf-8")
     import_responses(toy, tmp_path / "m3.csv", dataset="toy", track="toy/chitchat", model="m3")
     third = score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
