@@ -8,9 +8,9 @@ import time
 
 import pandas as pd
 
-from evalcore import __version__, queries
+from evalcore import __version__, names, queries
 from evalcore.errors import ImportRefused, StoreError
-from evalcore.store import connect, resolve_db_path
+from evalcore.store import Handle, connect, resolve_db_path
 
 FORMATS = ("table", "json", "csv")
 
@@ -237,8 +237,12 @@ def _scales(items: list[str]) -> dict[str, tuple[float, float]]:
 def run(args: argparse.Namespace) -> int:
     from evalcore.store import lock_wait
 
-    con = connect(args.db, wait=lock_wait(), on_wait=lambda msg: print(msg, file=sys.stderr, flush=True))
+    def on_wait(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    con = connect(args.db, wait=lock_wait(), on_wait=on_wait)
     try:
+        names.check(con, args)
         if args.command == "init":
             from evalcore.defaults import init_store
 
@@ -263,8 +267,13 @@ def run(args: argparse.Namespace) -> int:
                                  idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
                                  baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
                                  device=args.device, ablstm_model=args.ablstm_model)
-            report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
-                           flavor=args.flavor, tokenizer=args.tokenizer, neural=opts)
+            # The store is let go while values are computed: the dashboard serves pages meanwhile.
+            handle = Handle(resolve_db_path(args.db), con, lock_wait(), on_wait)
+            try:
+                report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
+                               flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle)
+            finally:
+                con = handle.con  # the connection taken back (closed below)
             print(report.render())
             print(f"took {time.perf_counter() - start:.1f} s")
         elif args.command == "leaderboard":
@@ -423,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except ImportRefused as exc:
         print(exc.render(), file=sys.stderr)
+        return 2
+    except names.UnknownName as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except (StoreError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 import duckdb
@@ -22,10 +23,12 @@ from evalcore.neural import NeuralOptions
 from evalcore.metrics.registry import (
     METRICS, Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
 )
-from evalcore.store import bump_revision, insert_frame, transaction
+from evalcore.store import Handle, bump_revision, insert_frame, revision, transaction
 from evalcore.tokenize import Tokenizer
 
 CHUNK = 20_000  # responses per batch: bounds memory on large tracks
+LET_GO = 2_000  # responses to compute before the CLI lets the store go meanwhile (reopening costs ~20 ms)
+ATTEMPTS = 3  # tracks scored again when the store changed while let go; the last attempt keeps it
 NEURAL_CHUNK = 2_000  # with model-based metrics: a progress step of a minute or less on a CPU
 ANY = "any"  # flavor and tokenizer of scores that depend on neither (model-based metrics)
 
@@ -69,6 +72,11 @@ class ScoreReport:
     computed: dict[str, int] = field(default_factory=dict)   # per track: new per-response scores
     system: dict[str, int] = field(default_factory=dict)     # per track: system scores written
     notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """A note, said once (a track scored again after the store changed says its notes again)."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     def render(self) -> str:
         lines = [f"{t}: {n} new response scores, {self.system.get(t, 0)} system scores"
@@ -225,32 +233,45 @@ def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str,
 def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
           neural: NeuralOptions | None = None, progress: bool = True, on_progress=None,
-          chunk: int | None = None) -> ScoreReport:
+          chunk: int | None = None, handle: Handle | None = None) -> ScoreReport:
     """Compute what is missing for every selected track; write caches and system scores per track.
 
     on_progress(done, total, label), when given, is called after each batch of `chunk` responses
-    (default CHUNK, NEURAL_CHUNK with model-based metrics): a job's progress."""
+    (default CHUNK, NEURAL_CHUNK with model-based metrics): a job's progress. With a `handle` (the CLI),
+    the store is let go while a track's values are computed, so other processes (the dashboard) can
+    open it meanwhile; the results are written on the connection taken back (handle.con)."""
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
     for ds, tr, language in _tracks(con, dataset, track):
-        data = load_track(con, ds, tr)
-        if data.empty:
-            continue
-        tok = pick_tokenizer(fl, language, tokenizer)
-        opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
-        if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
-            opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
-        plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
-        for name, reason in plan.unavailable.items():
-            report.notes.append(f"{ds}:{tr}: {name} unavailable: {reason}")
-        if not plan.metrics:
-            continue
-        _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk)
+        for attempt in range(ATTEMPTS):
+            con = handle.con if handle else con
+            # the last attempt keeps the store: it cannot be changed under it again
+            if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress,
+                              chunk, handle if attempt < ATTEMPTS - 1 else None):
+                break
     return report
 
 
+def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
+               handle) -> bool:
+    """Score one track; True when the store changed while it was let go (score it again)."""
+    data = load_track(con, ds, tr)
+    if data.empty:
+        return False
+    tok = pick_tokenizer(fl, language, tokenizer)
+    opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
+    if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
+        opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
+    plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
+    for name, reason in plan.unavailable.items():
+        report.note(f"{ds}:{tr}: {name} unavailable: {reason}")
+    if not plan.metrics:
+        return False
+    return _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk, handle)
+
+
 def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool,
-                 on_progress=None, chunk: int | None = None) -> None:
+                 on_progress=None, chunk: int | None = None, handle: Handle | None = None) -> bool:
     label = f"{ds}:{tr}"
     n = len(data)
     has_ref = data["refs"].map(len).to_numpy() > 0
@@ -258,9 +279,9 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
     ref_based = ", ".join(m.name for m in plan.metrics if m.needs_references)
     if ref_based and not has_ref.any():
-        report.notes.append(f"{label}: {ref_based} unavailable: no item of this track has a reference")
+        report.note(f"{label}: {ref_based} unavailable: no item of this track has a reference")
     elif ref_based and not has_ref.all():
-        report.notes.append(f"{label}: {ref_based} skip {int((~has_ref).sum())} responses whose items have no reference")
+        report.note(f"{label}: {ref_based} skip {int((~has_ref).sum())} responses whose items have no reference")
     missing = {}
     for m in plan.metrics:
         cached = _cached_keys(con, plan.signatures[m.name])
@@ -275,6 +296,44 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
         size = min(size, NEURAL_CHUNK)
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
+    let_go = handle is not None and len(todo) >= LET_GO
+    rev = revision(con) if let_go else None
+    with handle.let_go() if let_go else nullcontext():
+        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label)
+    bar.close()
+    if let_go:
+        con = handle.con
+        if revision(con) != rev:
+            # Another process wrote while the store was let go: keep the values (keyed by text and
+            # signature, right whatever changed) and score the track again as the store is now.
+            with transaction(con):
+                bump_revision(con)
+                _write_values(con, plan, _value_frames(plan, keys, missing, values, stats, con))
+            return True
+    frames = _value_frames(plan, keys, missing, values, stats)
+    system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
+    if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
+        report.computed[label], report.system[label] = 0, 0
+        return False
+    with transaction(con):
+        bump_revision(con)
+        _write_values(con, plan, frames)
+        for row in system_rows:
+            # a model-based column holds the last configuration scored (its signature says which)
+            con.execute("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND name = ? "
+                        "AND origin = 'computed' AND (signature = ? OR flavor = ?)",
+                        [ds, tr, row["model"], row["name"], row["signature"], ANY if row["flavor"] == ANY else None])
+        if system_rows:
+            insert_frame(con, "system_scores", pd.DataFrame(system_rows))
+    report.computed[label] = int(sum(len(f) for f in frames))
+    report.system[label] = len(system_rows)
+    return False
+
+
+def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
+                  on_progress, label: str) -> None:
+    """Values and statistics of the rows `todo`, in batches of `size`, into `values` and `stats`."""
+    n = len(data)
     for start in range(0, len(todo), size):
         rows = todo[start:start + size]
         result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
@@ -287,7 +346,10 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         bar.update(len(rows))
         if on_progress:
             on_progress(start + len(rows), len(todo), label)
-    bar.close()
+
+
+def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict, con=None) -> list[pd.DataFrame]:
+    """The value cache's new rows; with `con`, less those another process cached meanwhile."""
     frames = []
     for m in plan.metrics:
         idx = np.flatnonzero(missing[m.name])
@@ -295,30 +357,23 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             continue
         frame = pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
                               "value": values[m.name][idx], "stats": list(stats[m.name][idx])})
-        frames.append(frame.drop_duplicates("text_key"))
-    system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
-    if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
-        report.computed[label], report.system[label] = 0, 0
-        return
-    with transaction(con):
-        bump_revision(con)
-        for m in plan.metrics:
-            fl, tk = plan.config(m)
-            con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
-                plan.signatures[m.name], m.name,
-                json.dumps({"tokenizer": tk, "flavor": fl, "corpus": m.corpus, "sentence": m.sentence,
-                            "description": m.description}, ensure_ascii=False)])
-        if frames:
-            insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
-        for row in system_rows:
-            # a model-based column holds the last configuration scored (its signature says which)
-            con.execute("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND name = ? "
-                        "AND origin = 'computed' AND (signature = ? OR flavor = ?)",
-                        [ds, tr, row["model"], row["name"], row["signature"], ANY if row["flavor"] == ANY else None])
-        if system_rows:
-            insert_frame(con, "system_scores", pd.DataFrame(system_rows))
-    report.computed[label] = int(sum(len(f) for f in frames))
-    report.system[label] = len(system_rows)
+        frame = frame.drop_duplicates("text_key")
+        if con is not None:
+            frame = frame[~frame["text_key"].isin(_cached_keys(con, plan.signatures[m.name]))]
+        frames.append(frame)
+    return frames
+
+
+def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> None:
+    for m in plan.metrics:
+        fl, tk = plan.config(m)
+        con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
+            plan.signatures[m.name], m.name,
+            json.dumps({"tokenizer": tk, "flavor": fl, "corpus": m.corpus, "sentence": m.sentence,
+                        "description": m.description}, ensure_ascii=False)])
+    frames = [f for f in frames if len(f)]
+    if frames:
+        insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
 
 
 def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:

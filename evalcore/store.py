@@ -74,6 +74,23 @@ def _open(db: Path, read_only: bool, wait: float, on_wait) -> duckdb.DuckDBPyCon
             time.sleep(0.05)
 
 
+class Handle:
+    """A store connection that a long command lets go of while it computes without the store (scoring),
+    so that other processes (the dashboard's page runs) can open the file meanwhile, and takes back,
+    waiting as connect does, to write. `con` is always the connection to use now."""
+
+    def __init__(self, path: str | os.PathLike, con: duckdb.DuckDBPyConnection, wait: float = 60.0, on_wait=None):
+        self.path, self.con, self.wait, self.on_wait = Path(path), con, wait, on_wait
+
+    @contextmanager
+    def let_go(self) -> Iterator[None]:
+        self.con.close()
+        try:
+            yield
+        finally:
+            self.con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
+
+
 def default_db_path() -> Path:
     """The store used when neither --db nor EVALCORE_DB is given."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
@@ -186,6 +203,20 @@ def bump_revision(con: duckdb.DuckDBPyConnection) -> None:
 
 def revision(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT n FROM revision").fetchall()[0][0]
+
+
+def stamp(path: str | Path) -> tuple:
+    """What changes whenever a commit lands in the store, read from its files without opening it:
+    (mtime_ns, size) of the file and of its write-ahead log. DuckDB appends every commit to the
+    .wal and folds it into the file at a checkpoint (which rewrites the file and removes the .wal)."""
+    out = []
+    for name in (str(path), f"{path}.wal"):
+        try:
+            st = os.stat(name)
+            out.append((st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
 
 
 def is_empty(con: duckdb.DuckDBPyConnection) -> bool:

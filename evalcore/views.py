@@ -127,7 +127,7 @@ def rank_choices(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, colu
     """(options, default) of the rank-by box: the official rule first where the skill has one, then
     the value columns; default the official rule, else F1, else the first column."""
     skills = set(tracks(con, dataset).set_index("track").loc[tracks_of(con, dataset, choice), "skill"])
-    options = ([OFFICIAL] if skills & set(RANKING_RULES) else []) + columns
+    options = ([OFFICIAL] if skills & set(RANKING_RULES) else []) + list(columns)
     default = OFFICIAL if OFFICIAL in options else "F1" if "F1" in columns else (columns[0] if columns else None)
     return options, default
 
@@ -279,10 +279,19 @@ def signatures(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor
     return frame[frame["track"].isin(tracks_of(con, dataset, choice))].reset_index(drop=True)
 
 
-def split_columns(con: duckdb.DuckDBPyConnection, dataset: str, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """A leaderboard's value columns as (metrics, human dimensions)."""
-    dims = {d for (d,) in con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?",
-                                      [dataset]).fetchall()}
+def rated_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """The human dimensions a dataset has ratings in."""
+    return sorted(d for (d,) in con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?",
+                                            [dataset]).fetchall())
+
+
+def track_count(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT count(*) FROM tracks").fetchall()[0][0]
+
+
+def split_columns(dims: list[str], frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """A leaderboard's value columns as (metrics, human dimensions `dims`)."""
+    dims = set(dims)
     values = value_columns(frame)
     return [c for c in values if c not in dims], [c for c in values if c in dims]
 

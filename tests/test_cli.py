@@ -64,3 +64,22 @@ def test_score_and_leaderboard_commands(tmp_path, capsys):
     assert rows[0]["BLEU4"] == 1.0 and rows[0]["F1"] == 1.0
     assert main(["score", "--db", db, "--metrics", "BLEU9"]) == 1
     assert "unknown metric 'BLEU9'" in capsys.readouterr().err
+
+
+def test_unknown_names_exit_2_listing_what_exists_closest_first(tmp_path, capsys):
+    db = str(tmp_path / "s.duckdb")
+    main(["import", "items", str(write_jsonl(tmp_path / "i.jsonl", TOY_ITEMS)), "--db", db])
+    main(["import", "items", str(write_jsonl(tmp_path / "j.jsonl", [{**TOY_ITEMS[0], "dataset": "other"}])),
+          "--db", db])
+    capsys.readouterr()
+    # a typo in the dataset: exit 2, the closest name first (was "(nothing)" and exit 0)
+    for command in (["summary"], ["leaderboard"], ["correlate"], ["trust"], ["models"]):
+        assert main([*command, "--db", db, "--dataset", "toys"]) == 2, command
+        err = capsys.readouterr().err
+        assert "unknown dataset 'toys'; known, closest first: toy, other" in err, (command, err)
+    assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchta"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown track 'toy/chitchta' in dataset 'toy'; known, closest first: toy/chitchat, toy/knowledge" in err
+    assert main(["leaderboard", "--db", db, "--dataset", "toy", "--flavor", "msd"]) == 2
+    assert "unknown flavor 'msd'; known, closest first: msde, default" in capsys.readouterr().err
+    assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchat"]) == 0  # known names run

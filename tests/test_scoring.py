@@ -73,3 +73,45 @@ def test_leaderboard_rows_and_columns(toy):
         ("toy/chitchat", "m1", "computed"), ("toy/chitchat", "m2", "computed")}
     sigs = lb.signatures(toy, "toy")
     assert set(sigs["name"]) == {"F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr"}
+
+
+def test_the_cli_lets_the_store_go_while_it_computes(tmp_path, monkeypatch):
+    """While values are computed another process can write (here: a CLI import that will not wait);
+    the track is then scored again as the store now is, so the new model has its scores too."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, TOY_ITEMS, write_jsonl
+    from evalcore import scoring
+    from evalcore.ingest.items import import_items
+    from evalcore.store import Handle, connect
+
+    monkeypatch.setattr(scoring, "LET_GO", 1)  # let go even for this small track
+    path = tmp_path / "s.duckdb"
+    con = connect(path)
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", TOY_ITEMS))
+    (tmp_path / "m1.csv").write_text("item_id,response\nt1,天气很好\nt2,你好\n", encoding="utf-8")
+    import_responses(con, tmp_path / "m1.csv", dataset="toy", track="toy/chitchat", model="m1")
+    (tmp_path / "m2.csv").write_text("item_id,response\nt1,今天天气不错\n", encoding="utf-8")
+    runs = []
+
+    def meanwhile(done, total, label):
+        if not runs:  # once: a second process writes while this one computes
+            runs.append(subprocess.run(
+                [sys.executable, "-m", "evalcore", "import", "responses", str(tmp_path / "m2.csv"), "--db", str(path),
+                 "--dataset", "toy", "--track", "toy/chitchat", "--model", "m2"],
+                cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "EVALCORE_LOCK_WAIT": "0"}))
+
+    handle = Handle(path, con)
+    report = score(con, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False,
+                   on_progress=meanwhile, handle=handle)
+    con = handle.con
+    assert runs and runs[0].returncode == 0, runs[0].stderr  # the store was free while computing
+    models = {m for (m,) in con.execute("SELECT DISTINCT model FROM system_scores WHERE origin = 'computed'").fetchall()}
+    assert models == {"m1", "m2"}
+    bleu = dict(con.execute("SELECT model, value FROM system_scores WHERE name = 'BLEU4' AND origin = 'computed'").fetchall())
+    assert bleu["m2"] == pytest.approx(1.0)  # its one response equals the reference
+    again = score(con, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
+    assert again.computed["toy:toy/chitchat"] == 0 and again.system["toy:toy/chitchat"] == 0  # nothing was lost
+    assert report.notes == again.notes  # each note said once, though the track was scored twice
+    con.close()

@@ -12,7 +12,7 @@ import streamlit as st
 from evalcore._malloc import tune
 from evalcore.defaults import build_default_in_stages
 from evalcore.share import ViewState, link, to_query
-from evalcore.store import ENV_VAR, connect, resolve_db_path, revision
+from evalcore.store import ENV_VAR, connect, resolve_db_path, stamp
 
 CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
 
@@ -44,19 +44,26 @@ def building_note() -> None:
                 "reload the page to see it.", icon="⏳")
 
 
+class _OnFirstUse:
+    """This run's connection, opened by its first query (see cursor)."""
+
+    def __getattr__(self, name: str):
+        con = getattr(_RUN, "con", None)
+        if con is None:
+            con = _RUN.con = connect(str(resolve_db_path()), wait=PAGE_WAIT)
+        return getattr(con, name)
+
+
 def cursor() -> duckdb.DuckDBPyConnection:
-    """This run's connection to the store, opened on first use and closed when the run ends (app.py),
-    so the dashboard holds DuckDB's file lock only while a page runs and a CLI command can get in
-    between page loads. The default store (no EVALCORE_DB) is built from data/ on first run; a store
-    named by EVALCORE_DB is opened as it is, empty or not."""
+    """This run's connection to the store. It opens on the run's first query and closes when the run
+    ends (app.py), so the dashboard holds DuckDB's file lock only while a page queries: a page whose
+    tables are all cached (data()) never takes it, and a CLI command gets in between page loads. The
+    default store (no EVALCORE_DB) is built from data/ on first run; a store named by EVALCORE_DB is
+    opened as it is, empty or not."""
     import os
 
-    con = getattr(_RUN, "con", None)
-    if con is None:
-        path = str(resolve_db_path())
-        prepared(path, not os.environ.get(ENV_VAR))
-        con = _RUN.con = connect(path, wait=PAGE_WAIT)
-    return con
+    prepared(str(resolve_db_path()), not os.environ.get(ENV_VAR))
+    return _OnFirstUse()  # type: ignore[return-value]
 
 
 def release() -> None:
@@ -80,15 +87,19 @@ def log_run(page: str, started: float) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _memo(name: str, path: str, rev: int, args: tuple, kwargs: tuple):
+def _memo(name: str, path: str, stamp: tuple, args: tuple, kwargs: tuple):
     from evalcore import views
 
     return getattr(views, name)(cursor(), *args, **dict(kwargs))
 
 
 def data(name: str, *args, **kwargs):
-    """evalcore.views.<name>(con, *args, **kwargs), cached until the store's revision changes."""
-    return _memo(name, str(resolve_db_path()), revision(cursor()), args, tuple(sorted(kwargs.items())))
+    """evalcore.views.<name>(con, *args, **kwargs), cached until the store changes. What says it changed
+    is the store's files (store.stamp: every commit grows the WAL, every checkpoint rewrites the file),
+    read without opening the store, so a cached page never waits for a command writing to it."""
+    path = str(resolve_db_path())
+    cursor()  # the store prepared (migrated, or the default one built) before its stamp is read
+    return _memo(name, path, stamp(path), args, tuple(sorted(kwargs.items())))
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
@@ -163,8 +174,8 @@ def _base_url() -> str:
     return url if urlsplit(url).netloc else "http://localhost:8501"
 
 
-def empty_store(con) -> bool:
-    if con.execute("SELECT count(*) FROM tracks").fetchall()[0][0]:
+def empty_store(con=None) -> bool:
+    if data("track_count"):
         return False
     st.info("This store is empty. Build the embedded default with `python -m evalcore init` or import your "
             "own data (see the README), then reload.")

@@ -70,7 +70,7 @@ items = list(dict.fromkeys(shown["item_id"].tolist()))
 item = vs.one("item", items + sorted(set(table["item_id"]) - set(items)), items[0] if items else None)
 item = select("Open item", items if item in items else [item] + items, item, key=f"dd-item-{track}")
 values["item"] = item
-detail = views.item_detail(con, dataset, item) if item else None
+detail = data("item_detail", dataset, item) if item else None
 if detail:
     st.subheader(f"Item {md_escape(item)}")
     left, right = st.columns(2)

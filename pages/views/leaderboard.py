@@ -19,7 +19,7 @@ columns = data("board_columns", dataset, track, flavor) if track else []
 if not columns:
     st.warning("Nothing to show for this track yet: import responses and run `python -m evalcore score`.")
 else:
-    options, default = views.rank_choices(con, dataset, track, columns)
+    options, default = data("rank_choices", dataset, track, tuple(columns))
     rank_by = vs.one("rank_by", options, default)
     partial = vs.one("partial", ["no", "yes"], "no") == "yes"
     r1, r2, r3 = st.columns([1, 1, 1])
@@ -43,7 +43,7 @@ else:
     mine = board[board["origin"] == origin]
     hidden = mine[(mine["coverage"] < 1) & ~partial] if origin == "computed" else mine.iloc[0:0]
     mine = mine.drop(hidden.index)
-    metrics, dims = views.split_columns(con, dataset, board)
+    metrics, dims = views.split_columns(data("rated_dimensions", dataset), board)
     models = sorted(mine["model"].unique())
     chosen = vs.many("models", models, models)
     chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}-{origin}")
