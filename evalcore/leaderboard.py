@@ -10,7 +10,7 @@ from evalcore.queries import answerable_items
 
 
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
-PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr",
+PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "METEOR-exact", "ROUGE", "CIDEr",
                "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT", "ABLSTM", "C", "T", "Sa", "F", "G"]
 HUMAN_ORDER = ["Info", "Coh", "Know", "Rec", "Sa", "F", "G"]
 # Tracks whose skill has an official ranking get a `rank` column: (column, ascending) in order of

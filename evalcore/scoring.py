@@ -18,6 +18,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from evalcore.metrics import lexical as L
+from evalcore.metrics import meteor15
 from evalcore.metrics.ngrams import Encoded
 from evalcore.neural import NeuralOptions
 from evalcore.metrics.registry import (
@@ -129,12 +130,14 @@ class Plan:
         self.neural = neural or NeuralOptions()
         self.memo: dict = {}   # model-based metrics' per-track state (idf), made on the first batch
         self.unavailable = {m.name: N.availability(m.kind, self.neural) for m in metrics if m.family == "neural"}
+        self.unavailable |= {m.name: meteor15.availability(self.neural.lang) for m in metrics if m.kind == "meteor15"}
         self.unavailable = {k: v for k, v in self.unavailable.items() if v}
         self.metrics = [m for m in metrics if m.name not in self.unavailable]
         df_tag = _df_tag(docs) if needs_docs(self.metrics, self.neural) else ""
         self.signatures = {
             m.name: (N.signature(m.name, m.kind, self.neural, df_tag) if m.family == "neural"
-                     else signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else ""))
+                     else signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else
+                                    meteor15.signature_part(self.neural.lang) if m.kind == "meteor15" else ""))
             for m in self.metrics}
 
     def config(self, m: MetricInfo) -> tuple[str, str]:
@@ -152,8 +155,10 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]],
     """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply."""
     from evalcore import neural as N
 
-    lexical = [m for m in plan.metrics if m.family != "neural"]
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for m in (m for m in plan.metrics if m.kind == "meteor15"):
+        out[m.name] = _meteor15(plan, hyps, refs)
+    lexical = [m for m in plan.metrics if m.family != "neural" and m.kind != "meteor15"]
     model_based = [m for m in plan.metrics if m.family == "neural"]
     if model_based:
         out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs, contexts, memo=plan.memo))
@@ -184,6 +189,14 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]],
             stats = L.distinct_stats(enc, m.n)
             out[m.name] = (L.distinct_value(stats), stats)
     return out
+
+
+def _meteor15(plan: Plan, hyps: list[str], refs: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """METEOR 1.5 from the run's Java process; stats: the value, then METEOR's own statistics."""
+    lang = plan.neural.lang
+    prep = (lambda t: t) if meteor15.mode(lang) == "en" else (lambda t: " ".join(plan.tokenizer(t)))
+    values, stats = meteor15.scorer(lang).score([prep(h) for h in hyps], [[prep(r) for r in rs] for rs in refs])
+    return values, np.column_stack([values, stats])
 
 
 def latest_learned(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
@@ -242,13 +255,16 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     open it meanwhile; the results are written on the connection taken back (handle.con)."""
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
-    for ds, tr, language in _tracks(con, dataset, track):
-        for attempt in range(ATTEMPTS):
-            con = handle.con if handle else con
-            # the last attempt keeps the store: it cannot be changed under it again
-            if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress,
-                              chunk, handle if attempt < ATTEMPTS - 1 else None):
-                break
+    try:
+        for ds, tr, language in _tracks(con, dataset, track):
+            for attempt in range(ATTEMPTS):
+                con = handle.con if handle else con
+                # the last attempt keeps the store: it cannot be changed under it again
+                if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress,
+                                  on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None):
+                    break
+    finally:
+        meteor15.close_all()  # one METEOR process per scoring run
     return report
 
 

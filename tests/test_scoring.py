@@ -68,11 +68,12 @@ def test_leaderboard_rows_and_columns(toy):
     assert list(board.columns[:9]) == ["track", "model", "origin", "coverage", "rank", "rank_ci_low", "rank_ci_high",
                                        "rank_by", "rank_ci"]
     assert list(board.columns[9:19]) == ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2",
-                                         "METEOR", "ROUGE", "CIDEr"]
+                                         "METEOR-exact", "ROUGE", "CIDEr"]
     assert set(zip(board["track"], board["model"], board["origin"])) == {
         ("toy/chitchat", "m1", "computed"), ("toy/chitchat", "m2", "computed")}
     sigs = lb.signatures(toy, "toy")
-    assert set(sigs["name"]) == {"F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "ROUGE", "CIDEr"}
+    assert set(sigs["name"]) == {"F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR-exact", "ROUGE",
+                                 "CIDEr"}
 
 
 def test_the_cli_lets_the_store_go_while_it_computes(tmp_path, monkeypatch):

@@ -42,8 +42,9 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                corpus="pooled-ngrams", sentence="per-response", n=1, needs_references=False),
     MetricInfo("DIST2", "dist", "Distinct-2: distinct bigrams / all bigrams of the responses",
                corpus="pooled-ngrams", sentence="per-response", n=2, needs_references=False),
-    MetricInfo("METEOR", "meteor", "METEOR, nltk's formula (alpha 0.9, beta 3, gamma 0.5) with exact matching "
-               "only: no stemming, no WordNet synonyms", corpus="mean", sentence="max-over-references"),
+    MetricInfo("METEOR-exact", "meteor", "METEOR's formula as in nltk (alpha 0.9, beta 3, gamma 0.5) with exact "
+               "matching only: no stemming, no WordNet synonyms, no paraphrases (not METEOR 1.5: see METEOR)",
+               corpus="mean", sentence="max-over-references"),
     MetricInfo("ROUGE", "rouge", "ROUGE-L F-measure (LCS, beta 1.2) as in pycocoevalcap",
                corpus="mean", sentence="best-p-and-r-over-references"),
     MetricInfo("CIDEr", "cider", "CIDEr as in pycocoevalcap (CIDEr-D: clipped TF-IDF n-grams 1-4, "
@@ -51,6 +52,11 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
                corpus="mean", sentence="mean-over-references"),
 ]}
 LEXICAL = list(METRICS)
+# METEOR 1.5 runs in Java (evalcore/metrics/meteor15.py): asked for by name, not in the quick `lexical` set.
+METRICS["METEOR"] = MetricInfo(
+    "METEOR", "meteor15", "METEOR 1.5 through pycocoevalcap's jar: exact, stem, WordNet synonym and paraphrase "
+    "matching for English (-l en -norm); METEOR's language-independent exact matching on the track's tokens for "
+    "other languages (-l other); needs a Java runtime", corpus="mean", sentence="meteor-1.5-segment")
 
 
 def _neural(name: str, kind: str, description: str) -> MetricInfo:
@@ -134,6 +140,9 @@ def pick_tokenizer(flavor: Flavor, language: str | None, override: str | None = 
 
 
 def signature(metric: MetricInfo, flavor: Flavor, tokenizer: Tokenizer, extra: str = "") -> str:
+    if metric.kind == "meteor15":  # the jar's own matching; the tokenizer only where METEOR has no -norm
+        tok = "tok:meteor-norm" if extra.startswith("meteor:1.5|l:en") else tokenizer.signature
+        return "|".join([metric.name, extra, tok, f"corpus:{metric.corpus}", f"flavor:{flavor.name}"])
     parts = [
         metric.name, tokenizer.signature, f"ngram:{'joined' if flavor.joined_ngrams else 'tuple'}",
         f"corpus:{metric.corpus}", f"sentence:{metric.sentence}", f"flavor:{flavor.name}",
