@@ -30,6 +30,32 @@ def _aggregate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
 
 
+def _models(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", help="comma-separated: only these models' responses count")
+    p.add_argument("--exclude-models", help="comma-separated: leave these models out (e.g. a reference imported "
+                   "as a model)")
+
+
+def _chosen_models(args):
+    from evalcore.correlate import Models
+
+    split = lambda text: tuple(m.strip() for m in (text or "").split(",") if m.strip())  # noqa: E731
+    return Models(split(args.models), split(args.exclude_models))
+
+
+def _reference_copies(con, args) -> None:
+    """A note for each model whose responses are copies of their item's reference (usually the
+    reference imported as a model: it is scored against itself and inflates correlations)."""
+    copies = queries.reference_copies(con, args.dataset, getattr(args, "track", None))
+    chosen = _chosen_models(args)
+    for row in copies.itertuples():
+        if (chosen.keep and row.model not in chosen.keep) or row.model in chosen.drop:
+            continue
+        print(f"note: {row.identical:,} of {row.responses:,} responses of model {row.model!r} are identical to a "
+              f"reference of their item (was the reference imported as a model? --exclude-models "
+              f"{row.model} leaves it out)", file=sys.stderr)
+
+
 def _on_dataset(sub, name: str, help: str, track: bool = True) -> argparse.ArgumentParser:
     """A command over one dataset of a store (and optionally one of its tracks)."""
     p = sub.add_parser(name, help=help)
@@ -129,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     _aggregate(p)
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
+    _models(p)
     _format(p)
     p = _on_dataset(sub, "template", "the responses file to fill in: every item with its context and reference")
     p.add_argument("--format", choices=["csv", "jsonl", "xlsx"], default="csv")
@@ -142,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="metric values: computed, or a paper's published tables (system level)")
     _aggregate(p)
     _flavor(p)
+    _models(p)
     _format(p)
     p = _on_dataset(sub, "agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
@@ -158,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--power", type=float, default=2.0, help="p in w = max(r, 0)^p / sum")
     _aggregate(p)
     p.add_argument("--weights", action="store_true", help="print the weights instead of the held-out results")
+    _models(p)
     _format(p)
     p = _on_dataset(sub, "ranking", "response ranking: P@1, MAP, MRR of a ranker against graded human scores")
     p.add_argument("--dimension", default="Overall", help="the human dimension that grades candidates")
@@ -165,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
     _aggregate(p)
     _flavor(p)
+    _models(p)
     _format(p)
     learned = sub.add_parser("learned", help="learned reference-free metrics (ABLSTM, seed 004)")
     lsub = learned.add_subparsers(dest="action", required=True)
@@ -259,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
             print(report.render())
             print(f"took {time.perf_counter() - start:.1f} s")
         elif args.command == "score":
+            from evalcore.metrics.registry import GROUPS
             from evalcore.neural import NeuralOptions
             from evalcore.scoring import score
 
@@ -276,6 +307,12 @@ def run(args: argparse.Namespace) -> int:
                 con = handle.con  # the connection taken back (closed below)
             print(report.render())
             print(f"took {time.perf_counter() - start:.1f} s")
+            # a metric asked for by name that could not run anywhere (a bad path, no Java) is a failure
+            named = [m.strip() for m in args.metrics.split(",") if m.strip() and m.strip() not in GROUPS]
+            failed = [m for m in named if m in report.unavailable]
+            if failed:
+                print(f"error: {', '.join(failed)} could not run (see the notes above)", file=sys.stderr)
+                return 1
         elif args.command == "leaderboard":
             from evalcore import leaderboard as lb
 
@@ -290,11 +327,12 @@ def run(args: argparse.Namespace) -> int:
         elif args.command == "correlate":
             from evalcore.correlate import correlations
 
+            _reference_copies(con, args)
             frame = correlations(con, args.dataset, args.track, level=args.level, origin=args.origin,
                                  methods=[m.strip() for m in args.method.split(",") if m.strip()],
                                  bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
                                  flavor=args.flavor, tokenizer=args.tokenizer,
-                                 compare_published=args.compare_published)
+                                 compare_published=args.compare_published, models=_chosen_models(args))
             emit(frame, args.format, 4)
         elif args.command == "template":
             from evalcore.ingest.template import render, template
@@ -312,8 +350,10 @@ def run(args: argparse.Namespace) -> int:
         elif args.command == "trust":
             from evalcore.trust import trust
 
+            _reference_copies(con, args)
             frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
-                          origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate)
+                          origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate,
+                          models=_chosen_models(args))
             emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
         elif args.command == "agreement":
             from evalcore import agreement as ag
@@ -324,17 +364,20 @@ def run(args: argparse.Namespace) -> int:
         elif args.command == "ensemble":
             from evalcore.ensemble import ensemble
 
+            _reference_copies(con, args)
             results, weights = ensemble(con, args.dataset, level=args.level, holdout=args.holdout, origin=args.origin,
-                                        method=args.method, power=args.power, aggregate=args.aggregate)
+                                        method=args.method, power=args.power, aggregate=args.aggregate,
+                                        models=_chosen_models(args))
             frame = weights if args.weights else results
             emit(frame, args.format, 4)
         elif args.command == "ranking":
             from evalcore.ranking import ranking
 
+            _reference_copies(con, args)
             frame = ranking(con, args.dataset, args.track, dimension=args.dimension,
                             rankers=[r.strip() for r in args.rankers.split(",")] if args.rankers else None,
                             thresholds=[float(t) for t in args.thresholds.split(",")], aggregate=args.aggregate,
-                            flavor=args.flavor)
+                            flavor=args.flavor, models=_chosen_models(args))
             emit(frame, args.format, 4)
         elif args.command == "learned":
             from evalcore.learned.train import train_command

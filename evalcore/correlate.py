@@ -10,6 +10,8 @@ turn:     one point per rated response. Metric: its per-response value.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -23,6 +25,25 @@ LEVELS = ("system", "dialogue", "turn")
 ORIGINS = ("computed", "published")
 COLUMNS = ["dataset", "track", "dimension", "metric", "method", "level", "n", "r", "p", "ci_low", "ci_high",
            "ci_method", "note"]
+
+
+@dataclass(frozen=True)
+class Models:
+    """Which models' units count: only `keep` (when given), never `drop` (--models, --exclude-models)."""
+
+    keep: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.keep or self.drop)
+
+    def apply(self, frame: pd.DataFrame, level: str) -> pd.DataFrame:
+        """Rows of a long frame of units (a model at system level, else '<item or dialogue>\\x1f<model>')."""
+        if not self or frame.empty:
+            return frame
+        model = frame["unit"] if level == "system" else frame["unit"].str.rsplit("\x1f", n=1).str[-1]
+        ok = model.isin(self.keep) if self.keep else pd.Series(True, index=frame.index)
+        return frame[ok & ~model.isin(self.drop)]
 
 
 def _check(level: str, origin: str, methods: list[str], aggregate: str) -> None:
@@ -147,7 +168,7 @@ def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
                  level: str = "system", origin: str = "computed", methods: list[str] | None = None,
                  bootstrap: int = 0, seed: int | None = None, aggregate: str = "mean",
                  flavor: str = "default", tokenizer: str | None = None,
-                 compare_published: bool = False) -> pd.DataFrame:
+                 compare_published: bool = False, models: Models = Models()) -> pd.DataFrame:
     """Long table: one row per track, dimension, metric and method (COLUMNS)."""
     methods = methods or ["pearson", "spearman", "kendall"]
     _check(level, origin, methods, aggregate)
@@ -155,8 +176,8 @@ def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
         raise ValueError("--bootstrap needs --seed: resampling is always seeded and the seed is recorded")
     rows = []
     for tr in _tracks(con, dataset, track):
-        humans = human_scores(con, dataset, tr, level, aggregate)
-        metrics = metric_scores(con, dataset, tr, level, origin, flavor, tokenizer)
+        humans = models.apply(human_scores(con, dataset, tr, level, aggregate), level)
+        metrics = models.apply(metric_scores(con, dataset, tr, level, origin, flavor, tokenizer), level)
         if humans.empty or metrics.empty:
             continue
         h = humans.pivot_table(index="unit", columns="dimension", values="value", aggfunc="first")

@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.correlate import human_scores, metric_scores
+from evalcore.correlate import Models, human_scores, metric_scores
 from evalcore.stats import correlate
 
 RESULT_COLUMNS = ["holdout", "track", "dimension", "method", "metrics", "pearson", "spearman", "n"]
@@ -36,14 +36,15 @@ def crs_weights(r: pd.Series, power: float = 2.0) -> pd.Series:
     return pos / total if total > 0 else pos
 
 
-def load(con, dataset: str, level: str, origin: str, aggregate: str = "mean", flavor: str = "default"):
+def load(con, dataset: str, level: str, origin: str, aggregate: str = "mean", flavor: str = "default",
+         models: Models = Models()):
     """Per track: (z-normalised metrics by unit, human scores by unit), and each track's competition."""
     tracks = con.execute("SELECT track, coalesce(competition, split_part(track, '/', 1)) FROM tracks "
                          "WHERE dataset = ? ORDER BY 1", [dataset]).fetchall()
     data, competition = {}, {}
     for tr, comp in tracks:
-        m = metric_scores(con, dataset, tr, level, origin, flavor, None)
-        h = human_scores(con, dataset, tr, level, aggregate)
+        m = models.apply(metric_scores(con, dataset, tr, level, origin, flavor, None), level)
+        h = models.apply(human_scores(con, dataset, tr, level, aggregate), level)
         if m.empty or h.empty:
             continue
         m = m.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")
@@ -63,7 +64,7 @@ def _corr(x, y, method: str) -> float:
 
 def ensemble(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str = "system", holdout: str = "competition",
              origin: str = "auto", method: str = "spearman", power: float = 2.0, aggregate: str = "mean",
-             flavor: str = "default") -> tuple[pd.DataFrame, pd.DataFrame]:
+             flavor: str = "default", models: Models = Models()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(held-out results, weights). origin auto: published at system level when nothing is computed."""
     if holdout not in ("track", "competition"):
         raise ValueError(f"unknown holdout {holdout!r}; known: track, competition")
@@ -71,7 +72,7 @@ def ensemble(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str = "syst
         computed = con.execute("SELECT count(*) FROM system_scores WHERE dataset = ? AND origin = 'computed'",
                                [dataset]).fetchall()[0][0]
         origin = "computed" if computed or level != "system" else "published"
-    data, competition = load(con, dataset, level, origin, aggregate, flavor)
+    data, competition = load(con, dataset, level, origin, aggregate, flavor, models)
     groups: dict[str, list[str]] = {}
     for tr in data:
         groups.setdefault(tr if holdout == "track" else competition[tr], []).append(tr)

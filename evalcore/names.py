@@ -54,6 +54,11 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
     model = getattr(args, "model", None)
     if model is not None and args.command != "delete-model":  # delete-model says itself what a model holds
         require("model", model, _column(con, "SELECT model FROM models ORDER BY model", []))
+    listed = [m.strip() for a in ("models", "exclude_models") for m in (getattr(args, a, None) or "").split(",")]
+    known = None
+    for name in (m for m in listed if m):
+        known = known or _column(con, "SELECT model FROM models ORDER BY model", [])
+        require("model", name, known)
     dimension = getattr(args, "dimension", None)
     if dimension is not None and dimension != "mean" and dataset is not None:
         dims = _column(con, "SELECT DISTINCT dimension FROM dimensions WHERE dataset = ? ORDER BY dimension", [dataset])

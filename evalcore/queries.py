@@ -108,3 +108,20 @@ def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFram
                             AND h.rated_response IS NOT NULL))
         ORDER BY i.track, i.item_id
     """, [dataset, track, track]).df()
+
+
+def reference_copies(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """Per model with any: how many of its responses equal (whitespace aside) a reference of their item,
+    of how many (model, identical, responses). A model made of copies is usually the reference itself
+    imported as a model: scored against itself, it inflates every correlation."""
+    return con.execute("""
+        WITH mine AS (
+            SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id)
+            WHERE r.dataset = ? AND (? IS NULL OR i.track = ?)
+        ), copies AS (
+            SELECT m.model, count(DISTINCT m.item_id) AS identical FROM mine m
+            JOIN item_references f ON f.dataset = ? AND f.item_id = m.item_id AND trim(f.text) = trim(m.text)
+            GROUP BY m.model
+        )
+        SELECT c.model, c.identical, (SELECT count(*) FROM mine WHERE mine.model = c.model) AS responses
+        FROM copies c ORDER BY c.model""", [dataset, track, track, dataset]).df()

@@ -66,7 +66,8 @@ def _context_scores(con, dataset: str, track: str, data: pd.DataFrame, rankers: 
 
 def ranking(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *, dimension: str = "Overall",
             rankers: list[str] | None = None, thresholds: list[float] = (3, 4, 5), aggregate: str = "mean",
-            flavor: str = "default") -> pd.DataFrame:
+            flavor: str = "default", models=None) -> pd.DataFrame:
+    """`models` (correlate.Models): which models' responses are ranked (--models, --exclude-models)."""
     from evalcore.metrics.registry import get_flavor, pick_tokenizer
 
     tracks = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? AND (? IS NULL OR track = ?) "
@@ -82,6 +83,8 @@ def ranking(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = No
         values = response_scores(con, dataset, tr, flavor=flavor, data=data)
         chosen = rankers or [*RANKERS, *sorted(values["metric"].unique())]
         base = data[["item_id", "model", "text"]].merge(humans, on=["item_id", "model"])
+        if models:
+            base = base[(base["model"].isin(models.keep) if models.keep else True) & ~base["model"].isin(models.drop)]
         base = base.sort_values(["item_id", "model"], ignore_index=True)
         context = _context_scores(con, dataset, tr, base, [r for r in chosen if r in RANKERS], tokenizer)
         for ranker in chosen:

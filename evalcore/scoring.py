@@ -73,6 +73,7 @@ class ScoreReport:
     computed: dict[str, int] = field(default_factory=dict)   # per track: new per-response scores
     system: dict[str, int] = field(default_factory=dict)     # per track: system scores written
     notes: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # metric -> why it could not run (a path, Java)
 
     def note(self, text: str) -> None:
         """A note, said once (a track scored again after the store changed says its notes again)."""
@@ -281,6 +282,7 @@ def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, prog
     plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
     for name, reason in plan.unavailable.items():
         report.note(f"{ds}:{tr}: {name} unavailable: {reason}")
+        report.unavailable[name] = reason
     if not plan.metrics:
         return False
     return _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk, handle)

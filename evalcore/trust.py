@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from evalcore.correlate import _check, _order, human_scores, metric_scores
+from evalcore.correlate import Models, _check, _order, human_scores, metric_scores
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
 from evalcore.queries import require_dataset
 from evalcore.stats import Correlation, correlate, fisher_interval, williams
@@ -125,7 +125,7 @@ def _williams_p(metrics: pd.DataFrame, human: pd.Series, best: str, other: str, 
 
 def trust(con, dataset: str, *, level: str = "system", method: str = "spearman", dimension: str = "mean",
           origin: str = "computed", flavor: str = "default", tokenizer: str | None = None,
-          aggregate: str = "mean") -> pd.DataFrame:
+          aggregate: str = "mean", models: Models = Models()) -> pd.DataFrame:
     """Long table (COLUMNS): one row per metric, skill and track, plus one `pooled` row per metric and skill."""
     _check(level, origin, [method], aggregate)
     require_dataset(con, dataset)
@@ -134,8 +134,8 @@ def trust(con, dataset: str, *, level: str = "system", method: str = "spearman",
     rows: list[dict] = []
     tests = _Williams(method)
     for track, skill in tracks:
-        humans = human_scores(con, dataset, track, level, aggregate)
-        scores = metric_scores(con, dataset, track, level, origin, flavor, tokenizer)
+        humans = models.apply(human_scores(con, dataset, track, level, aggregate), level)
+        scores = models.apply(metric_scores(con, dataset, track, level, origin, flavor, tokenizer), level)
         if scores.empty:
             continue  # nothing to correlate on this track: no metric has values here
         metrics = scores.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")

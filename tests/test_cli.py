@@ -62,8 +62,12 @@ def test_score_and_leaderboard_commands(tmp_path, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["model"] == "m1" and rows[0]["origin"] == "computed"
     assert rows[0]["BLEU4"] == 1.0 and rows[0]["F1"] == 1.0
-    assert main(["score", "--db", db, "--metrics", "BLEU9"]) == 1
-    assert "unknown metric 'BLEU9'" in capsys.readouterr().err
+    assert main(["score", "--db", db, "--metrics", "BLEU9"]) == 2
+    assert "unknown metric 'BLEU9'; known, closest first: BLEU1, BLEU2" in capsys.readouterr().err
+    # a metric asked for by name that cannot run (a path that does not exist) fails the command
+    assert main(["score", "--db", db, "--metrics", "BLEURT", "--bleurt-checkpoint", str(tmp_path / "nonexistent")]) == 1
+    out = capsys.readouterr()
+    assert "BLEURT unavailable" in out.out and "error: BLEURT could not run" in out.err
 
 
 def test_unknown_names_exit_2_listing_what_exists_closest_first(tmp_path, capsys):
@@ -83,3 +87,43 @@ def test_unknown_names_exit_2_listing_what_exists_closest_first(tmp_path, capsys
     assert main(["leaderboard", "--db", db, "--dataset", "toy", "--flavor", "msd"]) == 2
     assert "unknown flavor 'msd'; known, closest first: msde, default" in capsys.readouterr().err
     assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchat"]) == 0  # known names run
+
+
+def test_models_filter_and_reference_copies_note(tmp_path, capsys):
+    """--models / --exclude-models choose whose responses count; a model whose responses are copies
+    of the reference is pointed out (it is usually the reference imported as a model)."""
+    db = str(tmp_path / "s.duckdb")
+    items = [{"item_id": f"i{k}", "dataset": "toy", "track": "toy/chitchat", "context": ["你好"],
+              "references": [f"参考 {k} 号 回复"]} for k in range(6)]
+    main(["import", "items", str(write_jsonl(tmp_path / "i.jsonl", items)), "--db", db])
+    rows = ["item_id,model,response"]
+    rows += [f"i{k},copy,参考 {k} 号 回复" for k in range(6)]           # the reference itself
+    rows += [f"i{k},m1,{'参考 回复' if k % 2 else '你好'} {k}" for k in range(6)]
+    rows += [f"i{k},m2,{'你好 呀' * (k % 3)}" for k in range(6)]
+    (tmp_path / "r.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["import", "responses", str(tmp_path / "r.csv"), "--db", db, "--dataset", "toy",
+                 "--track", "toy/chitchat"]) == 0
+    ratings = ["item_id,model,annotator,dimension,score"]
+    ratings += [f"i{k},{m},a1,Overall,{s}" for k in range(6) for m, s in (("copy", 5), ("m1", 1 + k % 3), ("m2", 2))]
+    (tmp_path / "h.csv").write_text("\n".join(ratings) + "\n", encoding="utf-8")
+    assert main(["import", "ratings", str(tmp_path / "h.csv"), "--db", db, "--dataset", "toy",
+                 "--track", "toy/chitchat", "--scale", "Overall=1:5"]) == 0
+    assert main(["score", "--db", db, "--dataset", "toy"]) == 0
+    capsys.readouterr()
+    assert main(["correlate", "--db", db, "--dataset", "toy", "--level", "turn", "--method", "pearson",
+                 "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "note: 6 of 6 responses of model 'copy' are identical to a reference of their item" in out.err
+    every = json.loads(out.out)
+    n_all = {r["n"] for r in every if r["metric"] == "BLEU4"}
+    assert main(["correlate", "--db", db, "--dataset", "toy", "--level", "turn", "--method", "pearson",
+                 "--exclude-models", "copy", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "identical to a reference" not in out.err
+    n_without = {r["n"] for r in json.loads(out.out) if r["metric"] == "BLEU4"}
+    assert n_all == {18} and n_without == {12}  # 3 models x 6 items, then 2 x 6
+    assert main(["correlate", "--db", db, "--dataset", "toy", "--level", "turn", "--models", "m1",
+                 "--format", "json"]) == 0
+    assert {r["n"] for r in json.loads(capsys.readouterr().out) if r["metric"] == "BLEU4"} == {6}
+    assert main(["correlate", "--db", db, "--dataset", "toy", "--models", "m3"]) == 2
+    assert "unknown model 'm3'; known, closest first: m1, m2, copy" in capsys.readouterr().err

@@ -117,8 +117,9 @@ def resolve_metrics(spec: str | list[str]) -> list[MetricInfo]:
             if METRICS[name] not in out:
                 out.append(METRICS[name])
         else:
-            known = ", ".join([*GROUPS, *METRICS])
-            raise ValueError(f"unknown metric {name!r}; known: {known}")
+            from evalcore.names import require
+
+            require("metric", name, [*GROUPS, *METRICS])  # raises, listing the closest first
     if not out:
         raise ValueError("no metrics given")
     return out
