@@ -27,3 +27,46 @@ def test_human_means_outside_scale(con, tmp_path):
         "paper_table,competition,skill,model_no,model,dimension,value\n10,luge,chitchat,1,m,Info,2.5\n", encoding="utf-8")
     with pytest.raises(ImportRefused, match=r"row 2, field 'value': expected a mean on the Info scale 0\.\.2, got 2\.5"):
         import_published(con, tmp_path, dataset="paper", scales={"Info": (0, 2)})
+
+
+def test_published_correlations_at_any_level_compared_like_with_like(con, tmp_path):
+    """A `level` column stores turn- and dialogue-level published correlations; --compare-published
+    then sets each computed correlation beside the published one of its own level only."""
+    from conftest import write_jsonl
+    from evalcore.correlate import correlations
+    from evalcore.ingest.items import import_items
+    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.responses import import_responses
+    from evalcore.scoring import score
+
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", [
+        {"item_id": f"i{k}", "dataset": "paper", "track": "lic2021/knowledge", "context": ["你好"],
+         "references": [f"参考 {k} 号"]} for k in range(5)]))
+    (tmp_path / "r.csv").write_text("item_id,model,response\n" + "".join(
+        f"i{k},{m},{'参考 ' * (k % 3 + (m == 'b'))}{k}\n" for k in range(5) for m in "ab"), encoding="utf-8")
+    import_responses(con, tmp_path / "r.csv", dataset="paper", track="lic2021/knowledge")
+    (tmp_path / "h.csv").write_text("item_id,model,annotator,dimension,score\n" + "".join(
+        f"i{k},{m},x,Info,{(k + (m == 'b')) % 3}\n" for k in range(5) for m in "ab"), encoding="utf-8")
+    import_ratings(con, tmp_path / "h.csv", dataset="paper", track="lic2021/knowledge", scales={"Info": (0, 2)})
+    score(con, dataset="paper", metrics="BLEU1", progress=False)
+    folder = tmp_path / "pub"
+    folder.mkdir()
+    (folder / "published_correlations.csv").write_text(
+        "paper_table,competition,skill,dimension,metric,method,value,level\n"
+        "4,lic2021,knowledge,Info,BLEU1,pearson,0.31,turn\n"
+        "5,lic2021,knowledge,Info,BLEU1,pearson,0.77,\n", encoding="utf-8")
+    import_published(con, folder, dataset="paper")
+    assert sorted(con.execute("SELECT level, value FROM published_correlations").fetchall()) == [
+        ("system", 0.77), ("turn", 0.31)]
+    turn = correlations(con, "paper", level="turn", methods=["pearson"], compare_published=True)
+    row = turn[(turn.metric == "BLEU1") & (turn.dimension == "Info")].iloc[0]
+    assert row["published"] == 0.31 and row["diff"] == pytest.approx(row["r"] - 0.31)
+    system = correlations(con, "paper", level="system", methods=["pearson"], compare_published=True)
+    assert system[(system.metric == "BLEU1") & (system.dimension == "Info")].iloc[0]["published"] == 0.77
+    (folder / "published_correlations.csv").write_text(
+        "paper_table,competition,skill,dimension,metric,method,value,level\n"
+        "4,lic2021,knowledge,Info,F1,pearson,0.31,utterance\n", encoding="utf-8")
+    before = fingerprint(con)
+    with pytest.raises(ImportRefused, match=r"row 2, field 'level': expected one of system, dialogue, turn"):
+        import_published(con, folder, dataset="paper")
+    assert fingerprint(con) == before

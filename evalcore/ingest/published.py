@@ -2,7 +2,8 @@
 
 automatic_system_scores.csv  -> system scores, origin 'published'
 human_system_scores.csv      -> human ratings of whole systems (annotator 'published')
-published_correlations.csv   -> published metric-human correlations, level 'system'
+published_correlations.csv   -> published metric-human correlations; an optional `level` column says at
+                                which level (system, dialogue or turn; system when absent or empty)
 Tracks are '<competition>/<skill>'.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ FILES = {
     "published_correlations.csv": ["paper_table", "competition", "skill", "dimension", "metric", "method", "value"],
 }
 METHODS = ("pearson", "spearman", "kendall")
+LEVELS = ("system", "dialogue", "turn")
 
 
 def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: str,
@@ -95,14 +97,18 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
                 if method not in METHODS:
                     check.add(where, "method", "one of " + ", ".join(METHODS), repr(method))
                     continue
+                level = str(rec.get("level") or "").strip().lower() or "system"
+                if level not in LEVELS:
+                    check.add(where, "level", "one of " + ", ".join(LEVELS) + " (or empty: system)", repr(rec.get("level")))
+                    continue
                 if not -1 <= value <= 1:
                     check.add(where, "value", "a correlation from -1 to 1", f"{value:g}")
                     continue
-                if _dup(check, where, (track, dim, metric, method, "system"), seen, stored_corr):
+                if _dup(check, where, (track, dim, metric, method, level), seen, stored_corr):
                     continue
                 batch.track(dataset, track)
                 batch.add("published_correlations", dataset=dataset, track=track, dimension=dim, metric=metric,
-                          method=method, level="system", value=value, source=source)
+                          method=method, level=level, value=value, source=source)
         problems += check.problems
     if problems:
         raise ImportRefused(problems)
