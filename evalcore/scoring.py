@@ -28,6 +28,8 @@ from evalcore.store import Handle, bump_revision, insert_frame, revision, transa
 from evalcore.tokenize import Tokenizer
 
 CHUNK = 20_000  # responses per batch: bounds memory on large tracks
+SENTENCE_MEAN = "|system:sentence-mean"  # a system score's signature suffix: the mean of sentence values
+SYSTEM_AGGREGATES = ("corpus", "sentence-mean")
 LET_GO = 2_000  # responses to compute before the CLI lets the store go meanwhile (reopening costs ~20 ms)
 ATTEMPTS = 3  # tracks scored again when the store changed while let go; the last attempt keeps it
 NEURAL_CHUNK = 2_000  # with model-based metrics: a progress step of a minute or less on a CPU
@@ -130,6 +132,7 @@ class Plan:
         self.flavor, self.tokenizer, self.docs = flavor, tokenizer, docs
         self.neural = neural or NeuralOptions()
         self.memo: dict = {}   # model-based metrics' per-track state (idf), made on the first batch
+        self.system_aggregate = "corpus"
         self.unavailable = {m.name: N.availability(m.kind, self.neural) for m in metrics if m.family == "neural"}
         self.unavailable |= {m.name: meteor15.availability(self.neural.lang) for m in metrics if m.kind == "meteor15"}
         self.unavailable = {k: v for k, v in self.unavailable.items() if v}
@@ -218,6 +221,23 @@ def corpus_value(metric: MetricInfo, stats: np.ndarray) -> float | None:
     return float(stats[:, 0].mean())
 
 
+def sentence_values(metric: MetricInfo, stats: np.ndarray) -> np.ndarray:
+    """Each response's own value from its statistics (the value `compute` gives it)."""
+    if metric.kind == "f1":
+        return L.f1_value(stats)
+    if metric.kind == "bleu":
+        return L.bleu_sentence(stats, metric.n, max_n=metric.n)
+    if metric.kind == "dist":
+        return L.distinct_value(stats)
+    return stats[:, 0]
+
+
+def sentence_mean(metric: MetricInfo, stats: np.ndarray) -> float | None:
+    """A model's sentence-mean system value: the plain mean of its responses' values."""
+    stats = stats[~np.isnan(stats).any(axis=1)]
+    return float(np.mean(sentence_values(metric, stats))) if len(stats) else None
+
+
 def _cached_keys(con, sig: str) -> set[str]:
     return {k for (k,) in con.execute("SELECT text_key FROM metric_scores WHERE signature = ?", [sig]).fetchall()}
 
@@ -247,13 +267,18 @@ def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str,
 def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
           neural: NeuralOptions | None = None, progress: bool = True, on_progress=None,
-          chunk: int | None = None, handle: Handle | None = None) -> ScoreReport:
+          chunk: int | None = None, handle: Handle | None = None, system_aggregate: str = "corpus") -> ScoreReport:
     """Compute what is missing for every selected track; write caches and system scores per track.
 
     on_progress(done, total, label), when given, is called after each batch of `chunk` responses
     (default CHUNK, NEURAL_CHUNK with model-based metrics): a job's progress. With a `handle` (the CLI),
     the store is let go while a track's values are computed, so other processes (the dashboard) can
-    open it meanwhile; the results are written on the connection taken back (handle.con)."""
+    open it meanwhile; the results are written on the connection taken back (handle.con).
+    system_aggregate: a model's system score is its `corpus` value (each metric's corpus rule, as
+    today) or the `sentence-mean` of its responses' values (signature suffix SENTENCE_MEAN); both
+    can be stored side by side, and readers choose (computed_filter)."""
+    if system_aggregate not in SYSTEM_AGGREGATES:
+        raise ValueError(f"unknown system aggregate {system_aggregate!r}; known: {', '.join(SYSTEM_AGGREGATES)}")
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
     try:
@@ -262,7 +287,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
                 con = handle.con if handle else con
                 # the last attempt keeps the store: it cannot be changed under it again
                 if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress,
-                                  on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None):
+                                  on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None, system_aggregate):
                     break
     finally:
         meteor15.close_all()  # one METEOR process per scoring run
@@ -270,7 +295,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
 
 
 def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
-               handle) -> bool:
+               handle, system_aggregate: str = "corpus") -> bool:
     """Score one track; True when the store changed while it was let go (score it again)."""
     data = load_track(con, ds, tr)
     if data.empty:
@@ -280,6 +305,7 @@ def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, prog
     if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
         opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
     plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
+    plan.system_aggregate = system_aggregate
     for name, reason in plan.unavailable.items():
         report.note(f"{ds}:{tr}: {name} unavailable: {reason}")
         report.unavailable[name] = reason
@@ -338,9 +364,11 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         _write_values(con, plan, frames)
         for row in system_rows:
             # a model-based column holds the last configuration scored (its signature says which)
+            # (of the same system aggregate: corpus and sentence-mean rows stand side by side)
             con.execute("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND name = ? "
-                        "AND origin = 'computed' AND (signature = ? OR flavor = ?)",
-                        [ds, tr, row["model"], row["name"], row["signature"], ANY if row["flavor"] == ANY else None])
+                        "AND origin = 'computed' AND (signature = ? OR flavor = ?) AND ends_with(signature, ?) = ?",
+                        [ds, tr, row["model"], row["name"], row["signature"], ANY if row["flavor"] == ANY else None,
+                         SENTENCE_MEAN, row["signature"].endswith(SENTENCE_MEAN)])
         if system_rows:
             insert_frame(con, "system_scores", pd.DataFrame(system_rows))
     report.computed[label] = int(sum(len(f) for f in frames))
@@ -401,16 +429,18 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
     models = data["model"].to_numpy()
     rows = []
     pooled: Encoded | None = None
+    mean_of_sentences = plan.system_aggregate == "sentence-mean"
     for m in plan.metrics:
-        sig = plan.signatures[m.name]
+        sig = plan.signatures[m.name]  # the per-response cache's signature
+        system_sig = sig + SENTENCE_MEAN if mean_of_sentences else sig
         for model in pd.unique(models):
             mine = (models == model) & usable[m.name]
             if not mine.any():
                 continue
-            if (model, sig) in existing and not missing[m.name][mine].any():
+            if (model, system_sig) in existing and not missing[m.name][mine].any():
                 continue  # nothing new for this model: its system score stands
             idx = np.flatnonzero(mine)
-            if m.kind == "dist":
+            if m.kind == "dist" and not mean_of_sentences:
                 if pooled is None:  # pooled n-grams need every response's tokens, not only new ones
                     pooled = Encoded.from_texts(plan.tokenizer, data["text"].tolist(), [[] for _ in range(len(data))],
                                                 joined=plan.flavor.joined_ngrams)
@@ -426,12 +456,12 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                     else:
                         mat = mat.copy()
                         mat[np.isnan(mat).all(axis=1)] = filled
-                value = corpus_value(m, mat)
+                value = sentence_mean(m, mat) if mean_of_sentences else corpus_value(m, mat)
             if value is None:
                 continue
             fl, tk = plan.config(m)
             rows.append({"dataset": ds, "track": tr, "model": model, "name": m.name, "value": value,
-                         "origin": "computed", "signature": sig, "source": "evalcore score",
+                         "origin": "computed", "signature": system_sig, "source": "evalcore score",
                          "flavor": fl, "tokenizer": tk, "n": int(len(idx))})
     return rows
 
@@ -445,10 +475,14 @@ def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
 
 
 def computed_filter(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
-                    tokenizer: str | None = None) -> tuple[str, list]:
+                    tokenizer: str | None = None, system_aggregate: str = "corpus") -> tuple[str, list]:
     """SQL condition (and its parameters) on system_scores for the computed rows of this choice:
-    the flavor's lexical scores and the model-based scores, which depend on no flavor."""
-    return "((flavor = ? AND tokenizer = ?) OR flavor = ?)", [*computed_config(con, dataset, flavor, tokenizer), ANY]
+    the flavor's lexical scores and the model-based scores, which depend on no flavor, aggregated
+    to system level as chosen (corpus, or sentence-mean: signatures ending in SENTENCE_MEAN)."""
+    if system_aggregate not in SYSTEM_AGGREGATES:
+        raise ValueError(f"unknown system aggregate {system_aggregate!r}; known: {', '.join(SYSTEM_AGGREGATES)}")
+    return ("((flavor = ? AND tokenizer = ?) OR flavor = ?) AND ends_with(signature, ?) = ?",
+            [*computed_config(con, dataset, flavor, tokenizer), ANY, SENTENCE_MEAN, system_aggregate == "sentence-mean"])
 
 
 def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",

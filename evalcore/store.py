@@ -64,8 +64,8 @@ def _open(db: Path, read_only: bool, wait: float, on_wait) -> duckdb.DuckDBPyCon
             return duckdb.connect(str(db), read_only=read_only)
         except duckdb.IOException as exc:
             if not _locked(exc) or time.monotonic() >= deadline:
-                hint = (f" Waited {wait:g} s: another process kept it (a long `evalcore score` holds the store until "
-                        f"it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
+                hint = (f" Waited {wait:g} s: another process kept it (an import, or a scoring job the dashboard "
+                        f"runs, holds the store until it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
                 raise StoreError(f"cannot open {db}: {exc}.{hint}") from exc
             if on_wait is not None and not told:
                 on_wait(f"waiting for {db}: another process is using it (the dashboard releases it between "

@@ -125,7 +125,7 @@ def _williams_p(metrics: pd.DataFrame, human: pd.Series, best: str, other: str, 
 
 def trust(con, dataset: str, *, level: str = "system", method: str = "spearman", dimension: str = "mean",
           origin: str = "computed", flavor: str = "default", tokenizer: str | None = None,
-          aggregate: str = "mean", models: Models = Models()) -> pd.DataFrame:
+          aggregate: str = "mean", models: Models = Models(), system_aggregate: str = "corpus") -> pd.DataFrame:
     """Long table (COLUMNS): one row per metric, skill and track, plus one `pooled` row per metric and skill."""
     _check(level, origin, [method], aggregate)
     require_dataset(con, dataset)
@@ -135,7 +135,8 @@ def trust(con, dataset: str, *, level: str = "system", method: str = "spearman",
     tests = _Williams(method)
     for track, skill in tracks:
         humans = models.apply(human_scores(con, dataset, track, level, aggregate), level)
-        scores = models.apply(metric_scores(con, dataset, track, level, origin, flavor, tokenizer), level)
+        scores = models.apply(metric_scores(con, dataset, track, level, origin, flavor, tokenizer, system_aggregate),
+                              level)
         if scores.empty:
             continue  # nothing to correlate on this track: no metric has values here
         metrics = scores.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")

@@ -116,3 +116,39 @@ def test_the_cli_lets_the_store_go_while_it_computes(tmp_path, monkeypatch):
     assert again.computed["toy:toy/chitchat"] == 0 and again.system["toy:toy/chitchat"] == 0  # nothing was lost
     assert report.notes == again.notes  # each note said once, though the track was scored twice
     con.close()
+
+
+def test_system_aggregate_sentence_mean_beside_corpus(con, tmp_path):
+    """--system-aggregate sentence-mean: a model's system BLEU-4 is the mean of its sentence BLEU-4
+    (as Yeh et al. 2021 aggregate), stored beside the corpus value under its own signature."""
+    import numpy as np
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    from conftest import write_jsonl
+    from evalcore.correlate import metric_scores
+    from evalcore.ingest.items import import_items
+    from evalcore.tokenize import get_tokenizer
+
+    refs = {"a1": "今天天气很好，我们去公园吧", "a2": "我看过这部电影，很感人", "a3": "好的，明天见"}
+    hyps = {"a1": "今天天气不错，去公园吧", "a2": "这部电影很感人", "a3": "明天见"}
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", [
+        {"item_id": k, "dataset": "agg", "track": "agg/chitchat", "context": ["你好"], "references": [v]}
+        for k, v in refs.items()]))
+    (tmp_path / "m.csv").write_text("item_id,response\n" + "".join(f"{k},{v}\n" for k, v in hyps.items()),
+                                    encoding="utf-8")
+    import_responses(con, tmp_path / "m.csv", dataset="agg", track="agg/chitchat", model="m")
+    score(con, dataset="agg", metrics="BLEU4", progress=False)
+    score(con, dataset="agg", metrics="BLEU4", progress=False, system_aggregate="sentence-mean")
+    rows = con.execute("SELECT value, signature FROM system_scores WHERE name = 'BLEU4' ORDER BY signature").fetchall()
+    assert len(rows) == 2 and rows[1][1] == rows[0][1] + "|system:sentence-mean"
+    # the mean of pycocoevalcap's sentence BLEU-4 over the responses, on the same char tokens
+    tok = get_tokenizer("char")
+    _, per = Bleu(4).compute_score({k: [" ".join(tok(refs[k]))] for k in refs},
+                                   {k: [" ".join(tok(hyps[k]))] for k in refs}, verbose=0)
+    assert rows[1][0] == pytest.approx(float(np.mean(per[3])), abs=1e-9)
+    assert abs(rows[0][0] - rows[1][0]) > 1e-3  # corpus BLEU is another number
+    # readers choose: corpus by default, sentence-mean when asked
+    corpus = metric_scores(con, "agg", "agg/chitchat", "system", "computed", "default", None)
+    mean = metric_scores(con, "agg", "agg/chitchat", "system", "computed", "default", None, "sentence-mean")
+    assert corpus.set_index("unit").loc["m", "value"] == pytest.approx(rows[0][0])
+    assert mean.set_index("unit").loc["m", "value"] == pytest.approx(rows[1][0])
