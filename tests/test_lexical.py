@@ -92,5 +92,5 @@ def test_corpus_values_by_hand():
 
 
 def test_unknown_metric_lists_known_ones():
-    with pytest.raises(ValueError, match=r"unknown metric 'BLEU5'; known: lexical, neural, learned, F1, BLEU1"):
+    with pytest.raises(ValueError, match=r"unknown metric 'BLEU5'; known, closest first: BLEU1, BLEU2, BLEU3, BLEU4"):
         resolve_metrics("F1,BLEU5")

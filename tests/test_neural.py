@@ -222,9 +222,11 @@ def test_cli_reports_bleurt_unavailable(toy, tmp_path, capsys):
 
     db = toy.execute("PRAGMA database_list").fetchall()[0][2]
     toy.close()
-    assert main(["score", "--db", db, "--dataset", "toy", "--metrics", "BLEURT"]) == 0
-    out = capsys.readouterr().out
-    assert "BLEURT unavailable" in out and "--bleurt-checkpoint" in out
+    # asked for by name and unable to run: the notes say why, and the command fails (exit 1), not 0
+    assert main(["score", "--db", db, "--dataset", "toy", "--metrics", "BLEURT"]) == 1
+    out = capsys.readouterr()
+    assert "BLEURT unavailable" in out.out and "--bleurt-checkpoint" in out.out
+    assert "error: BLEURT could not run" in out.err
 
 
 # ------------------------------------------------------------------ the real default model (slow)
