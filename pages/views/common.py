@@ -106,7 +106,7 @@ def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     """Every page's opening: title, a cursor on the store, and the URL's view state; stops on an empty store."""
     st.title(title)
     con = cursor()
-    if empty_store(con):
+    if empty_store():
         st.stop()
     building_note()
     return con, view_state()
@@ -174,7 +174,8 @@ def _base_url() -> str:
     return url if urlsplit(url).netloc else "http://localhost:8501"
 
 
-def empty_store(con=None) -> bool:
+def empty_store() -> bool:
+    """True (with a notice saying what to do) when the store holds no track yet."""
     if data("track_count"):
         return False
     st.info("This store is empty. Build the embedded default with `python -m evalcore init` or import your "

@@ -2,13 +2,12 @@
 import streamlit as st
 
 from evalcore.store import resolve_db_path
-from pages.views.common import building_note, cursor, data, empty_store, md_escape
+from pages.views.common import building_note, data, empty_store, md_escape
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")
 
-con = cursor()
-if not empty_store(con):
+if not empty_store():
     building_note()
     summary = data("summary")
     cols = st.columns(4)
