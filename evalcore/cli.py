@@ -48,6 +48,20 @@ def _chosen_models(args):
     return Models(split(args.models), split(args.exclude_models))
 
 
+def _other_configs(con, args) -> None:
+    """Say so when the dataset's lexical scores exist only under another flavor or tokenizer (the
+    computed lexical columns would otherwise be silently absent)."""
+    from evalcore.scoring import elsewhere
+
+    if getattr(args, "origin", "computed") == "published":
+        return
+    other = elsewhere(con, args.dataset, args.flavor, args.tokenizer)
+    if other:
+        print(f"note: no lexical scores of {args.dataset!r} under --flavor {args.flavor}"
+              f"{' --tokenizer ' + args.tokenizer if args.tokenizer else ''}; they exist under: "
+              + "; ".join(other), file=sys.stderr)
+
+
 def _reference_copies(con, args) -> None:
     """A note for each model whose responses are copies of their item's reference (usually the
     reference imported as a model: it is scored against itself and inflates correlations)."""
@@ -337,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
             from evalcore.correlate import correlations
 
             _reference_copies(con, args)
+            _other_configs(con, args)
             frame = correlations(con, args.dataset, args.track, level=args.level, origin=args.origin,
                                  methods=[m.strip() for m in args.method.split(",") if m.strip()],
                                  bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
@@ -361,6 +376,7 @@ def run(args: argparse.Namespace) -> int:
             from evalcore.trust import trust
 
             _reference_copies(con, args)
+            _other_configs(con, args)
             frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
                           origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate,
                           models=_chosen_models(args), system_aggregate=args.system_aggregate)

@@ -474,6 +474,20 @@ def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
     return fl.name, pick_tokenizer(fl, language[0][0] if language else None, tokenizer).signature
 
 
+def elsewhere(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str, tokenizer: str | None = None) -> list[str]:
+    """When the dataset has no lexical scores under this flavor and tokenizer but has them under others:
+    those others, as the options that select them (e.g. '--flavor default --tokenizer jieba')."""
+    from evalcore.tokenize import TOKENIZERS
+
+    chosen = computed_config(con, dataset, flavor, tokenizer)
+    stored = con.execute("SELECT DISTINCT flavor, tokenizer FROM system_scores WHERE dataset = ? "
+                         "AND origin = 'computed' AND flavor <> ? ORDER BY 1, 2", [dataset, ANY]).fetchall()
+    if not stored or tuple(chosen) in {tuple(s) for s in stored}:
+        return []
+    names = {tok.signature: name for name, tok in TOKENIZERS.items()}
+    return [f"--flavor {fl} --tokenizer {names.get(tk, tk)}" for fl, tk in stored]
+
+
 def computed_filter(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
                     tokenizer: str | None = None, system_aggregate: str = "corpus") -> tuple[str, list]:
     """SQL condition (and its parameters) on system_scores for the computed rows of this choice:

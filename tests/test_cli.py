@@ -127,3 +127,28 @@ def test_models_filter_and_reference_copies_note(tmp_path, capsys):
     assert {r["n"] for r in json.loads(capsys.readouterr().out) if r["metric"] == "BLEU4"} == {6}
     assert main(["correlate", "--db", db, "--dataset", "toy", "--models", "m3"]) == 2
     assert "unknown model 'm3'; known, closest first: m1, m2, copy" in capsys.readouterr().err
+
+
+def test_scores_under_another_tokenizer_are_named(tmp_path, capsys):
+    """correlate without the tokenizer score used: the lexical columns are absent, and a note says where they are."""
+    db = str(tmp_path / "s.duckdb")
+    items = [{"item_id": f"i{k}", "dataset": "toy", "track": "toy/chitchat", "context": ["你好"],
+              "references": [f"参考 {k} 号 回复"]} for k in range(4)]
+    main(["import", "items", str(write_jsonl(tmp_path / "i.jsonl", items)), "--db", db])
+    (tmp_path / "r.csv").write_text("item_id,model,response\n" + "".join(
+        f"i{k},{m},参考 {k * (m == 'a')} 回复\n" for k in range(4) for m in "ab"), encoding="utf-8")
+    main(["import", "responses", str(tmp_path / "r.csv"), "--db", db, "--dataset", "toy", "--track", "toy/chitchat"])
+    (tmp_path / "h.csv").write_text("item_id,model,annotator,dimension,score\n" + "".join(
+        f"i{k},{m},x,Overall,{1 + (k + (m == 'a')) % 3}\n" for k in range(4) for m in "ab"), encoding="utf-8")
+    main(["import", "ratings", str(tmp_path / "h.csv"), "--db", db, "--dataset", "toy", "--track", "toy/chitchat",
+          "--scale", "Overall=1:3"])
+    assert main(["score", "--db", db, "--dataset", "toy", "--metrics", "BLEU1", "--tokenizer", "jieba"]) == 0
+    capsys.readouterr()
+    assert main(["correlate", "--db", db, "--dataset", "toy", "--level", "turn"]) == 0
+    err = capsys.readouterr().err
+    assert "note: no lexical scores of 'toy' under --flavor default; they exist under: " \
+           "--flavor default --tokenizer jieba" in err
+    assert main(["correlate", "--db", db, "--dataset", "toy", "--level", "turn", "--tokenizer", "jieba",
+                 "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "no lexical scores" not in out.err and {r["metric"] for r in json.loads(out.out)} == {"BLEU1"}
