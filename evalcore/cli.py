@@ -66,10 +66,7 @@ def _reference_copies(con, args) -> None:
     """A note for each model whose responses are copies of their item's reference (usually the
     reference imported as a model: it is scored against itself and inflates correlations)."""
     copies = queries.reference_copies(con, args.dataset, getattr(args, "track", None))
-    chosen = _chosen_models(args)
-    for row in copies.itertuples():
-        if (chosen.keep and row.model not in chosen.keep) or row.model in chosen.drop:
-            continue
+    for row in copies[_chosen_models(args).mask(copies["model"])].itertuples():
         print(f"note: {row.identical:,} of {row.responses:,} responses of model {row.model!r} are identical to a "
               f"reference of their item (was the reference imported as a model? --exclude-models "
               f"{row.model} leaves it out)", file=sys.stderr)

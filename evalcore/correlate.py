@@ -37,13 +37,16 @@ class Models:
     def __bool__(self) -> bool:
         return bool(self.keep or self.drop)
 
+    def mask(self, models: pd.Series) -> pd.Series:
+        """True where a model (of a column of model names) counts."""
+        ok = models.isin(self.keep) if self.keep else pd.Series(True, index=models.index)
+        return ok & ~models.isin(self.drop)
+
     def apply(self, frame: pd.DataFrame, level: str) -> pd.DataFrame:
         """Rows of a long frame of units (a model at system level, else '<item or dialogue>\\x1f<model>')."""
         if not self or frame.empty:
             return frame
-        model = frame["unit"] if level == "system" else frame["unit"].str.rsplit("\x1f", n=1).str[-1]
-        ok = model.isin(self.keep) if self.keep else pd.Series(True, index=frame.index)
-        return frame[ok & ~model.isin(self.drop)]
+        return frame[self.mask(frame["unit"] if level == "system" else frame["unit"].str.rsplit("\x1f", n=1).str[-1])]
 
 
 def _check(level: str, origin: str, methods: list[str], aggregate: str) -> None:

@@ -51,13 +51,12 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
                 f"in dataset {dataset!r}")
     elif track and dataset is None:
         require("track", track, _column(con, "SELECT DISTINCT track FROM tracks ORDER BY track", []))
-    model = getattr(args, "model", None)
-    if model is not None and args.command != "delete-model":  # delete-model says itself what a model holds
-        require("model", model, _column(con, "SELECT model FROM models ORDER BY model", []))
-    listed = [m.strip() for a in ("models", "exclude_models") for m in (getattr(args, a, None) or "").split(",")]
-    known = None
-    for name in (m for m in listed if m):
-        known = known or _column(con, "SELECT model FROM models ORDER BY model", [])
+    # --model (but delete-model says itself what a model holds), --models, --exclude-models
+    given = [] if args.command == "delete-model" or getattr(args, "model", None) is None else [args.model]
+    given += [m.strip() for a in ("models", "exclude_models") for m in (getattr(args, a, None) or "").split(",")]
+    given = [m for m in given if m]
+    known = _column(con, "SELECT model FROM models ORDER BY model", []) if given else []
+    for name in given:
         require("model", name, known)
     dimension = getattr(args, "dimension", None)
     if dimension is not None and dimension != "mean" and dataset is not None:

@@ -84,7 +84,7 @@ def ranking(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = No
         chosen = rankers or [*RANKERS, *sorted(values["metric"].unique())]
         base = data[["item_id", "model", "text"]].merge(humans, on=["item_id", "model"])
         if models:
-            base = base[(base["model"].isin(models.keep) if models.keep else True) & ~base["model"].isin(models.drop)]
+            base = base[models.mask(base["model"])]
         base = base.sort_values(["item_id", "model"], ignore_index=True)
         context = _context_scores(con, dataset, tr, base, [r for r in chosen if r in RANKERS], tokenizer)
         for ranker in chosen:

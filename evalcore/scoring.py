@@ -126,16 +126,14 @@ class Plan:
     `unavailable` with the reason."""
 
     def __init__(self, metrics: list[MetricInfo], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]],
-                 neural: NeuralOptions | None = None):
+                 neural: NeuralOptions | None = None, system_aggregate: str = "corpus"):
         from evalcore import neural as N
 
         self.flavor, self.tokenizer, self.docs = flavor, tokenizer, docs
         self.neural = neural or NeuralOptions()
         self.memo: dict = {}   # model-based metrics' per-track state (idf), made on the first batch
-        self.system_aggregate = "corpus"
-        self.unavailable = {m.name: N.availability(m.kind, self.neural) for m in metrics if m.family == "neural"}
-        self.unavailable |= {m.name: meteor15.availability(self.neural.lang) for m in metrics if m.kind == "meteor15"}
-        self.unavailable = {k: v for k, v in self.unavailable.items() if v}
+        self.system_aggregate = _aggregate(system_aggregate)
+        self.unavailable = {m.name: why for m in metrics if (why := availability(m, self.neural))}
         self.metrics = [m for m in metrics if m.name not in self.unavailable]
         df_tag = _df_tag(docs) if needs_docs(self.metrics, self.neural) else ""
         self.signatures = {
@@ -147,6 +145,17 @@ class Plan:
     def config(self, m: MetricInfo) -> tuple[str, str]:
         """(flavor, tokenizer) stored with a metric's scores: model-based ones depend on neither."""
         return (ANY, ANY) if m.family == "neural" else (self.flavor.name, self.tokenizer.signature)
+
+
+def availability(metric: MetricInfo, neural: NeuralOptions) -> str | None:
+    """Why a metric cannot run here (a model, a checkpoint, a Java runtime missing), or None when it can."""
+    from evalcore import neural as N
+
+    if metric.family == "neural":
+        return N.availability(metric.kind, neural)
+    if metric.kind == "meteor15":
+        return meteor15.availability(neural.lang)
+    return None
 
 
 def needs_docs(metrics: list[MetricInfo], neural: NeuralOptions | None) -> bool:
@@ -176,22 +185,19 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]],
     for m in lexical:
         if m.kind == "f1":
             stats = L.f1_stats(enc)
-            out[m.name] = (L.f1_value(stats), stats)
         elif m.kind == "bleu":
             stats = np.column_stack([bleu[:, :2 + m.n], bleu[:, 6:6 + m.n]])  # hyp, ref, m1..mn, t1..tn
-            out[m.name] = (L.bleu_sentence(stats, m.n, max_n=m.n), stats)
         elif m.kind == "rouge":
             stats = L.rouge_l(enc)
-            out[m.name] = (stats[:, 0], stats)
         elif m.kind == "meteor":
             stats = L.meteor(enc)
-            out[m.name] = (stats[:, 0], stats)
         elif m.kind == "cider":
             stats = L.cider(enc)
-            out[m.name] = (stats[:, 0], stats)
         elif m.kind == "dist":
             stats = L.distinct_stats(enc, m.n)
-            out[m.name] = (L.distinct_value(stats), stats)
+        else:
+            continue
+        out[m.name] = (sentence_values(m, stats), stats)
     return out
 
 
@@ -219,6 +225,12 @@ def corpus_value(metric: MetricInfo, stats: np.ndarray) -> float | None:
     if metric.kind == "bleu":
         return L.bleu_corpus(stats, metric.n, max_n=metric.n)
     return float(stats[:, 0].mean())
+
+
+def _aggregate(name: str) -> str:
+    if name not in SYSTEM_AGGREGATES:
+        raise ValueError(f"unknown system aggregate {name!r}; known: {', '.join(SYSTEM_AGGREGATES)}")
+    return name
 
 
 def sentence_values(metric: MetricInfo, stats: np.ndarray) -> np.ndarray:
@@ -277,8 +289,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     system_aggregate: a model's system score is its `corpus` value (each metric's corpus rule, as
     today) or the `sentence-mean` of its responses' values (signature suffix SENTENCE_MEAN); both
     can be stored side by side, and readers choose (computed_filter)."""
-    if system_aggregate not in SYSTEM_AGGREGATES:
-        raise ValueError(f"unknown system aggregate {system_aggregate!r}; known: {', '.join(SYSTEM_AGGREGATES)}")
+    _aggregate(system_aggregate)
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
     try:
@@ -304,8 +315,8 @@ def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, prog
     opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
     if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
         opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
-    plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts)
-    plan.system_aggregate = system_aggregate
+    plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts,
+                system_aggregate)
     for name, reason in plan.unavailable.items():
         report.note(f"{ds}:{tr}: {name} unavailable: {reason}")
         report.unavailable[name] = reason
@@ -493,8 +504,7 @@ def computed_filter(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
     """SQL condition (and its parameters) on system_scores for the computed rows of this choice:
     the flavor's lexical scores and the model-based scores, which depend on no flavor, aggregated
     to system level as chosen (corpus, or sentence-mean: signatures ending in SENTENCE_MEAN)."""
-    if system_aggregate not in SYSTEM_AGGREGATES:
-        raise ValueError(f"unknown system aggregate {system_aggregate!r}; known: {', '.join(SYSTEM_AGGREGATES)}")
+    _aggregate(system_aggregate)
     return ("((flavor = ? AND tokenizer = ?) OR flavor = ?) AND ends_with(signature, ?) = ?",
             [*computed_config(con, dataset, flavor, tokenizer), ANY, SENTENCE_MEAN, system_aggregate == "sentence-mean"])
 

@@ -73,11 +73,12 @@ def higher_is_better(name: str) -> bool:
 
 
 def unavailable_here(name: str) -> str | None:
-    """Why a registered metric cannot run on this machine (a model-based one without its model), else None."""
-    from evalcore.neural import NeuralOptions, availability
+    """Why a registered metric cannot run on this machine (a model, a Java runtime missing), else None."""
+    from evalcore.neural import NeuralOptions
+    from evalcore.scoring import availability
 
     info = METRICS.get(name)
-    return availability(info.kind, NeuralOptions()) if info is not None and info.family == "neural" else None
+    return availability(info, NeuralOptions()) if info is not None else None
 
 
 def missing_metrics(columns: list[str]) -> pd.DataFrame:
