@@ -67,9 +67,12 @@ def _reference_copies(con, args) -> None:
     reference imported as a model: it is scored against itself and inflates correlations)."""
     copies = queries.reference_copies(con, args.dataset, getattr(args, "track", None))
     for row in copies[_chosen_models(args).mask(copies["model"])].itertuples():
+        # Most of a model's responses copied: likely the reference itself. A few: a model that
+        # sometimes says exactly what the reference says (they score as perfect matches).
+        why = (f"was the reference imported as a model? --exclude-models {row.model} leaves it out"
+               if row.identical * 2 >= row.responses else "they count as perfect matches")
         print(f"note: {row.identical:,} of {row.responses:,} responses of model {row.model!r} are identical to a "
-              f"reference of their item (was the reference imported as a model? --exclude-models "
-              f"{row.model} leaves it out)", file=sys.stderr)
+              f"reference of their item ({why})", file=sys.stderr)
 
 
 def _on_dataset(sub, name: str, help: str, track: bool = True) -> argparse.ArgumentParser:

@@ -56,6 +56,26 @@ def test_bad_items_are_refused_whole(toy, tmp_path, line, field, expected):
     assert "bad.jsonl" in message and "line 2" in message and f"field '{field}'" in message and expected in message
 
 
+def test_a_dataset_has_one_language_set_when_first_imported(con, tmp_path):
+    """The language picks METEOR's mode and the default tokenizer: the first record naming one sets
+    it; a record naming another, or a language for a dataset stored without one, is refused."""
+    item = {"dataset": "en-data", "track": "e/chitchat", "context": ["hi"], "references": ["hello"]}
+    import_items(con, write_jsonl(tmp_path / "a.jsonl", [{**item, "item_id": "a1"},
+                                                         {**item, "item_id": "a2", "language": "en"}]))
+    assert con.execute("SELECT language FROM datasets WHERE dataset = 'en-data'").fetchall() == [("en",)]
+    message = refused(con, import_items, write_jsonl(tmp_path / "b.jsonl", [{**item, "item_id": "b1", "language": "zh"}]))
+    assert "line 1, field 'language': expected the language of dataset 'en-data': 'en', as set by the store, got zh" \
+        in message
+    message = refused(con, import_items, write_jsonl(tmp_path / "c.jsonl", [
+        {**item, "dataset": "new", "item_id": "c1", "language": "en"},
+        {**item, "dataset": "new", "item_id": "c2", "language": "zh"}]))
+    assert "line 2, field 'language': expected the language of dataset 'new': 'en', as set by line 1, got zh" in message
+    import_items(con, write_jsonl(tmp_path / "d.jsonl", [{**item, "dataset": "bare", "item_id": "d1"}]))
+    message = refused(con, import_items, write_jsonl(tmp_path / "e.jsonl", [
+        {**item, "dataset": "bare", "item_id": "e1", "language": "en"}]))
+    assert "expected the language of dataset 'bare': no language, as stored, got en" in message
+
+
 def test_duplicate_item_in_one_file(con, tmp_path):
     path = write_jsonl(tmp_path / "dup.jsonl", [TOY_ITEMS[0], TOY_ITEMS[0]])
     message = refused(con, import_items, path)

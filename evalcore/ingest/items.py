@@ -12,7 +12,7 @@ from evalcore.ingest.batch import SKILLS, Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
 
 GROUNDING_KEYS = ("knowledge", "persona", "goal")
-FIELDS = ("item_id", "dataset", "track", "dialogue_id", "context", "references", "grounding", "skill")
+FIELDS = ("item_id", "dataset", "track", "dialogue_id", "context", "references", "grounding", "skill", "language")
 
 
 def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportReport:
@@ -21,6 +21,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
     batch = Batch()
     seen: dict[tuple[str, str], str] = {}
     known: dict[str, dict[str, str]] = {}
+    languages: dict[str, tuple[str | None, str]] = {}  # dataset -> (language, where it was set)
     for rec, where in zip(table.records, table.places):
         unknown = [k for k in rec if k not in FIELDS]
         if unknown:
@@ -35,8 +36,12 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
         skill = rec.get("skill")
         if skill is not None and skill not in SKILLS:
             check.add(where, "skill", "one of " + ", ".join(SKILLS), short(skill))
+        language = check.ident(rec, where, "language", required=False)
         if None in (item_id, dataset, track, context, references):
             continue
+        if dataset not in languages:
+            languages[dataset] = lookup.dataset_language(con, dataset)
+        _check_language(check, where, dataset, language, languages)
         key = (dataset, item_id)
         if key in seen:
             check.add(where, "item_id", "each item_id once per dataset", f"{item_id!r} again (first at {seen[key]})")
@@ -47,7 +52,6 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
         if item_id in known[dataset]:
             check.add(where, "item_id", f"an item_id not yet in dataset {dataset!r}", f"{item_id!r}, already stored")
             continue
-        batch.dataset(dataset)
         batch.track(dataset, track, skill=skill)
         batch.add("items", dataset=dataset, item_id=item_id, track=track, dialogue_id=dialogue_id,
                   context=json.dumps(context, ensure_ascii=False),
@@ -55,11 +59,28 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
                   skill=skill, origin=f"{Path(table.file).name} {where}")
         for i, ref in enumerate(references):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
+    for dataset, (language, _) in languages.items():  # once, with the language its records settled on
+        batch.dataset(dataset, language=language)
     check.refuse_if_any()
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
     report.notes += check.notes()
     return report
+
+
+def _check_language(check: Checker, where: str, dataset: str, language: str | None,
+                    languages: dict[str, tuple[str | None, str]]) -> None:
+    """A dataset has one language (it picks METEOR's mode and the default tokenizer), set when the
+    dataset is first imported: by the first record that names one. A record that says otherwise is
+    refused, and so is a language for a dataset already stored (its scores were made under the old)."""
+    known, origin = languages[dataset]
+    if language is None or language == known:
+        return
+    if known is None and origin == "new":
+        languages[dataset] = (language, where)
+        return
+    said = f"{known!r}, as set by {origin}" if known is not None else "no language, as stored"
+    check.add(where, "language", f"the language of dataset {dataset!r}: {said}", language)
 
 
 def _grounding(check: Checker, rec: dict, where: str) -> dict | None:

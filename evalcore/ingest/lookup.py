@@ -15,6 +15,12 @@ def item_tracks(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, str]:
     return dict(rows)
 
 
+def dataset_language(con: duckdb.DuckDBPyConnection, dataset: str) -> tuple[str | None, str]:
+    """(language, 'the store') for a stored dataset; (None, 'new') for one not yet stored."""
+    rows = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+    return (rows[0][0], "the store") if rows else (None, "new")
+
+
 def dialogue_ids(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> set[str]:
     rows = con.execute(
         "SELECT dialogue_id FROM dialogues WHERE dataset = ? AND track = ? "
