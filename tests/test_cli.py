@@ -87,6 +87,15 @@ def test_unknown_names_exit_2_listing_what_exists_closest_first(tmp_path, capsys
     assert main(["leaderboard", "--db", db, "--dataset", "toy", "--flavor", "msd"]) == 2
     assert "unknown flavor 'msd'; known, closest first: msde, default" in capsys.readouterr().err
     assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchat"]) == 0  # known names run
+    (tmp_path / "h.csv").write_text("item_id,model,annotator,dimension,score\nt1,m,a1,Overall,3\n", encoding="utf-8")
+    (tmp_path / "r.csv").write_text("item_id,model,response\nt1,m,你好\n", encoding="utf-8")
+    main(["import", "responses", str(tmp_path / "r.csv"), "--db", db, "--dataset", "toy", "--track", "toy/chitchat"])
+    main(["import", "ratings", str(tmp_path / "h.csv"), "--db", db, "--dataset", "toy", "--track", "toy/chitchat",
+          "--scale", "Overall=1:5"])
+    capsys.readouterr()
+    for command in (["trust", "--level", "turn"], ["ranking"]):
+        assert main([*command, "--db", db, "--dataset", "toy", "--dimension", "Overal"]) == 2, command
+        assert "unknown dimension 'Overal' in dataset 'toy'; known, closest first: Overall" in capsys.readouterr().err
 
 
 def test_models_filter_and_reference_copies_note(tmp_path, capsys):
