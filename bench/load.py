@@ -4,8 +4,10 @@
 
 Builds the default store (`python -m evalcore init`) plus a dataset `load` of --responses items,
 starts `python app.py` on it, then per N: N headless Chromium viewers (one process each) load
-/leaderboard and /correlations --loads times each (a new browser context per load, timed to the
-first table or chart as bench/browser.py does) while, from the moment the viewers start, the CLI
+/leaderboard and /correlations --loads times each, timed to the first table or chart as
+bench/browser.py does (each viewer is one browser profile whose cache is kept between its loads, as
+a person's browser keeps it; --fresh: a new empty context per load) while, from the moment the
+viewers start, the CLI
 imports --responses responses of a new model into `load` and scores them (`import responses`,
 then `score`), on the same store. Reported per N: median and p95 time to content, loads that
 drew nothing or failed ("errors"), the CLI's time, whether a viewer sees the new model on the
@@ -38,16 +40,19 @@ def rss_mb(pid: int) -> float:
     return math.nan
 
 
-def viewer(base: str, loads: int, out) -> None:
+def viewer(base: str, loads: int, fresh: bool, out) -> None:
+    """One person's browser: each load opens the page by URL in a new tab of the same profile (its
+    cache kept, as a lab member's browser keeps it), or with `fresh` in a new empty context."""
     from playwright.sync_api import sync_playwright
 
     times = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = None if fresh else browser.new_context(viewport={"width": 1400, "height": 1000})
         for _ in range(loads):
             for path in PAGES:
                 try:
-                    seconds, drawn, _ = load(browser, base + path)
+                    seconds, drawn, _ = load(browser, base + path, context=context)
                 except Exception as exc:  # a failed load counts as an error, not a crash of the bench
                     seconds, drawn = math.nan, f"error: {type(exc).__name__}"
                 times.append((path, seconds, drawn))
@@ -88,6 +93,8 @@ def main() -> None:
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--responses", type=int, default=16_000)
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--fresh", action="store_true",
+                    help="every load in a new empty browser context (nothing cached: a first visit each time)")
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-load-"))
@@ -117,7 +124,7 @@ def main() -> None:
             model = f"load-n{n}"
             csv = responses(model)
             queue: mp.Queue = mp.Queue()
-            procs = [mp.Process(target=viewer, args=(server.base, args.loads, queue)) for _ in range(n)]
+            procs = [mp.Process(target=viewer, args=(server.base, args.loads, args.fresh, queue)) for _ in range(n)]
             for p in procs:
                 p.start()
             took, waited = cli(db, csv, model)
