@@ -40,9 +40,9 @@ HUMAN = "Original Ground Truth"
 USR = {"usr-topicalchat/knowledge": "tc_usr_data.json", "usr-personachat/persona": "pc_usr_data.json"}
 USR_SCALES = {"Understandable": (0, 1), "Natural": (1, 3), "Maintains Context": (1, 3), "Engaging": (1, 3),
               "Uses Knowledge": (0, 1), "Overall": (1, 5)}
-GRADE = {"grade-convai2/persona": ("convai2", "convai2"),
-         "grade-dailydialog/chitchat": ("dailydialog", "dailydialog_EVAL"),
-         "grade-empatheticdialogues/chitchat": ("empatheticdialogues", "empatheticdialogues")}
+GRADE = {"grade-convai2/persona": "convai2", "grade-dailydialog/chitchat": "dailydialog",
+         "grade-empatheticdialogues/chitchat": "empatheticdialogues"}
+GRADE_LABEL = {"dailydialog": "dailydialog_EVAL"}  # human_judgement.json's name where it differs from the folder
 METRICS = ("BLEU4", "ROUGE", "METEOR")
 SHOWN = {"BLEU4": "BLEU-4", "ROUGE": "ROUGE-L", "METEOR": "METEOR"}
 
@@ -67,18 +67,9 @@ def convert(shared: Path, out: Path) -> dict[str, Path]:
                         rows.append({"item_id": item_id, "model": r["model"], "annotator": f"a{a}", "dimension": dim,
                                      "score": score})
         ratings[track] = rows
-    judgements = json.loads((shared / "grade" / "evaluation" / "human_score" / "human_judgement.json").read_text(encoding="utf-8"))
-    for track, (folder, label) in GRADE.items():
-        base = shared / "grade" / "evaluation" / "eval_data" / folder
+    for track, folder in GRADE.items():
         rows, shared_items = [], {}
-        for model_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-            model = model_dir.name
-            ctx = _lines(model_dir / "human_ctx.txt")
-            refs = _lines(model_dir / "human_ref.txt")
-            hyps = _lines(model_dir / "human_hyp.txt")
-            scores = [json.loads(j["HumanScores"]) for j in sorted(judgements, key=lambda j: j["ID"])
-                      if j["Dataset"] == label and j["DialogModel"] == model]
-            assert len(ctx) == len(refs) == len(hyps) == len(scores) == 150, (track, model)
+        for model, (ctx, refs, hyps, scores) in grade_texts(shared, folder).items():
             key = hashlib.sha256(("\n".join(ctx) + "\0" + "\n".join(refs)).encode()).hexdigest()
             if key not in shared_items:  # the first model (by name) with this context file names its items
                 shared_items[key] = model
@@ -100,6 +91,25 @@ def convert(shared: Path, out: Path) -> dict[str, Path]:
         files[track] = out / f"ratings-{track.replace('/', '_')}.csv"
         _write_csv(files[track], rows)
     return files
+
+
+def grade_texts(shared: Path, folder: str) -> dict[str, tuple[list[str], list[str], list[str], list[list[int]]]]:
+    """GRADE's data for one dialogue corpus: model -> (contexts, references, responses, the ten scores of
+    each response), lines in file order (human_judgement.json sorted by ID follows them)."""
+    base = shared / "grade" / "evaluation"
+    label = GRADE_LABEL.get(folder, folder)
+    scores: dict[str, list[list[int]]] = {}
+    for j in sorted(json.loads((base / "human_score" / "human_judgement.json").read_text(encoding="utf-8")),
+                    key=lambda j: j["ID"]):
+        if j["Dataset"] == label:
+            scores.setdefault(j["DialogModel"], []).append(json.loads(j["HumanScores"]))
+    out = {}
+    for model_dir in sorted(p for p in (base / "eval_data" / folder).iterdir() if p.is_dir()):
+        model = model_dir.name
+        texts = [_lines(model_dir / f"human_{kind}.txt") for kind in ("ctx", "ref", "hyp")]
+        assert all(len(t) == len(scores[model]) == 150 for t in texts), (folder, model)
+        out[model] = (*texts, scores[model])
+    return out
 
 
 def _lines(path: Path) -> list[str]:

@@ -1,7 +1,6 @@
 """Yeh et al. 2021, Tables 4 and 5, recomputed from the raw USR and GRADE data through the generic
 importers (bench/yeh2021.py): turn-level BLEU-4, ROUGE-L and METEOR to the printed digit, except
 ROUGE-L where a text holds a double space, which the test traces to pycocoevalcap's own splitting."""
-import json
 import shutil
 
 import numpy as np
@@ -46,17 +45,12 @@ def test_the_rouge_differences_come_from_double_spaces():
     code on whitespace-collapsed texts gives ours (DailyDialog .155/.148, Empathetic .021/-.024)."""
     from pycocoevalcap.rouge.rouge import Rouge
 
-    base = shared("grade", "evaluation")
-    judgements = sorted(json.loads((base / "human_score" / "human_judgement.json").read_text()), key=lambda j: j["ID"])
+    data = shared()
     expected = {"dailydialog": ((0.154, 0.147), (0.155, 0.148)), "empatheticdialogues": ((0.029, -0.013), (0.021, -0.024))}
-    label = {"dailydialog": "dailydialog_EVAL", "empatheticdialogues": "empatheticdialogues"}
     for folder, (published, ours) in expected.items():
         raw, collapsed, human = [], [], []
-        for model in ("transformer_generator", "transformer_ranker"):
-            refs = (base / "eval_data" / folder / model / "human_ref.txt").read_text().rstrip("\n").split("\n")
-            hyps = (base / "eval_data" / folder / model / "human_hyp.txt").read_text().rstrip("\n").split("\n")
-            human += [np.mean(json.loads(j["HumanScores"])) for j in judgements
-                      if j["Dataset"] == label[folder] and j["DialogModel"] == model]
+        for _, refs, hyps, scores in yeh2021.grade_texts(data, folder).values():
+            human += [np.mean(tens) for tens in scores]
             for h, ref in zip(hyps, refs):
                 raw.append(Rouge().calc_score([h.strip()], [ref.strip()]))
                 collapsed.append(Rouge().calc_score([" ".join(h.split())], [" ".join(ref.split())]))
