@@ -116,6 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--track", required=True)
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
+    p = kinds.add_parser("scores", help="per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx "
+                         "with item_id, model, value; it then sits beside the built-in metrics (signature marked "
+                         "external)")
+    p.add_argument("file")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track", help="the track every row answers (default: each item's own track)")
+    p.add_argument("--metric", required=True, help="the metric's name (not a built-in one)")
+    way = p.add_mutually_exclusive_group()
+    way.add_argument("--higher-is-better", dest="higher_is_better", action="store_true", default=None,
+                     help="(default for a new metric)")
+    way.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
+    p.add_argument("--signature", help="what produced the values (judge model, prompt, version): part of the "
+                   "metric's signature")
     p = kinds.add_parser("msde", help="the MSDE release folder (github IRIP-LLM/MSDE)")
     p.add_argument("dir")
     _db(p)
@@ -467,6 +481,10 @@ def _import(con, args):
     if args.kind == "ratings":
         from evalcore.ingest.ratings import import_ratings
         return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=_scales(args.scale))
+    if args.kind == "scores":
+        from evalcore.ingest.scores import import_scores
+        return import_scores(con, args.file, dataset=args.dataset, track=args.track, metric=args.metric,
+                             higher_is_better=args.higher_is_better, signature=args.signature)
     if args.kind == "msde":
         from evalcore.ingest.msde import import_msde
         return import_msde(con, args.dir)

@@ -47,8 +47,16 @@ def context_key(text: str, context: str | None) -> str:
     return hashlib.md5((text + "\x1f\x1d" + (context or "")).encode("utf-8")).hexdigest()
 
 
+def item_key(item_id: str, text: str) -> str:
+    """Cache key of a value that belongs to one item's response (imported, or judged on the whole
+    item): the item and the response's text, so a replaced response does not keep the old value."""
+    return hashlib.md5(("item\x1f" + item_id + "\x1f" + text).encode("utf-8")).hexdigest()
+
+
 def metric_keys(info: MetricInfo | None, data: pd.DataFrame) -> list[str]:
     """Each row's cache key for a metric: what its value depends on."""
+    if info is not None and info.per_item:
+        return [item_key(i, t) for i, t in zip(data["item_id"], data["text"])]
     if info is not None and info.needs_context:
         return [context_key(t, c) for t, c in zip(data["text"], data["last_turn"])]
     if info is None or info.needs_references:
@@ -63,7 +71,7 @@ def keys_by_metric(names: list[str], data: pd.DataFrame) -> dict[str, np.ndarray
     out = {}
     for name in names:
         info = METRICS.get(name)
-        kind = (False, True) if info is None else (info.needs_context, info.needs_references)
+        kind = (False, False, True) if info is None else (info.per_item, info.needs_context, info.needs_references)
         if kind not in made:
             made[kind] = np.array(metric_keys(info, data), dtype=object)
         out[name] = made[kind]
@@ -155,6 +163,8 @@ def availability(metric: MetricInfo, neural: NeuralOptions) -> str | None:
         return N.availability(metric.kind, neural)
     if metric.kind == "meteor15":
         return meteor15.availability(neural.lang)
+    if metric.family == "external":
+        return "an external metric: its values are imported (`import scores`), not computed here"
     return None
 
 

@@ -161,15 +161,24 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, w
                 "open it once read-write to migrate" if version < LATEST else
                 f"{db} has schema version {version}, newer than this evalcore ({LATEST}); upgrade evalcore"
             )
+        use_external_metrics(con)
         return con
     db.parent.mkdir(parents=True, exist_ok=True)
     con = _open(db, False, wait, on_wait)
     try:
         migrate(con, str(db))
+        use_external_metrics(con)
     except Exception:
         con.close()
         raise
     return con
+
+
+def use_external_metrics(con: duckdb.DuckDBPyConnection) -> None:
+    """The store's imported metrics join the registry (every reader looks metrics up there)."""
+    from evalcore.metrics.registry import use_external
+
+    use_external(con.execute("SELECT metric, higher_is_better, description FROM external_metrics").fetchall())
 
 
 @contextmanager
@@ -226,5 +235,5 @@ def is_empty(con: duckdb.DuckDBPyConnection) -> bool:
 DATA_TABLES = (
     "datasets", "tracks", "dialogues", "turns", "items", "item_references", "models",
     "responses", "dimensions", "human_ratings", "metric_signatures", "metric_scores",
-    "system_scores", "published_correlations", "learned_models",
+    "system_scores", "published_correlations", "learned_models", "external_metrics",
 )

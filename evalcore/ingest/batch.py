@@ -15,10 +15,11 @@ from evalcore.store import bump_revision, insert_frame, transaction
 
 # Written in this order; these four are shared reference rows, inserted only when new.
 ORDER = (
-    "datasets", "tracks", "models", "dimensions", "dialogues", "turns", "items",
-    "item_references", "responses", "human_ratings", "system_scores", "published_correlations",
+    "datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures", "dialogues", "turns",
+    "items", "item_references", "responses", "human_ratings", "metric_scores", "system_scores",
+    "published_correlations",
 )
-SHARED = {"datasets", "tracks", "models", "dimensions"}
+SHARED = {"datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures"}
 WRITE_SLICE = 50_000  # rows per insert statement inside the one transaction
 
 SKILLS = ("chitchat", "knowledge", "recommendation", "persona", "task-oriented", "intent")

@@ -24,6 +24,8 @@ class MetricInfo:
     higher_is_better: bool = True
     needs_references: bool = True
     needs_context: bool = False      # scored against the item's last context turn (learned metrics)
+    per_item: bool = False           # its value belongs to one item's response (external scores, judges
+                                     # that read the whole context): cached under the item id and text
 
 
 def _bleu(n: int) -> MetricInfo:
@@ -84,6 +86,25 @@ METRICS["ABLSTM"] = MetricInfo(
     "turn, from a discriminator trained on the store's own dialogues (no references, no human labels); "
     "its signature names the training data and held-out accuracy",
     corpus="mean", sentence="p-real", family="neural", needs_references=False, needs_context=True)
+BUILTIN = frozenset(METRICS)
+
+
+def external_info(name: str, higher_is_better: bool, description: str | None) -> MetricInfo:
+    return MetricInfo(name, "external", description or "external metric: values imported with `import scores`",
+                      corpus="mean", sentence="imported", family="external", higher_is_better=higher_is_better,
+                      needs_references=False, per_item=True)
+
+
+def use_external(rows: list[tuple[str, bool, str | None]]) -> None:
+    """Register the opened store's external metrics (name, higher_is_better, description), replacing those
+    of a store opened before: readers look every metric up in METRICS, built-in or imported."""
+    for name in [n for n, m in METRICS.items() if m.family == "external"]:
+        del METRICS[name]
+    for name, better, description in rows:
+        if name not in BUILTIN:
+            METRICS[name] = external_info(name, bool(better), description)
+
+
 GROUPS = {"lexical": LEXICAL, "neural": [n for n, m in METRICS.items() if m.family == "neural" and m.kind != "ablstm"],
           "learned": ["ABLSTM"]}
 
