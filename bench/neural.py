@@ -9,7 +9,8 @@
    track), so both sides see the same share of repeated references. Empty responses are left out:
    bert-score's sent_encode fails on them with transformers 5 (no build_inputs_with_special_tokens).
 2. EV/VE/GM and ST on all 16,000 pairs: pairs per second (vectors loaded before the clock starts).
-Model loading is not timed on either side (bert-score through its BERTScorer, same code as score()). On a 2-core CPU bert-score needs ~28 minutes for all
+Model loading is not timed on either side (bert-score through its BERTScorer, same code as score()).
+On a 2-core CPU bert-score needs ~28 minutes for all
 16,000 pairs: --pairs takes a prefix.
 """
 from __future__ import annotations

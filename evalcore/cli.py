@@ -1,4 +1,4 @@
-"""`python -m evalcore ...`: everything the dashboard shows, computable headless."""
+"""`evalcore ...` (or `python -m evalcore ...`): everything the dashboard shows, computable headless."""
 from __future__ import annotations
 
 import argparse
@@ -90,12 +90,16 @@ def _format(p: argparse.ArgumentParser, default: str = "table") -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m evalcore", description=__doc__)
+    parser = argparse.ArgumentParser(prog="evalcore", description=__doc__)
     parser.add_argument("--version", action="version", version=f"evalcore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("init", help="build the store from the embedded default data (data/)")
     _db(p)
+    p = sub.add_parser("app", help="serve the dashboard on a store (Streamlit), from any directory")
+    _db(p)
+    p.add_argument("--port", type=int, help="port (default: Streamlit's, 8501)")
+    p.add_argument("--address", help="address to listen on (default: every interface)")
 
     imp = sub.add_parser("import", help="import a file; a bad file is refused whole")
     kinds = imp.add_subparsers(dest="kind", required=True)
@@ -269,7 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("submission", type=int)
     _db(p)
     p.add_argument("--yes", action="store_true", help="really drop them")
-    p = sub.add_parser("delete-model", help="set aside a model's responses, ratings and scores (one transaction; restorable until purge)")
+    p = sub.add_parser("delete-model", help="set aside a model's responses, ratings and scores (one transaction; "
+                       "restorable until purge)")
     p.add_argument("model")
     _db(p)
     p.add_argument("--dataset", help="only in this dataset")
@@ -516,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "intent":
             return _intent(args)
+        if args.command == "app":   # the dashboard opens the store itself, page by page
+            from evalcore.paths import run_app
+            return run_app(args.db, args.port, args.address)
         return run(args)
     except ImportRefused as exc:
         print(exc.render(), file=sys.stderr)

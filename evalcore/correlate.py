@@ -16,8 +16,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
 from evalcore.humans import AGGREGATES, per_target_cte
+from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
 from evalcore.scoring import computed_filter, response_scores
 from evalcore.stats import METHODS, Correlation, Pair, Prepared, correlate_prepared
 

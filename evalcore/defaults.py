@@ -11,9 +11,10 @@ from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.demo import build_demo
 from evalcore.ingest.engagement import build_engagement
 from evalcore.ingest.published import import_published
+from evalcore.paths import data_dir
 from evalcore.store import is_empty
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = data_dir()
 MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
 SCORED = {"demo-zh", "engagement-en"}  # the embedded datasets with responses
 SMP2018_SCALES = {"Sa": (-2.0, 2.0), "F": (-1.0, 1.0), "G": (0.0, 1.0)}

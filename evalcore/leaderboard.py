@@ -8,7 +8,6 @@ import pandas as pd
 from evalcore.humans import per_target_cte
 from evalcore.queries import answerable_items
 
-
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
 PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "METEOR-exact", "ROUGE", "CIDEr",
                "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT", "ABLSTM", "C", "T", "Sa", "F", "G"]

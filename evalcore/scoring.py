@@ -20,10 +20,16 @@ from tqdm import tqdm
 from evalcore.metrics import lexical as L
 from evalcore.metrics import meteor15
 from evalcore.metrics.ngrams import Encoded
-from evalcore.neural import NeuralOptions
 from evalcore.metrics.registry import (
-    METRICS, Flavor, MetricInfo, get_flavor, pick_tokenizer, resolve_metrics, signature,
+    METRICS,
+    Flavor,
+    MetricInfo,
+    get_flavor,
+    pick_tokenizer,
+    resolve_metrics,
+    signature,
 )
+from evalcore.neural import NeuralOptions
 from evalcore.store import Handle, bump_revision, insert_frame, revision, transaction
 from evalcore.tokenize import Tokenizer
 

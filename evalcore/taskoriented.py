@@ -21,8 +21,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.errors import ImportRefused, Problem
 from evalcore import history
+from evalcore.errors import ImportRefused, Problem
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
 from evalcore.scoring import ANY

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_browser import ARTIFACTS, CHROMIUM, DRAWN, _open, _settle, _upload, chromium, expect, serve
 
 from conftest import ROOT, fingerprint
-from test_browser import ARTIFACTS, CHROMIUM, DRAWN, _open, _settle, _upload, chromium, expect, serve
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 

@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import shared, write_jsonl
 from evalcore import agreement as A
 from evalcore.cli import main
-
-from conftest import shared, write_jsonl
 
 krippendorff = pytest.importorskip("krippendorff")
 inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")
@@ -230,11 +229,11 @@ def test_crs_on_msde_paper_recomputed_independently(tmp_path):
     """Leave-one-competition-out on the paper's tables, redone here from the CSVs with scipy."""
     from scipy.stats import pearsonr, spearmanr
 
+    from conftest import ROOT
     from evalcore.defaults import MSDE_SCALES
     from evalcore.ensemble import ensemble
     from evalcore.ingest.published import import_published
     from evalcore.store import connect
-    from conftest import ROOT
 
     con = connect(tmp_path / "d.duckdb")
     import_published(con, ROOT / "data" / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES)

@@ -98,10 +98,9 @@ def test_engagement_ratings_are_the_amt_file(default_store):
 
 
 def test_engagement_bad_file_is_refused_whole(tmp_path):
+    from conftest import fingerprint
     from evalcore.errors import ImportRefused
     from evalcore.ingest.engagement import build_engagement
-
-    from conftest import fingerprint
 
     text = ENGAGEMENT_CSV.read_text(encoding="utf-8")
     lines = text.split("\n")

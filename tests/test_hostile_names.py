@@ -16,10 +16,10 @@ from urllib.parse import urlencode
 
 import pandas as pd
 import pytest
+from test_browser import ARTIFACTS, CHROMIUM, PAGES, chromium, expect, serve
 
 from conftest import write_jsonl
 from pages.views.common import WORD_JOINER, highlighted, md_escape, safe_filename
-from test_browser import ARTIFACTS, CHROMIUM, PAGES, chromium, expect, serve
 
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 
@@ -62,7 +62,8 @@ def build(folder: Path) -> Path:
             import_responses(con, folder / "responses.csv", dataset=DATASET, track=track)
             ratings = [{"item_id": r["item_id"], "model": r["model"], "annotator": a, "dimension": d,
                         "score": rng.randint(0, 2)} for r in rows for a in ANNOTATORS for d in DIMENSIONS
-                       if not (track == TRACK and r["model"] == HOSTILE and d == "Coh")]  # a blank cell, its reason naming the model
+                       # a blank cell: its reason names the model
+                       if not (track == TRACK and r["model"] == HOSTILE and d == "Coh")]
             pd.DataFrame(ratings).to_csv(folder / "ratings.csv", index=False)
             import_ratings(con, folder / "ratings.csv", dataset=DATASET, track=track, scales={d: (0, 2) for d in DIMENSIONS})
         pd.DataFrame([{"item_id": "x1", "model": HOSTILE, "response": HOSTILE}]).to_csv(folder / "responses.csv", index=False)

@@ -131,7 +131,8 @@ def test_ratings_land_with_scales(toy, tmp_path):
     path.write_text("item_id,dialogue_id,model,annotator,dimension,score\nt1,,m1,a1,Coh,2\nt1,,m1,a2,Coh,1\n"
                     ",d1,m1,a1,Overall,4.5\n", encoding="utf-8")
     import_ratings(toy, path, dataset="toy", track="toy/chitchat", scales={"Coh": (0, 2), "Overall": (1, 5)})
-    rows = toy.execute("SELECT target, item_id, dialogue_id, annotator, dimension, score FROM human_ratings ORDER BY ALL").fetchall()
+    rows = toy.execute("SELECT target, item_id, dialogue_id, annotator, dimension, score FROM human_ratings "
+                       "ORDER BY ALL").fetchall()
     assert rows == [("dialogue", None, "d1", "a1", "Overall", 4.5),
                     ("response", "t1", None, "a1", "Coh", 2.0), ("response", "t1", None, "a2", "Coh", 1.0)]
     assert toy.execute("SELECT dimension, scale_min, scale_max FROM dimensions ORDER BY 1").fetchall() == [

@@ -14,11 +14,10 @@ import pytest
 torch = pytest.importorskip("torch")
 bert_score = pytest.importorskip("bert_score")
 
+from conftest import shared  # noqa: E402
 from evalcore import neural as N  # noqa: E402
 from evalcore.neural import bertscore as B  # noqa: E402
 from evalcore.neural import embedding as E  # noqa: E402
-
-from conftest import shared  # noqa: E402
 
 HYPS = ["今天天气很好", "我喜欢猫", "你好", "", "他们去看电影了吗"]
 REFS = ["今天天气不错", "我不喜欢狗", "你好呀", "好的", "电影好看"]

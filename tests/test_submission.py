@@ -92,10 +92,9 @@ def test_template_round_trip(toy, tmp_path, capsys):
 
 
 def test_template_and_multi_track_cli(tmp_path, capsys):
+    from conftest import TOY_ITEMS, write_jsonl
     from evalcore.ingest.items import import_items
     from evalcore.store import connect
-
-    from conftest import TOY_ITEMS, write_jsonl
 
     db = tmp_path / "s.duckdb"
     con = connect(db)

@@ -8,8 +8,8 @@ from collections import Counter
 
 import openpyxl
 import pytest
-from conftest import fingerprint, shared, write_jsonl
 
+from conftest import fingerprint, shared, write_jsonl
 from evalcore.errors import ImportRefused
 from evalcore.ingest.items import import_items
 from evalcore.ingest.responses import import_responses
@@ -83,7 +83,8 @@ def test_release_rows_without_one_item_refused(rel, tmp_path):
     assert "2 problem(s)" in text
     assert ("q.xlsx, sheet 大模型生成结果 row 3, field 'History': expected a History only one item of track 'rel/a' has "
             "(or the sheet's rows in item order, one per item: 4 rows), got '你好', shared by 2 items") in text
-    assert "q.xlsx, sheet 大模型生成结果 row 4, field 'History': expected the History of an item of track 'rel/a', got '乙'" in text
+    assert ("q.xlsx, sheet 大模型生成结果 row 4, field 'History': expected the History of an item of track 'rel/a', "
+            "got '乙'") in text
     assert fingerprint(rel) == before
 
 
@@ -179,7 +180,7 @@ def test_same_item_in_two_members_is_one_response_too_many(toy, tmp_path):
     path = _zip(tmp_path / "s.zip", {"toy_chitchat.csv": "item_id,response\nt1,好\n",
                                      "toy__chitchat.csv": "item_id,response\nt1,又\n"})
     with pytest.raises(ImportRefused, match=r"s.zip/toy_chitchat.csv, row 2, field 'item_id': expected one response "
-                                            r"per item for model 'z', got 't1' again \(first at .*s.zip/toy__chitchat.csv row 2\)"):
+                       r"per item for model 'z', got 't1' again \(first at .*s.zip/toy__chitchat.csv row 2\)"):
         import_responses(toy, path, dataset="toy", model="z")
 
 

@@ -8,11 +8,10 @@ from contextlib import redirect_stdout
 import pandas as pd
 import pytest
 
+from conftest import fingerprint
 from evalcore.cli import main
 from evalcore.errors import ImportRefused
 from evalcore.taskoriented import import_sessions, intent_scores
-
-from conftest import fingerprint
 
 
 def test_intent_f1_by_hand():

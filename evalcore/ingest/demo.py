@@ -74,7 +74,8 @@ def build_demo(con: duckdb.DuckDBPyConnection, folder: str | Path) -> ImportRepo
                   grounding=json.dumps(grounding, ensure_ascii=False) if grounding else None)
         for i, text in enumerate(d.turns):
             batch.add("turns", dataset=DATASET, dialogue_id=d.dialogue_id, turn_index=i, speaker="AB"[i % 2],
-                      text=text, grounding=json.dumps({"knowledge": d.knowledge[i]}, ensure_ascii=False) if d.knowledge[i] else None)
+                      text=text,
+                      grounding=json.dumps({"knowledge": d.knowledge[i]}, ensure_ascii=False) if d.knowledge[i] else None)
     tok = get_tokenizer("char")
     # KdConv: the pool is every test utterance, minus the item's own dialogue.
     pool = [(d.dialogue_id, t) for d in kdconv for t in d.turns]

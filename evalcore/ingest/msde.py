@@ -178,7 +178,8 @@ def _read_automatic(book: Workbook, title: str, rows: list[tuple]) -> None:
         return
     for col, h in enumerate(header):
         if h not in AUTO_COLUMNS:
-            book.problems.append(Problem(book.file, f"sheet {title} row 1", h, "a known metric column: " + ", ".join(AUTO_COLUMNS), "an unknown header"))
+            book.problems.append(Problem(book.file, f"sheet {title} row 1", h,
+                                         "a known metric column: " + ", ".join(AUTO_COLUMNS), "an unknown header"))
             continue
         value = data[0][col]
         try:
@@ -195,7 +196,8 @@ def import_msde(con: duckdb.DuckDBPyConnection, root: str | Path, *, progress: b
     data = root / "data" if (root / "data").is_dir() else root
     folders = sorted(p for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
     if not folders:
-        raise ImportRefused([Problem(str(root), "", "", "the MSDE release: folders like 'Lic 2021_CPC' holding <model>.xlsx", "no folders")])
+        raise ImportRefused([Problem(str(root), "", "", "the MSDE release: folders like 'Lic 2021_CPC' holding "
+                                     "<model>.xlsx", "no folders")])
     if lookup.tracks_of(con, DATASET):
         raise ImportRefused([Problem(str(root), "", "--db", f"a store without dataset {DATASET!r}", "it is already imported")])
     files = [(folder, x) for folder in folders for x in sorted(folder.glob("*.xlsx")) if not x.name.startswith("~$")]
@@ -236,7 +238,8 @@ def _add_track(batch: Batch, folder: Path, books: list[Workbook], stats: dict, p
     first = books[0]
     for book in books[1:]:
         if len(book.generation) != len(first.generation):
-            problems.append(Problem(book.file, "", "History", f"{len(first.generation)} generation rows like {Path(first.file).name}",
+            problems.append(Problem(book.file, "", "History",
+                                    f"{len(first.generation)} generation rows like {Path(first.file).name}",
                                     f"{len(book.generation)}"))
             return
         for i, ((h1, _), (h2, _)) in enumerate(zip(first.generation, book.generation)):

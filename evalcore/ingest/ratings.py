@@ -96,7 +96,8 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             continue
         seen[key] = where
         if key in stored:
-            check.add(where, "score", "a rating not yet in the store", "one already stored for this target, model, annotator and dimension")
+            check.add(where, "score", "a rating not yet in the store",
+                      "one already stored for this target, model, annotator and dimension")
             continue
         batch.add("human_ratings", dataset=dataset, track=track, target=target,
                   item_id=item_id if target == "response" else None,

@@ -122,7 +122,8 @@ def _read_jsonl(lines, name: str) -> Table:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(Problem(name, f"line {lineno}", "", "one JSON object per line", f"invalid JSON ({exc.msg} at column {exc.colno})"))
+            problems.append(Problem(name, f"line {lineno}", "", "one JSON object per line",
+                                    f"invalid JSON ({exc.msg} at column {exc.colno})"))
             continue
         if not isinstance(obj, dict):
             problems.append(Problem(name, f"line {lineno}", "", "a JSON object", type(obj).__name__))

@@ -127,7 +127,8 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     report.notes += coverage_notes(answerable, covered)
     if replaced:
         report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {', '.join(sorted(covered))} "
-                            "(their response ratings and computed scores were set aside with them: python -m evalcore submissions lists them, restore brings them back)")
+                            "(their response ratings and computed scores were set aside with them: "
+                            "python -m evalcore submissions lists them, restore brings them back)")
     return report
 
 

@@ -5,8 +5,21 @@ import streamlit as st
 from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import (bar, data, download, fmt, heatmap, level_and_origin, md_escape, origins_at,
-                                pick_track, publish, scatter_vs_diagonal, select, start)
+from pages.views.common import (
+    bar,
+    data,
+    download,
+    fmt,
+    heatmap,
+    level_and_origin,
+    md_escape,
+    origins_at,
+    pick_track,
+    publish,
+    scatter_vs_diagonal,
+    select,
+    start,
+)
 
 con, vs = start("Correlations with human scores")
 options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first

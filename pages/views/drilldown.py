@@ -3,8 +3,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import (data, download, highlighted, md_escape, pick_track, publish, select, sort_table,
-                                start)
+from pages.views.common import data, download, highlighted, md_escape, pick_track, publish, select, sort_table, start
 
 con, vs = start("Drill-down")
 # Opens on a track with rated responses, where the disagreement sort means something.

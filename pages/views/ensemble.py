@@ -26,7 +26,8 @@ st.caption("Per human dimension, each metric's weight is max(r, 0)^2 normalised 
 results, weights = data("ensemble_view", dataset, level, holdout) if dataset else (None, None)
 if results is None or results.empty:
     st.warning(f"Nothing to ensemble in {md_escape(dataset)} at {level} level: this needs metric scores and human "
-               "scores on at least two tracks" + ("." if dataset in options else f"; {md_escape(dataset)} has no human ratings with "
+               "scores on at least two tracks"
+               + ("." if dataset in options else f"; {md_escape(dataset)} has no human ratings with "
                "metric values. Pick another dataset, or import ratings and score responses (see the README)."))
 else:
     groups = sorted(weights["holdout"].unique())

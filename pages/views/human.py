@@ -37,7 +37,8 @@ else:
                          column_config=numbers)
             n_pairs = table.loc[pairs, "annotators"].nunique()
             if final:  # widgets once per run: the first, quick table has none
-                with expander(vs, values, "pairs", f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"):
+                title = f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"
+                with expander(vs, values, "pairs", title):
                     st.dataframe(table[pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
                                  column_config=numbers)
                 download(table, f"agreement-{dataset}-{track}-{dim}")

@@ -5,8 +5,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import (data, download, expander, md_escape, pick_track, publish, rank_chart, select,
-                                sort_table, start)
+from pages.views.common import data, download, expander, md_escape, pick_track, publish, rank_chart, select, sort_table, start
 
 con, vs = start("Leaderboard")
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)

@@ -5,8 +5,19 @@ import streamlit as st
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
-from pages.views.common import (data, download, expander, fmt, heatmap, level_and_origin, md_escape, origins_at,
-                                publish, select, start)
+from pages.views.common import (
+    data,
+    download,
+    expander,
+    fmt,
+    heatmap,
+    level_and_origin,
+    md_escape,
+    origins_at,
+    publish,
+    select,
+    start,
+)
 
 con, vs = start("Which metric to trust, per skill")
 options = data("trust_choices")

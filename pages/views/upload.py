@@ -13,8 +13,7 @@ from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import resolve_db_path
-from pages.views.common import (cursor, data, expander, may_write, md_escape, pick_track, publish, safe_filename,
-                                start)
+from pages.views.common import cursor, data, expander, may_write, md_escape, pick_track, publish, safe_filename, start
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
