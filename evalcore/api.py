@@ -28,6 +28,7 @@ class Scores:
     corpus: dict[str, float | None]
     signatures: dict[str, str]
     unavailable: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, list] = field(default_factory=dict)   # judge metrics: why a response has no value
 
     def __repr__(self) -> str:
         lines = [f"{name} = {value if value is None else round(value, 4)}  ({self.signatures[name]})"
@@ -52,8 +53,9 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     """Metric values of `hypotheses` against `references` (per hypothesis: a string or a list of
     strings), without a store. `metrics`: names or groups as `evalcore score --metrics` takes them.
     `language` picks the default tokenizer (char for Chinese, en for English) and METEOR's mode.
-    `contexts` (per hypothesis, the dialogue so far) is needed by context-based metrics (ABLSTM).
-    Model options (`bertscore_model`, `bertscore_layer`, `idf`, `device`, ...) are NeuralOptions' fields.
+    `contexts` (per hypothesis, the dialogue so far) is read by ABLSTM and the LLM judges.
+    Model options (`bertscore_model`, `bertscore_layer`, `idf`, `device`, `judge` (an
+    evalcore.judge.Endpoint), `judge_concurrency`, ...) are NeuralOptions' fields.
     Corpus values follow each metric's corpus rule (BLEU's corpus statistics, DIST pooled, means
     otherwise); system_aggregate="sentence-mean" gives the mean of the sentence values instead."""
     from dataclasses import replace
@@ -75,8 +77,10 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     plan = Plan(infos, fl, pick_tokenizer(fl, language, tokenizer), docs, opts, system_aggregate)
     last_turns = [c[-1] if c else "" for c in contexts] if contexts is not None else [""] * len(hyps)
     has_ref = np.array([bool(r) for r in refs])
+    why: dict = {}
+    rows = pd.DataFrame({"context": list(contexts) if contexts is not None else [[] for _ in hyps]})
     try:
-        results = compute(plan, hyps, refs, last_turns) if hyps and plan.metrics else {}
+        results = compute(plan, hyps, refs, last_turns, rows=rows, reasons=why) if hyps and plan.metrics else {}
     finally:
         meteor15.close_all()
     sentence, corpus, signatures = {}, {}, {}
@@ -95,7 +99,8 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
         else:
             corpus[m.name] = (sentence_mean(m, stats[idx]) if mean_of_sentences else corpus_value(m, stats[idx]))
         signatures[m.name] = plan.signatures[m.name] + (SENTENCE_MEAN if mean_of_sentences else "")
-    return Scores(pd.DataFrame(sentence), corpus, signatures, dict(plan.unavailable))
+    return Scores(pd.DataFrame(sentence), corpus, signatures, dict(plan.unavailable),
+                  {name: list(r) for name, r in why.items()})
 
 
 class Store:

@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset")
     p.add_argument("--track")
     p.add_argument("--metrics", default="lexical",
-                   help="comma-separated names, or a group: 'lexical' (default), 'neural'")
+                   help="comma-separated names, or a group: 'lexical' (default), 'neural', 'judge'")
     _flavor(p)
     _system_aggregate(p, "written")
     g = p.add_argument_group("model-based metrics")
@@ -174,6 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
     g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
     g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
+    g = p.add_argument_group("LLM judge metrics (--metrics judge; any OpenAI-compatible server: vLLM, Ollama, llama.cpp)")
+    g.add_argument("--judge-base-url", metavar="URL", help="the server's OpenAI API root, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--judge-model", help="the model name the server knows")
+    g.add_argument("--judge-api-key-env", default="EVALCORE_JUDGE_API_KEY", metavar="VAR",
+                   help="environment variable holding the API key, if the server needs one (default %(default)s)")
+    g.add_argument("--judge-temperature", type=float, default=0.0)
+    g.add_argument("--judge-max-tokens", type=int, default=512)
+    g.add_argument("--judge-concurrency", type=int, default=8, help="requests in flight at most (default 8)")
+    g.add_argument("--judge-retries", type=int, default=3, help="attempts per request, with backoff (default 3)")
+    g.add_argument("--judge-baseline", metavar="MODEL", help="Judge-Pairwise: the model every response is compared with")
     p = _on_dataset(sub, "leaderboard", "one row per model and origin, a column per metric and human dimension")
     _flavor(p)
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
@@ -295,6 +305,18 @@ def emit(frame: pd.DataFrame, fmt: str, digits: int | None = None) -> None:
         print(frame.to_string(index=False) if not frame.empty else "(nothing)")
 
 
+def _endpoint(args):
+    """The judge's server, when both its URL and model are given."""
+    if not (args.judge_base_url and args.judge_model):
+        if args.judge_base_url or args.judge_model:
+            raise ValueError("a judge needs both --judge-base-url and --judge-model")
+        return None
+    from evalcore.judge import Endpoint
+
+    return Endpoint(args.judge_base_url, args.judge_model, api_key_env=args.judge_api_key_env,
+                    temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
+
+
 def _scales(items: list[str]) -> dict[str, tuple[float, float]]:
     from evalcore.ingest.ratings import parse_scale
 
@@ -338,7 +360,9 @@ def run(args: argparse.Namespace) -> int:
             opts = NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
                                  idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
                                  baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
-                                 device=args.device, ablstm_model=args.ablstm_model)
+                                 device=args.device, ablstm_model=args.ablstm_model, judge=_endpoint(args),
+                                 judge_baseline=args.judge_baseline, judge_concurrency=args.judge_concurrency,
+                                 judge_retries=args.judge_retries)
             # The store is let go while values are computed: the dashboard serves pages meanwhile.
             handle = Handle(resolve_db_path(args.db), con, lock_wait(), on_wait)
             try:

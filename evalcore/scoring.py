@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from evalcore.judge.metrics import FAILED  # a judge's reason that does not last: asked again next run
 from evalcore.metrics import lexical as L
 from evalcore.metrics import meteor15
 from evalcore.metrics.ngrams import Encoded
@@ -39,6 +40,7 @@ SYSTEM_AGGREGATES = ("corpus", "sentence-mean")
 LET_GO = 2_000  # responses to compute before the CLI lets the store go meanwhile (reopening costs ~20 ms)
 ATTEMPTS = 3  # tracks scored again when the store changed while let go; the last attempt keeps it
 NEURAL_CHUNK = 2_000  # with model-based metrics: a progress step of a minute or less on a CPU
+JUDGE_CHUNK = 256  # with judge metrics: requests per progress step
 ANY = "any"  # flavor and tokenizer of scores that depend on neither (model-based metrics)
 
 
@@ -103,13 +105,15 @@ class ScoreReport:
         return "\n".join(lines) or "nothing to score"
 
 
-def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
-    """Responses of a track with their references (a list, empty when the item has none)."""
-    frame = con.execute("""
+def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, full: bool = False) -> pd.DataFrame:
+    """Responses of a track with their references (a list, empty when the item has none); `full` adds
+    each item's whole context and grounding (JSON), which judges read."""
+    frame = con.execute(f"""
         WITH refs AS (
             SELECT item_id, list(text ORDER BY ref_index) AS refs
             FROM item_references WHERE dataset = ? GROUP BY item_id)
         SELECT r.item_id, r.model, r.text, refs.refs, json_extract_string(i.context, '$[#-1]') AS last_turn
+               {", i.context, i.grounding" if full else ""}
         FROM responses r JOIN items i USING (dataset, item_id) LEFT JOIN refs USING (item_id)
         WHERE r.dataset = ? AND i.track = ?
         ORDER BY r.model, r.item_id
@@ -142,6 +146,7 @@ class Plan:
     def __init__(self, metrics: list[MetricInfo], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]],
                  neural: NeuralOptions | None = None, system_aggregate: str = "corpus"):
         from evalcore import neural as N
+        from evalcore.judge import metrics as J
 
         self.flavor, self.tokenizer, self.docs = flavor, tokenizer, docs
         self.neural = neural or NeuralOptions()
@@ -152,13 +157,15 @@ class Plan:
         df_tag = _df_tag(docs) if needs_docs(self.metrics, self.neural) else ""
         self.signatures = {
             m.name: (N.signature(m.name, m.kind, self.neural, df_tag) if m.family == "neural"
+                     else J.signature(m.name, m.kind, m.name.split("-", 1)[1] if m.kind == "geval" else None,
+                                      self.neural) if m.family == "judge"
                      else signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else
                                     meteor15.signature_part(self.neural.lang) if m.kind == "meteor15" else ""))
             for m in self.metrics}
 
     def config(self, m: MetricInfo) -> tuple[str, str]:
         """(flavor, tokenizer) stored with a metric's scores: model-based ones depend on neither."""
-        return (ANY, ANY) if m.family == "neural" else (self.flavor.name, self.tokenizer.signature)
+        return (ANY, ANY) if m.family in ("neural", "judge") else (self.flavor.name, self.tokenizer.signature)
 
 
 def availability(metric: MetricInfo, neural: NeuralOptions) -> str | None:
@@ -169,6 +176,9 @@ def availability(metric: MetricInfo, neural: NeuralOptions) -> str | None:
         return N.availability(metric.kind, neural)
     if metric.kind == "meteor15":
         return meteor15.availability(neural.lang)
+    if metric.family == "judge":
+        from evalcore.judge.metrics import availability as judge_availability
+        return judge_availability(metric.kind, neural)
     if metric.family == "external":
         return "an external metric: its values are imported (`import scores`), not computed here"
     return None
@@ -179,15 +189,25 @@ def needs_docs(metrics: list[MetricInfo], neural: NeuralOptions | None) -> bool:
     return any(m.kind == "cider" or (m.kind == "bertscore" and neural is not None and neural.idf) for m in metrics)
 
 
-def compute(plan: Plan, hyps: list[str], refs: list[list[str]],
-            contexts: list[str] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply."""
+def compute(plan: Plan, hyps: list[str], refs: list[list[str]], contexts: list[str] | None = None,
+            rows: pd.DataFrame | None = None, reasons: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply.
+    Judge metrics read `rows` (each response's item: context, grounding; baseline_text for pairwise)
+    and put why a response got no value into `reasons` (metric -> array of reason or None)."""
     from evalcore import neural as N
 
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    judged = [m for m in plan.metrics if m.family == "judge"]
+    if judged:
+        from evalcore.judge import metrics as J
+
+        for name, (values, stats, why) in J.compute(judged, plan.neural, hyps, refs, rows).items():
+            out[name] = (values, stats)
+            if reasons is not None:
+                reasons[name] = why
     for m in (m for m in plan.metrics if m.kind == "meteor15"):
         out[m.name] = _meteor15(plan, hyps, refs)
-    lexical = [m for m in plan.metrics if m.family != "neural" and m.kind != "meteor15"]
+    lexical = [m for m in plan.metrics if m.family not in ("neural", "judge") and m.kind != "meteor15"]
     model_based = [m for m in plan.metrics if m.family == "neural"]
     if model_based:
         out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs, contexts, memo=plan.memo))
@@ -267,7 +287,9 @@ def sentence_mean(metric: MetricInfo, stats: np.ndarray) -> float | None:
 
 
 def _cached_keys(con, sig: str) -> set[str]:
-    return {k for (k,) in con.execute("SELECT text_key FROM metric_scores WHERE signature = ?", [sig]).fetchall()}
+    """Keys with a cached value (or a lasting reason for none: a judge's unparseable answer)."""
+    return {k for (k,) in con.execute("SELECT text_key FROM metric_scores WHERE signature = ? "
+                                      "AND (reason IS NULL OR NOT starts_with(reason, ?))", [sig, FAILED]).fetchall()}
 
 
 def _cached_stats(con, sig: str, keys: list[str]) -> dict[str, np.ndarray]:
@@ -324,11 +346,18 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
 def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
                handle, system_aggregate: str = "corpus") -> bool:
     """Score one track; True when the store changed while it was let go (score it again)."""
-    data = load_track(con, ds, tr)
+    data = load_track(con, ds, tr, full=any(m.family == "judge" for m in infos))
     if data.empty:
         return False
     tok = pick_tokenizer(fl, language, tokenizer)
     opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
+    if opts.judge_baseline and any(m.kind == "pairwise" for m in infos):
+        if opts.judge_baseline not in set(data["model"]):
+            from evalcore.names import require
+            require("model", opts.judge_baseline, sorted(set(data["model"])))   # raises, closest names first
+        own = data["model"].to_numpy() == opts.judge_baseline
+        data["baseline_text"] = data["item_id"].map(data.loc[own].set_index("item_id")["text"])
+        data["is_baseline"] = own
     if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
         opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
     plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts,
@@ -361,17 +390,21 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     # Per metric, values and stats of every row computed in this run (NaN elsewhere).
     values = {m.name: np.full(n, np.nan) for m in plan.metrics}
     stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
+    reasons: dict[str, np.ndarray] = {}   # judge metrics: why a response has no value
     size = chunk or CHUNK
     if any(m.family == "neural" for m in plan.metrics):
         # an item's responses in one batch: its references are embedded once for all models
         todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
         size = min(size, NEURAL_CHUNK)
+    if any(m.family == "judge" for m in plan.metrics):
+        size = min(size, JUDGE_CHUNK)
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
     let_go = handle is not None and len(todo) >= LET_GO
     rev = revision(con) if let_go else None
     with handle.let_go() if let_go else nullcontext():
-        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label)
+        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons)
     bar.close()
+    _judge_notes(plan, report, label, todo, reasons, stats)
     if let_go:
         con = handle.con
         if revision(con) != rev:
@@ -379,9 +412,9 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             # signature, right whatever changed) and score the track again as the store is now.
             with transaction(con):
                 bump_revision(con)
-                _write_values(con, plan, _value_frames(plan, keys, missing, values, stats, con))
+                _write_values(con, plan, _value_frames(plan, keys, missing, values, stats, con, reasons))
             return True
-    frames = _value_frames(plan, keys, missing, values, stats)
+    frames = _value_frames(plan, keys, missing, values, stats, reasons=reasons)
     system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
     if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
         report.computed[label], report.system[label] = 0, 0
@@ -404,13 +437,18 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
 
 
 def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
-                  on_progress, label: str) -> None:
-    """Values and statistics of the rows `todo`, in batches of `size`, into `values` and `stats`."""
+                  on_progress, label: str, reasons: dict | None = None) -> None:
+    """Values and statistics of the rows `todo`, in batches of `size`, into `values` and `stats` (and
+    judge metrics' reasons into `reasons`)."""
     n = len(data)
     for start in range(0, len(todo), size):
         rows = todo[start:start + size]
+        why: dict = {}
         result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
-                         data["last_turn"].iloc[rows].tolist())
+                         data["last_turn"].iloc[rows].tolist(), rows=data.iloc[rows].reset_index(drop=True), reasons=why)
+        for name, arr in why.items():
+            if reasons is not None:
+                reasons.setdefault(name, np.full(n, None, dtype=object))[rows] = arr
         for name, (vals, st) in result.items():
             if stats[name] is None:
                 stats[name] = np.full((n, st.shape[1]), np.nan)
@@ -421,15 +459,18 @@ def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, v
             on_progress(start + len(rows), len(todo), label)
 
 
-def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict, con=None) -> list[pd.DataFrame]:
+def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict, con=None,
+                  reasons: dict | None = None) -> list[pd.DataFrame]:
     """The value cache's new rows; with `con`, less those another process cached meanwhile."""
     frames = []
     for m in plan.metrics:
         idx = np.flatnonzero(missing[m.name])
         if len(idx) == 0:
             continue
+        why = (reasons or {}).get(m.name)
         frame = pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
-                              "value": values[m.name][idx], "stats": list(stats[m.name][idx])})
+                              "value": values[m.name][idx], "stats": list(stats[m.name][idx]),
+                              "reason": why[idx] if why is not None else None})
         frame = frame.drop_duplicates("text_key")
         if con is not None:
             frame = frame[~frame["text_key"].isin(_cached_keys(con, plan.signatures[m.name]))]
@@ -445,8 +486,35 @@ def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> None:
             json.dumps({"tokenizer": tk, "flavor": fl, "corpus": m.corpus, "sentence": m.sentence,
                         "description": m.description}, ensure_ascii=False)])
     frames = [f for f in frames if len(f)]
+    for m in plan.metrics:   # judgments whose request failed are asked again: their old rows make way
+        if m.family == "judge":
+            con.execute("DELETE FROM metric_scores WHERE signature = ? AND starts_with(reason, ?)",
+                        [plan.signatures[m.name], FAILED])
     if frames:
         insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
+
+
+def _judge_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, reasons: dict, stats: dict) -> None:
+    """How many judgments gave no value and why (the first reason of each kind), and the position bias
+    of pairwise judgments, for this run's responses."""
+    from evalcore.judge.metrics import bias_note
+
+    for m in (m for m in plan.metrics if m.family == "judge"):
+        why = reasons.get(m.name)
+        if why is None or len(todo) == 0:
+            continue
+        failed = [w for w in why[todo] if w]
+        if failed:
+            kinds = {}
+            for w in failed:
+                kinds.setdefault(w.split(":", 1)[0], w)
+            report.note(f"{label}: {m.name}: {len(failed)} of {len(todo)} judgments gave no value (stored with the "
+                        "reason, no number): " + "; ".join(f"{sum(w.startswith(k) for w in failed)} {k}, e.g. {e!r}"
+                                                          for k, e in kinds.items()))
+        if m.kind == "pairwise" and stats.get(m.name) is not None:
+            note = bias_note(stats[m.name][todo])
+            if note:
+                report.note(f"{label}: {m.name} vs {plan.neural.judge_baseline}: {note}")
 
 
 def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:
@@ -477,7 +545,9 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                 gaps = idx if mat is None else idx[np.isnan(mat).all(axis=1)]
                 if len(gaps):  # responses scored in an earlier run: their statistics come from the cache
                     cached = _cached_stats(con, sig, list(dict.fromkeys(keys[m.name][gaps])))
-                    filled = np.array([cached[k] for k in keys[m.name][gaps]])
+                    # a response without a value (a judge's failed answer) stays a gap
+                    width = mat.shape[1] if mat is not None else len(next(iter(cached.values()), [np.nan]))
+                    filled = np.array([cached.get(k, np.full(width, np.nan)) for k in keys[m.name][gaps]])
                     if mat is None:
                         mat = filled
                     else:

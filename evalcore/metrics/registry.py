@@ -86,6 +86,23 @@ METRICS["ABLSTM"] = MetricInfo(
     "turn, from a discriminator trained on the store's own dialogues (no references, no human labels); "
     "its signature names the training data and held-out accuracy",
     corpus="mean", sentence="p-real", family="neural", needs_references=False, needs_context=True)
+
+
+def _judge(name: str, kind: str, description: str) -> MetricInfo:
+    return MetricInfo(name, kind, description, corpus="mean", sentence="judge-rating", family="judge",
+                      needs_references=False, per_item=True)
+
+
+# LLM judges through an OpenAI-compatible endpoint (evalcore/judge): the judge reads the item's whole
+# context and grounding, so its values are cached per item and response text.
+METRICS.update({m.name: m for m in [
+    *[_judge(f"Judge-{d}", "geval", f"G-Eval-style LLM judge of {d} on the MSDE paper's 0-2 scale, with a rubric "
+             "from the paper's definition (Chinese or English by the dataset's language)")
+      for d in ("Info", "Coh", "Know", "Rec")],
+    _judge("Judge-MTBench", "mtbench", "MT-Bench single-answer grading 1-10 (FastChat's single-v1 prompt)"),
+    _judge("Judge-Pairwise", "pairwise", "MT-Bench pairwise against a baseline model (FastChat's pair-v2 prompt), "
+           "judged in both orders: 1 win, 0.5 tie, 0 loss per order, averaged; the system value is the win rate"),
+]})
 BUILTIN = frozenset(METRICS)
 
 
@@ -106,7 +123,7 @@ def use_external(rows: list[tuple[str, bool, str | None]]) -> None:
 
 
 GROUPS = {"lexical": LEXICAL, "neural": [n for n, m in METRICS.items() if m.family == "neural" and m.kind != "ablstm"],
-          "learned": ["ABLSTM"]}
+          "learned": ["ABLSTM"], "judge": [n for n, m in METRICS.items() if m.family == "judge"]}
 
 
 @dataclass(frozen=True)

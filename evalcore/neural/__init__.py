@@ -36,6 +36,10 @@ class NeuralOptions:
     device: str | None = None
     lang: str = "zh"
     ablstm_model: str | None = None        # a `learned train --out` directory; default: the store's latest
+    judge: object | None = None            # evalcore.judge.Endpoint: the LLM judge metrics' server
+    judge_baseline: str | None = None      # the model pairwise judging compares against
+    judge_concurrency: int = 8             # requests in flight at most
+    judge_retries: int = 3                 # attempts per request (backoff between them)
 
     @property
     def layer(self) -> int:
