@@ -134,6 +134,20 @@ def build_parser() -> argparse.ArgumentParser:
     way.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
     p.add_argument("--signature", help="what produced the values (judge model, prompt, version): part of the "
                    "metric's signature")
+    p = kinds.add_parser("dstc10", help="DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context "
+                         "(turns joined by newlines), response, reference [list], annotations {dim: [scores]}}")
+    p.add_argument("file")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--track", required=True)
+    p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...)")
+    p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
+    p = kinds.add_parser("mtbench", help="a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, "
+                         "reference_answer/*.jsonl, model_judgment/*_single.jsonl and *_pair.jsonl")
+    p.add_argument("dir")
+    _db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--language", help="the dataset's language when it is new (default en)")
     p = kinds.add_parser("msde", help="the MSDE release folder (github IRIP-LLM/MSDE)")
     p.add_argument("dir")
     _db(p)
@@ -256,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--ablations", action="store_true",
                    help="also train the seed's ablations (no attention; one-directional match; no match) on the same split")
+    _format(p)
+    p = _on_dataset(sub, "winrate", "pairwise judgments (MT-Bench *_pair.jsonl): wins, losses, ties and win rates "
+                    "per judge and model, as FastChat's show_result.py computes them")
+    p.add_argument("--judge", help="only this judge model's verdicts")
     _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     _db(p)
@@ -456,6 +474,10 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps(json.loads(frame.to_json(orient="records"))[0], indent=2))
             else:
                 emit(frame, args.format, 4)
+        elif args.command == "winrate":
+            from evalcore.ingest.mtbench import win_rates
+
+            emit(win_rates(con, args.dataset, args.track, args.judge), args.format, 4)
         elif args.command == "summary":
             emit(queries.summary(con, args.dataset), args.format)
         elif args.command == "models":
@@ -514,6 +536,13 @@ def _import(con, args):
         from evalcore.ingest.scores import import_scores
         return import_scores(con, args.file, dataset=args.dataset, track=args.track, metric=args.metric,
                              higher_is_better=args.higher_is_better, signature=args.signature)
+    if args.kind == "dstc10":
+        from evalcore.ingest.dstc10 import import_dstc10
+        return import_dstc10(con, args.file, dataset=args.dataset, track=args.track, language=args.language,
+                             scales=_scales(args.scale))
+    if args.kind == "mtbench":
+        from evalcore.ingest.mtbench import import_mtbench
+        return import_mtbench(con, args.dir, dataset=args.dataset, language=args.language)
     if args.kind == "msde":
         from evalcore.ingest.msde import import_msde
         return import_msde(con, args.dir)

@@ -235,5 +235,5 @@ def is_empty(con: duckdb.DuckDBPyConnection) -> bool:
 DATA_TABLES = (
     "datasets", "tracks", "dialogues", "turns", "items", "item_references", "models",
     "responses", "dimensions", "human_ratings", "metric_signatures", "metric_scores",
-    "system_scores", "published_correlations", "learned_models", "external_metrics",
+    "system_scores", "published_correlations", "learned_models", "external_metrics", "pairwise_judgments",
 )

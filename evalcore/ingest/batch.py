@@ -17,7 +17,7 @@ from evalcore.store import bump_revision, insert_frame, transaction
 ORDER = (
     "datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures", "dialogues", "turns",
     "items", "item_references", "responses", "human_ratings", "metric_scores", "system_scores",
-    "published_correlations",
+    "published_correlations", "pairwise_judgments",
 )
 SHARED = {"datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures"}
 WRITE_SLICE = 50_000  # rows per insert statement inside the one transaction

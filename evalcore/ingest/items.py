@@ -41,7 +41,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
             continue
         if dataset not in languages:
             languages[dataset] = lookup.dataset_language(con, dataset)
-        _check_language(check, where, dataset, language, languages)
+        check_language(check, where, dataset, language, languages)
         key = (dataset, item_id)
         if key in seen:
             check.add(where, "item_id", "each item_id once per dataset", f"{item_id!r} again (first at {seen[key]})")
@@ -68,7 +68,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
     return report
 
 
-def _check_language(check: Checker, where: str, dataset: str, language: str | None,
+def check_language(check: Checker, where: str, dataset: str, language: str | None,
                     languages: dict[str, tuple[str | None, str]]) -> None:
     """A dataset has one language (it picks METEOR's mode and the default tokenizer), set when the
     dataset is first imported: by the first record that names one. A record that says otherwise is

@@ -63,10 +63,12 @@ def import_scores(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
 
 def external_batch(con: duckdb.DuckDBPyConnection, check: Checker, values: list[ExternalValue], *, dataset: str,
                    metric: str, track: str | None, higher_is_better: bool | None, signature: str | None,
-                   source: str) -> tuple[Batch, list[str]]:
+                   source: str, pending_tracks: dict[str, str] | None = None,
+                   pending_texts: dict[tuple[str, str], str] | None = None) -> tuple[Batch, list[str]]:
     """The rows that store `values` as external metric `metric` and notes for the report; every problem
     is added to `check` and the file refused when there is any. Also used by importers whose files
-    carry judgments (MT-Bench)."""
+    carry judgments (MT-Bench): they write items and responses in the same batch, so those are given as
+    pending_tracks (item_id -> track) and pending_texts ((item_id, model) -> text) and count as stored."""
     from evalcore.metrics.registry import BUILTIN
     from evalcore.scoring import ANY, SENTENCE_MEAN, item_key
 
@@ -78,7 +80,8 @@ def external_batch(con: duckdb.DuckDBPyConnection, check: Checker, values: list[
     if metric in BUILTIN:
         raise refuse("--metric", "a name that is not a built-in metric (give the external one its own name)",
                      repr(metric))
-    tracks = lookup.tracks_of(con, dataset)
+    pending_tracks, pending_texts = pending_tracks or {}, pending_texts or {}
+    tracks = sorted(set(lookup.tracks_of(con, dataset)) | set(pending_tracks.values()))
     if not tracks:
         raise refuse("--dataset", "a dataset in the store (import its items first)", repr(dataset))
     if track is not None and track not in tracks:
@@ -92,9 +95,10 @@ def external_batch(con: duckdb.DuckDBPyConnection, check: Checker, values: list[
                      "the other one")
     better = bool(stored[0][0]) if stored else (True if higher_is_better is None else higher_is_better)
     sig = external_signature(metric, signature)
-    item_track = lookup.item_tracks(con, dataset)
+    item_track = {**lookup.item_tracks(con, dataset), **pending_tracks}
     texts = {(i, m): t for i, m, t in con.execute(
         "SELECT item_id, model, text FROM responses WHERE dataset = ?", [dataset]).fetchall()}
+    texts.update(pending_texts)
     have = {(t, m) for t, m in con.execute(
         "SELECT DISTINCT track, model FROM system_scores WHERE dataset = ? AND name = ? AND origin = 'computed'",
         [dataset, metric]).fetchall()}
@@ -111,7 +115,8 @@ def external_batch(con: duckdb.DuckDBPyConnection, check: Checker, values: list[
             continue
         text = texts.get((v.item_id, v.model))
         if text is None:
-            check.add(v.where, "model", f"a model with a stored response to item {v.item_id!r}", repr(v.model))
+            answered = "a response (stored or in this import)" if pending_texts else "a stored response"
+            check.add(v.where, "model", f"a model with {answered} to item {v.item_id!r}", repr(v.model))
             continue
         if (v.item_id, v.model) in seen:
             check.add(v.where, "value", "one value per item and model", f"a second one (first at {seen[v.item_id, v.model]})")
