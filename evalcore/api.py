@@ -62,10 +62,17 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
 
     from evalcore.metrics import lexical as L
     from evalcore.metrics import meteor15
-    from evalcore.metrics.ngrams import Encoded
     from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
     from evalcore.neural import NeuralOptions
-    from evalcore.scoring import SENTENCE_MEAN, Plan, compute, corpus_value, needs_docs, sentence_mean
+    from evalcore.scoring import (
+        SENTENCE_MEAN,
+        Plan,
+        compute,
+        corpus_value,
+        needs_docs,
+        pooled_texts,
+        sentence_mean,
+    )
 
     hyps = [str(h) for h in hypotheses]
     refs = _reference_lists(hyps, references)
@@ -94,7 +101,7 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
         idx = np.flatnonzero(usable)
         if m.kind == "dist" and not mean_of_sentences:
             if pooled is None:
-                pooled = Encoded.from_texts(plan.tokenizer, hyps, [[] for _ in hyps], joined=fl.joined_ngrams)
+                pooled = pooled_texts(plan, hyps)
             corpus[m.name] = L.distinct_corpus(pooled, m.n, idx) if len(idx) else None
         else:
             corpus[m.name] = (sentence_mean(m, stats[idx]) if mean_of_sentences else corpus_value(m, stats[idx]))

@@ -537,8 +537,7 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
             idx = np.flatnonzero(mine)
             if m.kind == "dist" and not mean_of_sentences:
                 if pooled is None:  # pooled n-grams need every response's tokens, not only new ones
-                    pooled = Encoded.from_texts(plan.tokenizer, data["text"].tolist(), [[] for _ in range(len(data))],
-                                                joined=plan.flavor.joined_ngrams)
+                    pooled = pooled_texts(plan, data["text"].tolist())
                 value = L.distinct_corpus(pooled, m.n, idx)
             else:
                 mat = stats[m.name][idx] if stats[m.name] is not None else None
@@ -561,6 +560,11 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                          "origin": "computed", "signature": system_sig, "source": "evalcore score",
                          "flavor": fl, "tokenizer": tk, "n": int(len(idx))})
     return rows
+
+
+def pooled_texts(plan: Plan, texts: list[str]) -> Encoded:
+    """Responses encoded without references: DIST's corpus value pools a model's n-grams over them."""
+    return Encoded.from_texts(plan.tokenizer, texts, [[] for _ in texts], joined=plan.flavor.joined_ngrams)
 
 
 def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
