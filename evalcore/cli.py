@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -92,29 +93,37 @@ def _format(p: argparse.ArgumentParser, default: str = "table") -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalcore", description=__doc__)
     parser.add_argument("--version", action="version", version=f"evalcore {__version__}")
+    # Each command's parser names its handler (set_defaults(handler=...)), each import kind its importer;
+    # run() calls the handler.
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("init", help="build the store from the embedded default data (data/)")
+    p.set_defaults(handler=_cmd_init)
     _db(p)
     p = sub.add_parser("app", help="serve the dashboard on a store (Streamlit), from any directory")
+    p.set_defaults(handler=_cmd_app)
     _db(p)
     p.add_argument("--port", type=int, help="port (default: Streamlit's, 8501)")
     p.add_argument("--address", help="address to listen on (default: every interface)")
 
     imp = sub.add_parser("import", help="import a file; a bad file is refused whole")
+    imp.set_defaults(handler=_cmd_import)
     kinds = imp.add_subparsers(dest="kind", required=True)
     p = kinds.add_parser("items", help="JSONL: item_id, dataset, track, context, references, ...")
+    p.set_defaults(importer=_import_items)
     p.add_argument("file")
     _db(p)
     p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]; the MSDE "
                          "release's workbook (History, response) with --track and --model; a folder or .zip of "
                          "one file per track, named after it")
+    p.set_defaults(importer=_import_responses)
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--track", help="the track every row answers (else the file's 'track' column: all tracks at once)")
     p.add_argument("--model", help="model name for every row (else a 'model' column)")
     p = kinds.add_parser("ratings", help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score")
+    p.set_defaults(importer=_import_ratings)
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -123,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = kinds.add_parser("scores", help="per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx "
                          "with item_id, model, value; it then sits beside the built-in metrics (signature marked "
                          "external)")
+    p.set_defaults(importer=_import_scores)
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -136,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "metric's signature")
     p = kinds.add_parser("dstc10", help="DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context "
                          "(turns joined by newlines), response, reference [list], annotations {dim: [scores]}}")
+    p.set_defaults(importer=_import_dstc10)
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -144,20 +155,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
     p = kinds.add_parser("mtbench", help="a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, "
                          "reference_answer/*.jsonl, model_judgment/*_single.jsonl and *_pair.jsonl")
+    p.set_defaults(importer=_import_mtbench)
     p.add_argument("dir")
     _db(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--language", help="the dataset's language when it is new (default en)")
     p = kinds.add_parser("msde", help="the MSDE release folder (github IRIP-LLM/MSDE)")
+    p.set_defaults(importer=_import_msde)
     p.add_argument("dir")
     _db(p)
     p = kinds.add_parser("published", help="a paper's system-level tables in long CSV form")
+    p.set_defaults(importer=_import_published)
     p.add_argument("dir")
     _db(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
     p = kinds.add_parser("sessions", help="task-oriented test sessions: system, test_case, completed, turns, "
                          "reviewer, satisfaction, fluency, guidance")
+    p.set_defaults(importer=_import_sessions)
     p.add_argument("file")
     _db(p)
     p.add_argument("--dataset", required=True)
@@ -165,11 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-turns", type=float, default=34.29, help="turns counted for an unfinished task")
 
     p = sub.add_parser("intent", help="intent classification: macro P, R and F1 = 2PR/(P+R) (no store needed)")
+    p.set_defaults(handler=_cmd_intent)
     p.add_argument("--gold", required=True, help="CSV/TSV/JSONL with columns id, label")
     p.add_argument("--pred", required=True, help="CSV/TSV/JSONL with columns id, label")
     _format(p)
 
     p = sub.add_parser("score", help="compute metrics for stored responses (only what is missing)")
+    p.set_defaults(handler=_cmd_score)
     _db(p)
     p.add_argument("--dataset")
     p.add_argument("--track")
@@ -199,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge-retries", type=int, default=3, help="attempts per request, with backoff (default 3)")
     g.add_argument("--judge-baseline", metavar="MODEL", help="Judge-Pairwise: the model every response is compared with")
     p = _on_dataset(sub, "leaderboard", "one row per model and origin, a column per metric and human dimension")
+    p.set_defaults(handler=_cmd_leaderboard)
     _flavor(p)
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
     p.add_argument("--rank-by", metavar="COLUMN", help="rank each track's models by this column (a metric or a "
@@ -209,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the rank bootstrap (default 0)")
     _format(p)
     p = _on_dataset(sub, "correlate", "metric-human correlations per track (system, dialogue or turn level)")
+    p.set_defaults(handler=_cmd_correlate)
     p.add_argument("--level", default="system", help="system, dialogue or turn")
     p.add_argument("--origin", default="computed", help="computed, or published (system level)")
     p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
@@ -221,10 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
     _system_aggregate(p, "read")
     _format(p)
     p = _on_dataset(sub, "template", "the responses file to fill in: every item with its context and reference")
+    p.set_defaults(handler=_cmd_template)
     p.add_argument("--format", choices=["csv", "jsonl", "xlsx"], default="csv")
     p.add_argument("--out", help="write here (xlsx needs it); default: standard output")
     p = _on_dataset(sub, "trust", "which metric to trust for which skill: correlations per track, pooled per skill",
                     track=False)
+    p.set_defaults(handler=_cmd_trust)
     p.add_argument("--level", default="system", choices=["system", "dialogue", "turn"])
     p.add_argument("--method", default="spearman", choices=["spearman", "pearson", "kendall"])
     p.add_argument("--dimension", default="mean", help="a human dimension, or mean (of each track's dimensions)")
@@ -236,12 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     _system_aggregate(p, "read")
     _format(p)
     p = _on_dataset(sub, "agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs")
+    p.set_defaults(handler=_cmd_agreement)
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
     _format(p)
     p = _on_dataset(sub, "ensemble", "MME-CRS metric ensembling, evaluated on held-out tracks or competitions",
                     track=False)
+    p.set_defaults(handler=_cmd_ensemble)
     p.add_argument("--level", default="system", choices=["system", "turn"])
     p.add_argument("--holdout", default="competition", choices=["track", "competition"])
     p.add_argument("--origin", default="auto", choices=["auto", "computed", "published"],
@@ -253,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     _models(p)
     _format(p)
     p = _on_dataset(sub, "ranking", "response ranking: P@1, MAP, MRR of a ranker against graded human scores")
+    p.set_defaults(handler=_cmd_ranking)
     p.add_argument("--dimension", default="Overall", help="the human dimension that grades candidates")
     p.add_argument("--rankers", help="comma-separated: tfidf, bm25 and/or metric names (default: all available)")
     p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
@@ -261,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     _models(p)
     _format(p)
     learned = sub.add_parser("learned", help="learned reference-free metrics (ABLSTM, seed 004)")
+    learned.set_defaults(handler=_cmd_learned)
     lsub = learned.add_subparsers(dest="action", required=True)
     p = _on_dataset(lsub, "train", "train AB-LSTM-bi-MLP on the store's dialogues; registers metric ABLSTM",
                     track=False)
@@ -273,36 +298,44 @@ def build_parser() -> argparse.ArgumentParser:
     _format(p)
     p = _on_dataset(sub, "winrate", "pairwise judgments (MT-Bench *_pair.jsonl): wins, losses, ties and win rates "
                     "per judge and model, as FastChat's show_result.py computes them")
+    p.set_defaults(handler=_cmd_winrate)
     p.add_argument("--judge", help="only this judge model's verdicts")
     _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
+    p.set_defaults(handler=_cmd_summary)
     _db(p)
     p.add_argument("--dataset")
     _format(p)
     p = sub.add_parser("models", help="models and where they have data")
+    p.set_defaults(handler=_cmd_models)
     _db(p)
     p.add_argument("--dataset")
     _format(p)
     p = sub.add_parser("jobs", help="scoring jobs the dashboard started (after uploads): state and progress")
+    p.set_defaults(handler=_cmd_jobs)
     _db(p)
     p.add_argument("--dataset")
     p.add_argument("--limit", type=int, default=50)
     _format(p)
     p = sub.add_parser("submissions", help="every import, replace, delete and restore: file, sha256, rows, who; "
                        "what each set aside and whether it can come back")
+    p.set_defaults(handler=_cmd_submissions)
     _db(p)
     p.add_argument("--dataset")
     p.add_argument("--model")
     _format(p)
     p = sub.add_parser("restore", help="undo a replace or delete: bring back the rows it set aside (one transaction)")
+    p.set_defaults(handler=_cmd_restore)
     p.add_argument("submission", type=int)
     _db(p)
     p = sub.add_parser("purge", help="drop for good the rows a submission set aside")
+    p.set_defaults(handler=_cmd_purge)
     p.add_argument("submission", type=int)
     _db(p)
     p.add_argument("--yes", action="store_true", help="really drop them")
     p = sub.add_parser("delete-model", help="set aside a model's responses, ratings and scores (one transaction; "
                        "restorable until purge)")
+    p.set_defaults(handler=_cmd_delete_model)
     p.add_argument("model")
     _db(p)
     p.add_argument("--dataset", help="only in this dataset")
@@ -345,215 +378,302 @@ def _scales(items: list[str]) -> dict[str, tuple[float, float]]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from evalcore.store import lock_wait
-
-    def on_wait(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    con = connect(args.db, wait=lock_wait(), on_wait=on_wait)
-    try:
-        names.check(con, args)
-        if args.command == "init":
-            from evalcore.defaults import init_store
-
-            start = time.perf_counter()
-            reports = init_store(con, progress=True)
-            for r in reports:
-                print(r.render())
-            if not reports:
-                print("the embedded default datasets are already in the store")
-            print(f"store: {resolve_db_path(args.db)} ({time.perf_counter() - start:.1f} s)")
-        elif args.command == "import":
-            start = time.perf_counter()
-            report = _import(con, args)
-            print(report.render())
-            print(f"took {time.perf_counter() - start:.1f} s")
-        elif args.command == "score":
-            from evalcore.metrics.registry import GROUPS
-            from evalcore.neural import NeuralOptions
-            from evalcore.scoring import score
-
-            start = time.perf_counter()
-            opts = NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
-                                 idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
-                                 baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
-                                 device=args.device, ablstm_model=args.ablstm_model, judge=_endpoint(args),
-                                 judge_baseline=args.judge_baseline, judge_concurrency=args.judge_concurrency,
-                                 judge_retries=args.judge_retries)
-            # The store is let go while values are computed: the dashboard serves pages meanwhile.
-            handle = Handle(resolve_db_path(args.db), con, lock_wait(), on_wait)
-            try:
-                report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
-                               flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle,
-                               system_aggregate=args.system_aggregate)
-            finally:
-                con = handle.con  # the connection taken back (closed below)
-            print(report.render())
-            print(f"took {time.perf_counter() - start:.1f} s")
-            # a metric asked for by name that could not run anywhere (a bad path, no Java) is a failure
-            named = [m.strip() for m in args.metrics.split(",") if m.strip() and m.strip() not in GROUPS]
-            failed = [m for m in named if m in report.unavailable]
-            if failed:
-                print(f"error: {', '.join(failed)} could not run (see the notes above)", file=sys.stderr)
-                return 1
-        elif args.command == "leaderboard":
-            from evalcore import leaderboard as lb
-
-            board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer,
-                                   rank_by=args.rank_by, partial=args.partial, resamples=args.bootstrap,
-                                   seed=args.seed)
-            emit(board, args.format, 4)
-            if args.signatures:
-                sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
-                print() if args.format == "table" else None
-                emit(sig, args.format)
-        elif args.command == "correlate":
-            from evalcore.correlate import correlations
-
-            _reference_copies(con, args)
-            _other_configs(con, args)
-            frame = correlations(con, args.dataset, args.track, level=args.level, origin=args.origin,
-                                 methods=[m.strip() for m in args.method.split(",") if m.strip()],
-                                 bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
-                                 flavor=args.flavor, tokenizer=args.tokenizer,
-                                 compare_published=args.compare_published, models=_chosen_models(args),
-                                 system_aggregate=args.system_aggregate)
-            emit(frame, args.format, 4)
-        elif args.command == "template":
-            from evalcore.ingest.template import render, template
-
-            if args.format == "xlsx" and not args.out:
-                raise ValueError("an xlsx template needs --out FILE")
-            data = render(template(con, args.dataset, args.track), args.format)
-            if args.out:
-                with open(args.out, "wb") as f:
-                    f.write(data)
-                print(f"wrote {args.out}", file=sys.stderr)
-            else:
-                sys.stdout.buffer.write(data)
-                sys.stdout.flush()
-        elif args.command == "trust":
-            from evalcore.trust import trust
-
-            _reference_copies(con, args)
-            _other_configs(con, args)
-            frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
-                          origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate,
-                          models=_chosen_models(args), system_aggregate=args.system_aggregate)
-            emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
-        elif args.command == "agreement":
-            from evalcore import agreement as ag
-
-            frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
-                     ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
-            emit(frame, args.format, 4)
-        elif args.command == "ensemble":
-            from evalcore.ensemble import ensemble
-
-            _reference_copies(con, args)
-            results, weights = ensemble(con, args.dataset, level=args.level, holdout=args.holdout, origin=args.origin,
-                                        method=args.method, power=args.power, aggregate=args.aggregate,
-                                        models=_chosen_models(args))
-            frame = weights if args.weights else results
-            emit(frame, args.format, 4)
-        elif args.command == "ranking":
-            from evalcore.ranking import ranking
-
-            _reference_copies(con, args)
-            frame = ranking(con, args.dataset, args.track, dimension=args.dimension,
-                            rankers=[r.strip() for r in args.rankers.split(",")] if args.rankers else None,
-                            thresholds=[float(t) for t in args.thresholds.split(",")], aggregate=args.aggregate,
-                            flavor=args.flavor, models=_chosen_models(args))
-            emit(frame, args.format, 4)
-        elif args.command == "learned":
-            from evalcore.learned.train import train_command
-
-            frame = train_command(con, args)
-            if args.format == "json" and len(frame) == 1:   # one model: one object with its figures
-                print(json.dumps(json.loads(frame.to_json(orient="records"))[0], indent=2))
-            else:
-                emit(frame, args.format, 4)
-        elif args.command == "winrate":
-            from evalcore.ingest.mtbench import win_rates
-
-            emit(win_rates(con, args.dataset, args.track, args.judge), args.format, 4)
-        elif args.command == "summary":
-            emit(queries.summary(con, args.dataset), args.format)
-        elif args.command == "models":
-            emit(queries.models(con, args.dataset), args.format)
-        elif args.command == "jobs":
-            from evalcore.jobs import listing
-
-            emit(listing(con, args.dataset, args.limit).round({"progress": 3}), args.format)
-        elif args.command == "delete-model":
-            footprint = queries.model_footprint(con, args.model, args.dataset)
-            where = f" in {args.dataset}" if args.dataset else ""
-            if not any(footprint.values()):
-                print(f"model {args.model!r} has nothing{where}", file=sys.stderr)
-                return 1
-            listing = ", ".join(f"{n} {t}" for t, n in footprint.items())
-            if not args.yes:
-                print(f"would delete {listing} of model {args.model!r}{where}; add --yes to do it")
-                return 1
-            sid = queries.delete_model(con, args.model, args.dataset)
-            print(f"deleted {listing} of model {args.model!r}{where} (submission {sid}; set aside, not destroyed: "
-                  f"`python -m evalcore restore {sid}` brings them back, `purge {sid} --yes` drops them for good)")
-        elif args.command == "submissions":
-            from evalcore.history import listing
-
-            emit(listing(con, args.dataset, args.model), args.format)
-        elif args.command == "restore":
-            from evalcore.history import restore
-
-            new = restore(con, args.submission)
-            print(f"restored what submission {args.submission} set aside (as submission {new}; "
-                  f"`python -m evalcore restore {new}` undoes this restore)")
-        elif args.command == "purge":
-            from evalcore.history import purge
-
-            if not args.yes:
-                print(f"would drop for good the rows submission {args.submission} set aside; add --yes to do it")
-                return 1
-            counts = purge(con, args.submission)
-            print("purged " + ", ".join(f"{n} {t}" for t, n in counts.items()))
-    finally:
-        con.close()
-    return 0
+def _on_wait(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def _import(con, args):
-    if args.kind == "items":
-        from evalcore.ingest.items import import_items
-        return import_items(con, args.file)
-    if args.kind == "responses":
-        from evalcore.ingest.responses import import_responses
-        return import_responses(con, args.file, dataset=args.dataset, track=args.track, model=args.model)
-    if args.kind == "ratings":
-        from evalcore.ingest.ratings import import_ratings
-        return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=_scales(args.scale))
-    if args.kind == "scores":
-        from evalcore.ingest.scores import import_scores
-        return import_scores(con, args.file, dataset=args.dataset, track=args.track, metric=args.metric,
-                             higher_is_better=args.higher_is_better, signature=args.signature)
-    if args.kind == "dstc10":
-        from evalcore.ingest.dstc10 import import_dstc10
-        return import_dstc10(con, args.file, dataset=args.dataset, track=args.track, language=args.language,
-                             scales=_scales(args.scale))
-    if args.kind == "mtbench":
-        from evalcore.ingest.mtbench import import_mtbench
-        return import_mtbench(con, args.dir, dataset=args.dataset, language=args.language)
-    if args.kind == "msde":
-        from evalcore.ingest.msde import import_msde
-        return import_msde(con, args.dir)
-    if args.kind == "sessions":
-        from evalcore.taskoriented import import_sessions
-        return import_sessions(con, args.file, dataset=args.dataset, track=args.track, max_turns=args.max_turns)
+def _opens_store(handler):
+    """A command on the store: `handler(con, args)` becomes `handler(args)`, which opens the store,
+    checks the names it is given (names.check), runs, and closes the store however it ends."""
+
+    @functools.wraps(handler)
+    def command(args: argparse.Namespace) -> int:
+        from evalcore.store import lock_wait
+
+        con = connect(args.db, wait=lock_wait(), on_wait=_on_wait)
+        try:
+            names.check(con, args)
+            return handler(con, args) or 0
+        finally:
+            con.close()
+
+    return command
+
+
+@_opens_store
+def _cmd_init(con, args) -> None:
+    from evalcore.defaults import init_store
+
+    start = time.perf_counter()
+    reports = init_store(con, progress=True)
+    for r in reports:
+        print(r.render())
+    if not reports:
+        print("the embedded default datasets are already in the store")
+    print(f"store: {resolve_db_path(args.db)} ({time.perf_counter() - start:.1f} s)")
+
+
+@_opens_store
+def _cmd_import(con, args) -> None:
+    start = time.perf_counter()
+    report = args.importer(con, args)  # the kind's own importer (_import_<kind>)
+    print(report.render())
+    print(f"took {time.perf_counter() - start:.1f} s")
+
+
+def _import_items(con, args):
+    from evalcore.ingest.items import import_items
+    return import_items(con, args.file)
+
+
+def _import_responses(con, args):
+    from evalcore.ingest.responses import import_responses
+    return import_responses(con, args.file, dataset=args.dataset, track=args.track, model=args.model)
+
+
+def _import_ratings(con, args):
+    from evalcore.ingest.ratings import import_ratings
+    return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=_scales(args.scale))
+
+
+def _import_scores(con, args):
+    from evalcore.ingest.scores import import_scores
+    return import_scores(con, args.file, dataset=args.dataset, track=args.track, metric=args.metric,
+                         higher_is_better=args.higher_is_better, signature=args.signature)
+
+
+def _import_dstc10(con, args):
+    from evalcore.ingest.dstc10 import import_dstc10
+    return import_dstc10(con, args.file, dataset=args.dataset, track=args.track, language=args.language,
+                         scales=_scales(args.scale))
+
+
+def _import_mtbench(con, args):
+    from evalcore.ingest.mtbench import import_mtbench
+    return import_mtbench(con, args.dir, dataset=args.dataset, language=args.language)
+
+
+def _import_msde(con, args):
+    from evalcore.ingest.msde import import_msde
+    return import_msde(con, args.dir)
+
+
+def _import_published(con, args):
     from evalcore.ingest.published import import_published
     return import_published(con, args.dir, dataset=args.dataset, scales=_scales(args.scale))
 
 
-def _intent(args) -> int:
+def _import_sessions(con, args):
+    from evalcore.taskoriented import import_sessions
+    return import_sessions(con, args.file, dataset=args.dataset, track=args.track, max_turns=args.max_turns)
+
+
+@_opens_store
+def _cmd_score(con, args) -> int | None:
+    from evalcore.metrics.registry import GROUPS
+    from evalcore.neural import NeuralOptions
+    from evalcore.scoring import score
+    from evalcore.store import lock_wait
+
+    start = time.perf_counter()
+    opts = NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
+                         idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
+                         baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
+                         device=args.device, ablstm_model=args.ablstm_model, judge=_endpoint(args),
+                         judge_baseline=args.judge_baseline, judge_concurrency=args.judge_concurrency,
+                         judge_retries=args.judge_retries)
+    # The store is let go while values are computed: the dashboard serves pages meanwhile.
+    handle = Handle(resolve_db_path(args.db), con, lock_wait(), _on_wait)
+    try:
+        report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
+                       flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle,
+                       system_aggregate=args.system_aggregate)
+    finally:
+        if handle.con is not con:  # let go and taken back: the new connection is ours to close (_opens_store closes con)
+            handle.con.close()
+    print(report.render())
+    print(f"took {time.perf_counter() - start:.1f} s")
+    # a metric asked for by name that could not run anywhere (a bad path, no Java) is a failure
+    named = [m.strip() for m in args.metrics.split(",") if m.strip() and m.strip() not in GROUPS]
+    failed = [m for m in named if m in report.unavailable]
+    if failed:
+        print(f"error: {', '.join(failed)} could not run (see the notes above)", file=sys.stderr)
+        return 1
+    return None
+
+
+@_opens_store
+def _cmd_leaderboard(con, args) -> None:
+    from evalcore import leaderboard as lb
+
+    board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer,
+                           rank_by=args.rank_by, partial=args.partial, resamples=args.bootstrap,
+                           seed=args.seed)
+    emit(board, args.format, 4)
+    if args.signatures:
+        sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
+        print() if args.format == "table" else None
+        emit(sig, args.format)
+
+
+@_opens_store
+def _cmd_correlate(con, args) -> None:
+    from evalcore.correlate import correlations
+
+    _reference_copies(con, args)
+    _other_configs(con, args)
+    frame = correlations(con, args.dataset, args.track, level=args.level, origin=args.origin,
+                         methods=[m.strip() for m in args.method.split(",") if m.strip()],
+                         bootstrap=args.bootstrap, seed=args.seed, aggregate=args.aggregate,
+                         flavor=args.flavor, tokenizer=args.tokenizer,
+                         compare_published=args.compare_published, models=_chosen_models(args),
+                         system_aggregate=args.system_aggregate)
+    emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_template(con, args) -> None:
+    from evalcore.ingest.template import render, template
+
+    if args.format == "xlsx" and not args.out:
+        raise ValueError("an xlsx template needs --out FILE")
+    data = render(template(con, args.dataset, args.track), args.format)
+    if args.out:
+        with open(args.out, "wb") as f:
+            f.write(data)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+
+
+@_opens_store
+def _cmd_trust(con, args) -> None:
+    from evalcore.trust import trust
+
+    _reference_copies(con, args)
+    _other_configs(con, args)
+    frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
+                  origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate,
+                  models=_chosen_models(args), system_aggregate=args.system_aggregate)
+    emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
+
+
+@_opens_store
+def _cmd_agreement(con, args) -> None:
+    from evalcore import agreement as ag
+
+    frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
+             ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
+    emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_ensemble(con, args) -> None:
+    from evalcore.ensemble import ensemble
+
+    _reference_copies(con, args)
+    results, weights = ensemble(con, args.dataset, level=args.level, holdout=args.holdout, origin=args.origin,
+                                method=args.method, power=args.power, aggregate=args.aggregate,
+                                models=_chosen_models(args))
+    frame = weights if args.weights else results
+    emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_ranking(con, args) -> None:
+    from evalcore.ranking import ranking
+
+    _reference_copies(con, args)
+    frame = ranking(con, args.dataset, args.track, dimension=args.dimension,
+                    rankers=[r.strip() for r in args.rankers.split(",")] if args.rankers else None,
+                    thresholds=[float(t) for t in args.thresholds.split(",")], aggregate=args.aggregate,
+                    flavor=args.flavor, models=_chosen_models(args))
+    emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_learned(con, args) -> None:
+    from evalcore.learned.train import train_command
+
+    frame = train_command(con, args)
+    if args.format == "json" and len(frame) == 1:   # one model: one object with its figures
+        print(json.dumps(json.loads(frame.to_json(orient="records"))[0], indent=2))
+    else:
+        emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_winrate(con, args) -> None:
+    from evalcore.ingest.mtbench import win_rates
+
+    emit(win_rates(con, args.dataset, args.track, args.judge), args.format, 4)
+
+
+@_opens_store
+def _cmd_summary(con, args) -> None:
+    emit(queries.summary(con, args.dataset), args.format)
+
+
+@_opens_store
+def _cmd_models(con, args) -> None:
+    emit(queries.models(con, args.dataset), args.format)
+
+
+@_opens_store
+def _cmd_jobs(con, args) -> None:
+    from evalcore.jobs import listing
+
+    emit(listing(con, args.dataset, args.limit).round({"progress": 3}), args.format)
+
+
+@_opens_store
+def _cmd_delete_model(con, args) -> int | None:
+    footprint = queries.model_footprint(con, args.model, args.dataset)
+    where = f" in {args.dataset}" if args.dataset else ""
+    if not any(footprint.values()):
+        print(f"model {args.model!r} has nothing{where}", file=sys.stderr)
+        return 1
+    listing = ", ".join(f"{n} {t}" for t, n in footprint.items())
+    if not args.yes:
+        print(f"would delete {listing} of model {args.model!r}{where}; add --yes to do it")
+        return 1
+    sid = queries.delete_model(con, args.model, args.dataset)
+    print(f"deleted {listing} of model {args.model!r}{where} (submission {sid}; set aside, not destroyed: "
+          f"`python -m evalcore restore {sid}` brings them back, `purge {sid} --yes` drops them for good)")
+    return None
+
+
+@_opens_store
+def _cmd_submissions(con, args) -> None:
+    from evalcore.history import listing
+
+    emit(listing(con, args.dataset, args.model), args.format)
+
+
+@_opens_store
+def _cmd_restore(con, args) -> None:
+    from evalcore.history import restore
+
+    new = restore(con, args.submission)
+    print(f"restored what submission {args.submission} set aside (as submission {new}; "
+          f"`python -m evalcore restore {new}` undoes this restore)")
+
+
+@_opens_store
+def _cmd_purge(con, args) -> int | None:
+    from evalcore.history import purge
+
+    if not args.yes:
+        print(f"would drop for good the rows submission {args.submission} set aside; add --yes to do it")
+        return 1
+    counts = purge(con, args.submission)
+    print("purged " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+    return None
+
+
+def _cmd_intent(args) -> int:
+    """Needs no store: it compares two files."""
     from evalcore.ingest.readers import read_table
     from evalcore.taskoriented import intent_scores
 
@@ -566,17 +686,23 @@ def _intent(args) -> int:
     return 0
 
 
+def _cmd_app(args) -> int:
+    """The dashboard opens the store itself, page by page: not opened here."""
+    from evalcore.paths import run_app
+    return run_app(args.db, args.port, args.address)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command the parser chose (each subparser names its handler)."""
+    return args.handler(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from evalcore._malloc import tune
 
     tune()
     try:
-        if args.command == "intent":
-            return _intent(args)
-        if args.command == "app":   # the dashboard opens the store itself, page by page
-            from evalcore.paths import run_app
-            return run_app(args.db, args.port, args.address)
         return run(args)
     except ImportRefused as exc:
         print(exc.render(), file=sys.stderr)

@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from evalcore import views
 from evalcore._malloc import tune
 from evalcore.defaults import build_default_in_stages
 from evalcore.share import ViewState, link, to_query
@@ -87,19 +88,20 @@ def log_run(page: str, started: float) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _memo(name: str, path: str, stamp: tuple, args: tuple, kwargs: tuple):
-    from evalcore import views
+def _memo(_fn, name: str, path: str, stamp: tuple, args: tuple, kwargs: tuple):
+    # `_fn` is left out of the cache key (leading underscore): `name` stands for it, a plain string
+    return _fn(cursor(), *args, **dict(kwargs))
 
-    return getattr(views, name)(cursor(), *args, **dict(kwargs))
 
-
-def data(name: str, *args, **kwargs):
-    """evalcore.views.<name>(con, *args, **kwargs), cached until the store changes. What says it changed
-    is the store's files (store.stamp: every commit grows the WAL, every checkpoint rewrites the file),
-    read without opening the store, so a cached page never waits for a command writing to it."""
+def data(fn, *args, **kwargs):
+    """fn(con, *args, **kwargs) for a function of evalcore.views (e.g. data(views.datasets)), cached until
+    the store changes. What says it changed is the store's files (store.stamp: every commit grows the WAL,
+    every checkpoint rewrites the file), read without opening the store, so a cached page never waits for
+    a command writing to it."""
     path = str(resolve_db_path())
     cursor()  # the store prepared (migrated, or the default one built) before its stamp is read
-    return _memo(name, path, stamp(path), args, tuple(sorted(kwargs.items())))
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    return _memo(fn, name, path, stamp(path), args, tuple(sorted(kwargs.items())))
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
@@ -116,16 +118,16 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
                default: tuple[str, str] | None = None) -> tuple[str | None, str | None, list]:
     """The dataset and track selectors every data page starts with (state from and to the URL);
     `default` is the (dataset, track) shown when the URL names none."""
-    datasets = data("datasets")
+    datasets = data(views.datasets)
     dataset = vs.one("dataset", datasets, default[0] if default else None)
-    track = vs.one("track", data("track_options", dataset, skills=skills),
+    track = vs.one("track", data(views.track_options, dataset, skills=skills),
                    default[1] if default and default[0] == dataset else None)
     cols = st.columns([1, 2, 1, 1, 1, 1][: 3 if skills else 4])
     label = "Track (or all tracks of a skill)" if skills else "Track"
     with cols[0]:
         dataset = select("Dataset", datasets, dataset, key=f"{prefix}-dataset")
     with cols[1]:
-        track = select(label, data("track_options", dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
+        track = select(label, data(views.track_options, dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
     return dataset, track, cols
 
 
@@ -176,7 +178,7 @@ def _base_url() -> str:
 
 def empty_store() -> bool:
     """True (with a notice saying what to do) when the store holds no track yet."""
-    if data("track_count"):
+    if data(views.track_count):
         return False
     st.info("This store is empty. Build the embedded default with `python -m evalcore init` or import your "
             "own data (see the README), then reload.")

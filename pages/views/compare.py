@@ -7,7 +7,7 @@ from pages.views.common import data, download, md_escape, pick_track, publish, s
 
 con, vs = start("Compare two models")
 dataset, track, c = pick_track(con, vs, "cp", skills=False)
-models = data("models_of", dataset, track) if track else []
+models = data(views.models_of, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)
 with c[2]:
@@ -26,7 +26,7 @@ def numbers(formats: dict[str, str]) -> dict:
 if len(models) < 2 or a == b:
     st.warning("Pick two different models of a track that has at least two.")
 else:
-    deltas, humans, items = data("compare", dataset, track, a, b, flavor=flavor)
+    deltas, humans, items = data(views.compare, dataset, track, a, b, flavor=flavor)
     deltas = views.clean_noise(deltas)
     st.caption(f"On the {len(items):,} items both answered. Delta = mean per-response value of {md_escape(b)} minus "
                f"{md_escape(a)}, "

@@ -2,6 +2,7 @@
 import numpy as np
 import streamlit as st
 
+from evalcore import views
 from evalcore.correlate import LEVELS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
@@ -22,7 +23,7 @@ from pages.views.common import (
 )
 
 con, vs = start("Correlations with human scores")
-options = data("trust_choices")  # dataset -> its (level, origin) pairs with data, richest dataset first
+options = data(views.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")
 # Only levels and origins with data for this dataset are offered; a stale one moves to the first valid.
@@ -43,7 +44,7 @@ boot = st.select_slider("Bootstrap resamples for CIs (0: Fisher-z for Pearson on
 values = {"dataset": dataset, "track": track, "method": method, "level": level, "origin": origin,
           "flavor": flavor, "bootstrap": boot or None}
 
-table = data("correlation_view", dataset, track, level=level, method=method, origin=origin, flavor=flavor,
+table = data(views.correlation_view, dataset, track, level=level, method=method, origin=origin, flavor=flavor,
                  bootstrap=boot, seed=0 if boot else None) if track else None
 if table is None or table.empty:
     st.warning(f"No correlations for {md_escape(track or '')} at {level} level ({origin} values): they need metric "
@@ -85,7 +86,7 @@ else:
     choice = vs.one("metric", metrics_all, metrics_all[0])
     choice = select("Metric", metrics_all, choice, key=f"co-across-{dataset}")
     values["metric"] = choice
-    across = data("across_correlations", dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
+    across = data(views.across_correlations, dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
     if not across.empty:
         bar(across, x="track", y="r", color="dimension", y_title=f"{method} r", y_domain=[-1, 1],
             tooltip=["track", "dimension", "r", "n", "p", "note"], key="across")

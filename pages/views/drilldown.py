@@ -7,19 +7,19 @@ from pages.views.common import data, download, highlighted, md_escape, pick_trac
 
 con, vs = start("Drill-down")
 # Opens on a track with rated responses, where the disagreement sort means something.
-dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data("rated_response_tracks")), None))
+dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(views.rated_response_tracks)), None))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c[2]:
     flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
-table = data("response_table", dataset, track, flavor=flavor) if track else None
+table = data(views.response_table, dataset, track, flavor=flavor) if track else None
 if table is None or table.empty:
     st.warning("This track has no responses.")
     publish("drilldown", values, vs.notices)
     st.stop()
 
-dims = data("dimensions_of", dataset, track)
+dims = data(views.dimensions_of, dataset, track)
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
 models = sorted(table["model"].unique())
 chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
@@ -69,7 +69,7 @@ items = list(dict.fromkeys(shown["item_id"].tolist()))
 item = vs.one("item", items + sorted(set(table["item_id"]) - set(items)), items[0] if items else None)
 item = select("Open item", items if item in items else [item] + items, item, key=f"dd-item-{track}")
 values["item"] = item
-detail = data("item_detail", dataset, item) if item else None
+detail = data(views.item_detail, dataset, item) if item else None
 if detail:
     st.subheader(f"Item {md_escape(item)}")
     left, right = st.columns(2)

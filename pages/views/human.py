@@ -1,17 +1,18 @@
 """Human evaluation: annotator agreement with bootstrap CIs, score distributions, annotator bias."""
 import streamlit as st
 
+from evalcore import views
 from evalcore.humans import AGGREGATES
 from pages.views.common import bar, data, download, expander, md_escape, pick_track, publish, select, start
 
 con, vs = start("Human evaluation")
-rated = data("multi_rated_tracks")
+rated = data(views.multi_rated_tracks)
 dataset, track, c = pick_track(con, vs, "hu", skills=False, default=rated[0] if rated else None)
 values = {"dataset": dataset, "track": track}
 st.caption("Agreement between annotators on the ratings of this track. Elsewhere (leaderboard, correlations) "
            f"several annotators' scores are combined by a rule: {', '.join(AGGREGATES)} "
            "(pair-filter: keep a target whose scores differ by at most 1 and average them).")
-dist = data("score_distribution", dataset, track) if track else None
+dist = data(views.score_distribution, dataset, track) if track else None
 if dist is None or dist.empty:
     st.warning("This track has no ratings of single responses or dialogues.")
 else:
@@ -22,7 +23,7 @@ else:
     values["dimension"] = dim
     # Point estimates first (fast); the bootstrap CIs (seconds on a cold cache) fill the same place
     # once the rest of the page is drawn, and are cached until the store changes.
-    table = data("agreement_table", dataset, track, 0)
+    table = data(views.agreement_table, dataset, track, 0)
     table = table[table["dimension"] == dim] if not table.empty else table
 
     st.subheader("Agreement")
@@ -57,14 +58,14 @@ else:
 
     if not table.empty:
         st.subheader("Annotators")
-        bias = data("annotator_bias", dataset, track)
+        bias = data(views.annotator_bias, dataset, track)
         bias = bias[bias["dimension"] == dim]
         st.caption("Bias: an annotator's mean minus the mean of all ratings of the same targets.")
         bar(bias, x="annotator", y="bias", tooltip=["annotator", "n", "mean", "bias"], key="bias", height=280)
         st.dataframe(bias.drop(columns=["track", "dimension"]), hide_index=True)
 
     if not table.empty:
-        full = data("agreement_table", dataset, track)
+        full = data(views.agreement_table, dataset, track)
         show_agreement(full[full["dimension"] == dim], "95% percentile bootstrap intervals over rated targets (1,000 "
                        "resamples, seed 0). Fleiss' kappa over targets rated by the most common number of annotators; "
                        "Krippendorff's alpha over all.", final=True)

@@ -13,12 +13,12 @@ flavor = vs.one("flavor", list(FLAVORS), "default")
 with c3:
     flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
-columns = data("board_columns", dataset, track, flavor) if track else []
+columns = data(views.board_columns, dataset, track, flavor) if track else []
 
 if not columns:
     st.warning("Nothing to show for this track yet: import responses and run `python -m evalcore score`.")
 else:
-    options, default = data("rank_choices", dataset, track, tuple(columns))
+    options, default = data(views.rank_choices, dataset, track, tuple(columns))
     rank_by = vs.one("rank_by", options, default)
     partial = vs.one("partial", ["no", "yes"], "no") == "yes"
     r1, r2, r3 = st.columns([1, 1, 1])
@@ -31,7 +31,7 @@ else:
         partial = st.toggle("Show partial submissions", value=partial, key=f"lb-partial-{dataset}-{track}",
                             help="Submissions that answer only part of a track: hidden and unranked by default; "
                                  "shown, ranked and marked 'partial' when on.")
-    board = data("board", dataset, track, flavor, rank_by=by, partial=partial)
+    board = data(views.board, dataset, track, flavor, rank_by=by, partial=partial)
     origins = [o for o in ("computed", "published") if o in set(board["origin"])]
     origin = vs.one("origin", origins, origins[0])
     with r2:
@@ -42,7 +42,7 @@ else:
     mine = board[board["origin"] == origin]
     hidden = mine[(mine["coverage"] < 1) & ~partial] if origin == "computed" else mine.iloc[0:0]
     mine = mine.drop(hidden.index)
-    metrics, dims = views.split_columns(data("rated_dimensions", dataset), board)
+    metrics, dims = views.split_columns(data(views.rated_dimensions, dataset), board)
     models = sorted(mine["model"].unique())
     chosen = vs.many("models", models, models)
     chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}-{origin}")
@@ -85,16 +85,16 @@ else:
         with expander(vs, values, "why", f"Why cells are blank ({len(why)})"):
             st.dataframe(why, hide_index=True, width="stretch")
     with expander(vs, values, "signatures", "Signatures: what each computed column is"):
-        st.dataframe(data("signatures", dataset, track, flavor), hide_index=True, width="stretch")
+        st.dataframe(data(views.signatures, dataset, track, flavor), hide_index=True, width="stretch")
     missing = views.missing_metrics(list(board.columns))
     if len(missing):
         with expander(vs, values, "missing", f"Metrics without a column here ({len(missing)})"):
             st.dataframe(missing, hide_index=True, width="stretch")
 
     st.subheader("Across skills: where one model stands")
-    all_models = data("models_ranked", dataset)
+    all_models = data(views.models_ranked, dataset)
     model = vs.one("model", all_models, all_models[0] if all_models else None)
-    every, first = data("across_choices", dataset, flavor)
+    every, first = data(views.across_choices, dataset, flavor)
     across = vs.one("across_by", every, first)
     a1, a2 = st.columns([2, 1])
     with a1:
@@ -104,7 +104,7 @@ else:
                         help="Default: the column with computed values on the most tracks.")
     values.update(model=model, across_by=across)
     if model and across:
-        ranks = data("model_ranks", dataset, model, across, flavor, partial=partial)
+        ranks = data(views.model_ranks, dataset, model, across, flavor, partial=partial)
         if ranks["rank"].notna().any():
             rank_chart(ranks, key="model-ranks", title=f"rank by {across}")
         shown = ranks.assign(**{"rank 95% CI": views.rank_interval(ranks)})

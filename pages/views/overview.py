@@ -1,6 +1,7 @@
 """Overview: what the store holds and where to start."""
 import streamlit as st
 
+from evalcore import views
 from evalcore.store import resolve_db_path
 from pages.views.common import building_note, data, empty_store, md_escape
 
@@ -9,7 +10,7 @@ st.caption("Which automatic metrics can you trust, for which skill? Start from a
 
 if not empty_store():
     building_note()
-    summary = data("summary")
+    summary = data(views.summary)
     cols = st.columns(4)
     cols[0].metric("Datasets", summary["dataset"].nunique())
     cols[1].metric("Tracks", len(summary))
@@ -23,7 +24,7 @@ if not empty_store():
     st.subheader("Tracks")
     st.dataframe(summary, hide_index=True, width="stretch")
     st.subheader("Datasets")
-    st.dataframe(data("dataset_table"), hide_index=True, width="stretch")
+    st.dataframe(data(views.dataset_table), hide_index=True, width="stretch")
     st.subheader("Models")
-    st.dataframe(data("model_table"), hide_index=True, width="stretch")
+    st.dataframe(data(views.model_table), hide_index=True, width="stretch")
 st.caption(f"Store: {md_escape(str(resolve_db_path()))}")

@@ -20,7 +20,7 @@ from pages.views.common import (
 )
 
 con, vs = start("Which metric to trust, per skill")
-options = data("trust_choices")
+options = data(views.trust_choices)
 if not options:
     st.info("No dataset here has both metric values and human ratings of the same units. Import ratings "
             "(`python -m evalcore import ratings`) and score responses (`python -m evalcore score`), or a paper's "
@@ -37,7 +37,7 @@ with c[0]:
 pairs = options[dataset]
 levels, level, origin = level_and_origin(vs, dataset, pairs)
 method = vs.one("method", list(METHODS), "spearman")
-dims = data("trust_dimensions", dataset)
+dims = data(views.trust_dimensions, dataset)
 dimension = vs.one("dimension", dims, "mean", unavailable=f"is not rated in {dataset}")
 with c[1]:
     level = select("Level", levels, level, key=f"tr-level-{dataset}")
@@ -56,7 +56,7 @@ values = {"dataset": dataset, "level": level, "origin": origin, "method": method
           "flavor": flavor}
 
 try:
-    frame = data("trust_view", dataset, level=level, method=method, dimension=dimension, origin=origin,
+    frame = data(views.trust_view, dataset, level=level, method=method, dimension=dimension, origin=origin,
                  flavor=flavor or "default")
 except ValueError as exc:  # e.g. a dimension no track of this level rates
     st.warning(md_escape(str(exc)))

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from evalcore import history, jobs
+from evalcore import history, jobs, views
 from evalcore._malloc import give_back
 from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
@@ -31,9 +31,9 @@ if kind == "responses":
                "template: every item with its context and reference, `response` left empty.")
     t1, t2, t3 = st.columns([1, 1, 2])
     if track:
-        t1.download_button("Template for this track", data("template_csv", dataset, track),
+        t1.download_button("Template for this track", data(views.template_csv, dataset, track),
                            file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
-    t2.download_button("Template for every track", data("template_csv", dataset, None),
+    t2.download_button("Template for every track", data(views.template_csv, dataset, None),
                        file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
     every_track = t3.toggle("The file has a `track` column: import into every track it names", key="up-every",
                             help="One model's responses for the whole benchmark in one file and one transaction.")
@@ -49,7 +49,7 @@ if allowed:
     neural = kind == "responses" and st.checkbox(
         "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
         help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
-existing = data("models_of", dataset, track) if track else []
+existing = data(views.models_of, dataset, track) if track else []
 if allowed and kind == "responses" and model and model in existing:
     choice = st.radio(md_escape(f"Model {model!r} already has responses in {track}."),
                       ["Use another name", "Replace its responses (the old ones are kept, restorable)"], key="up-replace")
@@ -130,7 +130,7 @@ def job_panel() -> None:
 
 
 if track:
-    held = data("track_models", dataset, track)
+    held = data(views.track_models, dataset, track)
     st.subheader(f"Already in {md_escape(track)}")
     if held.empty:
         st.caption("No model has responses in this track yet.")
@@ -144,7 +144,7 @@ if track:
 
 if dataset:
     with expander(vs, values, "history", "History of this dataset: every import, replace, delete and restore"):
-        past = data("submissions", dataset)
+        past = data(views.submissions, dataset)
         if past.empty:
             st.caption("Nothing recorded yet.")
         else:
