@@ -60,19 +60,9 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     otherwise); system_aggregate="sentence-mean" gives the mean of the sentence values instead."""
     from dataclasses import replace
 
-    from evalcore.metrics import lexical as L
-    from evalcore.metrics import meteor15
     from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
     from evalcore.neural import NeuralOptions
-    from evalcore.scoring import (
-        SENTENCE_MEAN,
-        Plan,
-        compute,
-        corpus_value,
-        needs_docs,
-        pooled_texts,
-        sentence_mean,
-    )
+    from evalcore.scoring import SENTENCE_MEAN, Plan, compute, needs_docs
 
     hyps = [str(h) for h in hypotheses]
     refs = _reference_lists(hyps, references)
@@ -89,9 +79,10 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     try:
         results = compute(plan, hyps, refs, last_turns, rows=rows, reasons=why) if hyps and plan.metrics else {}
     finally:
-        meteor15.close_all()
+        for m in infos:
+            m.release()
     sentence, corpus, signatures = {}, {}, {}
-    pooled = None
+    memo: dict = {}
     mean_of_sentences = plan.system_aggregate == "sentence-mean"
     for m in plan.metrics:
         values, stats = results.get(m.name, (np.full(len(hyps), np.nan), np.full((len(hyps), 1), np.nan)))
@@ -99,12 +90,10 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
         values = np.where(usable, values, np.nan)   # no reference: no value, never a 0
         sentence[m.name] = values
         idx = np.flatnonzero(usable)
-        if m.kind == "dist" and not mean_of_sentences:
-            if pooled is None:
-                pooled = pooled_texts(plan, hyps)
-            corpus[m.name] = L.distinct_corpus(pooled, m.n, idx) if len(idx) else None
+        if m.pools and not mean_of_sentences:
+            corpus[m.name] = m.pooled_value(plan, hyps, idx, memo)
         else:
-            corpus[m.name] = (sentence_mean(m, stats[idx]) if mean_of_sentences else corpus_value(m, stats[idx]))
+            corpus[m.name] = m.sentence_mean(stats[idx]) if mean_of_sentences else m.corpus_value(stats[idx])
         signatures[m.name] = plan.signatures[m.name] + (SENTENCE_MEAN if mean_of_sentences else "")
     return Scores(pd.DataFrame(sentence), corpus, signatures, dict(plan.unavailable),
                   {name: list(r) for name, r in why.items()})

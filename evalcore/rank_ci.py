@@ -7,8 +7,9 @@ system score), means for the other metrics and for human dimensions. The models 
 every resample; the interval is the 2.5th and 97.5th percentile of a model's ranks. Seeded, and
 the rank_ci column records B, the seed and what was resampled.
 
-DIST-n pools distinct n-grams over a model's whole output, which a per-item resample cannot
-rebuild from cached statistics: its interval is left blank with that reason.
+A metric whose corpus value is pooled from the texts (DIST-n pools distinct n-grams over a model's
+whole output) cannot be rebuilt from cached statistics per resample: its interval is left blank
+with the metric's reason (Metric.no_resample).
 """
 from __future__ import annotations
 
@@ -31,21 +32,11 @@ def competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
 
 def corpus_from_sums(name: str, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Corpus values from summed per-response statistics (rows: resamples). `counts` is how many
-    responses each row sums; NaN where there are none."""
+    responses each row sums; NaN where there are none. Each metric's own rule (the mean for human
+    dimensions)."""
     info = METRICS.get(name)
-    kind = info.kind if info else "mean"
     with np.errstate(invalid="ignore", divide="ignore"):
-        if kind == "f1":   # hits, hypothesis length, reference length: 2PR/(P+R) = 2h/(hl+rl)
-            value = np.where(sums[:, 0] > 0, 2 * sums[:, 0] / (sums[:, 1] + sums[:, 2]), 0.0)
-        elif kind == "bleu":   # hyp len, ref len, matches 1..n, totals 1..n; no smoothing
-            n = info.n
-            m, t = sums[:, 2:2 + n], sums[:, 2 + n:2 + 2 * n]
-            logs = np.where((m > 0) & (t > 0), np.log(np.where(m > 0, m, 1) / np.where(t > 0, t, 1)), -np.inf)
-            c, r = sums[:, 0], sums[:, 1]
-            bp = np.where(c >= r, 1.0, np.exp(1 - r / np.where(c > 0, c, np.nan)))
-            value = np.where(np.isinf(logs).any(axis=1), 0.0, bp * np.exp(logs.sum(axis=1) / n))
-        else:
-            value = sums[:, 0] / counts
+        value = info.from_sums(sums, counts) if info else sums[:, 0] / counts
     return np.where(counts > 0, value, np.nan)
 
 
@@ -107,8 +98,8 @@ def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], 
             arr[[position[i] for i in mine["item_id"]], 0] = mine["score"].to_numpy(float)
             out[m] = arr
         return out
-    if METRICS[name].kind == "dist":
-        return "DIST pools n-grams over all of a model's responses: no per-item statistics to resample"
+    if METRICS[name].no_resample:
+        return METRICS[name].no_resample
     cond, params = computed_filter(con, dataset, flavor, tokenizer)
     sigs = dict(con.execute(f"""SELECT model, signature FROM system_scores WHERE dataset = ? AND track = ?
                                 AND name = ? AND origin = 'computed' AND {cond}""",

@@ -17,19 +17,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from evalcore.judge.metrics import FAILED  # a judge's reason that does not last: asked again next run
-from evalcore.metrics import lexical as L
-from evalcore.metrics import meteor15
-from evalcore.metrics.ngrams import Encoded
-from evalcore.metrics.registry import (
-    METRICS,
-    Flavor,
-    MetricInfo,
-    get_flavor,
-    pick_tokenizer,
-    resolve_metrics,
-    signature,
-)
+from evalcore.metrics.base import TRANSIENT, Batch, Metric
+from evalcore.metrics.registry import METRICS, Flavor, get_flavor, pick_tokenizer, resolve_metrics
 from evalcore.neural import NeuralOptions
 from evalcore.store import Handle, bump_revision, insert_frame, revision, transaction
 from evalcore.tokenize import Tokenizer
@@ -39,8 +28,6 @@ SENTENCE_MEAN = "|system:sentence-mean"  # a system score's signature suffix: th
 SYSTEM_AGGREGATES = ("corpus", "sentence-mean")
 LET_GO = 2_000  # responses to compute before the CLI lets the store go meanwhile (reopening costs ~20 ms)
 ATTEMPTS = 3  # tracks scored again when the store changed while let go; the last attempt keeps it
-NEURAL_CHUNK = 2_000  # with model-based metrics: a progress step of a minute or less on a CPU
-JUDGE_CHUNK = 256  # with judge metrics: requests per progress step
 ANY = "any"  # flavor and tokenizer of scores that depend on neither (model-based metrics)
 
 
@@ -61,7 +48,7 @@ def item_key(item_id: str, text: str) -> str:
     return hashlib.md5(("item\x1f" + item_id + "\x1f" + text).encode("utf-8")).hexdigest()
 
 
-def metric_keys(info: MetricInfo | None, data: pd.DataFrame) -> list[str]:
+def metric_keys(info: Metric | None, data: pd.DataFrame) -> list[str]:
     """Each row's cache key for a metric: what its value depends on."""
     if info is not None and info.per_item:
         return [item_key(i, t) for i, t in zip(data["item_id"], data["text"])]
@@ -143,50 +130,25 @@ class Plan:
     Metrics that cannot run here (a missing checkpoint or package) are left out and listed in
     `unavailable` with the reason."""
 
-    def __init__(self, metrics: list[MetricInfo], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]],
+    def __init__(self, metrics: list[Metric], flavor: Flavor, tokenizer: Tokenizer, docs: list[list[str]],
                  neural: NeuralOptions | None = None, system_aggregate: str = "corpus"):
-        from evalcore import neural as N
-        from evalcore.judge import metrics as J
-
         self.flavor, self.tokenizer, self.docs = flavor, tokenizer, docs
         self.neural = neural or NeuralOptions()
-        self.memo: dict = {}   # model-based metrics' per-track state (idf), made on the first batch
+        self.memo: dict = {}   # metrics' per-track state (BERTScore's idf), made on the first batch
         self.system_aggregate = _aggregate(system_aggregate)
-        self.unavailable = {m.name: why for m in metrics if (why := availability(m, self.neural))}
+        self.unavailable = {m.name: why for m in metrics if (why := m.availability(self.neural))}
         self.metrics = [m for m in metrics if m.name not in self.unavailable]
-        df_tag = _df_tag(docs) if needs_docs(self.metrics, self.neural) else ""
-        self.signatures = {
-            m.name: (N.signature(m.name, m.kind, self.neural, df_tag) if m.family == "neural"
-                     else J.signature(m.name, m.kind, m.name.split("-", 1)[1] if m.kind == "geval" else None,
-                                      self.neural) if m.family == "judge"
-                     else signature(m, flavor, tokenizer, df_tag if m.kind == "cider" else
-                                    meteor15.signature_part(self.neural.lang) if m.kind == "meteor15" else ""))
-            for m in self.metrics}
+        self.df_tag = _df_tag(docs) if needs_docs(self.metrics, self.neural) else ""
+        self.signatures = {m.name: str(m.signature(self)) for m in self.metrics}
 
-    def config(self, m: MetricInfo) -> tuple[str, str]:
+    def config(self, m: Metric) -> tuple[str, str]:
         """(flavor, tokenizer) stored with a metric's scores: model-based ones depend on neither."""
-        return (ANY, ANY) if m.family in ("neural", "judge") else (self.flavor.name, self.tokenizer.signature)
+        return (self.flavor.name, self.tokenizer.signature) if m.tokenized else (ANY, ANY)
 
 
-def availability(metric: MetricInfo, neural: NeuralOptions) -> str | None:
-    """Why a metric cannot run here (a model, a checkpoint, a Java runtime missing), or None when it can."""
-    from evalcore import neural as N
-
-    if metric.family == "neural":
-        return N.availability(metric.kind, neural)
-    if metric.kind == "meteor15":
-        return meteor15.availability(neural.lang)
-    if metric.family == "judge":
-        from evalcore.judge.metrics import availability as judge_availability
-        return judge_availability(metric.kind, neural)
-    if metric.family == "external":
-        return "an external metric: its values are imported (`import scores`), not computed here"
-    return None
-
-
-def needs_docs(metrics: list[MetricInfo], neural: NeuralOptions | None) -> bool:
+def needs_docs(metrics: list[Metric], neural: NeuralOptions | None) -> bool:
     """CIDEr's document frequencies and BERTScore's idf come from the track's references."""
-    return any(m.kind == "cider" or (m.kind == "bertscore" and neural is not None and neural.idf) for m in metrics)
+    return any(m.needs_docs(neural) for m in metrics)
 
 
 def compute(plan: Plan, hyps: list[str], refs: list[list[str]], contexts: list[str] | None = None,
@@ -194,73 +156,14 @@ def compute(plan: Plan, hyps: list[str], refs: list[list[str]], contexts: list[s
     """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply.
     Judge metrics read `rows` (each response's item: context, grounding; baseline_text for pairwise)
     and put why a response got no value into `reasons` (metric -> array of reason or None)."""
-    from evalcore import neural as N
-
+    batch = Batch(plan, hyps, refs, contexts, rows)
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    judged = [m for m in plan.metrics if m.family == "judge"]
-    if judged:
-        from evalcore.judge import metrics as J
-
-        for name, (values, stats, why) in J.compute(judged, plan.neural, hyps, refs, rows).items():
-            out[name] = (values, stats)
-            if reasons is not None:
-                reasons[name] = why
-    for m in (m for m in plan.metrics if m.kind == "meteor15"):
-        out[m.name] = _meteor15(plan, hyps, refs)
-    lexical = [m for m in plan.metrics if m.family not in ("neural", "judge") and m.kind != "meteor15"]
-    model_based = [m for m in plan.metrics if m.family == "neural"]
-    if model_based:
-        out.update(N.compute(model_based, plan.neural, hyps, refs, plan.docs, contexts, memo=plan.memo))
-    if not lexical:
-        return out
-    needs_cider = any(m.kind == "cider" for m in lexical)
-    enc = Encoded.from_texts(plan.tokenizer, hyps, refs, plan.docs if needs_cider else None,
-                             joined=plan.flavor.joined_ngrams)
-    kinds = {m.kind for m in lexical}
-    bleu = L.bleu_stats(enc) if "bleu" in kinds else None
-    for m in lexical:
-        if m.kind == "f1":
-            stats = L.f1_stats(enc)
-        elif m.kind == "bleu":
-            stats = np.column_stack([bleu[:, :2 + m.n], bleu[:, 6:6 + m.n]])  # hyp, ref, m1..mn, t1..tn
-        elif m.kind == "rouge":
-            stats = L.rouge_l(enc)
-        elif m.kind == "meteor":
-            stats = L.meteor(enc)
-        elif m.kind == "cider":
-            stats = L.cider(enc)
-        elif m.kind == "dist":
-            stats = L.distinct_stats(enc, m.n)
-        else:
-            continue
-        out[m.name] = (sentence_values(m, stats), stats)
+    for m in plan.metrics:
+        result = m.compute(batch)
+        out[m.name] = (result.values, result.stats)
+        if reasons is not None and result.reasons is not None:
+            reasons[m.name] = result.reasons
     return out
-
-
-def _meteor15(plan: Plan, hyps: list[str], refs: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """METEOR 1.5 from the run's Java process; stats: the value, then METEOR's own statistics."""
-    lang = plan.neural.lang
-    prep = (lambda t: t) if meteor15.mode(lang) == "en" else (lambda t: " ".join(plan.tokenizer(t)))
-    values, stats = meteor15.scorer(lang).score([prep(h) for h in hyps], [[prep(r) for r in rs] for rs in refs])
-    return values, np.column_stack([values, stats])
-
-
-def latest_learned(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
-    rows = con.execute("SELECT path FROM learned_models WHERE name = ? ORDER BY trained_at DESC LIMIT 1",
-                       [name]).fetchall()
-    return rows[0][0] if rows else None
-
-
-def corpus_value(metric: MetricInfo, stats: np.ndarray) -> float | None:
-    """A model's corpus value from its responses' statistics (DIST is pooled elsewhere)."""
-    stats = stats[~np.isnan(stats).any(axis=1)]
-    if len(stats) == 0:
-        return None
-    if metric.kind == "f1":
-        return L.f1_corpus(stats)
-    if metric.kind == "bleu":
-        return L.bleu_corpus(stats, metric.n, max_n=metric.n)
-    return float(stats[:, 0].mean())
 
 
 def _aggregate(name: str) -> str:
@@ -269,27 +172,10 @@ def _aggregate(name: str) -> str:
     return name
 
 
-def sentence_values(metric: MetricInfo, stats: np.ndarray) -> np.ndarray:
-    """Each response's own value from its statistics (the value `compute` gives it)."""
-    if metric.kind == "f1":
-        return L.f1_value(stats)
-    if metric.kind == "bleu":
-        return L.bleu_sentence(stats, metric.n, max_n=metric.n)
-    if metric.kind == "dist":
-        return L.distinct_value(stats)
-    return stats[:, 0]
-
-
-def sentence_mean(metric: MetricInfo, stats: np.ndarray) -> float | None:
-    """A model's sentence-mean system value: the plain mean of its responses' values."""
-    stats = stats[~np.isnan(stats).any(axis=1)]
-    return float(np.mean(sentence_values(metric, stats))) if len(stats) else None
-
-
 def _cached_keys(con, sig: str) -> set[str]:
     """Keys with a cached value (or a lasting reason for none: a judge's unparseable answer)."""
     return {k for (k,) in con.execute("SELECT text_key FROM metric_scores WHERE signature = ? "
-                                      "AND (reason IS NULL OR NOT starts_with(reason, ?))", [sig, FAILED]).fetchall()}
+                                      "AND (reason IS NULL OR NOT starts_with(reason, ?))", [sig, TRANSIENT]).fetchall()}
 
 
 def _cached_stats(con, sig: str, keys: list[str]) -> dict[str, np.ndarray]:
@@ -321,7 +207,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     """Compute what is missing for every selected track; write caches and system scores per track.
 
     on_progress(done, total, label), when given, is called after each batch of `chunk` responses
-    (default CHUNK, NEURAL_CHUNK with model-based metrics): a job's progress. With a `handle` (the CLI),
+    (default CHUNK, less for metrics with a smaller batch_size): a job's progress. With a `handle` (the CLI),
     the store is let go while a track's values are computed, so other processes (the dashboard) can
     open it meanwhile; the results are written on the connection taken back (handle.con).
     system_aggregate: a model's system score is its `corpus` value (each metric's corpus rule, as
@@ -339,27 +225,21 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
                                   on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None, system_aggregate):
                     break
     finally:
-        meteor15.close_all()  # one METEOR process per scoring run
+        for m in infos:
+            m.release()  # one METEOR process per scoring run
     return report
 
 
 def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
                handle, system_aggregate: str = "corpus") -> bool:
     """Score one track; True when the store changed while it was let go (score it again)."""
-    data = load_track(con, ds, tr, full=any(m.family == "judge" for m in infos))
+    data = load_track(con, ds, tr, full=any(m.needs_item for m in infos))
     if data.empty:
         return False
     tok = pick_tokenizer(fl, language, tokenizer)
     opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
-    if opts.judge_baseline and any(m.kind == "pairwise" for m in infos):
-        if opts.judge_baseline not in set(data["model"]):
-            from evalcore.names import require
-            require("model", opts.judge_baseline, sorted(set(data["model"])))   # raises, closest names first
-        own = data["model"].to_numpy() == opts.judge_baseline
-        data["baseline_text"] = data["item_id"].map(data.loc[own].set_index("item_id")["text"])
-        data["is_baseline"] = own
-    if opts.ablstm_model is None and any(m.kind == "ablstm" for m in infos):
-        opts = replace(opts, ablstm_model=latest_learned(con, "ABLSTM"))
+    for m in infos:   # a metric adds what it needs to the rows (a baseline's text) or options (a model)
+        opts = m.prepare(con, data, opts)
     plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts,
                 system_aggregate)
     for name, reason in plan.unavailable.items():
@@ -392,19 +272,17 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
     reasons: dict[str, np.ndarray] = {}   # judge metrics: why a response has no value
     size = chunk or CHUNK
-    if any(m.family == "neural" for m in plan.metrics):
+    if any(m.group_by_item for m in plan.metrics):
         # an item's responses in one batch: its references are embedded once for all models
         todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
-        size = min(size, NEURAL_CHUNK)
-    if any(m.family == "judge" for m in plan.metrics):
-        size = min(size, JUDGE_CHUNK)
+    size = min([size, *(m.batch_size for m in plan.metrics if m.batch_size)])
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
     let_go = handle is not None and len(todo) >= LET_GO
     rev = revision(con) if let_go else None
     with handle.let_go() if let_go else nullcontext():
         _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons)
     bar.close()
-    _judge_notes(plan, report, label, todo, reasons, stats)
+    _run_notes(plan, report, label, todo, reasons, stats)
     if let_go:
         con = handle.con
         if revision(con) != rev:
@@ -487,34 +365,22 @@ def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> None:
                         "description": m.description}, ensure_ascii=False)])
     frames = [f for f in frames if len(f)]
     for m in plan.metrics:   # judgments whose request failed are asked again: their old rows make way
-        if m.family == "judge":
+        if m.retries_failures:
             con.execute("DELETE FROM metric_scores WHERE signature = ? AND starts_with(reason, ?)",
-                        [plan.signatures[m.name], FAILED])
+                        [plan.signatures[m.name], TRANSIENT])
     if frames:
         insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
 
 
-def _judge_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, reasons: dict, stats: dict) -> None:
-    """How many judgments gave no value and why (the first reason of each kind), and the position bias
-    of pairwise judgments, for this run's responses."""
-    from evalcore.judge.metrics import bias_note
-
-    for m in (m for m in plan.metrics if m.family == "judge"):
-        why = reasons.get(m.name)
-        if why is None or len(todo) == 0:
-            continue
-        failed = [w for w in why[todo] if w]
-        if failed:
-            kinds = {}
-            for w in failed:
-                kinds.setdefault(w.split(":", 1)[0], w)
-            report.note(f"{label}: {m.name}: {len(failed)} of {len(todo)} judgments gave no value (stored with the "
-                        "reason, no number): " + "; ".join(f"{sum(w.startswith(k) for w in failed)} {k}, e.g. {e!r}"
-                                                          for k, e in kinds.items()))
-        if m.kind == "pairwise" and stats.get(m.name) is not None:
-            note = bias_note(stats[m.name][todo])
-            if note:
-                report.note(f"{label}: {m.name} vs {plan.neural.judge_baseline}: {note}")
+def _run_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, reasons: dict, stats: dict) -> None:
+    """What each metric says about this run's responses (how many judgments gave no value and why, the
+    position bias of pairwise judgments)."""
+    if len(todo) == 0:
+        return
+    for m in plan.metrics:
+        why, st = reasons.get(m.name), stats.get(m.name)
+        for note in m.notes(plan, st[todo] if st is not None else None, why[todo] if why is not None else None):
+            report.note(f"{label}: {note}")
 
 
 def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:
@@ -523,7 +389,7 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
         [ds, tr]).fetchall())
     models = data["model"].to_numpy()
     rows = []
-    pooled: Encoded | None = None
+    memo: dict = {}   # what pooled metrics make once per track
     mean_of_sentences = plan.system_aggregate == "sentence-mean"
     for m in plan.metrics:
         sig = plan.signatures[m.name]  # the per-response cache's signature
@@ -535,10 +401,8 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
             if (model, system_sig) in existing and not missing[m.name][mine].any():
                 continue  # nothing new for this model: its system score stands
             idx = np.flatnonzero(mine)
-            if m.kind == "dist" and not mean_of_sentences:
-                if pooled is None:  # pooled n-grams need every response's tokens, not only new ones
-                    pooled = pooled_texts(plan, data["text"].tolist())
-                value = L.distinct_corpus(pooled, m.n, idx)
+            if m.pools and not mean_of_sentences:
+                value = m.pooled_value(plan, data["text"].tolist(), idx, memo)
             else:
                 mat = stats[m.name][idx] if stats[m.name] is not None else None
                 gaps = idx if mat is None else idx[np.isnan(mat).all(axis=1)]
@@ -552,7 +416,7 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                     else:
                         mat = mat.copy()
                         mat[np.isnan(mat).all(axis=1)] = filled
-                value = sentence_mean(m, mat) if mean_of_sentences else corpus_value(m, mat)
+                value = m.sentence_mean(mat) if mean_of_sentences else m.corpus_value(mat)
             if value is None:
                 continue
             fl, tk = plan.config(m)
@@ -560,11 +424,6 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
                          "origin": "computed", "signature": system_sig, "source": "evalcore score",
                          "flavor": fl, "tokenizer": tk, "n": int(len(idx))})
     return rows
-
-
-def pooled_texts(plan: Plan, texts: list[str]) -> Encoded:
-    """Responses encoded without references: DIST's corpus value pools a model's n-grams over them."""
-    return Encoded.from_texts(plan.tokenizer, texts, [[] for _ in texts], joined=plan.flavor.joined_ngrams)
 
 
 def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,

@@ -25,6 +25,7 @@ from evalcore import history
 from evalcore.errors import ImportRefused, Problem
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
+from evalcore.metrics.base import Signature
 from evalcore.scoring import ANY
 
 MAX_TURNS = 34.29
@@ -104,7 +105,7 @@ def import_sessions(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset
         for name in ("C", "T", "Sa", "F", "G"):
             batch.add("system_scores", dataset=dataset, track=track, model=row.system, name=name,
                       value=float(getattr(row, name)), origin="computed",
-                      signature=f"{name}|task-sessions|max-turns:{max_turns:g}|v:task-{VERSION}",
+                      signature=str(Signature(name, ("task-sessions", f"max-turns:{max_turns:g}", f"v:task-{VERSION}"))),
                       source=str(path), flavor=ANY, tokenizer=ANY, n=int(row.test_cases))
     counts = batch.write(con, source=path)
     return ImportReport(str(path), counts)

@@ -75,10 +75,8 @@ def higher_is_better(name: str) -> bool:
 def unavailable_here(name: str) -> str | None:
     """Why a registered metric cannot run on this machine (a model, a Java runtime missing), else None."""
     from evalcore.neural import NeuralOptions
-    from evalcore.scoring import availability
-
     info = METRICS.get(name)
-    return availability(info, NeuralOptions()) if info is not None else None
+    return info.availability(NeuralOptions()) if info is not None else None
 
 
 def missing_metrics(columns: list[str]) -> pd.DataFrame:

@@ -178,9 +178,11 @@ def test_bleurt_from_checkpoint(tmp_path):
 
 
 def test_bleurt_unavailable_without_checkpoint():
-    reason = N.availability("bleurt", N.NeuralOptions())
+    from evalcore.metrics.registry import METRICS
+
+    reason = METRICS["BLEURT"].availability(N.NeuralOptions())
     assert reason and "--bleurt-checkpoint" in reason
-    assert N.availability("bleurt", N.NeuralOptions(bleurt_checkpoint="/nonexistent")) is not None
+    assert METRICS["BLEURT"].availability(N.NeuralOptions(bleurt_checkpoint="/nonexistent")) is not None
 
 
 # ------------------------------------------------------------------ scoring, cache, signatures

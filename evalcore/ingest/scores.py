@@ -34,8 +34,9 @@ class ExternalValue:
 
 def external_signature(metric: str, signature: str | None) -> str:
     """What produced the numbers, as the user describes it (the file's sha256 is in the history)."""
-    text = " ".join((signature or "unsigned").split())
-    return f"{metric}|external|sig:{text}"
+    from evalcore.metrics.external import External
+
+    return str(External(metric).signature(text=signature))
 
 
 def import_scores(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, metric: str,

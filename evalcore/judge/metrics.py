@@ -14,31 +14,22 @@ import numpy as np
 import pandas as pd
 
 from evalcore.judge import client, prompts
+from evalcore.metrics.base import TRANSIENT
 
 JUDGE_VERSION = "1"
-FAILED = "request failed"   # reasons starting so are asked again on the next run; unparseable ones are not
+FAILED = TRANSIENT   # reasons starting so are asked again on the next run; unparseable ones are not
 UNPARSEABLE = "unparseable"
 
 
-def signature(name: str, kind: str, dimension: str | None, opts) -> str:
+def signature_parts(template: str, dimension: str | None, opts, pairwise: bool = False) -> tuple[str, ...]:
     """Endpoint model, prompt template hash, temperature and parsing rule (and the baseline for pairwise)."""
     lang = prompts.norm_lang(opts.lang)
-    template = {"geval": "geval", "mtbench": "mtbench-single", "pairwise": "pairwise"}[kind]
-    rule = prompts.VERDICT_RULE if kind == "pairwise" else prompts.RATING_RULE
-    parts = [name, opts.judge.signature_part(), f"prompt:{template}-{lang}-{prompts.template_hash(template, dimension, lang)}",
+    rule = prompts.VERDICT_RULE if pairwise else prompts.RATING_RULE
+    parts = [opts.judge.signature_part(), f"prompt:{template}-{lang}-{prompts.template_hash(template, dimension, lang)}",
              f"parse:{rule}", f"v:judge-{JUDGE_VERSION}"]
-    if kind == "pairwise":
-        parts.insert(4, f"baseline:{opts.judge_baseline}|orders:both")
-    return "|".join(parts)
-
-
-def availability(kind: str, opts) -> str | None:
-    why = client.availability(opts.judge)
-    if why:
-        return why
-    if kind == "pairwise" and not opts.judge_baseline:
-        return "pairwise judging needs a baseline model: give --judge-baseline MODEL (a model of the track)"
-    return None
+    if pairwise:
+        parts.insert(3, f"baseline:{opts.judge_baseline}|orders:both")
+    return tuple(parts)
 
 
 def _turns(value) -> list[str]:
@@ -65,46 +56,36 @@ def _grounding(value) -> dict | None:
     return None
 
 
-def compute(metrics, opts, hyps: list[str], refs: list[list[str]], rows: pd.DataFrame | None):
-    """Per metric: (values, stats, reasons). `rows` carries each response's item: context (JSON list or
-    list), grounding (JSON), and for pairwise the baseline's response to the same item (baseline_text)
-    and whether the response is the baseline's own (is_baseline)."""
-    n = len(hyps)
+def item_texts(rows: pd.DataFrame | None, n: int) -> tuple[list[list[str]], list[dict | None]]:
+    """Each response's item context (turns) and grounding from the rows load_track(full=True) gives."""
     rows = rows if rows is not None else pd.DataFrame(index=range(n))
     contexts = [_turns(c) for c in rows.get("context", pd.Series([None] * n))]
     groundings = [_grounding(g) for g in rows.get("grounding", pd.Series([None] * n))]
-    lang = prompts.norm_lang(opts.lang)
-    out = {}
-    for m in metrics:
-        if m.kind == "pairwise":
-            out[m.name] = _pairwise(opts, hyps, contexts, rows, lang)
+    return contexts, groundings
+
+
+def ratings(opts, convs: list[list[dict]], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """(values, reasons): each conversation's rating read by RATING_RULE within [lo, hi], or the reason
+    there is none (a failed request, an unparseable answer)."""
+    values, reasons = np.full(len(convs), np.nan), np.full(len(convs), None, dtype=object)
+    for i, reply in enumerate(_ask(opts, convs)):
+        if reply.error:
+            reasons[i] = f"{FAILED}: {reply.error}"
             continue
-        if m.kind == "geval":
-            dim = m.name.split("-", 1)[1]
-            lo, hi = prompts.DIMENSION_SCALES[dim]
-            convs = [prompts.geval_messages(dim, lang, c, h, r, g) for c, h, r, g in zip(contexts, hyps, refs, groundings)]
+        value, why = prompts.parse_rating(reply.text, lo, hi)
+        if value is None:
+            reasons[i] = f"{UNPARSEABLE}: {why}"
         else:
-            lo, hi = prompts.MTBENCH_SCALE
-            convs = [prompts.mtbench_single_messages(c, h, lang) for c, h in zip(contexts, hyps)]
-        values, reasons = np.full(n, np.nan), np.full(n, None, dtype=object)
-        for i, reply in enumerate(_ask(opts, convs)):
-            if reply.error:
-                reasons[i] = f"{FAILED}: {reply.error}"
-                continue
-            value, why = prompts.parse_rating(reply.text, lo, hi)
-            if value is None:
-                reasons[i] = f"{UNPARSEABLE}: {why}"
-            else:
-                values[i] = value
-        out[m.name] = (values, values[:, None].copy(), reasons)
-    return out
+            values[i] = value
+    return values, reasons
 
 
 def _ask(opts, convs: list[list[dict]]):
     return client.chat_many(opts.judge, convs, concurrency=opts.judge_concurrency, retries=opts.judge_retries)
 
 
-def _pairwise(opts, hyps, contexts, rows, lang):
+def pairwise(opts, hyps, contexts, rows, lang):
+    """(values, stats [value, score as A, score as B], reasons) of each response against the baseline's."""
     n = len(hyps)
     values, stats = np.full(n, np.nan), np.full((n, 3), np.nan)
     reasons = np.full(n, None, dtype=object)

@@ -25,6 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from evalcore.metrics.base import Batch, Metric, Result, Signature
 from evalcore.metrics.ngrams import Encoded, sorted_unique, sparse_lookup
 
 TINY, SMALL = 1e-15, 1e-9  # pycocoevalcap's BLEU epsilons
@@ -345,3 +346,154 @@ def distinct_corpus(enc: Encoded, n: int, pairs: np.ndarray) -> float | None:
     if total == 0:
         return None
     return float(len(sorted_unique(o.hyp_gram[chosen[o.hyp_pair]])) / total)
+
+
+# ---------------------------------------------------------------- the metric objects
+LEXICAL_VERSION = "1"
+ORDER = 10   # where these metrics stand in the registry's (and the pages') order
+
+
+def lexical_signature(metric: Metric, plan, *extra: str) -> Signature:
+    """Tokenizer, n-gram identity, corpus and sentence rules, flavor, version (and what else a
+    metric's numbers depend on)."""
+    return Signature(metric.name, (
+        plan.tokenizer.signature, f"ngram:{'joined' if plan.flavor.joined_ngrams else 'tuple'}",
+        f"corpus:{metric.corpus}", f"sentence:{metric.sentence}", f"flavor:{plan.flavor.name}",
+        f"v:lexical-{LEXICAL_VERSION}", *(e for e in extra if e)))
+
+
+def encoded(batch: Batch) -> Encoded:
+    """The batch's tokens as n-gram ids, made once for every lexical metric of the batch (with the
+    track's references as documents when CIDEr is among them)."""
+    plan = batch.plan
+
+    def make() -> Encoded:
+        docs = plan.docs if any(isinstance(m, Cider) for m in plan.metrics) else None
+        return Encoded.from_texts(plan.tokenizer, batch.hyps, batch.refs, docs, joined=plan.flavor.joined_ngrams)
+
+    return batch.shared("lexical-encoded", make)
+
+
+class Lexical(Metric):
+    groups = ("lexical",)
+
+    def signature(self, plan) -> Signature:
+        return lexical_signature(self, plan)
+
+    def compute(self, batch: Batch) -> Result:
+        stats = self.stats(encoded(batch), batch)
+        return Result(self.sentence_values(stats), stats)
+
+    def stats(self, enc: Encoded, batch: Batch) -> np.ndarray:
+        raise NotImplementedError
+
+
+class F1(Lexical):
+    name, corpus, sentence = "F1", "micro-average", "f1"
+    description = "Token-overlap F1 between response and reference (best reference per response)"
+
+    def stats(self, enc, batch):
+        return f1_stats(enc)
+
+    def sentence_values(self, stats):
+        return f1_value(stats)
+
+    def corpus_from(self, stats):
+        return f1_corpus(stats)
+
+    def from_sums(self, sums, counts):
+        # hits, hypothesis length, reference length: 2PR/(P+R) = 2h/(hl+rl)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(sums[:, 0] > 0, 2 * sums[:, 0] / (sums[:, 1] + sums[:, 2]), 0.0)
+
+
+class BLEU(Lexical):
+    corpus, sentence = "corpus-bleu-no-smoothing", "coco-eps-smoothing"
+
+    def __init__(self, n: int):
+        self.n, self.name = n, f"BLEU{n}"
+        self.description = (f"BLEU-{n}: geometric mean of clipped 1..{n}-gram precisions times a brevity penalty "
+                            "(closest reference length)")
+
+    def stats(self, enc, batch):
+        bleu = batch.shared("bleu-stats", lambda: bleu_stats(enc))   # 1..4 once for BLEU1..BLEU4
+        return np.column_stack([bleu[:, :2 + self.n], bleu[:, 6:6 + self.n]])  # hyp, ref, m1..mn, t1..tn
+
+    def sentence_values(self, stats):
+        return bleu_sentence(stats, self.n, max_n=self.n)
+
+    def corpus_from(self, stats):
+        return bleu_corpus(stats, self.n, max_n=self.n)
+
+    def from_sums(self, sums, counts):
+        # hyp len, ref len, matches 1..n, totals 1..n; no smoothing
+        n = self.n
+        m, t = sums[:, 2:2 + n], sums[:, 2 + n:2 + 2 * n]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            logs = np.where((m > 0) & (t > 0), np.log(np.where(m > 0, m, 1) / np.where(t > 0, t, 1)), -np.inf)
+            c, r = sums[:, 0], sums[:, 1]
+            bp = np.where(c >= r, 1.0, np.exp(1 - r / np.where(c > 0, c, np.nan)))
+            return np.where(np.isinf(logs).any(axis=1), 0.0, bp * np.exp(logs.sum(axis=1) / n))
+
+
+class Distinct(Lexical):
+    corpus, sentence = "pooled-ngrams", "per-response"
+    needs_references = False
+    pools = True
+    no_resample = "DIST pools n-grams over all of a model's responses: no per-item statistics to resample"
+
+    def __init__(self, n: int):
+        self.n, self.name = n, f"DIST{n}"
+        grams = {1: "unigrams", 2: "bigrams"}.get(n, f"{n}-grams")
+        self.description = f"Distinct-{n}: distinct {grams} / all {grams} of the responses"
+
+    def stats(self, enc, batch):
+        return distinct_stats(enc, self.n)
+
+    def sentence_values(self, stats):
+        return distinct_value(stats)
+
+    def pooled_value(self, plan, texts, idx, memo):
+        if "pooled" not in memo:   # pooled n-grams need every response's tokens, not only new ones
+            memo["pooled"] = pooled_texts(plan, texts)
+        return distinct_corpus(memo["pooled"], self.n, idx) if len(idx) else None
+
+
+def pooled_texts(plan, texts: list[str]) -> Encoded:
+    """Responses encoded without references: DIST's corpus value pools a model's n-grams over them."""
+    return Encoded.from_texts(plan.tokenizer, texts, [[] for _ in texts], joined=plan.flavor.joined_ngrams)
+
+
+class MeteorExact(Lexical):
+    name, sentence = "METEOR-exact", "max-over-references"
+    description = ("METEOR's formula as in nltk (alpha 0.9, beta 3, gamma 0.5) with exact matching only: no stemming, "
+                   "no WordNet synonyms, no paraphrases (not METEOR 1.5: see METEOR)")
+
+    def stats(self, enc, batch):
+        return meteor(enc)
+
+
+class Rouge(Lexical):
+    name, sentence = "ROUGE", "best-p-and-r-over-references"
+    description = "ROUGE-L F-measure (LCS, beta 1.2) as in pycocoevalcap"
+
+    def stats(self, enc, batch):
+        return rouge_l(enc)
+
+
+class Cider(Lexical):
+    name, sentence = "CIDEr", "mean-over-references"
+    description = ("CIDEr as in pycocoevalcap (CIDEr-D: clipped TF-IDF n-grams 1-4, length penalty sigma 6, x10), "
+                   "document frequencies from the track's references")
+
+    def needs_docs(self, opts) -> bool:
+        return True
+
+    def signature(self, plan):
+        return lexical_signature(self, plan, plan.df_tag)
+
+    def stats(self, enc, batch):
+        return cider(enc)
+
+
+METRICS = [F1(), *(BLEU(n) for n in (1, 2, 3, 4)), Distinct(1), Distinct(2), MeteorExact(), Rouge(), Cider()]

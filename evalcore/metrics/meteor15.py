@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from evalcore.metrics.base import Metric, Result, Signature
+
 VERSION = "1.5"
 BATCH = 200  # responses per SCORE block and EVAL line: the pipes never fill while we write
 _RUNNING: dict[str, "Meteor"] = {}
@@ -124,3 +126,39 @@ def close_all() -> None:
         for m in _RUNNING.values():
             m.close()
         _RUNNING.clear()
+
+
+# ---------------------------------------------------------------- the metric object
+ORDER = 12
+
+
+class Meteor15(Metric):
+    """METEOR 1.5, asked for by name (it runs in Java): not in the quick `lexical` group."""
+
+    name, corpus, sentence = "METEOR", "mean", "meteor-1.5-segment"
+    description = ("METEOR 1.5 through pycocoevalcap's jar: exact, stem, WordNet synonym and paraphrase matching for "
+                   "English (-l en -norm); METEOR's language-independent exact matching on the track's tokens for "
+                   "other languages (-l other); needs a Java runtime")
+
+    def availability(self, opts):
+        return availability(opts.lang)
+
+    def signature(self, plan):
+        # the jar's own matching; the track's tokenizer only where METEOR has no -norm
+        lang = plan.neural.lang
+        tok = "tok:meteor-norm" if mode(lang) == "en" else plan.tokenizer.signature
+        return Signature(self.name, (signature_part(lang), tok, f"corpus:{self.corpus}", f"flavor:{plan.flavor.name}"))
+
+    def compute(self, batch):
+        """Stats: the value, then METEOR's own statistics."""
+        plan = batch.plan
+        lang = plan.neural.lang
+        prep = (lambda t: t) if mode(lang) == "en" else (lambda t: " ".join(plan.tokenizer(t)))
+        values, stats = scorer(lang).score([prep(h) for h in batch.hyps], [[prep(r) for r in rs] for rs in batch.refs])
+        return Result(values, np.column_stack([values, stats]))
+
+    def release(self):
+        close_all()   # one METEOR process per scoring run
+
+
+METRICS = [Meteor15()]

