@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,29 @@ def fingerprint(con) -> dict[str, list[tuple]]:
         rows = con.execute(f"SELECT * FROM {table}").fetchall()
         out[table] = sorted(rows, key=repr)
     return out
+
+
+@pytest.fixture(scope="session")
+def default_store_file(tmp_path_factory) -> Path:
+    """The embedded default store as `evalcore init` builds it (init_store), built once per test
+    session: tests take a copy (copy_default_store) instead of building their own (~20 s each)."""
+    from evalcore.defaults import init_store
+
+    path = tmp_path_factory.mktemp("default-store") / "default.duckdb"
+    c = connect(path)
+    try:
+        init_store(c)
+        c.execute("CHECKPOINT")   # everything in the one file: a copy of it is the whole store
+    finally:
+        c.close()
+    return path
+
+
+def copy_default_store(source: Path, dest: Path) -> Path:
+    """A private copy of the session's default store at `dest` (its folder made)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest)
+    return dest
 
 
 @pytest.fixture
@@ -64,4 +88,6 @@ def toy(con, tmp_path):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: uses the real converted model (tens of seconds); CI runs it")
+    config.addinivalue_line("markers", "slow: long training, the real converted models, a real browser, SIGKILLed "
+                            "commands, a clean-clone install; left out of plain `python -m pytest` (pyproject's addopts), "
+                            "run by `python -m pytest -m slow`, which CI runs as its second step")

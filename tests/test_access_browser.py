@@ -9,16 +9,15 @@ Screenshots go to tests/artifacts/access-*.png.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from test_browser import ARTIFACTS, CHROMIUM, DRAWN, _open, _settle, _upload, chromium, expect, serve
 
-from conftest import ROOT, fingerprint
+from conftest import copy_default_store, fingerprint
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)"),
+              pytest.mark.slow]   # a real browser: `python -m pytest -m slow` (CI's second step)
 
 DATASET, TRACK = "demo-zh", "lccc/chitchat"
 ON_TRACK = f"/upload?dataset={DATASET}&track={TRACK}"
@@ -44,7 +43,7 @@ def snapshot(db: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory):
+def template(tmp_path_factory, default_store_file):
     """The default store with one restorable submission (model access-old, imported then replaced), and
     three item ids of demo-zh lccc/chitchat. Each test serves a copy."""
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
@@ -53,9 +52,7 @@ def template(tmp_path_factory):
     from evalcore.store import connect
 
     folder = tmp_path_factory.mktemp("access")
-    db = folder / "template.duckdb"
-    subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
-                   capture_output=True)
+    db = copy_default_store(default_store_file, folder / "template.duckdb")
     con = connect(db)
     try:
         items = [r[0] for r in con.execute("SELECT item_id FROM items WHERE dataset = ? AND track = ? "

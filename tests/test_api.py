@@ -5,7 +5,7 @@ import re
 import pytest
 import sacrebleu
 
-from conftest import ROOT
+from conftest import ROOT, copy_default_store
 from evalcore.cli import main
 
 
@@ -16,8 +16,9 @@ def readme_example(name: str) -> str:
     return match.group(1)
 
 
-def test_readme_api_example_runs(tmp_path, monkeypatch, capsys):
+def test_readme_api_example_runs(tmp_path, monkeypatch, capsys, default_store_file):
     monkeypatch.chdir(tmp_path)
+    copy_default_store(default_store_file, tmp_path / "evalcore.duckdb")   # as `init` builds it, once per session
     assert main(["init", "--db", "evalcore.duckdb"]) == 0
     capsys.readouterr()
     scope: dict = {}

@@ -2,22 +2,17 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, copy_default_store
 
 PAGES = ["overview", "trust", "leaderboard", "correlations", "drilldown", "human", "ensemble", "compare", "upload"]
 
 
 @pytest.fixture(scope="module")
-def default_store(tmp_path_factory):
+def default_store(tmp_path_factory, default_store_file):
     """The default store path (no EVALCORE_DB) in a temporary data directory, built whole beforehand
-    (the dashboard's own staged build is tested in test_defaults.py)."""
-    from evalcore.defaults import init_store
-    from evalcore.store import connect
-
+    (a copy of the session's; the dashboard's own staged build is tested in test_defaults.py)."""
     xdg = tmp_path_factory.mktemp("xdg")
-    con = connect(xdg / "evalcore" / "evalcore.duckdb")
-    init_store(con)
-    con.close()
+    copy_default_store(default_store_file, xdg / "evalcore" / "evalcore.duckdb")
     return xdg
 
 

@@ -19,14 +19,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, copy_default_store
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)"),
+              pytest.mark.slow]   # a real browser: `python -m pytest -m slow` (CI's second step)
 
 
 # What counts as "drawn": a chart with its marks, or a data grid, or the overview's figures.
@@ -45,12 +46,10 @@ STORE: dict = {}  # the server's store file, for CLI commands run beside it
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, default_store_file):
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
-    db = tmp_path_factory.mktemp("browser") / "store.duckdb"
+    db = copy_default_store(default_store_file, tmp_path_factory.mktemp("browser") / "store.duckdb")
     STORE["db"] = db
-    subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
-                   capture_output=True)
     with serve(db) as base:
         yield base
 

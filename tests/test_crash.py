@@ -47,6 +47,8 @@ import pytest
 from conftest import ROOT, shared
 from evalcore.store import connect
 
+pytestmark = pytest.mark.slow   # SIGKILLs of real commands, 2-3 minutes: `python -m pytest -m slow` (CI's second step)
+
 RUNS = 10
 SEED = 20240611
 N = 16_000

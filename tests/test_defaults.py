@@ -4,15 +4,16 @@ import json
 
 import pytest
 
+from conftest import copy_default_store
 from evalcore import queries
 from evalcore.defaults import DATA_DIR, init_store
 from evalcore.store import connect
 
 
 @pytest.fixture(scope="module")
-def default_store(tmp_path_factory):
-    con = connect(tmp_path_factory.mktemp("default") / "s.duckdb")
-    init_store(con)
+def default_store(tmp_path_factory, default_store_file):
+    """A copy of the session's default store (built by init_store: conftest.default_store_file)."""
+    con = connect(copy_default_store(default_store_file, tmp_path_factory.mktemp("default") / "s.duckdb"))
     yield con
     con.close()
 
@@ -123,6 +124,7 @@ def test_engagement_bad_file_is_refused_whole(tmp_path):
     assert "row 2" in message and "Answer.pair1" in message and "1, 2, 3, 4 or 5" in message and "7" in message
 
 
+@pytest.mark.slow   # builds demo-zh in a thread as the dashboard does (about 30 s)
 def test_dashboard_builds_the_slow_dataset_in_the_background(tmp_path, default_store):
     """The first page draws on the quick datasets; demo-zh lands later, the same as a whole build."""
     from evalcore.defaults import SLOW, build_default_in_stages

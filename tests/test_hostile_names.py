@@ -22,6 +22,7 @@ from conftest import write_jsonl
 from pages.views.common import WORD_JOINER, highlighted, md_escape, safe_filename
 
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+real_browser = pytest.mark.slow   # `python -m pytest -m slow` (CI's second step)
 
 HOSTILE = '**b** [x](javascript:alert(1)) $y$ <b>m</b> <img src=x onerror=alert(1)> -- _i_'
 DATASET = "hostile"
@@ -180,6 +181,7 @@ def _screenshot(page, name: str) -> None:
 
 
 @needs_browser
+@real_browser
 @pytest.mark.parametrize("path", PAGES)
 def test_hostile_names_are_text(hostile_server, hostile_browser, path):
     query, shown = VIEWS[path]
@@ -223,6 +225,7 @@ def test_hostile_names_are_text(hostile_server, hostile_browser, path):
 
 
 @needs_browser
+@real_browser
 def test_leaderboard_header_tooltip_is_text(hostile_server, hostile_browser):
     """A blank cell's column header says, on hover, which models have no value there: model names are text
     in that markdown tooltip too (the model named HOSTILE has no Coh rating on TRACK)."""
@@ -257,6 +260,7 @@ def test_leaderboard_header_tooltip_is_text(hostile_server, hostile_browser):
 
 
 @needs_browser
+@real_browser
 def test_chart_tooltip_is_text(hostile_server, hostile_browser):
     """Vega-Lite draws names as text; its hover tooltip (HTML) shows them escaped: the annotator-bias bar
     of the annotator named HOSTILE on the Human page."""

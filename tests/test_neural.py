@@ -2,7 +2,7 @@
 formulas written out here, USE's own sentence embeddings, a classifier's logits for BLEURT.
 
 Unit tests use a tiny BertModel built in the test (no download). Tests of the real converted model
-are marked slow; CI runs them (plain `python -m pytest` runs every mark)."""
+are marked slow: `python -m pytest -m slow` runs them, as CI does after the fast set."""
 from __future__ import annotations
 
 import json

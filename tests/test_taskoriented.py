@@ -8,7 +8,7 @@ from contextlib import redirect_stdout
 import pandas as pd
 import pytest
 
-from conftest import fingerprint
+from conftest import copy_default_store, fingerprint
 from evalcore.cli import main
 from evalcore.errors import ImportRefused
 from evalcore.taskoriented import import_sessions, intent_scores
@@ -57,8 +57,8 @@ def test_bad_sessions_refused_whole(con, tmp_path):
     assert fingerprint(con) == before
 
 
-def test_smp2018_task2_order_reproduced(tmp_path):
-    db = str(tmp_path / "d.duckdb")
+def test_smp2018_task2_order_reproduced(tmp_path, default_store_file):
+    db = str(copy_default_store(default_store_file, tmp_path / "d.duckdb"))
     assert main(["init", "--db", db]) == 0
     out = io.StringIO()
     with redirect_stdout(out):
