@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from evalcore.metrics.base import Signature
+
 MAX_TOKENS = 48
 VERSION = "1"
 ABLATIONS = {
@@ -136,8 +138,36 @@ class Vectors:
         return torch.from_numpy(x), torch.from_numpy(mask)
 
 
+MIN_DIALOGUES = 2   # per part: a negative is a response from another dialogue of the same part
+MIN_PAIRS = 1       # per part: train learns from it, valid stops early on it, test reports on it
+TRIES = 64          # rejection draws for a negative before drawing among the other dialogues directly
+
+
 def pairs_from_store(con, dataset: str, tracks: list[str] | None, seed: int) -> dict[str, list]:
-    """Positives from consecutive turns, as many negatives re-paired across dialogues; split by dialogue."""
+    """Positives from consecutive turns, as many negatives re-paired across dialogues; split by dialogue.
+    Refuses (ValueError, with the counts) a split too small to train on, before drawing any negative."""
+    dialogues = _dialogues(con, dataset, tracks)
+    rng = np.random.default_rng(seed)
+    ids = sorted(dialogues)
+    rng.shuffle(ids)
+    train_end, valid_end = _cuts(len(ids))
+    parts = {"train": ids[:train_end], "valid": ids[train_end:valid_end], "test": ids[valid_end:]}
+    _check_sizes(dataset, tracks, parts, dialogues)
+    out = {}
+    for name, members in parts.items():
+        pos = [(turns[i], turns[i + 1], d) for d in members for turns in [dialogues[d]] for i in range(len(turns) - 1)]
+        pool = [(t, d) for d in members for t in dialogues[d]]
+        neg = [(q, _negative(pool, d, rng)) for q, _, d in pos]
+        qs = [q for q, _, _ in pos] + [q for q, _ in neg]
+        rs = [r for _, r, _ in pos] + [r for _, r in neg]
+        ys = [1] * len(pos) + [0] * len(neg)
+        out[name] = [qs, rs, np.array(ys)]
+    out["dialogues"] = {k: len(v) for k, v in parts.items()}
+    return out
+
+
+def _dialogues(con, dataset: str, tracks: list[str] | None) -> dict[str, list[str]]:
+    """Each stored dialogue's turn texts, in turn order."""
     rows = con.execute("""
         SELECT t.dialogue_id, t.turn_index, t.text FROM turns t JOIN dialogues d USING (dataset, dialogue_id)
         WHERE t.dataset = ? AND (? IS NULL OR list_contains(?, d.track)) ORDER BY 1, 2
@@ -145,28 +175,51 @@ def pairs_from_store(con, dataset: str, tracks: list[str] | None, seed: int) -> 
     dialogues: dict[str, list[str]] = {}
     for did, _, text in rows:
         dialogues.setdefault(did, []).append(text)
-    rng = np.random.default_rng(seed)
-    ids = sorted(dialogues)
-    rng.shuffle(ids)
-    n = len(ids)
-    parts = {"train": ids[:int(0.8 * n)], "valid": ids[int(0.8 * n):int(0.9 * n)], "test": ids[int(0.9 * n):]}
-    out = {}
-    for name, members in parts.items():
-        pos = [(turns[i], turns[i + 1], d) for d in members for turns in [dialogues[d]] for i in range(len(turns) - 1)]
-        pool = [(t, d) for d in members for t in dialogues[d]]
-        neg = []
-        for q, _, d in pos:
-            while True:   # a response from another dialogue of the same part
-                text, other = pool[rng.integers(len(pool))]
-                if other != d:
-                    break
-            neg.append((q, text))
-        qs = [q for q, _, _ in pos] + [q for q, _ in neg]
-        rs = [r for _, r, _ in pos] + [r for _, r in neg]
-        ys = [1] * len(pos) + [0] * len(neg)
-        out[name] = [qs, rs, np.array(ys)]
-    out["dialogues"] = {k: len(v) for k, v in parts.items()}
-    return out
+    return dialogues
+
+
+def _cuts(n: int) -> tuple[int, int]:
+    """Where train ends and valid ends in n shuffled dialogues (80/10/10)."""
+    return int(0.8 * n), int(0.9 * n)
+
+
+def fewest_dialogues() -> int:
+    """The fewest dialogues whose 80/10/10 split gives every part MIN_DIALOGUES."""
+    def enough(n: int) -> bool:
+        train_end, valid_end = _cuts(n)
+        return min(train_end, valid_end - train_end, n - valid_end) >= MIN_DIALOGUES
+
+    return next(n for n in range(1, 1_000) if enough(n))
+
+
+def _check_sizes(dataset: str, tracks: list[str] | None, parts: dict[str, list[str]],
+                 dialogues: dict[str, list[str]]) -> None:
+    """Refuse, with every part's counts, a split where some part cannot give negatives or pairs."""
+    counts = {name: (len(members), sum(len(dialogues[d]) - 1 for d in members)) for name, members in parts.items()}
+    small = [name for name, (n, pairs) in counts.items() if n < MIN_DIALOGUES or pairs < MIN_PAIRS]
+    if not small:
+        return
+    scope = f"tracks {', '.join(tracks)}" if tracks else "all tracks"
+    found = ", ".join(f"{name} {n} dialogue(s) with {pairs} pair(s)" for name, (n, pairs) in counts.items())
+    raise ValueError(
+        f"too little data to train ABLSTM on dataset {dataset!r} ({scope}): {len(dialogues)} stored dialogue(s), "
+        f"split 80/10/10 into {found}; each of train, valid and test needs at least {MIN_DIALOGUES} dialogues "
+        f"(a negative is a response from another dialogue of the same part) and at least {MIN_PAIRS} pair of "
+        f"consecutive turns, so at least {fewest_dialogues()} dialogues of two or more turns are needed "
+        f"(too small: {', '.join(small)})")
+
+
+def _negative(pool: list[tuple[str, str]], own: str, rng) -> str:
+    """A response drawn uniformly from the pool's turns of dialogues other than `own`; never loops forever."""
+    for _ in range(TRIES):
+        text, other = pool[rng.integers(len(pool))]
+        if other != own:
+            return text
+    # `own` holds most of the pool: draw among the others directly instead of retrying
+    others = [text for text, other in pool if other != own]
+    if not others:
+        raise ValueError(f"no dialogue other than {own!r} to draw a negative response from")
+    return others[rng.integers(len(others))]
 
 
 def _figures(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
@@ -255,9 +308,10 @@ def signature(path: str | Path) -> str:
     path = Path(path)
     info = json.loads((path / "info.json").read_text(encoding="utf-8"))
     digest = hashlib.md5((path / "model.pt").read_bytes()).hexdigest()[:10]
-    return (f"ABLSTM|model:{digest}|trained:{info['dataset']}({','.join(info['tracks']) or 'all'})"
-            f"|test-acc:{info['test']['accuracy']:.3f}|vectors:use-multilingual-v3-token-table|context:last-turn"
-            f"|v:learned-{VERSION}")
+    return str(Signature("ABLSTM", (
+        f"model:{digest}", f"trained:{info['dataset']}({','.join(info['tracks']) or 'all'})",
+        f"test-acc:{info['test']['accuracy']:.3f}", "vectors:use-multilingual-v3-token-table", "context:last-turn",
+        f"v:learned-{VERSION}")))
 
 
 def load(path: str | Path):
