@@ -21,6 +21,21 @@ def shared(*parts: str) -> Path:
     return path
 
 
+def read_cpc_pairs(per_model: int) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """Real CPC pairs from ../shared/data/msde: per model (baichuan, chatglm, llama, qianwen), its first
+    `per_model` responses and their one reference each."""
+    import openpyxl
+
+    folder = shared("msde", "data", "Lic 2021_CPC")
+    refs = [json.loads(line)["response"] for line in (folder / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()]
+    out = {}
+    for model in ("baichuan", "chatglm", "llama", "qianwen"):
+        wb = openpyxl.load_workbook(folder / f"{model}.xlsx", read_only=True)
+        rows = list(wb.worksheets[0].iter_rows(values_only=True))[1:per_model + 1]
+        out[model] = ([str(r[1] or "") for r in rows], [[r] for r in refs[:per_model]])
+    return out
+
+
 def fingerprint(con) -> dict[str, list[tuple]]:
     """Every row of every table, sorted: equal fingerprints mean an identical store."""
     out = {}

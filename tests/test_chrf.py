@@ -13,7 +13,7 @@ import pytest
 from sacrebleu.metrics import CHRF
 
 import evalcore
-from conftest import shared
+from conftest import read_cpc_pairs, shared
 from evalcore.metrics.registry import METRICS
 
 TOL = 1e-6
@@ -23,16 +23,7 @@ SACREBLEU = {"chrF": CHRF(), "chrF++": CHRF(word_order=2)}
 
 @pytest.fixture(scope="module")
 def cpc_pairs():
-    import openpyxl
-
-    folder = shared("msde", "data", "Lic 2021_CPC")
-    refs = [json.loads(line)["response"] for line in (folder / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()]
-    out = {}
-    for model in ("baichuan", "chatglm", "llama", "qianwen"):
-        wb = openpyxl.load_workbook(folder / f"{model}.xlsx", read_only=True)
-        rows = list(wb.worksheets[0].iter_rows(values_only=True))[1:PER_MODEL + 1]
-        out[model] = ([str(r[1] or "") for r in rows], [[r] for r in refs[:PER_MODEL]])
-    return out
+    return read_cpc_pairs(PER_MODEL)
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,10 @@ one pycocoevalcap call, so CIDEr's document frequencies come from the same refer
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
-from conftest import shared
+from conftest import read_cpc_pairs
 from evalcore.metrics import lexical as L
 from evalcore.metrics.ngrams import Encoded
 from evalcore.tokenize import char_tokens, get_tokenizer
@@ -26,16 +24,7 @@ PER_MODEL = 600
 
 @pytest.fixture(scope="module")
 def cpc_pairs():
-    import openpyxl
-
-    folder = shared("msde", "data", "Lic 2021_CPC")
-    refs = [json.loads(line)["response"] for line in (folder / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()]
-    out = {}
-    for model in ("baichuan", "chatglm", "llama", "qianwen"):
-        wb = openpyxl.load_workbook(folder / f"{model}.xlsx", read_only=True)
-        rows = list(wb.worksheets[0].iter_rows(values_only=True))[1:PER_MODEL + 1]
-        out[model] = ([str(r[1] or "") for r in rows], [[r] for r in refs[:PER_MODEL]])
-    return out
+    return read_cpc_pairs(PER_MODEL)
 
 
 def coco(hyps: list[str], refs: list[list[str]]):
