@@ -16,6 +16,17 @@ from evalcore.store import Handle, connect, resolve_db_path
 FORMATS = ("table", "json", "csv")
 
 
+def _import_kind(kinds, name: str, importer, *, help: str, path: str = "file", dataset: bool = True):
+    """An `import` kind: its importer, the path it reads, --db and (for most) --dataset."""
+    p = kinds.add_parser(name, help=help)
+    p.set_defaults(importer=importer)
+    p.add_argument(path)
+    _db(p)
+    if dataset:
+        p.add_argument("--dataset", required=True)
+    return p
+
+
 def _db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="store file (default: $EVALCORE_DB, else ~/.local/share/evalcore/evalcore.duckdb)")
 
@@ -109,33 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="import a file; a bad file is refused whole")
     imp.set_defaults(handler=_cmd_import)
     kinds = imp.add_subparsers(dest="kind", required=True)
-    p = kinds.add_parser("items", help="JSONL: item_id, dataset, track, context, references, ...")
-    p.set_defaults(importer=_import_items)
-    p.add_argument("file")
-    _db(p)
-    p = kinds.add_parser("responses", help="CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]; the MSDE "
-                         "release's workbook (History, response) with --track and --model; a folder or .zip of "
-                         "one file per track, named after it")
-    p.set_defaults(importer=_import_responses)
-    p.add_argument("file")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    _import_kind(kinds, "items", _import_items, dataset=False,
+                 help="JSONL: item_id, dataset, track, context, references, ...")
+    p = _import_kind(kinds, "responses", _import_responses,
+                     help="CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]; the MSDE release's workbook "
+                     "(History, response) with --track and --model; a folder or .zip of one file per track, named after it")
     p.add_argument("--track", help="the track every row answers (else the file's 'track' column: all tracks at once)")
     p.add_argument("--model", help="model name for every row (else a 'model' column)")
-    p = kinds.add_parser("ratings", help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score")
-    p.set_defaults(importer=_import_ratings)
-    p.add_argument("file")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _import_kind(kinds, "ratings", _import_ratings,
+                     help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score")
     p.add_argument("--track", required=True)
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
-    p = kinds.add_parser("scores", help="per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx "
-                         "with item_id, model, value; it then sits beside the built-in metrics (signature marked "
-                         "external)")
-    p.set_defaults(importer=_import_scores)
-    p.add_argument("file")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _import_kind(kinds, "scores", _import_scores,
+                     help="per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx with item_id, model, "
+                     "value; it then sits beside the built-in metrics (signature marked external)")
     p.add_argument("--track", help="the track every row answers (default: each item's own track)")
     p.add_argument("--metric", required=True, help="the metric's name (not a built-in one)")
     way = p.add_mutually_exclusive_group()
@@ -144,38 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
     way.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
     p.add_argument("--signature", help="what produced the values (judge model, prompt, version): part of the "
                    "metric's signature")
-    p = kinds.add_parser("dstc10", help="DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context "
-                         "(turns joined by newlines), response, reference [list], annotations {dim: [scores]}}")
-    p.set_defaults(importer=_import_dstc10)
-    p.add_argument("file")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _import_kind(kinds, "dstc10", _import_dstc10,
+                     help="DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context (turns joined by "
+                     "newlines), response, reference [list], annotations {dim: [scores]}}")
     p.add_argument("--track", required=True)
     p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...)")
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
-    p = kinds.add_parser("mtbench", help="a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, "
-                         "reference_answer/*.jsonl, model_judgment/*_single.jsonl and *_pair.jsonl")
-    p.set_defaults(importer=_import_mtbench)
-    p.add_argument("dir")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _import_kind(kinds, "mtbench", _import_mtbench, path="dir",
+                     help="a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, reference_answer/*.jsonl, "
+                     "model_judgment/*_single.jsonl and *_pair.jsonl")
     p.add_argument("--language", help="the dataset's language when it is new (default en)")
-    p = kinds.add_parser("msde", help="the MSDE release folder (github IRIP-LLM/MSDE)")
-    p.set_defaults(importer=_import_msde)
-    p.add_argument("dir")
-    _db(p)
-    p = kinds.add_parser("published", help="a paper's system-level tables in long CSV form")
-    p.set_defaults(importer=_import_published)
-    p.add_argument("dir")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    _import_kind(kinds, "msde", _import_msde, path="dir", dataset=False,
+                 help="the MSDE release folder (github IRIP-LLM/MSDE)")
+    p = _import_kind(kinds, "published", _import_published, path="dir",
+                     help="a paper's system-level tables in long CSV form")
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
-    p = kinds.add_parser("sessions", help="task-oriented test sessions: system, test_case, completed, turns, "
-                         "reviewer, satisfaction, fluency, guidance")
-    p.set_defaults(importer=_import_sessions)
-    p.add_argument("file")
-    _db(p)
-    p.add_argument("--dataset", required=True)
+    p = _import_kind(kinds, "sessions", _import_sessions,
+                     help="task-oriented test sessions: system, test_case, completed, turns, reviewer, satisfaction, "
+                     "fluency, guidance")
     p.add_argument("--track", required=True)
     p.add_argument("--max-turns", type=float, default=34.29, help="turns counted for an unfinished task")
 

@@ -300,18 +300,18 @@ def save(model, config: Config, info: dict, out: str | Path) -> str:
     torch.save(model.state_dict(), out / "model.pt")
     (out / "config.json").write_text(json.dumps(asdict(config), indent=1), encoding="utf-8")
     (out / "info.json").write_text(json.dumps(info, indent=1, ensure_ascii=False), encoding="utf-8")
-    return signature(out)
+    return str(signature(out))
 
 
-def signature(path: str | Path) -> str:
+def signature(path: str | Path) -> Signature:
     """Model digest, training data and held-out accuracy: what the ABLSTM column's numbers come from."""
     path = Path(path)
     info = json.loads((path / "info.json").read_text(encoding="utf-8"))
     digest = hashlib.md5((path / "model.pt").read_bytes()).hexdigest()[:10]
-    return str(Signature("ABLSTM", (
+    return Signature("ABLSTM", (
         f"model:{digest}", f"trained:{info['dataset']}({','.join(info['tracks']) or 'all'})",
         f"test-acc:{info['test']['accuracy']:.3f}", "vectors:use-multilingual-v3-token-table", "context:last-turn",
-        f"v:learned-{VERSION}")))
+        f"v:learned-{VERSION}"))
 
 
 def load(path: str | Path):

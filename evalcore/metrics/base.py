@@ -27,9 +27,6 @@ class Signature:
     def __str__(self) -> str:
         return "|".join((self.name, *self.parts))
 
-    def plus(self, *parts: str) -> Signature:
-        return Signature(self.name, (*self.parts, *(p for p in parts if p)))
-
     @classmethod
     def parse(cls, text: str) -> Signature:
         name, *parts = text.split("|")

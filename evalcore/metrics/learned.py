@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from evalcore.metrics.base import Metric, Result, Signature
+from evalcore.metrics.base import Metric, Result
+from evalcore.metrics.model_based import NEURAL_CHUNK
 
 ORDER = 30
 
@@ -17,7 +18,7 @@ class Ablstm(Metric):
                    "its signature names the training data and held-out accuracy")
     family, groups = "neural", ("learned",)
     needs_references, needs_context, needs_model, tokenized = False, True, True, False
-    batch_size = 2_000
+    batch_size = NEURAL_CHUNK
 
     def prepare(self, con, data, opts):
         """Without --ablstm-model: the model trained last on this store."""
@@ -42,7 +43,7 @@ class Ablstm(Metric):
     def signature(self, plan):
         from evalcore.learned.ablstm import signature
 
-        return Signature.parse(signature(plan.neural.ablstm_model))
+        return signature(plan.neural.ablstm_model)
 
     def compute(self, batch):
         from evalcore.learned.ablstm import score
