@@ -189,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
     g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
     g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
+    g = p.add_argument_group("scale-out (the model-based metrics and ABLSTM on Ray Data actors; the rest stays local)")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local (default), or ray: needs " + "pip install 'ray[data]==2.60.0'")
+    g.add_argument("--ray-address", metavar="ADDR", help="a running Ray cluster (default: a Ray started here for the run)")
+    g.add_argument("--actors", type=int, default=2, help="Ray actors, each with its own copy of the models (default 2)")
+    g.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs per actor (default 0: CPU actors)")
+    g.add_argument("--ray-batch-size", type=int, default=500, metavar="N",
+                   help="responses per actor call; each batch is written as it comes back (default 500)")
     g = p.add_argument_group("LLM judge metrics (--metrics judge; any OpenAI-compatible server: vLLM, Ollama, llama.cpp)")
     g.add_argument("--judge-base-url", metavar="URL", help="the server's OpenAI API root, e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--judge-model", help="the model name the server knows")
@@ -471,7 +479,7 @@ def _cmd_score(con, args) -> int | None:
     try:
         report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
                        flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle,
-                       system_aggregate=args.system_aggregate)
+                       system_aggregate=args.system_aggregate, ray=_ray_options(args))
     finally:
         if handle.con is not con:  # let go and taken back: the new connection is ours to close (_opens_store closes con)
             handle.con.close()
@@ -484,6 +492,21 @@ def _cmd_score(con, args) -> int | None:
         print(f"error: {', '.join(failed)} could not run (see the notes above)", file=sys.stderr)
         return 1
     return None
+
+
+def _ray_options(args):
+    """--engine ray's options, or None for the local engine; options without --engine ray are refused."""
+    from evalcore.distributed import RayOptions
+
+    if args.engine != "ray":
+        given = [f for f, v in (("--ray-address", args.ray_address), ("--actors", args.actors != 2),
+                                ("--gpus-per-actor", args.gpus_per_actor), ("--ray-batch-size", args.ray_batch_size != 500))
+                 if v]
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply with --engine ray")
+        return None
+    return RayOptions(address=args.ray_address, actors=args.actors, gpus_per_actor=args.gpus_per_actor,
+                      batch_size=args.ray_batch_size)
 
 
 @_opens_store

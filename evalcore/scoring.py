@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from contextlib import nullcontext
+from copy import copy
 from dataclasses import dataclass, field, replace
 
 import duckdb
@@ -17,6 +18,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from evalcore.distributed import RayOptions
+from evalcore.distributed import require as require_ray
 from evalcore.metrics.base import TRANSIENT, Batch, Metric
 from evalcore.metrics.registry import METRICS, Flavor, get_flavor, pick_tokenizer, resolve_metrics
 from evalcore.neural import NeuralOptions
@@ -152,13 +155,15 @@ def needs_docs(metrics: list[Metric], neural: NeuralOptions | None) -> bool:
 
 
 def compute(plan: Plan, hyps: list[str], refs: list[list[str]], contexts: list[str] | None = None,
-            rows: pd.DataFrame | None = None, reasons: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per metric: (values, stats) for each response. Values are NaN where a metric cannot apply.
-    Judge metrics read `rows` (each response's item: context, grounding; baseline_text for pairwise)
-    and put why a response got no value into `reasons` (metric -> array of reason or None)."""
+            rows: pd.DataFrame | None = None, reasons: dict | None = None,
+            metrics: list[Metric] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric (the plan's, or `metrics` of them): (values, stats) for each response. Values are NaN
+    where a metric cannot apply. Judge metrics read `rows` (each response's item: context, grounding;
+    baseline_text for pairwise) and put why a response got no value into `reasons` (metric -> array of
+    reason or None)."""
     batch = Batch(plan, hyps, refs, contexts, rows)
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for m in plan.metrics:
+    for m in plan.metrics if metrics is None else metrics:
         result = m.compute(batch)
         out[m.name] = (result.values, result.stats)
         if reasons is not None and result.reasons is not None:
@@ -203,7 +208,8 @@ def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str,
 def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
           neural: NeuralOptions | None = None, progress: bool = True, on_progress=None,
-          chunk: int | None = None, handle: Handle | None = None, system_aggregate: str = "corpus") -> ScoreReport:
+          chunk: int | None = None, handle: Handle | None = None, system_aggregate: str = "corpus",
+          ray: RayOptions | None = None) -> ScoreReport:
     """Compute what is missing for every selected track; write caches and system scores per track.
 
     on_progress(done, total, label), when given, is called after each batch of `chunk` responses
@@ -212,8 +218,12 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     open it meanwhile; the results are written on the connection taken back (handle.con).
     system_aggregate: a model's system score is its `corpus` value (each metric's corpus rule, as
     today) or the `sentence-mean` of its responses' values (signature suffix SENTENCE_MEAN); both
-    can be stored side by side, and readers choose (computed_filter)."""
+    can be stored side by side, and readers choose (computed_filter).
+    ray: score the scale-out metrics (model-based, ABLSTM) on Ray actors (evalcore.distributed); the
+    others stay local. None: everything local."""
     _aggregate(system_aggregate)
+    if ray is not None:
+        require_ray()
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
     try:
@@ -222,7 +232,8 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
                 con = handle.con if handle else con
                 # the last attempt keeps the store: it cannot be changed under it again
                 if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress,
-                                  on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None, system_aggregate):
+                                  on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None, system_aggregate,
+                                  ray):
                     break
     finally:
         for m in infos:
@@ -231,7 +242,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
 
 
 def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
-               handle, system_aggregate: str = "corpus") -> bool:
+               handle, system_aggregate: str = "corpus", ray: RayOptions | None = None) -> bool:
     """Score one track; True when the store changed while it was let go (score it again)."""
     data = load_track(con, ds, tr, full=any(m.needs_item for m in infos))
     if data.empty:
@@ -247,11 +258,12 @@ def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, prog
         report.unavailable[name] = reason
     if not plan.metrics:
         return False
-    return _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk, handle)
+    return _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk, handle, ray)
 
 
 def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool,
-                 on_progress=None, chunk: int | None = None, handle: Handle | None = None) -> bool:
+                 on_progress=None, chunk: int | None = None, handle: Handle | None = None,
+                 ray: RayOptions | None = None) -> bool:
     label = f"{ds}:{tr}"
     n = len(data)
     has_ref = data["refs"].map(len).to_numpy() > 0
@@ -266,23 +278,32 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     for m in plan.metrics:
         cached = _cached_keys(con, plan.signatures[m.name])
         missing[m.name] = usable[m.name] & np.fromiter((k not in cached for k in keys[m.name]), bool, n)
-    todo = np.flatnonzero(np.logical_or.reduce(list(missing.values())))
+    remote = [m for m in plan.metrics if ray is not None and m.scale_out]
+    local = [m for m in plan.metrics if m not in remote]
+    todo = _todo(data, missing, local)
+    far = _todo(data, missing, remote)
+    if remote:
+        report.note(f"{label}: on Ray ({ray.actors} actors): {', '.join(m.name for m in remote)}"
+                    + (f"; here: {', '.join(m.name for m in local)}" if local else ""))
     # Per metric, values and stats of every row computed in this run (NaN elsewhere).
     values = {m.name: np.full(n, np.nan) for m in plan.metrics}
     stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
     reasons: dict[str, np.ndarray] = {}   # judge metrics: why a response has no value
-    size = chunk or CHUNK
-    if any(m.group_by_item for m in plan.metrics):
-        # an item's responses in one batch: its references are embedded once for all models
-        todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
-    size = min([size, *(m.batch_size for m in plan.metrics if m.batch_size)])
+    size = min([chunk or CHUNK, *(m.batch_size for m in local if m.batch_size)])
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
-    let_go = handle is not None and len(todo) >= LET_GO
+    let_go = handle is not None and len(todo) + len(far) >= LET_GO
     rev = revision(con) if let_go else None
     with handle.let_go() if let_go else nullcontext():
-        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons)
+        if remote:  # written batch by batch as they come back: what an interruption leaves stays
+            written = _score_on_ray(None if let_go else con, handle, plan, remote, data, far, keys, missing,
+                                    ray, progress, on_progress, label)
+            report.computed[label] = report.computed.get(label, 0) + written
+        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local)
     bar.close()
-    _run_notes(plan, report, label, todo, reasons, stats)
+    _run_notes(plan, report, label, np.union1d(todo, far), reasons, stats)
+    # the Ray-scored values are in the cache already: what is left to write is the local metrics'
+    missing_here = {name: (mask if name not in {m.name for m in remote} else np.zeros(n, bool))
+                    for name, mask in missing.items()}
     if let_go:
         con = handle.con
         if revision(con) != rev:
@@ -290,12 +311,13 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             # signature, right whatever changed) and score the track again as the store is now.
             with transaction(con):
                 bump_revision(con)
-                _write_values(con, plan, _value_frames(plan, keys, missing, values, stats, con, reasons))
+                _write_values(con, plan, _value_frames(plan, keys, missing_here, values, stats, con, reasons))
             return True
-    frames = _value_frames(plan, keys, missing, values, stats, reasons=reasons)
+    frames = _value_frames(plan, keys, missing_here, values, stats, reasons=reasons)
     system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
     if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
-        report.computed[label], report.system[label] = 0, 0
+        report.computed.setdefault(label, 0)
+        report.system[label] = 0
         return False
     with transaction(con):
         bump_revision(con)
@@ -309,21 +331,79 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
                          SENTENCE_MEAN, row["signature"].endswith(SENTENCE_MEAN)])
         if system_rows:
             insert_frame(con, "system_scores", pd.DataFrame(system_rows))
-    report.computed[label] = int(sum(len(f) for f in frames))
+    report.computed[label] = report.computed.get(label, 0) + int(sum(len(f) for f in frames))
     report.system[label] = len(system_rows)
     return False
 
 
+def _todo(data: pd.DataFrame, missing: dict, metrics: list[Metric]) -> np.ndarray:
+    """Rows that some of `metrics` has no cached value for, in the order they are scored."""
+    if not metrics:
+        return np.array([], dtype=np.int64)
+    todo = np.flatnonzero(np.logical_or.reduce([missing[m.name] for m in metrics]))
+    if any(m.group_by_item for m in metrics):
+        # an item's responses in one batch: its references are embedded once for all models
+        todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
+    return todo
+
+
+def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric], data: pd.DataFrame,
+                  todo: np.ndarray, keys: dict, missing: dict, opts: RayOptions, progress: bool, on_progress,
+                  label: str) -> int:
+    """Score `metrics` on the rows `todo` with Ray actors, writing each batch that comes back in its own
+    short transaction (on `con`, or on the store taken briefly from a let-go `handle`); the number of
+    values written."""
+    from evalcore.distributed import score_rows
+
+    bar = tqdm(total=len(todo), desc=f"scoring {label} on Ray", unit="resp", disable=not progress or len(todo) == 0)
+    done = written = 0
+
+    def on_batch(rows: np.ndarray, result: dict, why: dict) -> None:
+        nonlocal done, written
+        values = {m.name: np.full(len(data), np.nan) for m in metrics}
+        stats = {}
+        for name, (vals, st) in result.items():
+            values[name][rows] = vals
+            stats[name] = np.full((len(data), st.shape[1]), np.nan)
+            stats[name][rows] = st
+        reasons = {name: _spread(len(data), rows, arr) for name, arr in why.items()}
+        here = np.zeros(len(data), bool)
+        here[rows] = True
+        sub = copy(plan)
+        sub.metrics = metrics
+        frames = _value_frames(sub, keys, {m.name: missing[m.name] & here for m in metrics}, values, stats,
+                               reasons=reasons)
+        with (nullcontext(con) if con is not None else handle.briefly()) as c, transaction(c):
+            written += _write_values(c, sub, frames)
+        done += len(rows)
+        bar.update(len(rows))
+        if on_progress:
+            on_progress(done, len(todo), label)
+
+    try:
+        score_rows(plan, metrics, data, todo, opts, on_batch)
+    finally:
+        bar.close()
+    return written
+
+
+def _spread(n: int, rows: np.ndarray, arr: np.ndarray) -> np.ndarray:
+    out = np.full(n, None, dtype=object)
+    out[rows] = arr
+    return out
+
+
 def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
-                  on_progress, label: str, reasons: dict | None = None) -> None:
-    """Values and statistics of the rows `todo`, in batches of `size`, into `values` and `stats` (and
-    judge metrics' reasons into `reasons`)."""
+                  on_progress, label: str, reasons: dict | None = None, metrics: list[Metric] | None = None) -> None:
+    """Values and statistics of the rows `todo` for `metrics` (default: the plan's), in batches of
+    `size`, into `values` and `stats` (and judge metrics' reasons into `reasons`)."""
     n = len(data)
     for start in range(0, len(todo), size):
         rows = todo[start:start + size]
         why: dict = {}
         result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
-                         data["last_turn"].iloc[rows].tolist(), rows=data.iloc[rows].reset_index(drop=True), reasons=why)
+                         data["last_turn"].iloc[rows].tolist(), rows=data.iloc[rows].reset_index(drop=True), reasons=why,
+                         metrics=metrics)
         for name, arr in why.items():
             if reasons is not None:
                 reasons.setdefault(name, np.full(n, None, dtype=object))[rows] = arr
@@ -356,7 +436,8 @@ def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: di
     return frames
 
 
-def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> None:
+def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> int:
+    """The value cache's new rows and their signatures' descriptions; the number of values stored."""
     for m in plan.metrics:
         fl, tk = plan.config(m)
         con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
@@ -369,7 +450,9 @@ def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> None:
             con.execute("DELETE FROM metric_scores WHERE signature = ? AND starts_with(reason, ?)",
                         [plan.signatures[m.name], TRANSIENT])
     if frames:
-        insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True))
+        # a value cached meanwhile (another process, an earlier Ray batch with the same text) stands
+        return insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True), ignore=True)
+    return 0
 
 
 def _run_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, reasons: dict, stats: dict) -> None:

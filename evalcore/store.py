@@ -90,6 +90,15 @@ class Handle:
         finally:
             self.con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
 
+    @contextmanager
+    def briefly(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """While let go: the store taken for one short write (a batch of values), then let go again."""
+        con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
+        try:
+            yield con
+        finally:
+            con.close()
+
 
 def default_db_path() -> Path:
     """The store used when neither --db nor EVALCORE_DB is given."""
@@ -193,16 +202,18 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
-    """Bulk insert a DataFrame by column name. `table` is always a literal from our code."""
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ignore: bool = False) -> int:
+    """Bulk insert a DataFrame by column name; the rows inserted. `table` is always a literal from our
+    code. `ignore`: rows whose primary key is stored already are left out (the stored row stands)."""
     if frame.empty:
         return 0
     con.register("_evalcore_frame", frame)
     try:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _evalcore_frame")
+        inserted = con.execute(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} BY NAME "
+                               "SELECT * FROM _evalcore_frame").fetchone()[0]
     finally:
         con.unregister("_evalcore_frame")
-    return len(frame)
+    return int(inserted)
 
 
 def bump_revision(con: duckdb.DuckDBPyConnection) -> None:

