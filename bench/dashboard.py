@@ -29,8 +29,9 @@ PAGES = {"leaderboard": {"dataset": "scale", "track": "lic2021/persona"},
 METRICS = "F1,BLEU1,BLEU2,BLEU4,DIST1,DIST2,ROUGE,METEOR"
 
 
-def time_page(db: str, page: str, runs: int) -> None:
-    """In a fresh process: time the page `runs` times; print cold and warm."""
+def time_page(db: str, page: str, runs: int, params: dict | None = None) -> list[float]:
+    """In a fresh process: time the page `runs` times (query parameters `params`, default PAGES');
+    print cold and warm; the times in seconds."""
     os.environ["EVALCORE_DB"] = db
     from streamlit.testing.v1 import AppTest
 
@@ -38,7 +39,7 @@ def time_page(db: str, page: str, runs: int) -> None:
     for _ in range(runs):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
         at.switch_page(f"pages/views/{page}.py")
-        for k, v in PAGES[page].items():
+        for k, v in (PAGES[page] if params is None else params).items():
             at.query_params[k] = v
         start = time.perf_counter()
         at.run()
@@ -46,6 +47,7 @@ def time_page(db: str, page: str, runs: int) -> None:
         assert not at.exception, [e.value for e in at.exception]
     print(f"{page:12s} cold {times[0] * 1000:7.0f} ms   warm {statistics.median(times[1:]) * 1000:7.0f} ms "
           f"(median of {runs - 1}; runs {[round(t * 1000) for t in times]})")
+    return times
 
 
 def main() -> None:

@@ -177,10 +177,17 @@ def _aggregate(name: str) -> str:
     return name
 
 
-def _cached_keys(con, sig: str) -> set[str]:
-    """Keys with a cached value (or a lasting reason for none: a judge's unparseable answer)."""
-    return {k for (k,) in con.execute("SELECT text_key FROM metric_scores WHERE signature = ? "
-                                      "AND (reason IS NULL OR NOT starts_with(reason, ?))", [sig, TRANSIENT]).fetchall()}
+def _cached_keys(con, sig: str, keys) -> set[str]:
+    """Those of `keys` with a cached value (or a lasting reason for none: a judge's unparseable answer).
+    Asked for the given keys only: a store of millions of values is not read into memory per track."""
+    frame = pd.DataFrame({"text_key": pd.unique(np.asarray(keys, dtype=object))})
+    con.register("_evalcore_keys", frame)
+    try:
+        return {k for (k,) in con.execute(
+            "SELECT m.text_key FROM metric_scores m SEMI JOIN _evalcore_keys k USING (text_key) WHERE m.signature = ? "
+            "AND (m.reason IS NULL OR NOT starts_with(m.reason, ?))", [sig, TRANSIENT]).fetchall()}
+    finally:
+        con.unregister("_evalcore_keys")
 
 
 def _cached_stats(con, sig: str, keys: list[str]) -> dict[str, np.ndarray]:
@@ -276,11 +283,12 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         report.note(f"{label}: {ref_based} skip {int((~has_ref).sum())} responses whose items have no reference")
     missing = {}
     for m in plan.metrics:
-        cached = _cached_keys(con, plan.signatures[m.name])
+        cached = _cached_keys(con, plan.signatures[m.name], keys[m.name])
         missing[m.name] = usable[m.name] & np.fromiter((k not in cached for k in keys[m.name]), bool, n)
     remote = [m for m in plan.metrics if ray is not None and m.scale_out]
     local = [m for m in plan.metrics if m not in remote]
     todo = _todo(data, missing, local)
+    todo, copies, sources = _distinct(todo, keys, local)   # the same inputs again are computed once
     far = _todo(data, missing, remote)
     if remote:
         report.note(f"{label}: on Ray ({ray.actors} actors): {', '.join(m.name for m in remote)}"
@@ -300,6 +308,8 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             report.computed[label] = report.computed.get(label, 0) + written
         _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local)
     bar.close()
+    _copy_rows(copies, sources, values, stats, reasons)
+    todo = np.concatenate([todo, copies])
     _run_notes(plan, report, label, np.union1d(todo, far), reasons, stats)
     # the Ray-scored values are in the cache already: what is left to write is the local metrics'
     missing_here = {name: (mask if name not in {m.name for m in remote} else np.zeros(n, bool))
@@ -345,6 +355,31 @@ def _todo(data: pd.DataFrame, missing: dict, metrics: list[Metric]) -> np.ndarra
         # an item's responses in one batch: its references are embedded once for all models
         todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
     return todo
+
+
+def _distinct(todo: np.ndarray, keys: dict, metrics: list[Metric]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows to compute, copies, their sources): of rows whose inputs are the same for every metric (the
+    same response to the same references, context and item, as in a store of many repeated answers),
+    only the first is computed, in todo's order; each copy takes its source's values after."""
+    if len(todo) == 0 or not metrics:
+        return todo, todo[:0], todo[:0]
+    codes = np.zeros(len(todo), dtype=np.int64)
+    for arr in {id(keys[m.name]): keys[m.name] for m in metrics}.values():   # each kind of cache key once
+        part, uniques = pd.factorize(arr[todo])
+        codes = pd.factorize(codes * len(uniques) + part)[0]
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    dup = np.ones(len(todo), bool)
+    dup[first] = False
+    return todo[first], todo[dup], todo[first[inverse[dup]]]
+
+
+def _copy_rows(copies: np.ndarray, sources: np.ndarray, values: dict, stats: dict, reasons: dict) -> None:
+    for name in values:
+        values[name][copies] = values[name][sources]
+        if stats.get(name) is not None:
+            stats[name][copies] = stats[name][sources]
+        if name in reasons:
+            reasons[name][copies] = reasons[name][sources]
 
 
 def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric], data: pd.DataFrame,
@@ -423,17 +458,28 @@ def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: di
     frames = []
     for m in plan.metrics:
         idx = np.flatnonzero(missing[m.name])
+        idx = idx[~pd.Index(keys[m.name][idx]).duplicated()]   # one value per key
         if len(idx) == 0:
             continue
         why = (reasons or {}).get(m.name)
         frame = pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
-                              "value": values[m.name][idx], "stats": list(stats[m.name][idx]),
+                              "value": values[m.name][idx], "stats": _list_column(stats[m.name][idx]),
                               "reason": why[idx] if why is not None else None})
-        frame = frame.drop_duplicates("text_key")
         if con is not None:
-            frame = frame[~frame["text_key"].isin(_cached_keys(con, plan.signatures[m.name]))]
+            frame = frame[~frame["text_key"].isin(_cached_keys(con, plan.signatures[m.name], frame["text_key"]))]
         frames.append(frame)
     return frames
+
+
+def _list_column(mat: np.ndarray):
+    """Rows of a matrix as one Arrow list column: no Python object per response (millions of them
+    cost gigabytes), and DuckDB reads it as DOUBLE[] directly."""
+    import pyarrow as pa
+
+    if mat.shape[1] == 0:
+        return list(mat)
+    flat = pa.array(np.ascontiguousarray(mat).ravel(), pa.float64())
+    return pd.arrays.ArrowExtensionArray(pa.FixedSizeListArray.from_arrays(flat, mat.shape[1]).cast(pa.list_(pa.float64())))
 
 
 def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> int:

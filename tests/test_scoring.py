@@ -152,3 +152,23 @@ def test_system_aggregate_sentence_mean_beside_corpus(con, tmp_path):
     mean = metric_scores(con, "agg", "agg/chitchat", "system", "computed", "default", None, "sentence-mean")
     assert corpus.set_index("unit").loc["m", "value"] == pytest.approx(rows[0][0])
     assert mean.set_index("unit").loc["m", "value"] == pytest.approx(rows[1][0])
+
+
+def test_the_same_inputs_are_computed_once(toy, tmp_path, monkeypatch):
+    import evalcore.scoring as S
+
+    # m3 and m4 answer t1 exactly as m1 did (天气很好), and t2 as m1 did (你好): the same inputs again
+    (tmp_path / "more.csv").write_text("item_id,model,response\nt1,m3,天气很好\nt1,m4,天气很好\nt2,m3,你好\n",
+                                       encoding="utf-8")
+    import_responses(toy, tmp_path / "more.csv", dataset="toy", track="toy/chitchat")
+    sizes = []
+    real = S.compute
+    monkeypatch.setattr(S, "compute", lambda plan, hyps, *a, **k: sizes.append(len(hyps)) or real(plan, hyps, *a, **k))
+    report = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST1", progress=False)
+    assert sizes == [3]   # 天气很好 to t1, 你好 to t2, 嗯 to t1: three distinct of six responses
+    rows = computed(toy)
+    # every copy took its source's values: m3 and m4's F1 on t1 is m1's (2 hits, lengths 4 and 6)
+    assert rows[("m3", "F1")][0] == rows[("m4", "F1")][0] == rows[("m1", "F1")][0] == pytest.approx(2 * 2 / (4 + 6))
+    assert rows[("m3", "DIST1")][2] == 2 and rows[("m4", "DIST1")][2] == 1
+    # one cached value per distinct key: F1 2 (t2 has no reference), DIST1 3 (keyed by the text alone)
+    assert report.computed["toy:toy/chitchat"] == 2 + 3
