@@ -67,32 +67,49 @@ def require() -> None:
         raise EngineUnavailable(why)
 
 
-def shipped(plan, metrics: list) -> object:
+def shipped(plan, metrics: list, opts: RayOptions) -> object:
     """The plan an actor receives: only the metrics it scores, no per-track memo (each actor makes its
-    own on its first batch) and no tokenizer (scale-out metrics are not tokenized)."""
+    own on its first batch), no tokenizer (scale-out metrics are not tokenized), and the device its
+    resources say: a CPU actor must not use a GPU it did not reserve (Ray leaves them visible), and a
+    GPU actor sees its own GPU as the first. The device is in no signature: values are the same."""
     import copy
+    from dataclasses import replace
 
     sub = copy.copy(plan)
     sub.metrics = list(metrics)
     sub.signatures = {m.name: plan.signatures[m.name] for m in metrics}
     sub.memo, sub.tokenizer = {}, None
+    sub.neural = replace(plan.neural, device="cuda" if opts.gpus_per_actor else "cpu")
     return sub
+
+
+def signatures(plan) -> dict[str, str]:
+    """Each metric's signature as this process computes it (run on a Ray worker before scoring)."""
+    return {m.name: str(m.signature(plan)) for m in plan.metrics}
+
+
+def preflight(plan, opts: RayOptions) -> None:
+    """Refuse before any actor starts: when the cluster cannot hold one actor (Ray Data would wait for it
+    forever), or when a worker computes other signatures than this machine (other packages or model
+    files on a node: its values would be stored under a false name)."""
+    import ray
+
+    have = ray.cluster_resources()
+    if have.get("CPU", 0) < 1 or have.get("GPU", 0) < opts.gpus_per_actor:
+        raise EngineUnavailable(f"the Ray cluster has {have.get('CPU', 0):g} CPUs and {have.get('GPU', 0):g} GPUs: "
+                                f"one actor needs 1 CPU and {opts.gpus_per_actor:g} GPUs (--gpus-per-actor)")
+    there = ray.get(ray.remote(num_cpus=1, num_gpus=opts.gpus_per_actor or None)(signatures).remote(plan))
+    wrong = [n for n, s in there.items() if s != plan.signatures[n]]
+    if wrong:
+        raise EngineUnavailable(f"a Ray worker computes {wrong[0]} under the signature {there[wrong[0]]!r}, this "
+                                f"machine under {plan.signatures[wrong[0]]!r}: install the same packages and "
+                                "model files on every node")
 
 
 class Scorer:
     """The callable class of `map_batches`: one per actor, models loaded once per actor."""
 
     def __init__(self, plan):
-        # Values carry the signature made on the driver: an actor whose packages or model files
-        # differ (another torch, another checkpoint on a cluster node) would store them under a
-        # false name, so it refuses to start instead.
-        here = {m.name: str(m.signature(plan)) for m in plan.metrics}
-        wrong = {n: s for n, s in here.items() if s != plan.signatures[n]}
-        if wrong:
-            name = next(iter(wrong))
-            raise EngineUnavailable(f"a Ray worker computes {name} under the signature {wrong[name]!r}, this "
-                                    f"machine under {plan.signatures[name]!r}: install the same packages and "
-                                    "model files on every node")
         self.plan = plan
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
@@ -139,23 +156,32 @@ def export(data: pd.DataFrame, todo: np.ndarray, size: int, folder: Path) -> lis
 
 
 def start(opts: RayOptions) -> bool:
-    """Connect to Ray (or start a local one); True when this call started it (and stops it after)."""
+    """Connect to Ray: --ray-address, else RAY_ADDRESS or a cluster `ray start` began on this machine,
+    else a local Ray for this run. True when this call connected (the caller calls stop() after)."""
+    require()
     import ray
 
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")   # offline: Ray must not report usage
-    root = str(Path(__file__).resolve().parent.parent)       # so workers import this evalcore
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    root = Path(__file__).resolve().parent.parent
+    env = {}
+    if (root / "pyproject.toml").is_file():   # a source checkout (the README's commands): workers import it
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(address=opts.address, include_dashboard=False, logging_level=logging.WARNING,
-             log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+             log_to_driver=False, runtime_env={"env_vars": env} if env else None)
     return True
+
+
+def stop() -> None:
+    import ray
+
+    ray.shutdown()
 
 
 def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: RayOptions, on_batch) -> None:
     """Score the rows `todo` of `data` with `metrics` (all scale_out) on Ray actors; after each batch,
     on_batch(rows, result, reasons) with result as compute() gives it."""
-    require()
     if len(todo) == 0:
         return
     import pyarrow.parquet as pq
@@ -163,8 +189,11 @@ def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: 
     from ray.data import DataContext
 
     names = [m.name for m in metrics]
-    started = start(opts)
+    started = start(opts)   # connected already when score() runs it (once for every track)
+    batches = None
     try:
+        plan = shipped(plan, metrics, opts)
+        preflight(plan, opts)
         ctx = DataContext.get_current()
         ctx.enable_progress_bars = False     # the scorer draws its own bar, per batch written
         with tempfile.TemporaryDirectory(prefix="evalcore-ray-") as folder:
@@ -175,11 +204,14 @@ def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: 
             with warnings.catch_warnings():   # max_restarts has no named parameter yet (Ray 2.60)
                 warnings.simplefilter("ignore")
                 ds = ds.map_batches(
-                    Scorer, fn_constructor_kwargs={"plan": shipped(plan, metrics)}, batch_size=None,
+                    Scorer, fn_constructor_kwargs={"plan": plan}, batch_size=None,
                     batch_format="pandas", compute=ray.data.ActorPoolStrategy(size=opts.actors), num_cpus=1,
                     num_gpus=opts.gpus_per_actor or None, max_restarts=RESTARTS, max_task_retries=RESTARTS)
-            for out in ds.iter_batches(batch_format="pandas", batch_size=None):
+            batches = iter(ds.iter_batches(batch_format="pandas", batch_size=None))
+            for out in batches:
                 on_batch(*unpack(out, names))
     finally:
+        if batches is not None and hasattr(batches, "close"):
+            batches.close()   # interrupted: stop the run's actors, not only this loop
         if started:
-            ray.shutdown()
+            stop()

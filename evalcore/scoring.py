@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from evalcore import distributed
 from evalcore.distributed import RayOptions
-from evalcore.distributed import require as require_ray
 from evalcore.metrics.base import TRANSIENT, Batch, Metric
 from evalcore.metrics.registry import METRICS, Flavor, get_flavor, pick_tokenizer, resolve_metrics
 from evalcore.neural import NeuralOptions
@@ -230,9 +230,11 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     others stay local. None: everything local."""
     _aggregate(system_aggregate)
     if ray is not None:
-        require_ray()
+        distributed.require()
     infos, fl = resolve_metrics(metrics), get_flavor(flavor)
     report = ScoreReport()
+    # one Ray for every track (each track's actors load their models once)
+    on_ray = ray is not None and any(m.scale_out for m in infos) and distributed.start(ray)
     try:
         for ds, tr, language in _tracks(con, dataset, track):
             for attempt in range(ATTEMPTS):
@@ -245,6 +247,8 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     finally:
         for m in infos:
             m.release()  # one METEOR process per scoring run
+        if on_ray:
+            distributed.stop()
     return report
 
 
@@ -288,8 +292,8 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     remote = [m for m in plan.metrics if ray is not None and m.scale_out]
     local = [m for m in plan.metrics if m not in remote]
     todo = _todo(data, missing, local)
-    todo, copies, sources = _distinct(todo, keys, local)   # the same inputs again are computed once
-    far = _todo(data, missing, remote)
+    todo, copies, sources = _distinct(todo, keys, local, data)   # the same inputs again are computed once
+    far = _distinct(_todo(data, missing, remote), keys, remote, data)[0]   # a copy's key is its source's
     if remote:
         report.note(f"{label}: on Ray ({ray.actors} actors): {', '.join(m.name for m in remote)}"
                     + (f"; here: {', '.join(m.name for m in local)}" if local else ""))
@@ -310,7 +314,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     bar.close()
     _copy_rows(copies, sources, values, stats, reasons)
     todo = np.concatenate([todo, copies])
-    _run_notes(plan, report, label, np.union1d(todo, far), reasons, stats)
+    _run_notes(plan, report, label, todo, reasons, stats)   # notes are the local metrics' (judges)
     # the Ray-scored values are in the cache already: what is left to write is the local metrics'
     missing_here = {name: (mask if name not in {m.name for m in remote} else np.zeros(n, bool))
                     for name, mask in missing.items()}
@@ -357,14 +361,18 @@ def _todo(data: pd.DataFrame, missing: dict, metrics: list[Metric]) -> np.ndarra
     return todo
 
 
-def _distinct(todo: np.ndarray, keys: dict, metrics: list[Metric]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _distinct(todo: np.ndarray, keys: dict, metrics: list[Metric],
+              data: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows to compute, copies, their sources): of rows whose inputs are the same for every metric (the
     same response to the same references, context and item, as in a store of many repeated answers),
     only the first is computed, in todo's order; each copy takes its source's values after."""
     if len(todo) == 0 or not metrics:
         return todo, todo[:0], todo[:0]
     codes = np.zeros(len(todo), dtype=np.int64)
-    for arr in {id(keys[m.name]): keys[m.name] for m in metrics}.values():   # each kind of cache key once
+    inputs = list({id(keys[m.name]): keys[m.name] for m in metrics}.values())   # each kind of cache key once
+    if data is not None and "is_baseline" in data:   # pairwise judging: the baseline's own row is not judged
+        inputs.append(data["is_baseline"].to_numpy())
+    for arr in inputs:
         part, uniques = pd.factorize(arr[todo])
         codes = pd.factorize(codes * len(uniques) + part)[0]
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
@@ -393,21 +401,16 @@ def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric],
     bar = tqdm(total=len(todo), desc=f"scoring {label} on Ray", unit="resp", disable=not progress or len(todo) == 0)
     done = written = 0
 
+    sub = copy(plan)
+    sub.metrics = metrics
+
     def on_batch(rows: np.ndarray, result: dict, why: dict) -> None:
         nonlocal done, written
-        values = {m.name: np.full(len(data), np.nan) for m in metrics}
-        stats = {}
-        for name, (vals, st) in result.items():
-            values[name][rows] = vals
-            stats[name] = np.full((len(data), st.shape[1]), np.nan)
-            stats[name][rows] = st
-        reasons = {name: _spread(len(data), rows, arr) for name, arr in why.items()}
-        here = np.zeros(len(data), bool)
-        here[rows] = True
-        sub = copy(plan)
-        sub.metrics = metrics
-        frames = _value_frames(sub, keys, {m.name: missing[m.name] & here for m in metrics}, values, stats,
-                               reasons=reasons)
+        # the batch's own rows only: work per batch, not per track
+        frames = _value_frames(sub, {m.name: keys[m.name][rows] for m in metrics},
+                               {m.name: missing[m.name][rows] for m in metrics},
+                               {name: vals for name, (vals, _) in result.items()},
+                               {name: st for name, (_, st) in result.items()}, reasons=why)
         with (nullcontext(con) if con is not None else handle.briefly()) as c, transaction(c):
             written += _write_values(c, sub, frames)
         done += len(rows)
@@ -420,12 +423,6 @@ def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric],
     finally:
         bar.close()
     return written
-
-
-def _spread(n: int, rows: np.ndarray, arr: np.ndarray) -> np.ndarray:
-    out = np.full(n, None, dtype=object)
-    out[rows] = arr
-    return out
 
 
 def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
@@ -513,9 +510,11 @@ def _run_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, re
 
 
 def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:
-    existing = set(con.execute(
-        "SELECT model, signature FROM system_scores WHERE dataset = ? AND track = ? AND origin = 'computed'",
-        [ds, tr]).fetchall())
+    # a system score stands only when it was formed from as many responses as the model has now: values
+    # cached without one (a Ray run or a let-go run interrupted after writing them) are not "nothing new"
+    existing = {(model, sig): n for model, sig, n in con.execute(
+        "SELECT model, signature, n FROM system_scores WHERE dataset = ? AND track = ? AND origin = 'computed'",
+        [ds, tr]).fetchall()}
     models = data["model"].to_numpy()
     rows = []
     memo: dict = {}   # what pooled metrics make once per track
@@ -527,7 +526,7 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
             mine = (models == model) & usable[m.name]
             if not mine.any():
                 continue
-            if (model, system_sig) in existing and not missing[m.name][mine].any():
+            if existing.get((model, system_sig)) == int(mine.sum()) and not missing[m.name][mine].any():
                 continue  # nothing new for this model: its system score stands
             idx = np.flatnonzero(mine)
             if m.pools and not mean_of_sentences:

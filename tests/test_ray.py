@@ -136,31 +136,76 @@ def test_interrupted_ray_run_resumes(local_ray, tmp_path):
         assert np.allclose(resumed["value"], system(fresh)["value"], atol=1e-6, rtol=0)
 
 
-class DiesOnce(Metric):
-    """Characters per response, from an actor that kills its own process the first time it scores."""
+class Length(Metric):
+    """Characters per response: a scale-out metric with no model, so these tests need none."""
 
-    name, description, family = "DIES-ONCE", "test metric: response length; its first actor dies", "neural"
+    name, description, family = "LENGTH", "test metric: response length", "neural"
     needs_references, tokenized, scale_out = False, False, True
-
-    def __init__(self, marker: str):
-        self.marker = marker
 
     def signature(self, plan):
         return Signature(self.name, ("v:1",))
 
     def compute(self, batch):
-        if not os.path.exists(self.marker):
-            open(self.marker, "w").close()
-            os._exit(1)    # the actor's process dies mid-batch, as on a crash or an OOM kill
         return Result.of_values(np.array([len(t) for t in batch.hyps], dtype=float))
 
 
-def test_dead_actor_is_retried(local_ray, toy, tmp_path, monkeypatch):
+class DiesOnce(Length):
+    """Length, from an actor that kills its own process the first time it scores."""
+
+    name = "DIES-ONCE"
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def compute(self, batch):
+        if not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)    # the actor's process dies mid-batch, as on a crash or an OOM kill
+        return super().compute(batch)
+
+
+@pytest.fixture
+def plugged(monkeypatch):
+    """Register a test metric as a module's METRICS are, picklable by value for the actors."""
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])   # the actors cannot import this test module
-    metric = DiesOnce(str(tmp_path / "died"))
-    monkeypatch.setitem(registry.METRICS, metric.name, metric)
+
+    def plug(metric):
+        monkeypatch.setitem(registry.METRICS, metric.name, metric)
+        return metric
+    return plug
+
+
+def test_interrupted_run_does_not_leave_a_stale_system_score(local_ray, plugged, toy, tmp_path):
+    from evalcore.ingest.responses import import_responses
+
+    plugged(Length())
+    score(toy, metrics="LENGTH", progress=False, ray=RayOptions(actors=1))
+    # m2 answers one more item; a Ray run writes that value and is interrupted before the system score
+    (tmp_path / "more.csv").write_text("item_id,model,response\nt2,m2,你们好呀\n", encoding="utf-8")
+    import_responses(toy, tmp_path / "more.csv", dataset="toy", track="toy/chitchat")
+
+    def stop(done, total, label):
+        raise Stop
+    with pytest.raises(Stop):
+        score(toy, metrics="LENGTH", progress=False, ray=RayOptions(actors=1), on_progress=stop)
+    report = score(toy, metrics="LENGTH", progress=False, ray=RayOptions(actors=1))
+    assert report.computed["toy:toy/chitchat"] == 0       # the value was kept ...
+    got = dict(toy.execute("SELECT model, value FROM system_scores WHERE name = 'LENGTH'").fetchall())
+    assert got["m2"] == pytest.approx((1 + 4) / 2)        # ... and m2's score counts it: 嗯, 你们好呀
+
+
+def test_an_actor_the_cluster_cannot_hold_is_refused(local_ray, plugged, toy):
+    from evalcore.distributed import EngineUnavailable
+
+    plugged(Length())
+    with pytest.raises(EngineUnavailable, match="one actor needs 1 CPU and 64 GPUs"):
+        score(toy, metrics="LENGTH", progress=False, ray=RayOptions(gpus_per_actor=64))
+
+
+def test_dead_actor_is_retried(local_ray, plugged, toy, tmp_path):
+    metric = plugged(DiesOnce(str(tmp_path / "died")))
     report = score(toy, metrics=metric.name, progress=False, ray=RayOptions(actors=1, batch_size=2))
     assert (tmp_path / "died").exists()                       # an actor did die
     assert report.computed["toy:toy/chitchat"] == 3

