@@ -325,7 +325,8 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             # signature, right whatever changed) and score the track again as the store is now.
             with transaction(con):
                 bump_revision(con)
-                _write_values(con, plan, _value_frames(plan, keys, missing_here, values, stats, con, reasons))
+                stored = _write_values(con, plan, _value_frames(plan, keys, missing_here, values, stats, con, reasons))
+            report.computed[label] = report.computed.get(label, 0) + stored
             return True
     frames = _value_frames(plan, keys, missing_here, values, stats, reasons=reasons)
     system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
@@ -335,7 +336,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         return False
     with transaction(con):
         bump_revision(con)
-        _write_values(con, plan, frames)
+        stored = _write_values(con, plan, frames)
         for row in system_rows:
             # a model-based column holds the last configuration scored (its signature says which)
             # (of the same system aggregate: corpus and sentence-mean rows stand side by side)
@@ -345,7 +346,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
                          SENTENCE_MEAN, row["signature"].endswith(SENTENCE_MEAN)])
         if system_rows:
             insert_frame(con, "system_scores", pd.DataFrame(system_rows))
-    report.computed[label] = report.computed.get(label, 0) + int(sum(len(f) for f in frames))
+    report.computed[label] = report.computed.get(label, 0) + stored
     report.system[label] = len(system_rows)
     return False
 
