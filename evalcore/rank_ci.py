@@ -107,20 +107,26 @@ def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], 
     data = load_track(con, dataset, track)
     data = data[data["model"].isin(models) & data["item_id"].isin(position)].reset_index(drop=True)
     keys = keys_by_metric([name], data)[name]
+    owners = data["model"].to_numpy()
+    # one read of the value cache per signature (the models of a track share one), not one per model:
+    # each read scans the signature's values in the whole store, tens of millions of them at scale
+    by_sig: dict[str, list[str]] = {}
+    for m in models:
+        if m in sigs:
+            by_sig.setdefault(sigs[m], []).append(m)
+    caches = {sig: _cached_stats(con, sig, list(dict.fromkeys(keys[np.isin(owners, ms)]))) for sig, ms in by_sig.items()}
     out = {}
     for m in models:
         if m not in sigs:
             continue
-        mine = np.flatnonzero(data["model"].to_numpy() == m)
-        cached = _cached_stats(con, sigs[m], list(dict.fromkeys(keys[mine])))
-        if not cached:
-            continue
-        width = len(next(iter(cached.values())))
-        arr = np.full((len(items), width), np.nan)
+        mine = np.flatnonzero(owners == m)
+        cached = caches[sigs[m]]
         found = [r for r in mine if keys[r] in cached]
-        if found:
-            rows = [position[i] for i in data["item_id"].to_numpy()[found]]
-            arr[rows] = np.array([cached[keys[r]] for r in found])
+        if not found:   # none of this model's values is cached
+            continue
+        arr = np.full((len(items), len(cached[keys[found[0]]])), np.nan)
+        rows = [position[i] for i in data["item_id"].to_numpy()[found]]
+        arr[rows] = np.array([cached[keys[r]] for r in found])
         out[m] = arr
     return out if out else f"no cached per-response {name} statistics (run evalcore score)"
 

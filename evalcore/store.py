@@ -210,7 +210,7 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     con.register("_evalcore_frame", frame)
     try:
         inserted = con.execute(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} BY NAME "
-                               "SELECT * FROM _evalcore_frame").fetchone()[0]
+                               "SELECT * FROM _evalcore_frame").fetchall()[0][0]
     finally:
         con.unregister("_evalcore_frame")
     return int(inserted)
