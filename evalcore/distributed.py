@@ -142,17 +142,21 @@ def unpack(out: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, dict, dict]
     return out["row"].to_numpy(dtype=np.int64), result, reasons
 
 
-def export(data: pd.DataFrame, todo: np.ndarray, size: int, folder: Path) -> list[str]:
-    """The rows `todo` of a track, `size` to a Parquet file: one Ray block, one actor call each."""
-    files = []
+def export(data: pd.DataFrame, todo: np.ndarray, size: int, folder: Path) -> list:
+    """The rows `todo` of a track, `size` to a Parquet file in `folder`: one Ray block, one actor call
+    each; the files' tables."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
     for n, start in enumerate(range(0, len(todo), size)):
         rows = todo[start:start + size]
         part = data.iloc[rows].reset_index(drop=True)
         part.insert(0, "row", rows.astype(np.int64))
-        path = folder / f"batch-{n:06d}.parquet"
-        part.to_parquet(path, index=False)
-        files.append(str(path))
-    return files
+        table = pa.Table.from_pandas(part, preserve_index=False)
+        pq.write_table(table, folder / f"batch-{n:06d}.parquet")
+        tables.append(table)
+    return tables
 
 
 def start(opts: RayOptions) -> bool:
@@ -180,16 +184,15 @@ def stop() -> None:
 
 
 def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: RayOptions, on_batch) -> None:
-    """Score the rows `todo` of `data` with `metrics` (all scale_out) on Ray actors; after each batch,
-    on_batch(rows, result, reasons) with result as compute() gives it."""
+    """Score the rows `todo` of `data` with `metrics` (all scale_out) on Ray actors (Ray connected by
+    start(), once per scoring run); after each batch, on_batch(rows, result, reasons) with result as
+    compute() gives it."""
     if len(todo) == 0:
         return
-    import pyarrow.parquet as pq
     import ray
     from ray.data import DataContext
 
     names = [m.name for m in metrics]
-    started = start(opts)   # connected already when score() runs it (once for every track)
     batches = None
     try:
         plan = shipped(plan, metrics, opts)
@@ -197,10 +200,9 @@ def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: 
         ctx = DataContext.get_current()
         ctx.enable_progress_bars = False     # the scorer draws its own bar, per batch written
         with tempfile.TemporaryDirectory(prefix="evalcore-ray-") as folder:
-            files = export(data, todo, opts.batch_size, Path(folder))
             # One block per file, put in Ray's object store from here: no read tasks, which on a small
             # machine would wait for a CPU the actors hold (and a cluster's nodes need no shared disk).
-            ds = ray.data.from_arrow([pq.read_table(f) for f in files])
+            ds = ray.data.from_arrow(export(data, todo, opts.batch_size, Path(folder)))
             with warnings.catch_warnings():   # max_restarts has no named parameter yet (Ray 2.60)
                 warnings.simplefilter("ignore")
                 ds = ds.map_batches(
@@ -213,5 +215,3 @@ def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: 
     finally:
         if batches is not None and hasattr(batches, "close"):
             batches.close()   # interrupted: stop the run's actors, not only this loop
-        if started:
-            stop()

@@ -7,6 +7,7 @@ import pandas as pd
 
 from evalcore.humans import per_target_cte
 from evalcore.queries import answerable_items
+from evalcore.store import registered
 
 # Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
 PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "METEOR-exact", "ROUGE", "CIDEr",
@@ -51,13 +52,10 @@ def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | 
     """Share of a track's answerable items each model answered: track, model, answered, items, coverage.
     `items` is answerable_items(con, dataset, track) when the caller has it already."""
     items = answerable_items(con, dataset, track) if items is None else items
-    con.register("_evalcore_items", items)
-    try:
+    with registered(con, "_evalcore_items", items):
         frame = con.execute("""
             SELECT a.track, r.model, count(*) AS answered FROM responses r JOIN _evalcore_items a USING (item_id)
             WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
-    finally:
-        con.unregister("_evalcore_items")
     totals = items.groupby("track").size().rename("items").reset_index()
     frame = frame.merge(totals, on="track", how="left")
     frame["coverage"] = frame["answered"] / frame["items"]

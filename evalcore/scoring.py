@@ -23,7 +23,7 @@ from evalcore.distributed import RayOptions
 from evalcore.metrics.base import TRANSIENT, Batch, Metric
 from evalcore.metrics.registry import METRICS, Flavor, get_flavor, pick_tokenizer, resolve_metrics
 from evalcore.neural import NeuralOptions
-from evalcore.store import Handle, bump_revision, insert_frame, revision, transaction
+from evalcore.store import Handle, bump_revision, insert_frame, registered, revision, transaction
 from evalcore.tokenize import Tokenizer
 
 CHUNK = 20_000  # responses per batch: bounds memory on large tracks
@@ -180,24 +180,16 @@ def _aggregate(name: str) -> str:
 def _cached_keys(con, sig: str, keys) -> set[str]:
     """Those of `keys` with a cached value (or a lasting reason for none: a judge's unparseable answer).
     Asked for the given keys only: a store of millions of values is not read into memory per track."""
-    frame = pd.DataFrame({"text_key": pd.unique(np.asarray(keys, dtype=object))})
-    con.register("_evalcore_keys", frame)
-    try:
+    with registered(con, "_evalcore_keys", pd.DataFrame({"text_key": pd.unique(np.asarray(keys, dtype=object))})):
         return {k for (k,) in con.execute(
             "SELECT m.text_key FROM metric_scores m SEMI JOIN _evalcore_keys k USING (text_key) WHERE m.signature = ? "
             "AND (m.reason IS NULL OR NOT starts_with(m.reason, ?))", [sig, TRANSIENT]).fetchall()}
-    finally:
-        con.unregister("_evalcore_keys")
 
 
 def _cached_stats(con, sig: str, keys: list[str]) -> dict[str, np.ndarray]:
-    frame = pd.DataFrame({"text_key": keys})
-    con.register("_evalcore_keys", frame)
-    try:
+    with registered(con, "_evalcore_keys", pd.DataFrame({"text_key": keys})):
         rows = con.execute("SELECT m.text_key, m.stats FROM metric_scores m JOIN _evalcore_keys k USING (text_key) "
                            "WHERE m.signature = ?", [sig]).fetchall()
-    finally:
-        con.unregister("_evalcore_keys")
     return {k: np.asarray(s, dtype=float) for k, s in rows}
 
 
@@ -605,13 +597,10 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     frames = []
     for name, sig in sigs:
         lookup = pd.DataFrame({"text_key": keys[name], "item_id": data["item_id"], "model": data["model"]})
-        con.register("_evalcore_keys", lookup)
-        try:
+        with registered(con, "_evalcore_keys", lookup):
             frame = con.execute("""
                 SELECT k.item_id, k.model, ? AS metric, m.value FROM _evalcore_keys k
                 JOIN metric_scores m ON m.text_key = k.text_key AND m.signature = ? WHERE m.value IS NOT NULL
             """, [name, sig]).df()
-        finally:
-            con.unregister("_evalcore_keys")
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else empty

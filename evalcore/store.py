@@ -202,18 +202,24 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame) -> Iterator[None]:
+    """A DataFrame (or Arrow table) readable by SQL as `name` for the block's duration."""
+    con.register(name, frame)
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ignore: bool = False) -> int:
     """Bulk insert a DataFrame by column name; the rows inserted. `table` is always a literal from our
     code. `ignore`: rows whose primary key is stored already are left out (the stored row stands)."""
     if frame.empty:
         return 0
-    con.register("_evalcore_frame", frame)
-    try:
-        inserted = con.execute(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} BY NAME "
-                               "SELECT * FROM _evalcore_frame").fetchall()[0][0]
-    finally:
-        con.unregister("_evalcore_frame")
-    return int(inserted)
+    with registered(con, "_evalcore_frame", frame):
+        return int(con.execute(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} BY NAME "
+                               "SELECT * FROM _evalcore_frame").fetchall()[0][0])
 
 
 def bump_revision(con: duckdb.DuckDBPyConnection) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from evalcore.store import bump_revision, insert_frame, transaction
+from evalcore.store import bump_revision, insert_frame, registered, transaction
 
 # Written in this order; these four are shared reference rows, inserted only when new.
 ORDER = (
@@ -91,14 +91,7 @@ class Batch:
                 if not rows:
                     continue
                 if table in SHARED:
-                    frame = pd.DataFrame(rows, dtype=object)
-                    before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-                    con.register("_evalcore_frame", frame)
-                    try:
-                        con.execute(f"INSERT OR IGNORE INTO {table} BY NAME SELECT * FROM _evalcore_frame")
-                    finally:
-                        con.unregister("_evalcore_frame")
-                    counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
+                    counts[table] = insert_frame(con, table, pd.DataFrame(rows, dtype=object), ignore=True)
                     continue
                 counts[table] = 0
                 # In slices, each freed once sent: a large file never exists as one more full copy.
@@ -121,14 +114,10 @@ class Batch:
         tracks = {r["track"] for t in ("items", "human_ratings", "system_scores", "tracks") for r in self.rows.get(t, [])}
         ids = [r["item_id"] for r in self.rows.get("responses", [])]
         if ids and not self.rows.get("items"):   # a responses file: its items' tracks
-            frame = pd.DataFrame({"item_id": list(dict.fromkeys(ids))})
-            con.register("_evalcore_ids", frame)
-            try:
+            with registered(con, "_evalcore_ids", pd.DataFrame({"item_id": list(dict.fromkeys(ids))})):
                 tracks |= {t for (t,) in con.execute(
                     "SELECT DISTINCT i.track FROM items i JOIN _evalcore_ids USING (item_id) WHERE i.dataset = ?",
                     [self._dataset()]).fetchall()}
-            finally:
-                con.unregister("_evalcore_ids")
         return sorted(tracks)
 
 
