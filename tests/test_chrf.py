@@ -1,4 +1,6 @@
-"""chrF and chrF++ equal sacrebleu's CHRF() and CHRF(word_order=2), sentence and corpus scores, to 1e-6.
+"""chrF and chrF++ equal sacrebleu's CHRF() and CHRF(word_order=2) divided by 100 (evalcore keeps every metric
+of a leaderboard on 0-1; sacrebleu reports chrF on 0-100), sentence and corpus scores, to 1e-8 (1e-6 on
+sacrebleu's scale).
 
 Real data: 2,400 CPC pairs (600 per model, Chinese, one reference) from ../shared/data/msde and the
 USR-TopicalChat responses (English, two references each: the original ground truth and the new human
@@ -16,7 +18,7 @@ import evalcore
 from conftest import read_cpc_pairs, shared
 from evalcore.metrics.registry import METRICS
 
-TOL = 1e-6
+TOL = 1e-8   # on 0-1: 1e-6 on sacrebleu's 0-100
 PER_MODEL = 600
 SACREBLEU = {"chrF": CHRF(), "chrF++": CHRF(word_order=2)}
 
@@ -43,10 +45,10 @@ def usr_pairs():
 def check_against_sacrebleu(hyps: list[str], refs: list[list[str]]):
     ours = evalcore.score(hyps, refs, metrics=["chrF", "chrF++"])
     for name, theirs in SACREBLEU.items():
-        sentence = np.array([theirs.sentence_score(h, r).score for h, r in zip(hyps, refs)])
+        sentence = np.array([theirs.sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)])
         np.testing.assert_allclose(ours.sentence[name].to_numpy(), sentence, rtol=0, atol=TOL, err_msg=name)
         streams = [list(s) for s in zip(*refs)]   # sacrebleu takes one stream per reference position
-        corpus = theirs.corpus_score(hyps, streams).score
+        corpus = theirs.corpus_score(hyps, streams).score / 100
         assert ours.corpus[name] == pytest.approx(corpus, abs=TOL), name
     return ours
 
@@ -72,17 +74,17 @@ def test_corpus_value_from_summed_statistics_as_the_bootstrap_forms_it(cpc_pairs
     _, stats = compute(plan, hyps, refs)["chrF++"]
     assert stats.shape == (len(hyps), 3 * 8)
     value = METRICS["chrF++"].from_sums(stats.sum(axis=0)[None, :], np.array([len(hyps)]))[0]
-    assert value == pytest.approx(CHRF(word_order=2).corpus_score(hyps, [[r[0] for r in refs]]).score, abs=TOL)
+    assert value == pytest.approx(CHRF(word_order=2).corpus_score(hyps, [[r[0] for r in refs]]).score / 100, abs=TOL)
 
 
 def test_edge_cases_by_hand():
     # identical: every order matches fully; empty response: 0; no reference: no value (never 0)
     ours = evalcore.score(["今天天气不错", "", "你好"], [["今天天气不错"], ["你好"], []], metrics=["chrF"])
-    assert ours.sentence["chrF"][0] == pytest.approx(100.0)
+    assert ours.sentence["chrF"][0] == pytest.approx(1.0)
     assert ours.sentence["chrF"][1] == 0.0
     assert np.isnan(ours.sentence["chrF"][2])
-    # "ab" vs "ac": unigram P = R = 1/2, bigram P = R = 0 -> mean P = R = 1/4, F2 = 25
-    assert evalcore.score(["ab"], [["ac"]], metrics=["chrF"]).sentence["chrF"][0] == pytest.approx(25.0)
+    # "ab" vs "ac": unigram P = R = 1/2, bigram P = R = 0 -> mean P = R = 1/4, F2 = 0.25 (sacrebleu: 25)
+    assert evalcore.score(["ab"], [["ac"]], metrics=["chrF"]).sentence["chrF"][0] == pytest.approx(0.25)
 
 
 def test_stored_system_value_equals_sacrebleu(toy):
@@ -91,5 +93,23 @@ def test_stored_system_value_equals_sacrebleu(toy):
 
     score(toy, metrics="chrF", progress=False)
     value, sig = toy.execute("SELECT value, signature FROM system_scores WHERE model = 'm1' AND name = 'chrF'").fetchone()
-    assert value == pytest.approx(CHRF().corpus_score(["天气很好"], [["今天天气不错"]]).score, abs=TOL)
+    assert value == pytest.approx(CHRF().corpus_score(["天气很好"], [["今天天气不错"]]).score / 100, abs=TOL)
     assert sig.startswith("chrF|nc:6|nw:0|beta:2|")
+    assert sig.endswith("|scale:0-1|v:chrf-2")   # a new signature: values cached on 0-100 (v:chrf-1) are not reused
+
+
+def test_old_0_100_values_are_not_reused(toy):
+    """A store holding chrF cached under the old 0-100 signature (v:chrf-1) gets new 0-1 values under the new
+    signature; the old rows are never read for the new one."""
+    from evalcore.scoring import score
+
+    score(toy, metrics="chrF", progress=False)
+    toy.execute("UPDATE metric_scores SET signature = replace(signature, '|scale:0-1|v:chrf-2', '|v:chrf-1'), "
+                "value = value * 100 WHERE signature LIKE 'chrF|%'")
+    toy.execute("DELETE FROM system_scores WHERE name = 'chrF'")
+    score(toy, metrics="chrF", progress=False)
+    value = toy.execute("SELECT value FROM system_scores WHERE model = 'm1' AND name = 'chrF'").fetchone()[0]
+    assert value == pytest.approx(CHRF().corpus_score(["天气很好"], [["今天天气不错"]]).score / 100, abs=TOL)
+    old = toy.execute("SELECT count(*) FROM metric_scores WHERE signature LIKE 'chrF|%|v:chrf-1'").fetchone()[0]
+    new = toy.execute("SELECT count(*) FROM metric_scores WHERE signature LIKE 'chrF|%|v:chrf-2'").fetchone()[0]
+    assert old > 0 and new == old

@@ -6,7 +6,9 @@ for each order (hypothesis n-grams, reference n-grams, clipped matches) against 
 best F-score (the first on ties). These 3 x orders counts are the statistics: the sentence value is
 the F-beta (beta 2) of the orders' mean precision and recall over the orders both sides have
 ("effective order", sacrebleu's default), and the corpus value the same of the summed statistics, as
-sacrebleu's corpus_score. Values are on sacrebleu's 0-100 scale. Chinese text needs no tokenizer:
+sacrebleu's corpus_score. Values are on 0-1, the scale of every other metric of a leaderboard table
+(sacrebleu's 0-100 value divided by 100; `scale:0-1` in the signature, and `v:chrf-2`, so values
+cached under the old 0-100 signature `v:chrf-1` are never mixed with these). Chinese text needs no tokenizer:
 characters are the units, so the values depend on no flavor or tokenizer.
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 from evalcore.metrics.base import Metric, Result, Signature
 
 ORDER = 15
-CHRF_VERSION = "1"
+CHRF_VERSION = "2"   # 2: on 0-1 (1 was sacrebleu's 0-100)
+SCALE = "0-1"
 CHAR_ORDER, BETA = 6, 2
 PUNCTUATION = set('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
 
@@ -56,7 +59,7 @@ def pair_stats(hyp: list[Counter], ref: list[Counter]) -> list[int]:
 
 def f_scores(stats: np.ndarray, beta: float = BETA) -> np.ndarray:
     """chrF of each row of statistics (3 per order): F-beta of the mean precision and recall over the
-    orders where both sides have n-grams; 0 where there is none. x100."""
+    orders where both sides have n-grams; 0 where there is none. On 0-1 (sacrebleu's value / 100)."""
     stats = np.atleast_2d(np.asarray(stats, dtype=float))
     hyp, ref, match = stats[:, 0::3], stats[:, 1::3], stats[:, 2::3]
     effective = (hyp > 0) & (ref > 0)
@@ -66,7 +69,7 @@ def f_scores(stats: np.ndarray, beta: float = BETA) -> np.ndarray:
         rec = np.where(effective, match / np.where(ref > 0, ref, 1), 0.0).sum(axis=1) / np.where(k > 0, k, 1)
         factor = beta ** 2
         score = (1 + factor) * prec * rec / (factor * prec + rec)
-    return np.where(prec + rec > 0, 100 * score, 0.0)
+    return np.where(prec + rec > 0, score, 0.0)
 
 
 class CharF(Metric):
@@ -80,7 +83,7 @@ class CharF(Metric):
     def signature(self, plan) -> Signature:
         return Signature(self.name, (f"nc:{CHAR_ORDER}", f"nw:{self.word_order}", f"beta:{BETA}", "case:mixed",
                                      "space:no", "eff:yes", f"corpus:{self.corpus}", f"sentence:{self.sentence}",
-                                     f"v:chrf-{CHRF_VERSION}"))
+                                     f"scale:{SCALE}", f"v:chrf-{CHRF_VERSION}"))
 
     def compute(self, batch) -> Result:
         width = 3 * (CHAR_ORDER + self.word_order)
@@ -105,8 +108,8 @@ class CharF(Metric):
 
 
 METRICS = [
-    CharF("chrF", 0, "chrF (sacrebleu's CHRF(), x100): F-beta (beta 2) of character 1-6-gram precision and recall "
+    CharF("chrF", 0, "chrF (sacrebleu's CHRF() / 100, on 0-1): F-beta (beta 2) of character 1-6-gram precision and recall "
           "averaged over orders, best reference per response; corpus value from summed statistics"),
-    CharF("chrF++", 2, "chrF++ (sacrebleu's CHRF(word_order=2), x100): chrF with word uni- and bigrams added to the "
+    CharF("chrF++", 2, "chrF++ (sacrebleu's CHRF(word_order=2) / 100, on 0-1): chrF with word uni- and bigrams added to the "
           "character 1-6-grams"),
 ]
