@@ -43,7 +43,7 @@ page = st.navigation(pages)
 try:
     page.run()
 except StoreError as exc:  # a command held the store longer than a page waits: say so, no error page
-    st.warning(md_escape(f"The store is busy: {exc}"), icon="⏳")
+    st.warning(md_escape(f"The store is busy: {exc}"), icon=":material/hourglass_empty:")
     st.button("Try again", key="store-busy-retry")
 finally:
     release()  # the page's connection: the store's lock is held only while a page runs

@@ -78,25 +78,28 @@ def default_incomplete(con: duckdb.DuckDBPyConnection) -> bool:
     return present <= set(DEFAULT_DATASETS) and present != set(DEFAULT_DATASETS)
 
 
-def build_default_in_stages(con: duckdb.DuckDBPyConnection, path: str | None = None) -> threading.Thread | None:
+def build_default_in_stages(con: duckdb.DuckDBPyConnection, *, hand_over: bool = False) -> threading.Thread | None:
     """The dashboard's first run: the quick datasets now (under a second), the slow ones in a
-    background thread on its own cursor, so the first page draws without waiting for them. Every
-    dataset is its own transaction; the store's revision bump makes pages pick the new data up."""
+    background thread, so the first page draws without waiting for them. Every dataset is its own
+    transaction; the store's revision bump makes pages pick the new data up.
+
+    The thread never opens the store a second time while `con` is open (DuckDB refuses a file already
+    attached in the process when the first connection is being closed meanwhile): it works on a cursor
+    of `con`, or with hand_over=True on `con` itself, which it then closes when the build ends (the
+    caller must not close it: the dashboard closes its page connections when a page run ends, and the
+    build outlives that). None, with `con` untouched, when there is nothing to build."""
     if not default_incomplete(con):
         return None
     init_store(con, only=tuple(d for d in DEFAULT_DATASETS if d not in SLOW))
-    thread = threading.Thread(target=_build_slow, args=(con.cursor() if path is None else path,),
+    thread = threading.Thread(target=_build_slow, args=(con if hand_over else con.cursor(),),
                               name="evalcore-default-build", daemon=True)
     thread.start()
     return thread
 
 
-def _build_slow(target: duckdb.DuckDBPyConnection | str) -> None:
-    """On a cursor of the caller's connection, or (given a path) on a connection of its own that
-    outlives the caller's: the dashboard closes its connections when a page run ends."""
-    from evalcore.store import connect, lock_wait
-
-    con = connect(target, wait=lock_wait()) if isinstance(target, str) else target
+def _build_slow(con: duckdb.DuckDBPyConnection) -> None:
+    """The slow datasets on a connection this thread owns (a cursor, or the caller's connection handed
+    over); closed however the build ends."""
     try:
         init_store(con, only=SLOW)
     finally:

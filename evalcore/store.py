@@ -16,6 +16,7 @@ from evalcore.migrations import LATEST, all_migrations
 
 ENV_VAR = "EVALCORE_DB"
 WAIT_VAR = "EVALCORE_LOCK_WAIT"  # seconds a command waits for a store another process holds (default 60)
+HANDOVER_WAIT = 30.0  # seconds to wait for this process's own closing connection to let the file go
 MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 
 
@@ -59,9 +60,17 @@ def _open(db: Path, read_only: bool, wait: float, on_wait) -> duckdb.DuckDBPyCon
     process): the dashboard holds it only during a page run, so a command gets in within moments."""
     deadline = time.monotonic() + wait
     told = False
+    settling = time.monotonic() + HANDOVER_WAIT
     while True:
         try:
             return duckdb.connect(str(db), read_only=read_only)
+        except duckdb.ResourceInUseException as exc:
+            # This process's last connection to the file is closing in another thread (the database is
+            # being checkpointed and detached): the file is free again within moments.
+            if "unique file handle conflict" not in str(exc).lower() or time.monotonic() >= settling:
+                raise StoreError(f"cannot open {db}: {exc}") from exc
+            time.sleep(0.02)
+            continue
         except duckdb.IOException as exc:
             if not _locked(exc) or time.monotonic() >= deadline:
                 hint = (f" Waited {wait:g} s: another process kept it (an import, or a scoring job the dashboard "

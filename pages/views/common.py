@@ -11,7 +11,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore._malloc import tune
-from evalcore.defaults import build_default_in_stages
+from evalcore.defaults import SLOW, build_default_in_stages
 from evalcore.share import ViewState, link, to_query
 from evalcore.store import ENV_VAR, connect, resolve_db_path, stamp
 
@@ -26,23 +26,33 @@ PAGE_WAIT = 30.0  # seconds a page waits for a store a command is writing to (a 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
 def prepared(path: str, build_default: bool) -> bool:
     """Once per store file and process: migrate it and, for the default store, build it from data/
-    (the quick datasets before the first page draws, demo-zh in the background)."""
+    (the quick datasets before the first page draws, demo-zh in the background). The background build
+    takes this connection over and closes it when done: the store is never attached twice while the
+    first connection closes (DuckDB's 'Unique file handle conflict'), and pages meanwhile open their
+    connections on the same database."""
     tune()
     con = connect(path, wait=PAGE_WAIT)
+    thread = None
     try:
         if build_default:
-            _BUILDING[path] = build_default_in_stages(con, path)
+            thread = _BUILDING[path] = build_default_in_stages(con, hand_over=True)
     finally:
-        con.close()
+        if thread is None:  # no build running: the connection is still ours
+            con.close()
     return True
+
+
+def building() -> set[str]:
+    """The datasets the default store's background build has not finished yet (empty once done)."""
+    thread = _BUILDING.get(str(resolve_db_path()))
+    return set(SLOW) if thread is not None and thread.is_alive() else set()
 
 
 def building_note() -> None:
     """A notice while the default store's slow datasets are still being built in the background."""
-    thread = _BUILDING.get(str(resolve_db_path()))
-    if thread is not None and thread.is_alive():
+    if building():
         st.info("Building the embedded demo-zh dataset in the background (about 10 seconds on first run); "
-                "reload the page to see it.", icon="⏳")
+                "reload the page to see it.", icon=":material/hourglass_empty:")
 
 
 class _OnFirstUse:
@@ -119,7 +129,11 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
     """The dataset and track selectors every data page starts with (state from and to the URL);
     `default` is the (dataset, track) shown when the URL names none."""
     datasets = data(views.datasets)
-    dataset = vs.one("dataset", datasets, default[0] if default else None)
+    busy = building()  # while the first run still builds demo-zh, open on a dataset that has data
+    first = default[0] if default else None
+    if first is None or first in busy:
+        first = next((d for d in datasets if d not in busy), first)
+    dataset = vs.one("dataset", datasets, first)
     track = vs.one("track", data(views.track_options, dataset, skills=skills),
                    default[1] if default and default[0] == dataset else None)
     cols = st.columns([1, 2, 1, 1, 1, 1][: 3 if skills else 4])
