@@ -49,6 +49,20 @@ def datasets(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         "SELECT dataset, language, licence, source, description FROM datasets ORDER BY dataset").df()
 
 
+def dataset_languages(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per dataset: its language as scoring uses it (it picks the default tokenizer and METEOR's
+    mode) and where it came from: 'declared' (by the data or its importer), 'detected from the texts'
+    (evalcore.language), or a blank language with 'none: scored as non-English (char tokens)'; then licence,
+    source and description."""
+    return con.execute("""
+        SELECT dataset, language,
+               CASE WHEN language IS NULL THEN 'none: scored as non-English (char tokens)'
+                    WHEN language_source = 'detected' THEN 'detected from the texts'
+                    ELSE 'declared' END AS language_from,
+               licence, source, description
+        FROM datasets ORDER BY dataset""").df()
+
+
 def models(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
     """Every model with where it has responses or scores."""
     return con.execute("""

@@ -244,6 +244,19 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     return report
 
 
+def language_note(con, dataset: str, language: str | None, tok_signature: str) -> str:
+    """The score report's line on the language a dataset was scored as (it picks the default tokenizer and
+    METEOR's mode), where that language came from, and the tokens used."""
+    rows = con.execute("SELECT language_source FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+    source = rows[0][0] if rows else None
+    meteor = "en" if (language or "").lower().startswith("en") else "other"
+    if language is None:
+        said = "no language (none declared, none detected from the texts), so as a non-English one"
+    else:
+        said = f"{language} ({'detected from the texts' if source == 'detected' else 'declared'})"
+    return f"{dataset}: scored as {said}: tokens {tok_signature}, METEOR -l {meteor}"
+
+
 def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
                handle, system_aggregate: str = "corpus", ray: RayOptions | None = None) -> bool:
     """Score one track; True when the store changed while it was let go (score it again)."""
@@ -251,6 +264,7 @@ def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, prog
     if data.empty:
         return False
     tok = pick_tokenizer(fl, language, tokenizer)
+    report.note(language_note(con, ds, language, tok.signature))
     opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
     for m in infos:   # a metric adds what it needs to the rows (a baseline's text) or options (a model)
         opts = m.prepare(con, data, opts)

@@ -70,7 +70,10 @@ def test_a_dataset_has_one_language_set_when_first_imported(con, tmp_path):
         {**item, "dataset": "new", "item_id": "c1", "language": "en"},
         {**item, "dataset": "new", "item_id": "c2", "language": "zh"}]))
     assert "line 2, field 'language': expected the language of dataset 'new': 'en', as set by line 1, got zh" in message
-    import_items(con, write_jsonl(tmp_path / "d.jsonl", [{**item, "dataset": "bare", "item_id": "d1"}]))
+    # texts with no letters: no language detected (evalcore.language), stored with none
+    import_items(con, write_jsonl(tmp_path / "d.jsonl", [{**item, "dataset": "bare", "item_id": "d1",
+                                                         "context": ["123"], "references": ["42!"]}]))
+    assert con.execute("SELECT language FROM datasets WHERE dataset = 'bare'").fetchall() == [(None,)]
     message = refused(con, import_items, write_jsonl(tmp_path / "e.jsonl", [
         {**item, "dataset": "bare", "item_id": "e1", "language": "en"}]))
     assert "expected the language of dataset 'bare': no language, as stored, got en" in message

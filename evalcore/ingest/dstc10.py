@@ -23,10 +23,11 @@ from pathlib import Path
 
 import duckdb
 
+from evalcore import language as detection
 from evalcore.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.items import check_language
+from evalcore.ingest.items import check_language, settle_languages
 from evalcore.ingest.ratings import resolve_scales
 from evalcore.ingest.readers import Checker, sniff_encoding
 
@@ -145,7 +146,8 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
         for i, ref in enumerate(item["refs"]):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
     check.refuse_if_any()
-    batch.dataset(dataset, language=languages[dataset][0])
+    counts = {dataset: detection.count(t for item in items.values() for t in (*item["turns"], *item["refs"]))}
+    language_notes = settle_languages(batch, languages, counts)   # a new dataset without --language: detected
     batch.track(dataset, track)
     for model in sorted({m for _, m in seen}):
         batch.model(model)
@@ -156,6 +158,7 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
     report = ImportReport(file, batch.write(con, source=path))
     report.tracks = [track]
     report.notes.append(f"read as {encoding}")
+    report.notes += language_notes
     report.notes.append(f"{len(items):,} items from {len(contexts):,} dialogues"
                         + (f" ({reused:,} of them already stored, reused)" if reused else ""))
     if skipped:

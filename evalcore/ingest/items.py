@@ -6,6 +6,7 @@ from pathlib import Path
 
 import duckdb
 
+from evalcore import language as detection
 from evalcore.errors import short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import SKILLS, Batch, ImportReport
@@ -22,6 +23,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
     seen: dict[tuple[str, str], str] = {}
     known: dict[str, dict[str, str]] = {}
     languages: dict[str, tuple[str | None, str]] = {}  # dataset -> (language, where it was set)
+    counts: dict[str, detection.Counts] = {}  # dataset -> letters of its records' contexts and references
     for rec, where in zip(table.records, table.places):
         unknown = [k for k in rec if k not in FIELDS]
         if unknown:
@@ -47,6 +49,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
             check.add(where, "item_id", "each item_id once per dataset", f"{item_id!r} again (first at {seen[key]})")
             continue
         seen[key] = where
+        counts[dataset] = counts.get(dataset, detection.Counts()) + detection.count([*context, *references])
         if dataset not in known:
             known[dataset] = lookup.item_tracks(con, dataset)
         if item_id in known[dataset]:
@@ -59,13 +62,31 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
                   skill=skill, origin=f"{Path(table.file).name} {where}")
         for i, ref in enumerate(references):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
-    for dataset, (language, _) in languages.items():  # once, with the language its records settled on
-        batch.dataset(dataset, language=language)
+    notes = settle_languages(batch, languages, counts)
     check.refuse_if_any()
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
+    report.notes += notes
     report.notes += check.notes()
     return report
+
+
+def settle_languages(batch: Batch, languages: dict[str, tuple[str | None, str]],
+                     counts: dict[str, detection.Counts]) -> list[str]:
+    """Add each dataset's row, once, with the language its records settled on; a new dataset whose records
+    name none gets the one its texts show (evalcore.language.detect on the contexts and references it
+    imports), recorded as detected. The report's notes about detected languages."""
+    notes = []
+    for dataset, (language, origin) in languages.items():
+        if language is not None or origin != "new":
+            # declared by a record, or a stored dataset (its row stands: batch rows for datasets are only inserted new)
+            batch.dataset(dataset, language=language, language_source="declared" if language is not None else None)
+            continue
+        found = detection.decide(counts.get(dataset, detection.Counts()))
+        batch.dataset(dataset, language=found, language_source="detected" if found is not None else None)
+        note = detection.note(found)
+        notes.append(note if len(languages) == 1 else f"{note} (dataset {dataset!r})")
+    return notes
 
 
 def check_language(check: Checker, where: str, dataset: str, language: str | None,

@@ -31,11 +31,12 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from evalcore import language as detection
 from evalcore.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.dstc10 import same_item, stored_item_contents
-from evalcore.ingest.items import check_language
+from evalcore.ingest.items import check_language, settle_languages
 from evalcore.ingest.readers import Checker, Table, read_table
 from evalcore.ingest.scores import ExternalValue, external_batch
 
@@ -237,7 +238,9 @@ def import_mtbench(con: duckdb.DuckDBPyConnection, folder: str | Path, *, datase
     if ignored:
         notes.append("model_judgment: ignored " + ", ".join(ignored) + " (neither *_single.jsonl nor *_pair.jsonl)")
 
-    batch.dataset(dataset, language=languages[dataset][0])
+    counts = {dataset: detection.count([*(t for row in batch.rows.get("items", []) for t in json.loads(row["context"])),
+                                        *(row["text"] for row in batch.rows.get("item_references", []))])}
+    notes += settle_languages(batch, languages, counts)   # a new dataset without --language: detected
     batch.shown = shown
     report = ImportReport(name, batch.write(con, source=folder))
     report.tracks = sorted(set(items.values()))
