@@ -115,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_app)
     _db(p)
     p.add_argument("--port", type=int, help="port (default: Streamlit's, 8501)")
-    p.add_argument("--address", help="address to listen on (default: every interface)")
+    p.add_argument("--address", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 for "
+                   "every interface, e.g. a lab server, with EVALCORE_UPLOAD_PASSWORD set when uploads should need a password)")
 
     imp = sub.add_parser("import", help="import a file; a bad file is refused whole")
     imp.set_defaults(handler=_cmd_import)
@@ -212,8 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     _flavor(p)
     p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
     p.add_argument("--rank-by", metavar="COLUMN", help="rank each track's models by this column (a metric or a "
-                   "human dimension), with a 95%% bootstrap interval of the rank; default: the skill's "
-                   "official rule where it has one")
+                   "human dimension), with a 95%% bootstrap interval of the rank; default, as on the dashboard's "
+                   "Leaderboard page: the skill's official rule where it has one, else F1, else the track's first "
+                   "column")
     p.add_argument("--partial", action="store_true", help="also rank submissions that answer only part of a track")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples of the rank interval (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the rank bootstrap (default 0)")
@@ -374,6 +376,13 @@ def _on_wait(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+# Commands that only read the store (or change what is in it already): on a store file that does not
+# exist they are an error naming the path, never a new empty store. init, import, score and learned
+# create the store when it is absent.
+NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "ensemble", "ranking", "winrate",
+               "summary", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
+
+
 def _opens_store(handler):
     """A command on the store: `handler(con, args)` becomes `handler(args)`, which opens the store,
     checks the names it is given (names.check), runs, and closes the store however it ends."""
@@ -382,6 +391,10 @@ def _opens_store(handler):
     def command(args: argparse.Namespace) -> int:
         from evalcore.store import lock_wait
 
+        path = resolve_db_path(args.db)
+        if getattr(args, "command", None) in NEEDS_STORE and not path.exists():
+            raise StoreError(f"no store at {path} (`{args.command}` reads a store and creates none); build one "
+                             f"with `evalcore init --db {path}` or import data into it, or give --db an existing store")
         con = connect(args.db, wait=lock_wait(), on_wait=_on_wait)
         try:
             names.check(con, args)
@@ -513,14 +526,39 @@ def _ray_options(args):
 def _cmd_leaderboard(con, args) -> None:
     from evalcore import leaderboard as lb
 
-    board = lb.leaderboard(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer,
-                           rank_by=args.rank_by, partial=args.partial, resamples=args.bootstrap,
-                           seed=args.seed)
+    opts = dict(flavor=args.flavor, tokenizer=args.tokenizer, partial=args.partial, resamples=args.bootstrap,
+                seed=args.seed)
+    if args.rank_by is not None:
+        board = lb.leaderboard(con, args.dataset, args.track, rank_by=args.rank_by, **opts)
+    else:
+        board = _default_ranked(con, args.dataset, args.track, **opts)
     emit(board, args.format, 4)
     if args.signatures:
         sig = lb.signatures(con, args.dataset, args.track, flavor=args.flavor, tokenizer=args.tokenizer)
         print() if args.format == "table" else None
         emit(sig, args.format)
+
+
+def _default_ranked(con, dataset: str, track: str | None, **opts) -> pd.DataFrame:
+    """Each track ranked by what the dashboard's Leaderboard page ranks it by when nobody chooses
+    (views.rank_choices): the skill's official rule where it has one, else F1, else the track's first
+    value column."""
+    from evalcore import leaderboard as lb
+    from evalcore import views
+
+    unranked = lb.leaderboard(con, dataset, track, **{**opts, "resamples": 0})
+    tracks = [track] if track else list(dict.fromkeys(unranked["track"]))
+    parts = []
+    for tr in tracks:
+        columns = views.value_columns(lb.leaderboard(con, dataset, tr, **{**opts, "resamples": 0}))
+        default = views.rank_choices(con, dataset, tr, columns)[1]
+        by = None if default in (None, views.OFFICIAL) else default
+        parts.append(lb.leaderboard(con, dataset, tr, rank_by=by, **opts))
+    if not parts:
+        return unranked
+    board = pd.concat([p for p in parts if not p.empty] or parts[:1], ignore_index=True)
+    return board[[c for c in unranked.columns if c in board.columns] +
+                 [c for c in board.columns if c not in unranked.columns]]
 
 
 @_opens_store

@@ -158,7 +158,8 @@ def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, model: s
         FROM submissions s LEFT JOIN aside a ON a.archived_by = s.submission_id
         WHERE (? IS NULL OR s.dataset = ?) ORDER BY s.submission_id DESC""", [dataset, dataset]).df()
     if model is not None:
-        frame = frame[frame["models"].map(lambda m: model in json.loads(m or "[]"))]
+        keep = pd.Series([model in json.loads(m or "[]") for m in frame["models"]], index=frame.index, dtype=bool)
+        frame = frame[keep]  # boolean even when empty (an empty object Series would be read as column names)
     frame["models"] = frame["models"].map(lambda m: ", ".join(json.loads(m or "[]")))
     frame["tracks"] = frame["tracks"].map(lambda m: ", ".join(json.loads(m or "[]")))
     frame["state"] = [

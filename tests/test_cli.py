@@ -45,6 +45,9 @@ def test_bad_scale_option(tmp_path, capsys):
 
 
 def test_python_dash_m_runs(tmp_path):
+    from evalcore.store import connect
+
+    connect(tmp_path / "s.duckdb").close()  # an empty store (a read-only command creates none)
     out = subprocess.run([sys.executable, "-m", "evalcore", "summary", "--db", str(tmp_path / "s.duckdb"), "--format", "csv"],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[0] == "dataset,track,items,references,models,responses,human_ratings,system_scores"
