@@ -52,10 +52,10 @@ def datasets(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 def dataset_languages(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per dataset: its language as scoring uses it (it picks the default tokenizer and METEOR's
     mode) and where it came from: 'declared' (by the data or its importer), 'detected from the texts'
-    (evalcore.language), or a blank language with 'none: scored as non-English (char tokens)'; then licence,
+    (evalcore.language), or a blank language (not None) with 'none: scored as non-English (char tokens)'; then licence,
     source and description."""
     return con.execute("""
-        SELECT dataset, language,
+        SELECT dataset, coalesce(language, '') AS language,
                CASE WHEN language IS NULL THEN 'none: scored as non-English (char tokens)'
                     WHEN language_source = 'detected' THEN 'detected from the texts'
                     ELSE 'declared' END AS language_from,

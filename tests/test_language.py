@@ -225,6 +225,7 @@ def test_migration_detects_datasets_stored_without_a_language(tmp_path):
     table = dataset_languages(con).set_index("dataset")
     assert table.loc["usr-tc", "language"] == "en" and table.loc["usr-tc", "language_from"] == "detected from the texts"
     assert table.loc["declared-zh", "language_from"] == "declared"
+    assert table.loc["published-only", "language"] == ""   # blank, not None
     assert table.loc["published-only", "language_from"] == "none: scored as non-English (char tokens)"
     con.close()
 
@@ -248,3 +249,31 @@ def test_migration_agrees_with_the_importer_on_real_data(tmp_path):
         # the SQL joins a context's turns with one space (no letter): the same letters
         assert sql[dataset] == python, dataset
     con.close()
+
+
+def test_overview_page_shows_each_datasets_language(monkeypatch, tmp_path):
+    """The Overview's Datasets table: USR TopicalChat imported without a language reads 'en', 'detected from the
+    texts'; a dataset whose texts have no letters has a blank language and says how it is scored."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from evalcore.ingest.items import import_items
+    from evalcore.store import connect
+
+    db = tmp_path / "o.duckdb"
+    con = connect(db)
+    usr, *_ = usr_tc_files(tmp_path)
+    import_items(con, usr)
+    import_items(con, write_jsonl(tmp_path / "n.jsonl", [{"item_id": "n1", "dataset": "digits", "track": "d/chitchat",
+                                                          "context": ["123"], "references": ["456"]}]))
+    con.close()
+    monkeypatch.setenv("EVALCORE_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [t.value for t in at.dataframe if "language_from" in t.value.columns]
+    assert len(tables) == 1
+    table = tables[0].set_index("dataset")
+    assert (table.loc["usr-tc", "language"], table.loc["usr-tc", "language_from"]) == ("en", "detected from the texts")
+    assert table.loc["digits", "language"] == "" and table.loc["digits", "language_from"] == \
+        "none: scored as non-English (char tokens)"
