@@ -277,3 +277,27 @@ def test_overview_page_shows_each_datasets_language(monkeypatch, tmp_path):
     assert (table.loc["usr-tc", "language"], table.loc["usr-tc", "language_from"]) == ("en", "detected from the texts")
     assert table.loc["digits", "language"] == "" and table.loc["digits", "language_from"] == \
         "none: scored as non-English (char tokens)"
+
+
+def test_dstc10_and_mtbench_without_language_are_detected(con, tmp_path):
+    """The other importers that create a dataset: USR TopicalChat in the DSTC10 shape without --language, and an
+    MT-Bench folder (English questions, tests/test_interchange.py's) without --language, are detected as en."""
+    from test_interchange import mtbench_folder
+
+    from evalcore.ingest.dstc10 import import_dstc10
+    from evalcore.ingest.mtbench import import_mtbench
+
+    raw = json.loads(shared("usr", "tc_usr_data.json").read_text(encoding="utf-8"))
+    entries = []
+    for n, dialogue in enumerate(raw):
+        truth = [r["response"] for r in dialogue["responses"] if r["model"] == "Original Ground Truth"]
+        entries += [{"dialogue_id": f"tc-{n:03d}", "model": r["model"], "context": dialogue["context"],
+                     "response": r["response"], "reference": truth, "annotations": {}} for r in dialogue["responses"]]
+    path = tmp_path / "tc.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    report = import_dstc10(con, path, dataset="usr", track="usr-topicalchat/knowledge")
+    assert NOTE_EN in report.notes
+    report = import_mtbench(con, mtbench_folder(tmp_path / "mt_bench"), dataset="mtb")
+    assert NOTE_EN in report.notes
+    assert con.execute("SELECT dataset, language, language_source FROM datasets ORDER BY 1").fetchall() == [
+        ("mtb", "en", "detected"), ("usr", "en", "detected")]
