@@ -30,14 +30,38 @@ RATED = re.compile(r"-rated-\d+$")  # MSDE items made for human-rated rows absen
 KINDS = (".csv", ".tsv", ".jsonl", ".json", ".xlsx")
 
 
-def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track: str) -> None:
+@dataclass(frozen=True)
+class Words:
+    """How messages name what the user chose outside the file: the CLI's options, or the upload page's
+    controls (a page never tells its user about --track)."""
+
+    dataset: str = "--dataset"
+    track: str = "--track"
+    model: str = "--model"
+    track_given: str = "the track named with --track"        # why a row must be in that track
+    name_a_track: str = "or name one track with --track"     # what else a file without a track column can do
+    no_track_with_folder: str = "no --track with a folder or .zip (each file's name gives its track)"
+    set_aside: str = "python -m evalcore submissions lists them, restore brings them back"
+
+
+CLI = Words()
+PAGE = Words(dataset="Dataset", track="Track", model="Model name",
+             track_given="the track chosen on this page: the file has no `track` column",
+             name_a_track="or leave it out and choose the track on this page",
+             no_track_with_folder="a .zip whose files are named after their tracks",
+             set_aside="the History section below lists them and can restore them")
+
+
+def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track: str, words: Words = CLI) -> None:
     """Refuse a file aimed at a track the store does not have, listing the ones it has."""
     tracks = lookup.tracks_of(con, dataset)
     if track in tracks:
         return
     if not tracks:
-        raise ImportRefused([Problem(file, "", "--dataset", "a dataset in the store (import its items first)", repr(dataset))])
-    raise ImportRefused([Problem(file, "", "--track", f"a track of dataset {dataset!r}: " + ", ".join(tracks), repr(track))])
+        raise ImportRefused([Problem(file, "", words.dataset, "a dataset in the store (import its items first)",
+                                     repr(dataset))])
+    raise ImportRefused([Problem(file, "", words.track, f"a track of dataset {dataset!r}: " + ", ".join(tracks),
+                                 repr(track))])
 
 
 @dataclass
@@ -47,48 +71,57 @@ class Part:
     path: Path
     shown: str
     track: str | None
-    why: str = "the track named with --track"  # how the track was given, for messages
+    why: str = CLI.track_given  # how the track was given, for messages
     origin: str = ""  # for the stored rows: the file's name, or '<zip or folder>/<member>'
+    column_first: bool = False  # a `track` column in the file, when there is one, names the rows' tracks instead
 
 
 def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None = None,
                      model: str | None = None, replace: bool = False, uploader: str | None = None,
-                     shown: str | None = None) -> ImportReport:
+                     shown: str | None = None, track_column_first: bool = False, words: Words = CLI) -> ImportReport:
     """Import one file into one track, or into every track it names in a `track` column, or a folder or
     .zip of files named after their tracks (then without `track`): one transaction, all tracks or none.
     With replace=True, the file's models lose their earlier responses in the tracks the file covers
     (and the ratings and computed scores that went with them) in the same transaction. `shown` is the
-    name recorded in the history for an upload's temporary copy (the name its uploader gave it)."""
+    name recorded in the history for an upload's temporary copy (the name its uploader gave it).
+
+    track_column_first=True (the upload page): a file with a `track` column goes to the tracks it names,
+    and `track` is only for a file without one; a folder or .zip ignores `track`. Without it (the CLI),
+    `track` is every row's track and a `track` column must agree. `words` names the user's choices in
+    messages: the CLI's options (CLI), or the page's controls (PAGE)."""
     path = Path(path)
     tracks = lookup.tracks_of(con, dataset)
+    whole = path.is_dir() or path.suffix.lower() == ".zip"
+    if track_column_first and whole:
+        track = None
     if track is not None:
-        require_track(con, str(path), dataset, track)
+        require_track(con, str(path), dataset, track, words)
     elif not tracks:
-        require_track(con, str(path), dataset, "")
+        require_track(con, str(path), dataset, "", words)
     if model is not None and not model.strip():
-        raise ImportRefused([Problem(str(path), "", "--model", "a non-empty model name", "an empty string")])
-    if not (path.is_dir() or path.suffix.lower() == ".zip"):
-        return _import(con, str(path), [Part(path, str(path), track, origin=path.name)], dataset, tracks, track,
-                       model, replace, uploader, shown)
+        raise ImportRefused([Problem(str(path), "", words.model, "a non-empty model name", "an empty string")])
+    if not whole:
+        part = Part(path, str(path), track, words.track_given, origin=path.name, column_first=track_column_first)
+        return _import(con, str(path), [part], dataset, tracks, None if track_column_first else track,
+                       model, replace, uploader, shown, words)
     if track is not None:
-        raise ImportRefused([Problem(str(path), "", "--track", "no --track with a folder or .zip (each file's name "
-                                     "gives its track)", repr(track))])
+        raise ImportRefused([Problem(str(path), "", words.track, words.no_track_with_folder, repr(track))])
     with tempfile.TemporaryDirectory() as tmp:
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
-        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown)
+        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown, words)
 
 
 def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], dataset: str, tracks: list[str],
             track: str | None, model: str | None, replace: bool, uploader: str | None = None,
-            shown: str | None = None) -> ImportReport:
+            shown: str | None = None, words: Words = CLI) -> ImportReport:
     """Read every part, check every row, then write once: a problem anywhere refuses the whole import."""
     problems: list[Problem] = []
     tables: list[tuple[Part, Table]] = []
     notes: list[str] = []
     for part in parts:
         try:
-            table, note = _read(con, part, dataset, model)
+            table, note = _read(con, part, dataset, model, words)
         except ImportRefused as exc:  # name the member, not its temporary copy; read the others too
             problems += [with_file(p, file=part.shown) if p.file == str(part.path) else p for p in exc.problems]
             continue
@@ -108,7 +141,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     while tables:  # each file's records are let go once checked: the batch holds what is written
         part, table = tables.pop(0)
         check.file = table.file  # problems name the member of a folder or .zip
-        _check_rows(check, part, table, dataset, tracks, model, item_track, stored, replace, seen, covered, batch)
+        _check_rows(check, part, table, dataset, tracks, model, item_track, stored, replace, seen, covered, batch, words)
         del table
     check.refuse_if_any()
     models = sorted({m for _, m in seen})
@@ -127,18 +160,20 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     report.notes += coverage_notes(answerable, covered)
     if replaced:
         report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {', '.join(sorted(covered))} "
-                            "(their response ratings and computed scores were set aside with them: "
-                            "python -m evalcore submissions lists them, restore brings them back)")
+                            f"(their response ratings and computed scores were set aside with them: {words.set_aside})")
     return report
 
 
 def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: list[str], model: str | None,
-                item_track: dict[str, str], stored: set, replace: bool, seen: dict, covered: dict, batch: Batch) -> None:
+                item_track: dict[str, str], stored: set, replace: bool, seen: dict, covered: dict, batch: Batch,
+                words: Words = CLI) -> None:
     """Check one file's header and rows: good rows go into the batch, problems into `check`."""
     track = part.track
     by_column = "track" in table.columns
+    if by_column and part.column_first:
+        track = None  # the file names its rows' tracks itself
     if track is None and not by_column:
-        check.add("header (row 1)", "track", "a column named 'track' (or name one track with --track): "
+        check.add("header (row 1)", "track", f"a column named 'track' ({words.name_a_track}): "
                   + ", ".join(tracks), "no such column")
         return
     if not check.require_columns(table.columns, ["item_id", "response"] + ([] if model else ["model"])):
@@ -177,7 +212,8 @@ def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: 
 
 
 # ------------------------------------------------------------------ reading one file, in either layout
-def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str | None) -> tuple[Table, str]:
+def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str | None,
+          words: Words = CLI) -> tuple[Table, str]:
     """The file as records with item_id and response (and a note on how release rows were matched)."""
     sheet = _release_sheet(part.path) if part.path.suffix.lower() == ".xlsx" and part.path.is_file() else None
     if sheet is None:
@@ -187,11 +223,11 @@ def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str |
     layout = "a workbook in the MSDE release layout (History, response)"
     problems = []
     if part.track is None:
-        problems.append(Problem(part.shown, "", "--track", f"the track its rows answer, named with --track: {layout} "
-                                "is matched to that track's items by History", "none"))
+        problems.append(Problem(part.shown, "", words.track, f"the track its rows answer, named with {words.track}: "
+                                f"{layout} is matched to that track's items by History", "none"))
     if not model:
-        problems.append(Problem(part.shown, "", "--model",
-                                f"a model name given with --model: {layout} has no model column", "none"))
+        problems.append(Problem(part.shown, "", words.model,
+                                f"a model name given with {words.model}: {layout} has no model column", "none"))
     if problems:
         raise ImportRefused(problems)
     return _release_table(con, part, dataset, *sheet)

@@ -10,7 +10,7 @@ from evalcore import history, jobs, views
 from evalcore._malloc import give_back
 from evalcore.errors import ImportRefused
 from evalcore.ingest.ratings import import_ratings, parse_scale
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import resolve_db_path
 from pages.views.common import cursor, data, expander, may_write, md_escape, pick_track, publish, safe_filename, start
@@ -21,10 +21,10 @@ kind = vs.one("kind", ["responses", "ratings"], "responses")
 kind = c[2].radio("File holds", ["responses", "ratings"], index=["responses", "ratings"].index(kind), key="up-kind")
 values = {"dataset": dataset, "track": track, "kind": kind}
 
-every_track = False
 if kind == "responses":
     st.caption("CSV, TSV, JSONL or xlsx with columns `item_id`, `response` and, unless you name the model "
-               "here, `model`; with a `track` column, one file answers every track of the dataset at once. A .zip "
+               "here, `model`. A file with a `track` column goes to the tracks it names (one file can answer "
+               "every track of the dataset at once); a file without one goes to the track chosen above. A .zip "
                "of one file per track, each named after its track (`lic2021_persona.csv`), does the same. The "
                "MSDE release's own workbook (History, response) is matched to this track's items by History. "
                "All tracks are imported or none. UTF-8 (with or without BOM) or GBK/GB18030. Start from a "
@@ -34,9 +34,9 @@ if kind == "responses":
         t1.download_button("Template for this track", data(views.template_csv, dataset, track),
                            file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
     t2.download_button("Template for every track", data(views.template_csv, dataset, None),
-                       file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
-    every_track = t3.toggle("The file has a `track` column: import into every track it names", key="up-every",
-                            help="One model's responses for the whole benchmark in one file and one transaction.")
+                       file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all",
+                       help="Every item of every track, with a `track` column: filled in, it is imported into "
+                            "every track it names, in one transaction.")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
 # Writing is gated here, in the page's own run: opening /upload directly gets the same check.
@@ -65,7 +65,7 @@ def start_job(tracks: list[str], model: str | None) -> None:
     jobs.start(str(resolve_db_path()), job, NeuralOptions())
     st.session_state["up-job"] = job
     st.info(f"Scoring runs as job {job} ({len(steps)} step(s)). It goes on if you leave this page; "
-            "its progress is below and in `python -m evalcore jobs`.")
+            "its progress is below, under Scoring jobs.")
 
 
 if upload is not None and st.button("Validate and import", type="primary", key="up-go",
@@ -75,9 +75,10 @@ if upload is not None and st.button("Validate and import", type="primary", key="
     path.write_bytes(upload.getvalue())
     try:
         if kind == "responses":
-            whole = every_track or path.suffix.lower() == ".zip"  # a zip's file names give the tracks
-            report = import_responses(con, path, dataset=dataset, track=None if whole else track,
-                                      model=model or None, replace=replace, uploader=uploader, shown=upload.name)
+            # The file says where it goes: a `track` column names its rows' tracks, a .zip's file names do;
+            # a file with neither goes to the track chosen above. Messages name this page's controls.
+            report = import_responses(con, path, dataset=dataset, track=track, model=model or None, replace=replace,
+                                      uploader=uploader, shown=upload.name, track_column_first=True, words=PAGE)
         else:
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
             report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
@@ -101,10 +102,12 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         st.success(md_escape(report.render().replace(str(path), upload.name)))
         for note in warnings:
             st.warning(md_escape(note))
+        written = report.tracks or [track]
         if kind == "responses":
-            start_job(report.tracks or [track], model or None)
+            start_job(written, model or None)
+        shown_track = track if track in written else written[0]  # a track the upload wrote into
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
-                     query_params={"dataset": dataset, "track": track})
+                     query_params={"dataset": dataset, "track": shown_track})
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the upload's copy; the store keeps its name and sha256
         give_back()  # the file's records are freed: return that memory, the dashboard lives on
@@ -123,7 +126,7 @@ def job_panel() -> None:
     if recent.empty:
         st.caption("None yet: an import starts one.")
     else:
-        st.caption("Newest first; `python -m evalcore jobs` lists them too.")
+        st.caption("Newest first; `evalcore jobs` lists them too.")
         st.dataframe(recent.drop(columns=["dataset"]), hide_index=True, width="stretch",
                      column_config={"progress": st.column_config.ProgressColumn("progress", format="percent"),
                                     "detail": st.column_config.TextColumn(width="large")})
