@@ -240,11 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = _on_dataset(sub, "trust", "which metric to trust for which skill: correlations per track, pooled per skill",
                     track=False)
     p.set_defaults(handler=_cmd_trust)
-    p.add_argument("--level", default="system", choices=["system", "dialogue", "turn"])
+    p.add_argument("--level", choices=["system", "dialogue", "turn"],
+                   help="default: the first with data, as the dashboard picks (published system tables, computed "
+                   "system scores, then turn and dialogue level)")
     p.add_argument("--method", default="spearman", choices=["spearman", "pearson", "kendall"])
     p.add_argument("--dimension", default="mean", help="a human dimension, or mean (of each track's dimensions)")
-    p.add_argument("--origin", default="computed", choices=["computed", "published"],
-                   help="metric values: computed, or a paper's published tables (system level)")
+    p.add_argument("--origin", choices=["computed", "published"],
+                   help="metric values: computed, or a paper's published tables (system level); default: the first "
+                   "with data at the level")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the verdicts (default 0.05)")
+    p.add_argument("--adjust", default="holm", choices=["holm", "none"],
+                   help="p values adjusted for the number of metrics compared per skill (default holm)")
     _aggregate(p)
     _flavor(p)
     _models(p)
@@ -594,14 +600,47 @@ def _cmd_template(con, args) -> None:
 
 @_opens_store
 def _cmd_trust(con, args) -> None:
-    from evalcore.trust import trust
+    from evalcore import trust as tr
 
+    args.level, args.origin = _trust_setting(con, args)
     _reference_copies(con, args)
     _other_configs(con, args)
-    frame = trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
-                  origin=args.origin, flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate,
-                  models=_chosen_models(args), system_aggregate=args.system_aggregate)
+    options = dict(flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate, models=_chosen_models(args),
+                   system_aggregate=args.system_aggregate, alpha=args.alpha, adjust=args.adjust)
+    dims = tr.dimensions(con, args.dataset)
+    frame = tr.trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
+                     origin=args.origin, **options)
+    said = tr.verdicts(frame, adjust=args.adjust)
+    sweep = tr.robustness(con, args.dataset, level=args.level, origin=args.origin, dimensions=dims, **options)
+    # The verdicts first, one line per skill: on standard output before a table, on standard error before
+    # CSV or JSON (which stay machine-readable).
+    out = sys.stdout if args.format == "table" else sys.stderr
+    print(f"{args.method.capitalize()} with human {args.dimension} at {args.level} level ({args.origin} metric "
+          f"values); significant: p < {args.alpha:g}" + (", Holm-adjusted over each skill's metrics" if args.adjust ==
+                                                          "holm" else ""), file=out)
+    for row in said.itertuples():
+        robust = tr.robustness_text(sweep, row.skill, row.metric if row.verdict == "trust" else "none")
+        print(row.text + (f"\n    {robust}" if robust and row.verdict != "undefined" else ""), file=out)
+    print(file=out)
     emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
+
+
+def _trust_setting(con, args) -> tuple[str, str]:
+    """The level and origin: as given, else the first pair with data (as the dashboard opens), saying so."""
+    from evalcore.trust import choices, missing
+
+    if args.level and args.origin:
+        return args.level, args.origin
+    pairs = [(lv, o) for lv, o in choices(con, args.dataset)
+             if (args.level in (None, lv)) and (args.origin in (None, o))]
+    if not pairs:
+        if not choices(con, args.dataset):
+            raise ValueError(missing(con, args.dataset))
+        return args.level or "system", args.origin or "computed"  # trust() says why, and what works here
+    level, origin = pairs[0]
+    print(f"note: --level {level} --origin {origin} (the first with data in {args.dataset!r}; give both to choose)",
+          file=sys.stderr)
+    return level, origin
 
 
 @_opens_store

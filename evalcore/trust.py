@@ -9,16 +9,27 @@ their scores averaged), at system, dialogue or turn level (see evalcore.correlat
   approximation, stated in the `ci` column).
 - Pooled cell per skill: fixed-effect meta-analysis of Fisher z over the skill's tracks where the
   cell is defined, weights n - 3: z = sum((n_i - 3) z_i) / sum(n_i - 3), se = 1/sqrt(sum(n_i - 3)),
-  r = tanh(z), CI tanh(z -+ 1.96 se), p from z / se against the normal.
-- tied_with_best: the metric is not significantly worse than the best one (highest r) of the same
-  track or skill. On a track: Williams' test of r(best, human) > r(metric, human) given
-  r(best, metric), one-sided alpha 0.05, on the units where all three are known. Pooled: the
-  tracks' one-sided p values combined by Stouffer's weighted Z (weights sqrt(n_i - 3)).
-- rank: 1 = highest r within the track, or highest pooled r within the skill.
+  r = tanh(z), CI tanh(z -+ 1.96 se), p from z / se against the normal. A skill with one track keeps
+  that track's own p (its r and CI are the same either way).
+- p_adjusted: the column's p values (a track's, or a skill's pooled ones) adjusted for comparing
+  that many metrics, by Holm's step-down method (adjust="holm", the default) or not at all ("none").
+- mark: `best` is the highest r among the significantly positive cells of the column (adjusted p <
+  alpha and r > 0); a column with no such cell has no best, whatever its highest r. `tied`: a
+  significantly positive cell not significantly worse than the best. `disagrees`: a significantly
+  negative cell (people and metric disagree): never best, never tied.
+- tied_with_best: not significantly worse than the column's best. On a track: Williams' test of
+  r(best, human) > r(metric, human) given r(best, metric), one-sided alpha, on the units where all
+  three are known. Pooled: the tracks' one-sided p values combined by Stouffer's weighted Z (weights
+  sqrt(n_i - 3)). None where the column has no best.
+- rank: 1 = highest r within the track, or highest pooled r within the skill (an order, not a verdict).
+
+verdicts() turns the pooled cells into one sentence per skill; robustness() asks the same question
+under every method and human dimension, so a reader sees whether the answer depends on the setting.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,14 +38,15 @@ from scipy import special
 from evalcore.correlate import Models, _check, _order, human_scores, metric_scores
 from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
 from evalcore.queries import require_dataset
-from evalcore.stats import Correlation, correlate, fisher_interval, williams
+from evalcore.stats import METHODS, Correlation, correlate, fisher_interval, williams
 
 POOLED = "pooled"
 ALPHA = 0.05
 Z95 = float(special.ndtri(0.975))
 SKILL_ORDER = ["chitchat", "knowledge", "recommendation", "persona", "task-oriented"]
 COLUMNS = ["metric", "skill", "track", "dimension", "r", "ci_low", "ci_high", "n", "p", "tied_with_best", "rank",
-           "dimensions", "ci", "note"]
+           "dimensions", "ci", "note", "p_adjusted", "mark"]
+ADJUSTMENTS = ("holm", "none")
 LOW_POWER_N = 30  # below this many units a Williams test rarely separates two metrics (say so)
 
 
@@ -123,39 +135,77 @@ def _williams_p(metrics: pd.DataFrame, human: pd.Series, best: str, other: str, 
     return williams(r12.r, r13.r, r23.r, n).p, n
 
 
-def trust(con, dataset: str, *, level: str = "system", method: str = "spearman", dimension: str = "mean",
-          origin: str = "computed", flavor: str = "default", tokenizer: str | None = None,
-          aggregate: str = "mean", models: Models = Models(), system_aggregate: str = "corpus") -> pd.DataFrame:
-    """Long table (COLUMNS): one row per metric, skill and track, plus one `pooled` row per metric and skill."""
-    _check(level, origin, [method], aggregate)
-    require_dataset(con, dataset)
+@dataclass
+class _Track:
+    """One track's units: metric values (unit x metric) and human scores (unit x dimension)."""
+
+    track: str
+    skill: str
+    metrics: pd.DataFrame
+    wide: pd.DataFrame
+
+
+def _load(con, dataset: str, level: str, origin: str, flavor: str, tokenizer: str | None, aggregate: str,
+          models: Models, system_aggregate: str) -> list[_Track]:
+    """Every track's metric and human values at this level, read once (the verdicts' sweep over methods
+    and dimensions reuses them)."""
     tracks = con.execute("SELECT track, coalesce(skill, 'other') FROM tracks WHERE dataset = ? ORDER BY track",
                          [dataset]).fetchall()
-    rows: list[dict] = []
-    tests = _Williams(method)
+    out = []
     for track, skill in tracks:
-        humans = models.apply(human_scores(con, dataset, track, level, aggregate), level)
         scores = models.apply(metric_scores(con, dataset, track, level, origin, flavor, tokenizer, system_aggregate),
                               level)
         if scores.empty:
             continue  # nothing to correlate on this track: no metric has values here
+        humans = models.apply(human_scores(con, dataset, track, level, aggregate), level)
         metrics = scores.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")
-        metrics = metrics[_order(metrics.columns, PAPER_ORDER)]
         wide = (humans.pivot_table(index="unit", columns="dimension", values="value", aggfunc="first")
                 if not humans.empty else pd.DataFrame())
-        human, dims, reason = human_vector(wide, dimension)
-        if human is None:
-            rows += [_row(m, skill, track, dimension, dims, Correlation(method, 0, reason=reason)) for m in metrics]
-            continue
-        tests.data[track] = (metrics, human)
-        cells = _track_cells(metrics, human, method)
-        for metric, c in cells.items():
-            rows.append(_row(metric, skill, track, dimension, dims, c))
-        _mark_best(rows, track, cells, tests)
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+        out.append(_Track(track, skill, metrics[_order(metrics.columns, PAPER_ORDER)], wide))
+    return out
+
+
+def trust(con, dataset: str, *, level: str = "system", method: str = "spearman", dimension: str = "mean",
+          origin: str = "computed", flavor: str = "default", tokenizer: str | None = None,
+          aggregate: str = "mean", models: Models = Models(), system_aggregate: str = "corpus",
+          alpha: float = ALPHA, adjust: str = "holm") -> pd.DataFrame:
+    """Long table (COLUMNS): one row per metric, skill and track, plus one `pooled` row per metric and skill."""
+    _check(level, origin, [method], aggregate)
+    _check_adjust(adjust, alpha)
+    require_dataset(con, dataset)
+    loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
+    frame = _table(loaded, method, dimension, alpha=alpha, adjust=adjust)
     if frame.empty or frame["r"].isna().all():
         raise ValueError(_nothing(con, dataset, level, origin, frame))
-    frame = pd.concat([frame, _pooled(frame, tests)], ignore_index=True)
+    return frame
+
+
+def _check_adjust(adjust: str, alpha: float) -> None:
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"unknown adjustment {adjust!r}; known: {', '.join(ADJUSTMENTS)}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+
+
+def _table(loaded: list[_Track], method: str, dimension: str, *, alpha: float, adjust: str,
+           ties: bool = True) -> pd.DataFrame:
+    """The long table for one method and dimension. Without `ties`, no Williams test is run (the sweep
+    over settings needs only each column's best)."""
+    rows: list[dict] = []
+    tests = _Williams(method)
+    for t in loaded:
+        human, dims, reason = human_vector(t.wide, dimension)
+        if human is None:
+            rows += [_row(m, t.skill, t.track, dimension, dims, Correlation(method, 0, reason=reason)) for m in t.metrics]
+            continue
+        tests.data[t.track] = (t.metrics, human)
+        for metric, c in _track_cells(t.metrics, human, method).items():
+            rows.append(_row(metric, t.skill, t.track, dimension, dims, c))
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    if frame.empty or frame["r"].isna().all():
+        return frame
+    frame = pd.concat([frame, _pooled(frame)], ignore_index=True)
+    frame = _marks(frame, tests, alpha=alpha, adjust=adjust, ties=ties)
     frame = _sorted(frame)[COLUMNS]
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
@@ -167,27 +217,76 @@ def _row(metric: str, skill: str, track: str, dimension: str, dims: str, c: Corr
             "ci_low": low, "ci_high": high, "n": c.n, "p": c.p if c.defined else math.nan,
             "tied_with_best": None, "rank": math.nan, "dimensions": dims,
             "ci": "fisher-z 95% se=1/sqrt(n-3)" if not math.isnan(low) else "",
-            "note": c.reason or ("" if c.n > 3 else f"n = {c.n}: no interval")}
+            "note": c.reason or ("" if c.n > 3 else f"n = {c.n}: no interval"), "p_adjusted": math.nan, "mark": ""}
 
 
-def _mark_best(rows: list[dict], track: str, cells: dict[str, Correlation], tests: _Williams) -> None:
-    defined = {m: c.r for m, c in cells.items() if c.defined}
-    if not defined:
-        return
-    best = max(defined, key=lambda m: defined[m])
-    ranks = pd.Series(defined).rank(ascending=False, method="min")
-    for row in rows:
-        if row["track"] != track or row["metric"] not in defined:
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjusted p values (Holm 1979): the i-th smallest of m p values becomes
+    max over j <= i of min(1, (m - j + 1) p_(j)). NaN stays NaN and is not counted in m."""
+    idx = [i for i, p in enumerate(ps) if not math.isnan(p)]
+    out = [math.nan] * len(ps)
+    m, running = len(idx), 0.0
+    for j, i in enumerate(sorted(idx, key=lambda i: ps[i])):
+        running = max(running, min(1.0, (m - j) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _marks(frame: pd.DataFrame, tests: _Williams, *, alpha: float, adjust: str, ties: bool) -> pd.DataFrame:
+    """Per column (a track, or a skill's pooled cells): rank by r, p adjusted over the column's metrics,
+    and the marks. `best`: the highest r among the significantly positive cells (adjusted p < alpha,
+    r > 0), none when there is no such cell; `tied`: significantly positive and not significantly worse
+    than the best (Williams' test, one-sided alpha; pooled: the tracks' tests combined by Stouffer's Z);
+    `disagrees`: significantly negative. tied_with_best is True for the best and its ties, False for
+    the rest of the defined cells, None where the column has no best or the test says nothing."""
+    frame = frame.copy()
+    frame["tied_with_best"] = frame["tied_with_best"].astype(object)
+    for (skill, track), part in frame.groupby(["skill", "track"], sort=False):
+        defined = part[part["r"].notna()]
+        if defined.empty:
             continue
-        m = row["metric"]
-        row["rank"] = int(ranks[m])
-        if m == best:
-            row["tied_with_best"] = True
+        frame.loc[defined.index, "rank"] = defined["r"].rank(ascending=False, method="min")
+        padj = holm(defined["p"].tolist()) if adjust == "holm" else defined["p"].tolist()
+        frame.loc[defined.index, "p_adjusted"] = padj
+        significant = defined[pd.Series(padj, index=defined.index) < alpha]
+        frame.loc[significant.index[significant["r"] < 0], "mark"] = "disagrees"
+        positive = significant[significant["r"] > 0]
+        if positive.empty:
             continue
-        p, n = tests.p(track, best, m)
-        row["tied_with_best"] = None if math.isnan(p) else bool(p >= ALPHA)
+        best = positive.loc[positive["r"].idxmax(), "metric"]
+        for idx in defined.index:
+            metric = frame.at[idx, "metric"]
+            if metric == best:
+                frame.at[idx, "tied_with_best"], frame.at[idx, "mark"] = True, "best"
+                continue
+            if not ties:
+                continue
+            p = _tie_p(frame, tests, skill, track, best, metric, idx)
+            frame.at[idx, "tied_with_best"] = None if math.isnan(p) else bool(p >= alpha)
+            if frame.at[idx, "tied_with_best"] is True and idx in positive.index:
+                frame.at[idx, "mark"] = "tied"
+    return frame
+
+
+def _tie_p(frame: pd.DataFrame, tests: _Williams, skill: str, track: str, best: str, metric: str, idx) -> float:
+    """One-sided p that `best` correlates more with people than `metric` does: Williams' test on a
+    track (a low-power note below LOW_POWER_N units), the tracks' tests by Stouffer's Z when pooled."""
+    if track != POOLED:
+        p, n = tests.p(track, best, metric)
         if n < LOW_POWER_N:
-            row["note"] = (row["note"] + "; " if row["note"] else "") + f"low power: Williams' test on n = {n}"
+            note = frame.at[idx, "note"]
+            frame.at[idx, "note"] = (note + "; " if note else "") + f"low power: Williams' test on n = {n}"
+        return p
+    ps, ns = [], []
+    for t in dict.fromkeys(frame.loc[(frame["skill"] == skill) & (frame["track"] != POOLED), "track"]):
+        if t not in tests.data:
+            continue
+        metrics, _ = tests.data[t]
+        if best in metrics and metric in metrics:
+            p, n = tests.p(t, best, metric)
+            ps.append(p)
+            ns.append(n)
+    return stouffer(ps, ns)
 
 
 def _pooled_note(part: pd.DataFrame, ok: pd.DataFrame, pooled: dict) -> str:
@@ -199,42 +298,20 @@ def _pooled_note(part: pd.DataFrame, ok: pd.DataFrame, pooled: dict) -> str:
     return f"{len(ok)} track(s)" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
 
 
-def _pooled(frame: pd.DataFrame, tests: _Williams) -> pd.DataFrame:
+def _pooled(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (skill, metric), part in frame.groupby(["skill", "metric"], sort=False):
         ok = part[part["r"].notna()]
         pooled = pool(ok["r"].tolist(), ok["n"].astype(int).tolist())
+        if len(ok) == 1:  # one track: its own test (exact, as scipy's), not the normal approximation of Fisher z
+            pooled["p"] = float(ok["p"].iloc[0])
         rows.append({"metric": metric, "skill": skill, "track": POOLED, "dimension": part["dimension"].iloc[0],
                      "r": pooled["r"], "ci_low": pooled["ci_low"], "ci_high": pooled["ci_high"], "n": pooled["n"],
                      "p": pooled["p"], "tied_with_best": None, "rank": math.nan,
                      "dimensions": ";".join(dict.fromkeys(d for d in part["dimensions"] if d)),
                      "ci": "fixed-effect fisher-z 95%, weights n-3" if not math.isnan(pooled["r"]) else "",
-                     "note": _pooled_note(part, ok, pooled)})
-    pooled = pd.DataFrame(rows, columns=frame.columns)
-    for skill, part in pooled.groupby("skill"):
-        defined = part[part["r"].notna()]
-        if defined.empty:
-            continue
-        best = defined.loc[defined["r"].idxmax(), "metric"]
-        pooled.loc[defined.index, "rank"] = defined["r"].rank(ascending=False, method="min")
-        tracks = [t for t in dict.fromkeys(frame.loc[frame["skill"] == skill, "track"]) if t in tests.data]
-        for idx in defined.index:
-            metric = pooled.at[idx, "metric"]
-            if metric == best:
-                pooled.at[idx, "tied_with_best"] = True
-                continue
-            # per track: Williams against the skill's best metric (not the track's best)
-            ps, ns = [], []
-            for track in tracks:
-                metrics, _ = tests.data[track]
-                if best not in metrics or metric not in metrics:
-                    continue
-                p, n = tests.p(track, best, metric)
-                ps.append(p)
-                ns.append(n)
-            p = stouffer(ps, ns)
-            pooled.at[idx, "tied_with_best"] = None if math.isnan(p) else bool(p >= ALPHA)
-    return pooled
+                     "note": _pooled_note(part, ok, pooled), "p_adjusted": math.nan, "mark": ""})
+    return pd.DataFrame(rows, columns=frame.columns)
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
@@ -267,9 +344,132 @@ def choices(con, dataset: str) -> list[tuple[str, str]]:
     return out
 
 
+def dimensions(con, dataset: str) -> list[str]:
+    """The human dimensions a trust view can use: mean, then the dataset's own in the papers' order."""
+    rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()
+    return ["mean"] + _order([d for (d,) in rows], HUMAN_ORDER)
+
+
+def missing(con, dataset: str) -> str:
+    """Why a dataset has no (level, origin) pair to correlate at all, and what to import."""
+    require_dataset(con, dataset)
+    rated = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()[0][0]
+    if not rated:
+        return (f"nothing to correlate in {dataset!r}: it has no human ratings (import some with `evalcore import "
+                "ratings`, or a paper's tables with `evalcore import published`)")
+    return (f"nothing to correlate in {dataset!r}: no metric values of the rated units (score its responses with "
+            "`evalcore score`, or import a paper's tables with `evalcore import published`)")
+
+
 def _nothing(con, dataset: str, level: str, origin: str, frame: pd.DataFrame) -> str:
     """Why a dataset has nothing to show at this level and origin, and what does work."""
     why = frame["note"].iloc[0] if not frame.empty else f"no {origin} metric values at {level} level"
     other = [f"--level {lv} --origin {o}" for lv, o in choices(con, dataset) if (lv, o) != (level, origin)]
     hint = f"; try {' or '.join(other)}" if other else "; it needs metric values and human ratings of the same units"
     return f"nothing to correlate in {dataset!r} at {level} level ({origin}): {why}{hint}"
+
+
+def _fmt_p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def _cell_text(c: pd.Series, adjust: str) -> str:
+    held = f", Holm {_fmt_p(c['p_adjusted'])}" if adjust == "holm" else ""
+    ci = "" if math.isnan(c["ci_low"]) else f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
+    return f"r = {c['r']:.2f}{ci}, p {'= ' if c['p'] >= 0.001 else ''}{_fmt_p(c['p'])}{held}, n = {int(c['n'])}"
+
+
+VERDICT_COLUMNS = ["skill", "verdict", "metric", "r", "ci_low", "ci_high", "p", "p_adjusted", "n", "tied", "disagree",
+                   "text"]
+
+
+def verdicts(frame: pd.DataFrame, *, adjust: str = "holm") -> pd.DataFrame:
+    """One row per skill from trust()'s pooled cells: verdict `trust` (a best metric exists: named with
+    its r, CI, p and n, and the metrics tied with it), `none` (no significantly positive metric: the
+    highest r is named as such, not as best), or `undefined` (nothing correlates), and `text`, the
+    sentence a page or the CLI prints. Significantly negative metrics are listed as disagreeing."""
+    rows = []
+    pooled = frame[frame["track"] == POOLED]
+    for skill, part in pooled.groupby("skill", sort=False):
+        defined = part[part["r"].notna()].sort_values("r", ascending=False)
+        tied = defined.loc[defined["mark"] == "tied", "metric"].tolist()
+        disagree = defined.loc[defined["mark"] == "disagrees", "metric"].tolist()[::-1]  # the strongest first
+        row = {"skill": skill, "tied": ", ".join(tied), "disagree": ", ".join(disagree)}
+        if defined.empty:
+            why = part["note"].iloc[0] if len(part) else ""
+            rows.append({**row, "verdict": "undefined", "metric": "", "text": f"{skill}: nothing to correlate ({why})"})
+            continue
+        best = defined[defined["mark"] == "best"]
+        c = best.iloc[0] if len(best) else defined.iloc[0]
+        values = {k: c[k] for k in ("metric", "r", "ci_low", "ci_high", "p", "p_adjusted", "n")}
+        if len(best):
+            text = f"{skill}: trust {c['metric']} ({_cell_text(c, adjust)})"
+            if tied:
+                text += f"; not significantly worse: {', '.join(tied)}"
+            verdict = "trust"
+        else:
+            text = f"{skill}: no metric agrees reliably with people"
+            if c["r"] > 0 and c["mark"] != "disagrees":  # a negative r is no agreement, not even the highest
+                text += f" (highest: {c['metric']}, {_cell_text(c, adjust)})"
+            verdict = "none"
+        if disagree:
+            text += f"; disagreeing with people (significantly negative): {', '.join(disagree)}"
+        rows.append({**row, **values, "verdict": verdict, "text": text})
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def robustness(con, dataset: str, *, level: str = "system", origin: str = "computed", dimensions: list[str],
+               flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean",
+               models: Models = Models(), system_aggregate: str = "corpus", alpha: float = ALPHA,
+               adjust: str = "holm") -> pd.DataFrame:
+    """The verdict under every method and each of `dimensions` (same level, origin and models): one row
+    per skill, method and dimension with `answer`, the best metric or "none". Settings where the skill's
+    tracks do not rate the dimension are left out. No Williams test is needed for a best, so this is a
+    dozen cheap tables over values read once."""
+    _check(level, origin, list(METHODS), aggregate)
+    _check_adjust(adjust, alpha)
+    loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
+    rows = []
+    for method in METHODS:
+        for dimension in dimensions:
+            frame = _table(loaded, method, dimension, alpha=alpha, adjust=adjust, ties=False)
+            if frame.empty:
+                continue
+            pooled = frame[frame["track"] == POOLED]
+            for skill, part in pooled.groupby("skill", sort=False):
+                if part["r"].isna().all():
+                    continue
+                best = part.loc[part["mark"] == "best", "metric"]
+                rows.append({"skill": skill, "method": method, "dimension": dimension,
+                             "answer": best.iloc[0] if len(best) else "none"})
+    return pd.DataFrame(rows, columns=["skill", "method", "dimension", "answer"])
+
+
+def robustness_text(sweep: pd.DataFrame, skill: str, answer: str) -> str:
+    """How the skill's answer (a metric, or "none") holds across the sweep's settings, in one line."""
+    part = sweep[sweep["skill"] == skill]
+    if part.empty:
+        return ""
+    if (part["answer"] == answer).all():
+        return f"the same under all {len(part)} settings of method and human dimension"
+    groups = part.groupby("answer", sort=False)
+    order = sorted(groups.groups, key=lambda a: (a != answer, -len(groups.groups[a]), a))
+    said = []
+    for a in order:
+        settings = groups.get_group(a)
+        where = ", ".join(m.capitalize() + "/" + d for m, d in zip(settings["method"], settings["dimension"]))
+        said.append(f"{a} under {len(settings)} of {len(part)} ({where})")
+    return "depends on the setting: " + "; ".join(said)
+
+
+def report(con, dataset: str, *, level: str, method: str, dimension: str, origin: str, dimensions: list[str],
+           **options) -> pd.DataFrame:
+    """verdicts() of trust() at these settings, with `robust`: how each skill's answer holds across
+    robustness()'s sweep over methods and dimensions."""
+    adjust = options.get("adjust", "holm")
+    frame = trust(con, dataset, level=level, method=method, dimension=dimension, origin=origin, **options)
+    out = verdicts(frame, adjust=adjust)
+    sweep = robustness(con, dataset, level=level, origin=origin, dimensions=dimensions, **options)
+    out["robust"] = [robustness_text(sweep, s, m if v == "trust" else "none") if v != "undefined" else ""
+                     for s, v, m in zip(out["skill"], out["verdict"], out["metric"])]
+    return out

@@ -590,17 +590,26 @@ def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, s
 
 
 def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
-               origin: str, flavor: str = "default") -> pd.DataFrame:
+               origin: str, flavor: str = "default", alpha: float = 0.05, adjust: str = "holm") -> pd.DataFrame:
     from evalcore.trust import trust
 
-    return trust(con, dataset, level=level, method=method, dimension=dimension, origin=origin, flavor=flavor)
+    return trust(con, dataset, level=level, method=method, dimension=dimension, origin=origin, flavor=flavor,
+                 alpha=alpha, adjust=adjust)
+
+
+def trust_verdicts(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
+                   origin: str, flavor: str = "default", alpha: float = 0.05, adjust: str = "holm") -> pd.DataFrame:
+    """One sentence per skill (evalcore.trust.verdicts) and how it holds under other methods and dimensions."""
+    from evalcore.trust import dimensions, report
+
+    return report(con, dataset, level=level, method=method, dimension=dimension, origin=origin,
+                  dimensions=dimensions(con, dataset), flavor=flavor, alpha=alpha, adjust=adjust)
 
 
 def trust_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
-    from evalcore.correlate import _order
+    from evalcore.trust import dimensions
 
-    rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()
-    return ["mean"] + _order([d for (d,) in rows], HUMAN_ORDER)
+    return dimensions(con, dataset)
 
 
 def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:

@@ -5,6 +5,7 @@ import streamlit as st
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
 from evalcore.stats import METHODS
+from evalcore.trust import ADJUSTMENTS
 from pages.views.common import (
     data,
     download,
@@ -18,6 +19,9 @@ from pages.views.common import (
     select,
     start,
 )
+
+ALPHAS = ("0.05", "0.01", "0.1")
+MARK_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "disagrees": "disagrees (▼)"}
 
 con, vs = start("Which metric to trust, per skill")
 options = data(views.trust_choices)
@@ -52,64 +56,93 @@ with c[4]:
                        help="mean: each unit's mean over the track's dimensions")
 flavor = vs.one("flavor", list(FLAVORS), "default") if origin == "computed" else None
 show_tracks = vs.one("tracks", ["0", "1"], "0") == "1"
+alpha = float(vs.one("alpha", list(ALPHAS), "0.05"))
+adjust = vs.one("adjust", list(ADJUSTMENTS), "holm")
+# The second row: what changes the numbers is read before they are computed (sorting and tracks after).
+o = st.columns([1, 1, 1, 1, 2])
+with o[1]:
+    alpha = float(select("Significance level", list(ALPHAS), f"{alpha:g}", key="tr-alpha"))
+with o[2]:
+    adjust = select("Adjust p for", list(ADJUSTMENTS), adjust, key="tr-adjust",
+                    format_func=lambda a: {"holm": "many metrics (Holm)", "none": "nothing"}[a],
+                    help="Holm: each column's p values adjusted for the number of metrics compared in it")
+if origin == "computed":
+    with o[4]:
+        flavor = select("Flavor (lexical metrics)", list(FLAVORS), flavor, key="tr-flavor")
 values = {"dataset": dataset, "level": level, "origin": origin, "method": method, "dimension": dimension,
-          "flavor": flavor}
+          "flavor": flavor, "alpha": f"{alpha:g}" if alpha != 0.05 else None, "adjust": adjust if adjust != "holm" else None}
+setting = dict(level=level, method=method, dimension=dimension, origin=origin, flavor=flavor or "default",
+               alpha=alpha, adjust=adjust)
 
 try:
-    frame = data(views.trust_view, dataset, level=level, method=method, dimension=dimension, origin=origin,
-                 flavor=flavor or "default")
+    frame = data(views.trust_view, dataset, **setting)
+    said = data(views.trust_verdicts, dataset, **setting)
 except ValueError as exc:  # e.g. a dimension no track of this level rates
     st.warning(md_escape(str(exc)))
     publish("trust", values, vs.notices)
     st.stop()
 
+significance = f"p < {alpha:g}" + (", Holm-adjusted over each column's metrics" if adjust == "holm" else "")
+# The answer first: one sentence per skill, then how it holds under the other methods and dimensions.
+ICONS = {"trust": ":material/check_circle:", "none": ":material/do_not_disturb_on:", "undefined": ":material/remove:"}
+with st.container(border=True):
+    st.markdown(f"**Verdicts** ({md_escape(method.capitalize())} with human {md_escape(dimension)}, {level} level; "
+                f"significant: {significance})")
+    for row in said.itertuples():
+        st.markdown(f"{ICONS[row.verdict]} {md_escape(row.text)}")
+        if row.robust:
+            st.caption(md_escape(row.robust))
+
 skills = list(dict.fromkeys(frame["skill"]))
 sort = vs.one("sort", ["mean"] + skills, "mean")
-o = st.columns([1, 1, 2])
 with o[0]:
     sort = select("Sort metrics by", ["mean"] + skills, sort, key=f"tr-sort-{dataset}",
                   help="mean: the mean of the pooled values over skills")
-with o[1]:
+with o[3]:
     show_tracks = st.toggle("Show each track", value=show_tracks, key="tr-tracks")
-if origin == "computed":
-    with o[2]:
-        flavor = select("Flavor (lexical metrics)", list(FLAVORS), flavor, key="tr-flavor")
-        values["flavor"] = flavor
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
 grid = views.trust_grid(frame, tracks=show_tracks, sort=sort).copy()
-marks = np.where(grid["p"] < 0.05, "*", "") + np.where(grid["rank"].eq(1).fillna(False), " ▲",
-                                                        np.where(grid["tied_with_best"].eq(True), " ≈", ""))
+marks = (np.where(grid["p_adjusted"] < alpha, "*", "")
+         + grid["mark"].map({"best": " ▲", "tied": " ≈", "disagrees": " ▼"}).fillna("").to_numpy())
 grid["label"] = np.where(grid["r"].isna(), "–", fmt(grid["r"], ".2f") + marks)
 grid["95% CI"] = np.where(grid["ci_low"].isna(), "none", "[" + fmt(grid["ci_low"], ".2f") + ", "
                           + fmt(grid["ci_high"], ".2f") + "]")
 grid["r (exact)"] = fmt(grid["r"], ".3f", "undefined")
 grid["p value"] = fmt(grid["p"], ".3g")
+grid["adjusted p"] = fmt(grid["p_adjusted"], ".3g")
+grid["verdict"] = grid["mark"].map(MARK_WORDS).fillna("")
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
-        tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "rank", "dimensions", "note"],
+        tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
+                 "dimensions", "note"],
         x_order=list(dict.fromkeys(grid["column"])), y_order=list(dict.fromkeys(grid["metric"])), key="trust-matrix")
 n_values = sorted(set(frame.loc[frame["track"] != "pooled", "n"].dropna().astype(int)))
 st.caption(
     f"{method.capitalize()} correlation with human {md_escape(dimension)} at {level} level ({origin} metric values; n = "
     f"{', '.join(map(str, n_values[:6]))}{'…' if len(n_values) > 6 else ''}). A skill's column pools its tracks by a "
-    "fixed-effect meta-analysis of Fisher z (weights n − 3). * p < 0.05; ▲ best in the column; ≈ not "
-    "significantly worse than the best (Williams' test, one-sided α = 0.05; pooled: per-track tests combined by "
-    "Stouffer's Z). Hover a cell for its 95% CI and n; – is undefined (the hover says why)."
+    f"fixed-effect meta-analysis of Fisher z (weights n − 3). * significant ({significance}). ▲ the highest r among "
+    "the significantly positive cells of the column; a column without ▲ has no metric that agrees reliably with "
+    f"people. ≈ significantly positive and not significantly worse than ▲ (Williams' test, one-sided α = {alpha:g}; "
+    "pooled: per-track tests combined by Stouffer's Z). ▼ significantly negative: the metric disagrees with people. "
+    "Hover a cell for its 95% CI, p values and n; – is undefined (the hover says why)."
     + (" At system level there are few systems per track, so Williams' test has low power: many ties." if level ==
        "system" else ""))
 
 st.subheader("Ranking per skill")
-pooled = frame[frame["track"] == "pooled"]
-table = pooled[["skill", "rank", "metric", "r", "ci_low", "ci_high", "n", "p", "tied_with_best", "note"]]
+st.caption("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column and the "
+           "sentences above.")
+pooled = frame[frame["track"] == "pooled"].assign(verdict=lambda f: f["mark"].map(MARK_WORDS).fillna(""))
+table = pooled[["skill", "rank", "metric", "r", "ci_low", "ci_high", "n", "p", "p_adjusted", "verdict", "note"]]
 table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                           if s.name == "skill" else s).reset_index(drop=True)
-st.dataframe(table, hide_index=True, width="stretch", column_config={
+st.dataframe(table.astype({"note": str}), hide_index=True, width="stretch", column_config={
     "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
     "ci_low": st.column_config.NumberColumn("CI low", format="%.3f"),
     "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
     "p": st.column_config.NumberColumn("p", format="%.3g"),
-    "tied_with_best": st.column_config.CheckboxColumn("tied with best")})
+    "p_adjusted": st.column_config.NumberColumn("adjusted p", format="%.3g")})
 with expander(vs, values, "cells", "Every cell (per track and pooled)"):
-    st.dataframe(frame, hide_index=True, width="stretch")
+    st.dataframe(frame.assign(tied_with_best=frame["tied_with_best"].map({True: "yes", False: "no"}).fillna("")),
+                 hide_index=True, width="stretch")
 download(frame, f"trust-{dataset}-{level}-{origin}-{method}-{dimension}")
 publish("trust", values, vs.notices)
