@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Iterable
+
+import numpy as np
 
 # thresholds as (numerator, denominator): compared in integers, so Python and SQL agree exactly
 CJK_SHARE = (3, 10)
@@ -69,12 +72,35 @@ class Counts:
         return (self.letters, self.han, self.kana, self.hangul, self.latin)
 
 
+@cache
+def _alpha_bmp() -> np.ndarray:
+    """str.isalpha of every code point below U+10000."""
+    return np.array([chr(c).isalpha() for c in range(0x10000)], dtype=bool)
+
+
+def _in(cp: np.ndarray, ranges) -> int:
+    out = np.zeros(len(cp), dtype=bool)
+    for lo, hi in ranges:
+        out |= (cp >= lo) & (cp <= hi)
+    return int(out.sum())
+
+
 def count(texts: Iterable[str]) -> Counts:
-    """Letters, Han, kana, hangul and Latin characters over all the texts."""
+    """Letters, Han, kana, hangul and Latin characters over all the texts (vectorised over code points:
+    the same counts as str.isalpha and the regular expressions of the ranges, character by character)."""
+    joined = "".join(t for t in texts if t)
+    if not joined:
+        return Counts()
+    cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    bmp = cp < 0x10000
+    letters = int(_alpha_bmp()[cp[bmp]].sum()) + sum(chr(c).isalpha() for c in cp[~bmp].tolist())
+    return Counts(letters, _in(cp, HAN), _in(cp, KANA), _in(cp, HANGUL), _in(cp, LATIN))
+
+
+def count_slowly(texts: Iterable[str]) -> Counts:
+    """count, character by character with str.isalpha and regular expressions (what tests compare count with)."""
     total = Counts()
     for text in texts:
-        if not text:
-            continue
         total = total + Counts(sum(map(str.isalpha, text)), *(len(p.findall(text)) for p in _PY.values()))
     return total
 

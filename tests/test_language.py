@@ -53,6 +53,7 @@ NOTE_EN = 'language en (detected from the texts; set "language" to override)'
 ])
 def test_detector_on_hand_made_strings(texts, counts, expected):
     assert L.count(texts).astuple() == counts
+    assert L.count_slowly(texts).astuple() == counts   # str.isalpha and regular expressions, char by char
     assert L.detect(texts) == expected
 
 
@@ -246,6 +247,7 @@ def test_migration_agrees_with_the_importer_on_real_data(tmp_path):
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         texts = [t for r in records for t in (*r["context"], *r["references"])]
         python = L.count(texts).astuple()
+        assert python == L.count_slowly(texts).astuple()
         # the SQL joins a context's turns with one space (no letter): the same letters
         assert sql[dataset] == python, dataset
     con.close()

@@ -23,7 +23,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
     seen: dict[tuple[str, str], str] = {}
     known: dict[str, dict[str, str]] = {}
     languages: dict[str, tuple[str | None, str]] = {}  # dataset -> (language, where it was set)
-    counts: dict[str, detection.Counts] = {}  # dataset -> letters of its records' contexts and references
+    texts: dict[str, list[str]] = {}  # dataset -> its records' contexts and references (language detection)
     for rec, where in zip(table.records, table.places):
         unknown = [k for k in rec if k not in FIELDS]
         if unknown:
@@ -49,7 +49,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
             check.add(where, "item_id", "each item_id once per dataset", f"{item_id!r} again (first at {seen[key]})")
             continue
         seen[key] = where
-        counts[dataset] = counts.get(dataset, detection.Counts()) + detection.count([*context, *references])
+        texts.setdefault(dataset, []).extend((*context, *references))
         if dataset not in known:
             known[dataset] = lookup.item_tracks(con, dataset)
         if item_id in known[dataset]:
@@ -62,7 +62,8 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
                   skill=skill, origin=f"{Path(table.file).name} {where}")
         for i, ref in enumerate(references):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
-    notes = settle_languages(batch, languages, counts)
+    notes = settle_languages(batch, languages, {d: detection.count(t) for d, t in texts.items()
+                                                if languages[d] == (None, "new")})
     check.refuse_if_any()
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
