@@ -4,7 +4,7 @@ short notice instead of an error."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
 
@@ -23,10 +23,12 @@ class ViewState:
         return value if value not in (None, "") else None
 
     def one(self, name: str, options: Sequence[str], default: str | None = None, *,
-            unavailable: str | None = None) -> str | None:
+            unavailable: str | None = None, known: Collection[str] | None = None) -> str | None:
         """The parameter if it is one of options; else the default (first option) and a notice.
-        `unavailable` words the notice for a value that is valid in general but not here
-        (e.g. a level with no data for the chosen dataset)."""
+        `unavailable` words the notice for a value that is valid in general but not here (e.g. a level
+        with no data for the chosen dataset: "level 'turn' has nothing to correlate in X"). With `known`
+        (the names valid anywhere, e.g. every metric), only those get that wording, as "'METEOR' is not
+        scored on this dataset"; any other value is "not a known" one."""
         raw = self._raw(name)
         fallback = default if default in options else (options[0] if options else None)
         if raw is None:
@@ -35,21 +37,29 @@ class ViewState:
             value = raw
         else:
             value = fallback
-            what = f"{name} '{raw}' {unavailable}" if unavailable else f"'{raw}' is not a known {name}"
+            if known is not None:
+                what = f"'{raw}' {unavailable}" if unavailable and raw in known else f"'{raw}' is not a known {name}"
+            else:
+                what = f"{name} '{raw}' {unavailable}" if unavailable else f"'{raw}' is not a known {name}"
             self.notices.append(f"{what}; showing {fallback!r} instead." if fallback is not None else f"{what}.")
         if value is not None:
             self.values[name] = value
         return value
 
-    def many(self, name: str, options: Sequence[str], default: Sequence[str] | None = None) -> list[str]:
-        """Comma-separated values kept when known; unknown ones dropped with a notice."""
+    def many(self, name: str, options: Sequence[str], default: Sequence[str] | None = None, *,
+             unavailable: str | None = None, known: Collection[str] | None = None) -> list[str]:
+        """Comma-separated values kept when known; unknown ones dropped with a notice. With `known` and
+        `unavailable` (as for one()), the dropped values valid elsewhere get their own notice, e.g.
+        "'METEOR' is not scored on this dataset; left out"."""
         raw = self._raw(name)
         if raw is None:
             chosen = [o for o in (default if default is not None else options) if o in options]
         else:
             asked = [v for v in raw.split(",") if v]
             chosen = [v for v in asked if v in options]
-            unknown = [v for v in asked if v not in options]
+            absent = [v for v in asked if v not in options and known is not None and unavailable and v in known]
+            unknown = [v for v in asked if v not in options and v not in absent]
+            self.notices += [f"'{v}' {unavailable}; left out." for v in absent]
             if unknown:
                 self.notices.append(f"unknown {name} ignored: {', '.join(unknown)}")
             if not chosen:

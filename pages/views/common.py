@@ -117,6 +117,9 @@ def data(fn, *args, **kwargs):
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     """Every page's opening: title, a cursor on the store, and the URL's view state; stops on an empty store."""
     st.title(title)
+    # Notices about the URL's values (publish() draws them once the page knows them) go right under the
+    # title, where a reader looks first, not under the charts.
+    _RUN.notices = st.container()
     con = cursor()
     if empty_store():
         st.stop()
@@ -173,8 +176,10 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
     query = to_query(values)
     if dict(st.query_params.to_dict()) != query:
         st.query_params.from_dict(query)
-    for note in notices:
-        st.info(md_escape(note), icon="ℹ️")  # notices quote the URL's values: text, not markdown
+    box = getattr(_RUN, "notices", None)
+    _RUN.notices = None
+    for note in notices:  # in the place start() kept under the title
+        (box if box is not None else st).info(md_escape(note), icon=":material/info:")  # they quote the URL: text
     with st.sidebar:
         # Plain text: not st.code (which loads a 1.5 MB highlighter on every page), not markdown (the
         # link's host comes from the request, so it is text like any other).
@@ -339,7 +344,7 @@ def sort_table(vs: ViewState, values: dict, frame: pd.DataFrame, key: str, *, de
     options = ([] if default in columns else [keep]) + columns
     col = vs.one("sort", options, default if default in columns else keep)
     order = vs.one("order", ["ascending", "descending"], "descending" if descending else "ascending")
-    c1, c2, _ = st.columns([2, 2, 2])
+    c1, c2, _ = st.columns([3, 4, 2])  # room for "descending" in a narrow window
     with c1:
         col = select("Sort by", options, col, key=f"sort-{key}",
                      help="Kept in the page's link; a click on a column header sorts only your own screen.")
@@ -353,15 +358,24 @@ def sort_table(vs: ViewState, values: dict, frame: pd.DataFrame, key: str, *, de
     return frame.sort_values(col, ascending=order == "ascending", na_position="last", kind="stable")
 
 
+def grid(frame, **kwargs) -> None:
+    """st.dataframe as every page shows a table: no index, and a missing value as a blank cell (Streamlit
+    otherwise prints "None")."""
+    st.dataframe(frame, **{"hide_index": True, "placeholder": "", **kwargs})
+
+
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe."""
     st.download_button(label, frame.to_csv(index=False).encode("utf-8-sig"), file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")
 
 
-def select(label: str, options: list[str], value: str | None, key: str, **kwargs) -> str | None:
+def select(label: str, options: list[str], value: str | None, key: str, *, empty: str | None = None,
+           **kwargs) -> str | None:
+    """A select box on `options` starting at `value`; with no options, a caption saying why (`empty`)
+    instead of a disabled box, and None."""
     if not options:
-        st.selectbox(label, ["(none)"], disabled=True, key=key)
+        st.caption(md_escape(f"{label}: {empty or 'nothing to choose from here.'}"))
         return None
     return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key, **kwargs)
 

@@ -3,17 +3,18 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.metrics.registry import FLAVORS
-from pages.views.common import data, download, md_escape, pick_track, publish, select, start
+from pages.views.common import data, download, grid, md_escape, pick_track, publish, select, start
 
 con, vs = start("Compare two models")
 dataset, track, c = pick_track(con, vs, "cp", skills=False)
 models = data(views.models_of, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)
-with c[2]:
-    a = select("Model A", models, a, key=f"cp-a-{track}")
-with c[3]:
-    b = select("Model B", models, b, key=f"cp-b-{track}")
+if len(models) >= 2:  # else the page says why, instead of two empty boxes
+    with c[2]:
+        a = select("Model A", models, a, key=f"cp-a-{track}")
+    with c[3]:
+        b = select("Model B", models, b, key=f"cp-b-{track}")
 flavor = vs.one("flavor", list(FLAVORS), "default")
 values = {"dataset": dataset, "track": track, "a": a, "b": b, "flavor": flavor}
 
@@ -23,8 +24,12 @@ def numbers(formats: dict[str, str]) -> dict:
     return {col: st.column_config.NumberColumn(col, format=spec) for col, spec in formats.items()}
 
 
-if len(models) < 2 or a == b:
-    st.warning("Pick two different models of a track that has at least two.")
+if len(models) < 2:
+    st.info(md_escape(f"Nothing to compare: {track or 'this dataset'} has "
+                      + (f"one model ({models[0]})" if models else "no model responses")
+                      + "; comparing needs two. Pick another track or dataset, or upload a second model."))
+elif a == b:
+    st.warning("Model A and Model B are the same: pick two different models.")
 else:
     deltas, humans, items = data(views.compare, dataset, track, a, b, flavor=flavor)
     deltas = views.clean_noise(deltas)
@@ -35,12 +40,12 @@ else:
     spread = [col for col in ("delta", "ci_low", "ci_high") if col in deltas]
     formats = {**{col: views.sensible_format(deltas[means]) for col in means},
                **{col: views.sensible_format(deltas[spread]) for col in spread}}
-    st.dataframe(views.round_to_format(deltas, formats), hide_index=True, width="stretch",
+    grid(views.round_to_format(deltas, formats), width="stretch",
                  column_config={"n": st.column_config.NumberColumn("n", format="%d"), **numbers(formats)})
     download(deltas, f"compare-{a}-{b}")
     if not humans.empty:
         st.subheader("Human scores: wins, ties, losses")
-        st.dataframe(humans, hide_index=True)
+        grid(humans)
     metric_cols = [col for col in items.columns if col.endswith(f"({b} - {a})")]
     if metric_cols:
         sort = vs.one("sort", metric_cols, metric_cols[0])
@@ -55,7 +60,7 @@ else:
         formats = {col: views.sensible_format(items[col]) for col in metric_cols}
         st.caption(f"The {len(top)} items with the largest |{md_escape(sort)}|, the last two turns of their "
                    "context and both responses; **open** shows the item in the drill-down.")
-        st.dataframe(views.round_to_format(top, formats), hide_index=True, width="stretch", column_config={
+        grid(views.round_to_format(top, formats), width="stretch", column_config={
             "drill-down": st.column_config.LinkColumn("drill-down", display_text="open",
                                                       help="This item in the drill-down view"),
             "context": st.column_config.TextColumn("context", width="medium", help="The last two turns"),

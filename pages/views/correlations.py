@@ -4,13 +4,14 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.correlate import LEVELS
-from evalcore.metrics.registry import FLAVORS
+from evalcore.metrics.registry import FLAVORS, METRICS
 from evalcore.stats import METHODS
 from pages.views.common import (
     bar,
     data,
     download,
     fmt,
+    grid,
     heatmap,
     level_and_origin,
     md_escape,
@@ -22,6 +23,7 @@ from pages.views.common import (
     start,
 )
 
+NOT_HERE = "is not scored here (no values to correlate on this track)"
 con, vs = start("Correlations with human scores")
 options = data(views.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
@@ -55,7 +57,7 @@ else:
     dims_all = list(dict.fromkeys(table["dimension"]))
     metrics_all = list(dict.fromkeys(table["metric"]))
     dims = vs.many("dims", dims_all, dims_all)
-    metrics = vs.many("metrics", metrics_all, metrics_all)
+    metrics = vs.many("metrics", metrics_all, metrics_all, unavailable=NOT_HERE, known=METRICS)
     dims = st.multiselect("Dimensions", dims_all, default=dims, key=f"co-dims-{dataset}")
     metrics = st.multiselect("Metrics", metrics_all, default=metrics, key=f"co-metrics-{dataset}")
     values.update(dims=dims if len(dims) < len(dims_all) else None,
@@ -83,11 +85,14 @@ else:
     download(shown, f"correlations-{dataset}-{level}-{method}")
 
     st.subheader("One metric across skills")
-    choice = vs.one("metric", metrics_all, metrics_all[0])
+    choice = vs.one("metric", metrics_all, metrics_all[0], unavailable=NOT_HERE, known=METRICS)
     choice = select("Metric", metrics_all, choice, key=f"co-across-{dataset}")
     values["metric"] = choice
     across = data(views.across_correlations, dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
-    if not across.empty:
+    if across.empty:
+        st.caption(md_escape(f"No correlations of {choice} on any track of {dataset} at {level} level ({origin} "
+                             "values)."))
+    else:
         bar(across, x="track", y="r", color="dimension", y_title=f"{method} r", y_domain=[-1, 1],
             tooltip=["track", "dimension", "r", "n", "p", "note"], key="across")
 
@@ -98,7 +103,9 @@ else:
                             x_title="published", y_title="recomputed", key="published")
         far = pub[pub["diff"].abs() > 0.05]
         st.caption(f"{int((pub['diff'].abs() <= 0.0101).sum())} of {len(pub)} cells within 0.0101 of the published "
-                   f"value; {len(far)} differ by more than 0.05 (see the README for likely causes).")
-        st.dataframe(far[["track", "dimension", "metric", "method", "r", "published", "diff"]], hide_index=True)
+                   f"value; {len(far)} differ by more than 0.05" + (" (listed below; see the README for likely "
+                   "causes)." if len(far) else "."))
+        if len(far):
+            grid(far[["track", "dimension", "metric", "method", "r", "published", "diff"]])
 
 publish("correlations", values, vs.notices)

@@ -2,8 +2,8 @@
 import streamlit as st
 
 from evalcore import views
-from evalcore.metrics.registry import FLAVORS
-from pages.views.common import data, download, highlighted, md_escape, pick_track, publish, select, sort_table, start
+from evalcore.metrics.registry import FLAVORS, METRICS
+from pages.views.common import data, download, grid, highlighted, md_escape, pick_track, publish, select, sort_table, start
 
 con, vs = start("Drill-down")
 # Opens on a track with rated responses, where the disagreement sort means something.
@@ -23,15 +23,18 @@ dims = data(views.dimensions_of, dataset, track)
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
 models = sorted(table["model"].unique())
 chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
-metric = vs.one("metric", metrics, metrics[0] if metrics else None)
+metric = vs.one("metric", metrics, metrics[0] if metrics else None, unavailable="is not scored on this track",
+                known=METRICS)
 dim = vs.one("dim", dims, dims[0] if dims else None)
-c = st.columns(3)
+c = st.columns([2, 2, 3])  # the toggle's label needs the room in a narrow window
 with c[0]:
-    metric = select("Metric", metrics, metric, key=f"dd-metric-{track}")
+    metric = select("Metric", metrics, metric, key=f"dd-metric-{track}",
+                    empty="none scored on this track yet (python -m evalcore score).")
 with c[1]:
-    dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}")
-rated_only = c[2].toggle("Rated responses only", value=vs.one("rated", ["1", "0"], "1" if dims else "0") == "1",
-                         key="dd-rated", disabled=not dims)
+    dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}",
+                 empty="no human ratings on this track, so no disagreement sort.")
+rated = vs.one("rated", ["1", "0"], "1" if dims else "0") == "1"
+rated_only = c[2].toggle("Rated responses only", value=rated, key="dd-rated") if dims else False
 values.update(models=chosen if len(chosen) < len(models) else None, metric=metric, dim=dim,
               rated="1" if rated_only else "0")
 
@@ -58,7 +61,7 @@ if metric and dim:
     st.caption(f"disagreement: |percentile rank of {md_escape(metric)} − percentile rank of {md_escape(dim)}|.")
 shown = sort_table(vs, values, shown, "dd", default="disagreement" if "disagreement" in shown else None,
                    descending=True, columns=["disagreement", *metrics, *dims, "model", "item_id"])
-st.dataframe(shown.head(500), hide_index=True, width="stretch", column_config={
+grid(shown.head(500), width="stretch", column_config={
     "text": st.column_config.TextColumn("response", width="large"),
     **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col))
        for col in metrics + dims + ["disagreement"] if col in shown}})
@@ -67,7 +70,8 @@ download(shown, f"drilldown-{dataset}-{track}")
 
 items = list(dict.fromkeys(shown["item_id"].tolist()))
 item = vs.one("item", items + sorted(set(table["item_id"]) - set(items)), items[0] if items else None)
-item = select("Open item", items if item in items else [item] + items, item, key=f"dd-item-{track}")
+item = select("Open item", items if item in items or item is None else [item] + items, item, key=f"dd-item-{track}",
+              empty="no response passes the filters above.")
 values["item"] = item
 detail = data(views.item_detail, dataset, item) if item else None
 if detail:
@@ -89,8 +93,8 @@ if detail:
             for key, value in detail["grounding"].items():
                 st.caption(md_escape(key))
                 if key == "knowledge" and value and isinstance(value[0], list):
-                    st.dataframe([{"entity": t[0], "attribute": t[1] if len(t) > 1 else "",
-                                   "value": t[2] if len(t) > 2 else ""} for t in value], hide_index=True)
+                    grid([{"entity": t[0], "attribute": t[1] if len(t) > 1 else "",
+                           "value": t[2] if len(t) > 2 else ""} for t in value])
                 else:
                     st.json(value)
     st.markdown("**Responses** (tokens shared with a reference highlighted)")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from evalcore import views
-from pages.views.common import bar, data, download, heatmap, md_escape, origins_at, publish, select, start
+from pages.views.common import bar, data, download, grid, heatmap, md_escape, origins_at, publish, select, start
 
 con, vs = start("Metric ensembles (MME-CRS)")
 datasets = data(views.datasets)
@@ -39,7 +39,7 @@ else:
     mine["method"] = mine["method"].str.replace("best:", "best single: ", regex=False)
     bar(mine, x="dimension", y="spearman", color="method", facet="track", y_title="Spearman with humans",
         key="ensemble-results")
-    st.dataframe(mine, hide_index=True, width="stretch")
+    grid(mine, width="stretch")
     download(results, f"ensemble-{dataset}-{level}-{holdout}")
     st.subheader(f"Weights learned without {md_escape(group)}")
     w = weights[weights["holdout"] == group].copy()

@@ -3,7 +3,7 @@ import streamlit as st
 
 from evalcore import views
 from evalcore.humans import AGGREGATES
-from pages.views.common import bar, data, download, expander, md_escape, pick_track, publish, select, start
+from pages.views.common import bar, data, download, expander, grid, md_escape, pick_track, publish, select, start
 
 con, vs = start("Human evaluation")
 rated = data(views.multi_rated_tracks)
@@ -34,13 +34,13 @@ else:
             st.caption(note)
             numbers = {k: st.column_config.NumberColumn(format="%.3f") for k in ("value", "ci_low", "ci_high")}
             pairs = table["statistic"].str.startswith("cohen_kappa")
-            st.dataframe(table[~pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
+            grid(table[~pairs].drop(columns=["track", "dimension"]), width="stretch",
                          column_config=numbers)
             n_pairs = table.loc[pairs, "annotators"].nunique()
             if final:  # widgets once per run: the first, quick table has none
                 title = f"Cohen's kappa per annotator pair ({n_pairs} pairs who rated the same targets)"
                 with expander(vs, values, "pairs", title):
-                    st.dataframe(table[pairs].drop(columns=["track", "dimension"]), hide_index=True, width="stretch",
+                    grid(table[pairs].drop(columns=["track", "dimension"]), width="stretch",
                                  column_config=numbers)
                 download(table, f"agreement-{dataset}-{track}-{dim}")
 
@@ -62,7 +62,7 @@ else:
         bias = bias[bias["dimension"] == dim]
         st.caption("Bias: an annotator's mean minus the mean of all ratings of the same targets.")
         bar(bias, x="annotator", y="bias", tooltip=["annotator", "n", "mean", "bias"], key="bias", height=280)
-        st.dataframe(bias.drop(columns=["track", "dimension"]), hide_index=True)
+        grid(bias.drop(columns=["track", "dimension"]))
 
     if not table.empty:
         full = data(views.agreement_table, dataset, track)

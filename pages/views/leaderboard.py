@@ -4,8 +4,20 @@ import pandas as pd
 import streamlit as st
 
 from evalcore import views
-from evalcore.metrics.registry import FLAVORS
-from pages.views.common import data, download, expander, md_escape, pick_track, publish, rank_chart, select, sort_table, start
+from evalcore.metrics.registry import FLAVORS, METRICS
+from pages.views.common import (
+    data,
+    download,
+    expander,
+    grid,
+    md_escape,
+    pick_track,
+    publish,
+    rank_chart,
+    select,
+    sort_table,
+    start,
+)
 
 con, vs = start("Leaderboard")
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
@@ -19,9 +31,10 @@ if not columns:
     st.warning("Nothing to show for this track yet: import responses and run `python -m evalcore score`.")
 else:
     options, default = data(views.rank_choices, dataset, track, tuple(columns))
-    rank_by = vs.one("rank_by", options, default)
+    rank_by = vs.one("rank_by", options, default, unavailable="is not scored on this track", known=METRICS)
     partial = vs.one("partial", ["no", "yes"], "no") == "yes"
-    r1, r2, r3 = st.columns([1, 1, 1])
+    r1, r2 = st.columns(2)
+    r3 = st.container()  # the toggle on a line of its own: beside the others a narrow window cuts its label
     with r1:
         rank_by = select("Rank by", options, rank_by, key=f"lb-rank-{dataset}-{track}",
                          help="Models are ranked within each track; the interval resamples the track's items "
@@ -47,7 +60,8 @@ else:
     chosen = vs.many("models", models, models)
     chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}-{origin}")
     filled = [c for c in metrics + dims if mine[c].notna().any()]  # columns with a value for this origin
-    shown_metrics = st.multiselect("Columns", metrics + dims, default=vs.many("metrics", metrics + dims, filled),
+    asked = vs.many("metrics", metrics + dims, filled, unavailable="is not scored on this track", known=METRICS)
+    shown_metrics = st.multiselect("Columns", metrics + dims, default=asked,
                                    key=f"lb-cols-{dataset}-{track}-{origin}")
     values.update(models=chosen if len(chosen) < len(models) else None,
                   metrics=shown_metrics if shown_metrics != filled else None)
@@ -63,19 +77,34 @@ else:
     if len(hidden):
         st.caption(f"{len(hidden)} partial submission(s) hidden (they answer only part of the track); "
                    "'Show partial submissions' lists and ranks them, marked.")
+    # On screen: rank and model (pinned), then the value columns, as narrow as their headers allow, so a
+    # 1400-px window shows a track's metrics without scrolling; the interval, coverage and counts after
+    # them, and only where some row has one (published rows have none). The track's name is in the box
+    # above: its column only when a skill's tracks are shown together.
+    after = [c for c in table.columns if c not in ("track", "rank", "model", *shown_metrics)
+             and table[c].map(lambda v: not pd.isna(v) and v != "").any()]
+    order = (["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *shown_metrics, *after]
+    widths = {c: int(max(64, 7.5 * len(c) + 26)) for c in shown_metrics}
+    wide = sum(widths.values()) + 190 > 940  # more than a 1400-px window shows beside the sidebar
     st.caption(f"Ranked by {md_escape(rank_by)} among {origin} rows; best value per column in bold. "
-               "Blank cells: hover a column header for why.")
+               "Blank cells: hover a column header for why."
+               + (f" {len(shown_metrics)} value columns: scroll the table sideways (rank and model stay in "
+                  "place), or pick fewer under Columns." if wide else "")
+               + (" Published rows have no coverage, response count or rank interval." if origin == "published" else ""))
 
     def tip(col: str) -> str:
         lines = [f"{r['models']}: {r['why blank']}" for r in why[why["column"] == col].to_dict("records")]
         return views.describe(col) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
 
-    config = {c: st.column_config.Column(c, help=tip(c)) for c in shown_metrics}
+    config = {c: st.column_config.Column(c, help=tip(c), width=widths[c]) for c in shown_metrics}
+    config["rank"] = st.column_config.Column(pinned=True, width=56)
+    config["model"] = st.column_config.Column(pinned=True)
     config["rank 95% CI"] = st.column_config.Column(help="2.5th-97.5th percentile of the rank over 1,000 paired "
                                                     "bootstrap resamples of the items (seed 0); blank where it "
                                                     "cannot be made: see 'note'")
-    config["coverage"] = st.column_config.Column(help="share of the track's items this model answered")
-    st.dataframe(styled, hide_index=True, width="stretch", column_config=config)
+    config["coverage"] = st.column_config.Column(help="share of the track's items this model answered; blank "
+                                                 "for published rows (a paper's table says nothing of it)", width=82)
+    grid(styled, width="stretch", column_config=config, column_order=order)
     d1, d2 = st.columns(2)
     with d1:
         download(table, f"leaderboard-{dataset}-{track}-{origin}")
@@ -83,25 +112,33 @@ else:
         st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
     if len(why):
         with expander(vs, values, "why", f"Why cells are blank ({len(why)})"):
-            st.dataframe(why, hide_index=True, width="stretch")
+            grid(why, width="stretch")
     with expander(vs, values, "signatures", "Signatures: what each computed column is"):
-        st.dataframe(data(views.signatures, dataset, track, flavor), hide_index=True, width="stretch")
+        grid(data(views.signatures, dataset, track, flavor), width="stretch")
     missing = views.missing_metrics(list(board.columns))
     if len(missing):
         with expander(vs, values, "missing", f"Metrics without a column here ({len(missing)})"):
-            st.dataframe(missing, hide_index=True, width="stretch")
+            grid(missing, width="stretch")
 
     st.subheader("Across skills: where one model stands")
     all_models = data(views.models_ranked, dataset)
     model = vs.one("model", all_models, all_models[0] if all_models else None)
     every, first = data(views.across_choices, dataset, flavor)
-    across = vs.one("across_by", every, first)
-    a1, a2 = st.columns([2, 1])
-    with a1:
-        model = select("Model", all_models, model, key=f"lb-model-{dataset}", help="Computed values; newest model first.")
-    with a2:
-        across = select("Rank across skills by", every, across, key=f"lb-across-{dataset}",
-                        help="Default: the column with computed values on the most tracks.")
+    across = vs.one("across_by", every, first, unavailable="is not scored on this dataset", known=METRICS)
+    if not all_models or not every:  # say why instead of two empty boxes
+        st.caption(md_escape(
+            f"Nothing to show here: this ranks one model on every track by its computed values, and {dataset} "
+            + ("holds no responses of its own (only published tables)." if not all_models else
+               "has no computed values yet (score it: python -m evalcore score).")))
+        model = across = None
+    else:
+        a1, a2 = st.columns([2, 1])
+        with a1:
+            model = select("Model", all_models, model, key=f"lb-model-{dataset}",
+                           help="Computed values; newest model first.")
+        with a2:
+            across = select("Rank across skills by", every, across, key=f"lb-across-{dataset}",
+                            help="Default: the column with computed values on the most tracks.")
     values.update(model=model, across_by=across)
     if model and across:
         ranks = data(views.model_ranks, dataset, model, across, flavor, partial=partial)
@@ -111,10 +148,10 @@ else:
         shown = shown[["track", "skill", "rank", "rank 95% CI", "ranked", "value", "coverage", "note"]]
         spec = views.sensible_format(shown["value"])
         rank_by = across
-        st.dataframe(shown.style.format({"value": lambda v: "" if pd.isna(v) else spec % v,
-                                         "coverage": views.percent}, na_rep=""),
-                     hide_index=True, width="stretch",
-                     column_config={"ranked": st.column_config.Column(help="models ranked on this track"),
-                                    "value": st.column_config.Column(rank_by)})
+        grid(shown.style.format({"value": lambda v: "" if pd.isna(v) else spec % v,
+                                 "coverage": views.percent}, na_rep=""),
+             width="stretch",
+             column_config={"ranked": st.column_config.Column(help="models ranked on this track"),
+                            "value": st.column_config.Column(rank_by)})
 
 publish("leaderboard", values, vs.notices)
