@@ -608,10 +608,8 @@ def _cmd_trust(con, args) -> None:
     options = dict(flavor=args.flavor, tokenizer=args.tokenizer, aggregate=args.aggregate, models=_chosen_models(args),
                    system_aggregate=args.system_aggregate, alpha=args.alpha, adjust=args.adjust)
     dims = tr.dimensions(con, args.dataset)
-    frame = tr.trust(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
-                     origin=args.origin, **options)
-    said = tr.verdicts(frame, adjust=args.adjust)
-    sweep = tr.robustness(con, args.dataset, level=args.level, origin=args.origin, dimensions=dims, **options)
+    frame, said = tr.report(con, args.dataset, level=args.level, method=args.method, dimension=args.dimension,
+                            origin=args.origin, dimensions=dims, **options)
     # The verdicts first, one line per skill: on standard output before a table, on standard error before
     # CSV or JSON (which stay machine-readable).
     out = sys.stdout if args.format == "table" else sys.stderr
@@ -619,8 +617,7 @@ def _cmd_trust(con, args) -> None:
           f"values); significant: p < {args.alpha:g}" + (", Holm-adjusted over each skill's metrics" if args.adjust ==
                                                           "holm" else ""), file=out)
     for row in said.itertuples():
-        robust = tr.robustness_text(sweep, row.skill, row.metric if row.verdict == "trust" else "none")
-        print(row.text + (f"\n    {robust}" if robust and row.verdict != "undefined" else ""), file=out)
+        print(row.text + (f"\n    {row.robust}" if row.robust else ""), file=out)
     print(file=out)
     emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
 

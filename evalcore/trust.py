@@ -429,6 +429,10 @@ def robustness(con, dataset: str, *, level: str = "system", origin: str = "compu
     _check(level, origin, list(METHODS), aggregate)
     _check_adjust(adjust, alpha)
     loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
+    return _sweep(loaded, dimensions, alpha=alpha, adjust=adjust)
+
+
+def _sweep(loaded: list[_Track], dimensions: list[str], *, alpha: float, adjust: str) -> pd.DataFrame:
     rows = []
     for method in METHODS:
         for dimension in dimensions:
@@ -463,13 +467,20 @@ def robustness_text(sweep: pd.DataFrame, skill: str, answer: str) -> str:
 
 
 def report(con, dataset: str, *, level: str, method: str, dimension: str, origin: str, dimensions: list[str],
-           **options) -> pd.DataFrame:
-    """verdicts() of trust() at these settings, with `robust`: how each skill's answer holds across
-    robustness()'s sweep over methods and dimensions."""
-    adjust = options.get("adjust", "holm")
-    frame = trust(con, dataset, level=level, method=method, dimension=dimension, origin=origin, **options)
-    out = verdicts(frame, adjust=adjust)
-    sweep = robustness(con, dataset, level=level, origin=origin, dimensions=dimensions, **options)
-    out["robust"] = [robustness_text(sweep, s, m if v == "trust" else "none") if v != "undefined" else ""
-                     for s, v, m in zip(out["skill"], out["verdict"], out["metric"])]
-    return out
+           flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean", models: Models = Models(),
+           system_aggregate: str = "corpus", alpha: float = ALPHA,
+           adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(trust()'s table, verdicts() with `robust`: how each skill's answer holds across the sweep over
+    methods and `dimensions`), from values read once."""
+    _check(level, origin, [method], aggregate)
+    _check_adjust(adjust, alpha)
+    require_dataset(con, dataset)
+    loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
+    frame = _table(loaded, method, dimension, alpha=alpha, adjust=adjust)
+    if frame.empty or frame["r"].isna().all():
+        raise ValueError(_nothing(con, dataset, level, origin, frame))
+    said = verdicts(frame, adjust=adjust)
+    sweep = _sweep(loaded, dimensions, alpha=alpha, adjust=adjust)
+    said["robust"] = [robustness_text(sweep, s, m if v == "trust" else "none") if v != "undefined" else ""
+                      for s, v, m in zip(said["skill"], said["verdict"], said["metric"])]
+    return frame, said

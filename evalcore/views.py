@@ -590,16 +590,10 @@ def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, s
 
 
 def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
-               origin: str, flavor: str = "default", alpha: float = 0.05, adjust: str = "holm") -> pd.DataFrame:
-    from evalcore.trust import trust
-
-    return trust(con, dataset, level=level, method=method, dimension=dimension, origin=origin, flavor=flavor,
-                 alpha=alpha, adjust=adjust)
-
-
-def trust_verdicts(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
-                   origin: str, flavor: str = "default", alpha: float = 0.05, adjust: str = "holm") -> pd.DataFrame:
-    """One sentence per skill (evalcore.trust.verdicts) and how it holds under other methods and dimensions."""
+               origin: str, flavor: str = "default", alpha: float = 0.05,
+               adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(every cell, one verdict per skill with how it holds under other methods and dimensions)
+    (evalcore.trust.report), from the store's values read once."""
     from evalcore.trust import dimensions, report
 
     return report(con, dataset, level=level, method=method, dimension=dimension, origin=origin,

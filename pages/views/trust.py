@@ -75,8 +75,7 @@ setting = dict(level=level, method=method, dimension=dimension, origin=origin, f
                alpha=alpha, adjust=adjust)
 
 try:
-    frame = data(views.trust_view, dataset, **setting)
-    said = data(views.trust_verdicts, dataset, **setting)
+    frame, said = data(views.trust_view, dataset, **setting)
 except ValueError as exc:  # e.g. a dimension no track of this level rates
     st.warning(md_escape(str(exc)))
     publish("trust", values, vs.notices)
