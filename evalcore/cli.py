@@ -147,12 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context (turns joined by "
                      "newlines), response, reference [list], annotations {dim: [scores]}}")
     p.add_argument("--track", required=True)
-    p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...)")
+    p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...; default: detected from the texts)")
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
     p = _import_kind(kinds, "mtbench", _import_mtbench, path="dir",
                      help="a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, reference_answer/*.jsonl, "
                      "model_judgment/*_single.jsonl and *_pair.jsonl")
-    p.add_argument("--language", help="the dataset's language when it is new (default en)")
+    p.add_argument("--language", help="the dataset's language when it is new (default: detected from the texts)")
     _import_kind(kinds, "msde", _import_msde, path="dir", dataset=False,
                  help="the MSDE release folder (github IRIP-LLM/MSDE)")
     p = _import_kind(kinds, "published", _import_published, path="dir",
