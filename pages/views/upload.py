@@ -151,8 +151,8 @@ if dataset:
         if past.empty:
             st.caption("Nothing recorded yet.")
         else:
-            st.caption("A replace or delete sets the old rows aside: `python -m evalcore restore N` brings them back "
-                       "(see the state column), `purge N --yes` drops them for good.")
+            st.caption("A replace or delete sets the old rows aside: Undo submission below brings them back "
+                       "(see the state column); `evalcore purge N --yes` drops them for good.")
             st.dataframe(past, hide_index=True, width="stretch")
             undoable = [int(i) for i, state in zip(past["submission_id"], past["state"]) if state.startswith("restorable")]
             if allowed and undoable:
