@@ -6,14 +6,15 @@ from evalcore.metrics.registry import FLAVORS
 from pages.views.common import data, download, grid, md_escape, pick_track, publish, select, start
 
 con, vs = start("Compare two models")
-dataset, track, c = pick_track(con, vs, "cp", skills=False)
+dataset, track, _ = pick_track(con, vs, "cp", skills=False)
 models = data(views.models_of, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)
 if len(models) >= 2:  # else the page says why, instead of two empty boxes
-    with c[2]:
+    m1, m2 = st.columns(2)  # a row of their own: beside the track a narrow window cuts the names to "bm25"
+    with m1:
         a = select("Model A", models, a, key=f"cp-a-{track}")
-    with c[3]:
+    with m2:
         b = select("Model B", models, b, key=f"cp-b-{track}")
 flavor = vs.one("flavor", list(FLAVORS), "default")
 values = {"dataset": dataset, "track": track, "a": a, "b": b, "flavor": flavor}
