@@ -146,8 +146,14 @@ def purge(con: duckdb.DuckDBPyConnection, sid: int) -> dict[str, int]:
     return counts
 
 
-def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, model: str | None = None) -> pd.DataFrame:
-    """Submissions, newest first, with how many rows each set aside and whether that can still come back."""
+CLI_RESTORE = "restorable: python -m evalcore restore {id}"
+
+
+def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, model: str | None = None, *,
+            restore_hint: str = CLI_RESTORE) -> pd.DataFrame:
+    """Submissions, newest first, with how many rows each set aside and whether that can still come back
+    (`state`: `restore_hint` with the submission's {id}, worded for where it is read: the CLI's command,
+    or a page's control)."""
     frame = con.execute("""
         WITH aside AS (
             SELECT archived_by, count(*) AS n FROM (
@@ -164,6 +170,6 @@ def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, model: s
     frame["tracks"] = frame["tracks"].map(lambda m: ", ".join(json.loads(m or "[]")))
     frame["state"] = [
         "purged" if pd.notna(p) else f"undone by #{int(r)}" if pd.notna(r) else
-        f"restorable: python -m evalcore restore {int(i)}" if n else ""
+        restore_hint.format(id=int(i)) if n else ""
         for i, n, r, p in zip(frame["submission_id"], frame["set_aside"], frame["restored_by"], frame["purged_at"])]
     return frame.drop(columns=["restored_by", "purged_at"]).reset_index(drop=True)

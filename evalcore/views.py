@@ -624,7 +624,8 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
 
 
 def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
-    """The dataset's submissions, newest first (evalcore.history.listing)."""
+    """The dataset's submissions, newest first (evalcore.history.listing), worded for the Upload page
+    (its "Undo submission" control, not a command)."""
     from evalcore.history import listing
 
-    return listing(con, dataset).drop(columns=["dataset"])
+    return listing(con, dataset, restore_hint="restorable: Undo submission {id} below").drop(columns=["dataset"])

@@ -26,9 +26,9 @@ MARK_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "di
 con, vs = start("Which metric to trust, per skill")
 options = data(views.trust_choices)
 if not options:
-    st.info("No dataset here has both metric values and human ratings of the same units. Import ratings "
-            "(`python -m evalcore import ratings`) and score responses (`python -m evalcore score`), or a paper's "
-            "tables (`python -m evalcore import published`); see the README.")
+    st.info("No dataset here has both metric values and human ratings of the same units. Upload human ratings "
+            "of a track's responses on the Upload page (File holds: ratings); its scoring job computes the metrics. "
+            "From a terminal, `evalcore import published` loads a paper's system-level tables; see the README.")
     publish("trust", {}, vs.notices)
     st.stop()
 

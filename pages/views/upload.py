@@ -152,7 +152,7 @@ if dataset:
             st.caption("Nothing recorded yet.")
         else:
             st.caption("A replace or delete sets the old rows aside: Undo submission below brings them back "
-                       "(see the state column); `evalcore purge N --yes` drops them for good.")
+                       "(see the state column). They stay set aside until an administrator purges them.")
             st.dataframe(past, hide_index=True, width="stretch")
             undoable = [int(i) for i, state in zip(past["submission_id"], past["state"]) if state.startswith("restorable")]
             if allowed and undoable:
