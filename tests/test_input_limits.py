@@ -47,6 +47,8 @@ def test_identifiers_are_normalised_one_way_and_reported(toy, tmp_path):
     path.write_text("item_id,response\n t1 ,好\nｔ２,嗯\n", encoding="utf-8")
     report = import_responses(toy, path, dataset="toy", track="toy/chitchat", model="ｍ３")
     assert readers.NORMALISED.format(n=2) in report.notes
-    rows = toy.execute("SELECT item_id FROM responses WHERE model = 'ｍ３' ORDER BY 1").fetchall()
+    # the model named outside the file is read the same one way (issue 29): 'ｍ３' is m3
+    rows = toy.execute("SELECT item_id FROM responses WHERE model = 'm3' ORDER BY 1").fetchall()
     assert rows == [("t1",), ("t2",)]
+    assert toy.execute("SELECT count(*) FROM models WHERE model = 'ｍ３'").fetchone() == (0,)
     assert readers.normalise_id(" ｍ３\u3000") == "m3"

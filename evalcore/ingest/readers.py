@@ -1,30 +1,84 @@
-"""Reading user files: CSV, TSV, JSONL and xlsx, in UTF-8 (BOM or not), UTF-16 or GB18030/GBK.
+"""Reading user files: CSV, TSV, JSONL, JSON and xlsx, in UTF-8 (BOM or not), UTF-16 or GB18030/GBK.
 
 Every record comes with the place a user would look for it ("line 3", "row 7").
+
+Limits (issue 29): a file, or an archive, is refused the moment it passes one, so that memory stays bounded
+whatever the file or its compression ratio; each can be changed with an environment variable, read when an
+import runs:
+
+- EVALCORE_MAX_COLUMNS (1,000): columns of a header.
+- EVALCORE_MAX_CELL (100,000): characters of a cell or text field, list elements included.
+- EVALCORE_MAX_ROWS (1,000,000): records of one import, all the files of a .zip or folder together. An import
+  holds every row in memory until all are checked (about 0.5 KB per short row, more for long texts): the
+  default keeps the largest real submissions (MSDE: 39,190 rows; bench/import_memory.py: 416,000) and refuses
+  a 4-million-row bomb at row 1,000,001, near 600 MB.
+- EVALCORE_MAX_EXPANDED (1 GiB): bytes a .zip (or an .xlsx, itself a zip) may expand to, summed over its
+  members: the declared sizes are checked before anything is unpacked, then the unpacked bytes are counted as
+  they are written (zipfile never yields more than a member declares). 1 GiB is five times Streamlit's
+  200 MB upload limit and twenty times the largest release we import; 10x (2 GiB) would let one upload fill
+  the temp folder with what a 4 GB machine cannot read back.
+- EVALCORE_MAX_MEMBERS (1,000): files in a .zip.
+- EVALCORE_MAX_LINE (10,000,000): characters of one physical line of a CSV, TSV or JSONL file (at most
+  40 MB of text; a header of a million columns is still refused by its column count), read with a
+  bounded readline (a file without newlines is not read whole into memory).
+- EVALCORE_MAX_DEPTH (100): nesting of JSON arrays and objects (checked before parsing: no RecursionError).
+- Numbers: finite and at most 1e100 in magnitude (MAX_MAGNITUDE), so that sums, means and squares of any
+  realistic number of them stay finite (ten values of 1.7e308 would sum to inf).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import json
 import math
 import os
 import re
+import shutil
+import tempfile
+import time
 import unicodedata
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from evalcore.errors import ImportRefused, Problem, short
 
 ENCODINGS_EXPECTED = "text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK"
-# Limits a user would accept; a file over them is refused with the row and the limit.
+# Limits a user would accept; a file over them is refused with the row and the limit. Module values are the
+# defaults (tests may set them); the environment variable, when set, wins at the time of the import.
 MAX_COLUMNS = int(os.environ.get("EVALCORE_MAX_COLUMNS", 1000))
 MAX_CELL = int(os.environ.get("EVALCORE_MAX_CELL", 100_000))   # characters per cell
+MAX_ROWS = 1_000_000
+MAX_EXPANDED = 1 << 30
+MAX_MEMBERS = 1000
+MAX_LINE = 10_000_000
+MAX_DEPTH = 100
+MAX_MAGNITUDE = 1e100
+ENV = {"MAX_ROWS": "EVALCORE_MAX_ROWS", "MAX_EXPANDED": "EVALCORE_MAX_EXPANDED", "MAX_MEMBERS": "EVALCORE_MAX_MEMBERS",
+       "MAX_LINE": "EVALCORE_MAX_LINE", "MAX_DEPTH": "EVALCORE_MAX_DEPTH"}
 # C0 controls and DEL, except tab, newline and carriage return (which texts may hold); NUL and the
 # like are never what a user meant, and some tools truncate at them.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 NORMALISED = ("normalised {n} identifier(s): surrounding whitespace removed and full-width or other "
               "compatibility forms folded (Unicode NFKC)")
+TEMP_PREFIX = "evalcore-upload-"   # the temporary folders of uploads and unpacked archives (sweep_temp)
+
+
+def limit(name: str) -> int:
+    """The limit `name` (MAX_ROWS, ...): its environment variable when set, else the module's value."""
+    var = ENV[name]
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return globals()[name]
+    try:
+        value = int(float(text))
+    except ValueError:
+        raise ValueError(f"{var} must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"{var} must be at least 1, got {text!r}")
+    return value
 
 
 def normalise_id(value: str) -> str:
@@ -66,7 +120,11 @@ def _unreadable(file: str, error: UnicodeDecodeError | None, offset: int = 0) ->
 
 def sniff_encoding(path: Path, file: str, block: int = 1 << 20) -> str:
     """The encoding that reads the whole file, found by decoding it block by block (never the whole
-    file in memory at once: a large upload costs its parsed rows, not three copies of itself)."""
+    file in memory at once: a large upload costs its parsed rows, not three copies of itself).
+
+    A file that is UTF-8 up to its last bytes, which begin a character that never ends, was cut short: it
+    is refused ("file ends inside a UTF-8 character at byte N"), never read as GB18030 (which reads almost
+    any bytes, as mojibake)."""
     import codecs
 
     with path.open("rb") as fh:
@@ -79,7 +137,17 @@ def sniff_encoding(path: Path, file: str, block: int = 1 << 20) -> str:
                 while chunk := fh.read(block):
                     decoder.decode(chunk)
                     offset += len(chunk)
+            pending = decoder.getstate()[0]
+            try:
                 decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                if enc.startswith("utf-8"):
+                    at = offset - len(pending)
+                    raise ImportRefused([Problem(file, "", "", ENCODINGS_EXPECTED,
+                                                 f"a file that ends inside a UTF-8 character at byte {at:,} (its last "
+                                                 f"{len(pending)} byte(s) begin a character that never ends: was the "
+                                                 "file cut short?)")]) from None
+                raise
             return enc
         except UnicodeDecodeError as exc:
             first = first or (exc, offset)
@@ -88,7 +156,8 @@ def sniff_encoding(path: Path, file: str, block: int = 1 << 20) -> str:
 
 def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jsonl", "xlsx")) -> Table:
     """Read a file by its extension into records; refuse unreadable files whole. The file is read as
-    a stream: what stays in memory is its records, not the file's bytes or text."""
+    a stream: what stays in memory is its records, not the file's bytes or text (lines are read with a
+    bounded readline, rows counted against MAX_ROWS as they come)."""
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower().lstrip(".")
@@ -104,30 +173,141 @@ def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jso
         return _read_xlsx(path)
     enc = sniff_encoding(path, name)
     with path.open(encoding=enc, newline="") as fh:
+        lines = Lines(fh, name)
         if suffix == "jsonl":
-            table = _read_jsonl(fh, name)
+            table = _read_jsonl(lines, name)
         else:
-            table = _read_csv(fh, name, "\t" if suffix == "tsv" else ",")
+            table = _read_csv(lines, name, "\t" if suffix == "tsv" else ",")
     table.encoding = enc
     return table
 
 
+class Lines:
+    """The lines of an open text stream, each read with a bounded readline: a line longer than MAX_LINE
+    characters is refused (its number named) before it is held whole. Keeps the lines since the last mark()
+    (one CSV row's), so that a refusal can say where an unclosed quote opened."""
+
+    def __init__(self, stream, name: str):
+        self.stream, self.name, self.number, self.kept = stream, name, 0, []
+        self.most = limit("MAX_LINE")
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.stream.readline(self.most + 1)
+        if not line:
+            raise StopIteration
+        self.number += 1
+        if len(line) > self.most:
+            raise ImportRefused([Problem(self.name, f"line {self.number:,}", "", f"lines of at most {self.most:,} "
+                                         "characters (EVALCORE_MAX_LINE)", "a longer line")])
+        self.kept.append(line)
+        return line
+
+    def mark(self) -> None:
+        self.kept = []
+
+
+class Rows:
+    """Counts the records read, per file and per import (the budget of an archive or folder, see
+    row_budget): the record after the limit is refused at once, before more are read."""
+
+    def __init__(self, name: str):
+        self.name, self.n, self.most = name, 0, limit("MAX_ROWS")
+        self.budget = _BUDGET.get()
+
+    def add(self, where: str) -> None:
+        self.n += 1
+        if self.n > self.most:
+            raise ImportRefused([Problem(self.name, where, "", f"at most {self.most:,} rows (EVALCORE_MAX_ROWS)",
+                                         "more")])
+        if self.budget is not None:
+            self.budget[0] += 1
+            if self.budget[0] > self.budget[1]:
+                raise ImportRefused([Problem(self.name, where, "", f"at most {self.budget[1]:,} rows in all the "
+                                             "files of the archive or folder together (EVALCORE_MAX_ROWS)",
+                                             f"more: this is row {self.budget[0]:,} of them")])
+
+
+_BUDGET: contextvars.ContextVar[list | None] = contextvars.ContextVar("evalcore_row_budget", default=None)
+
+
+@contextlib.contextmanager
+def row_budget():
+    """Within it, every file read shares one count of rows (MAX_ROWS for all the files of a .zip or folder)."""
+    token = _BUDGET.set([0, limit("MAX_ROWS")])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _json_depth_at(text: str) -> int | None:
+    """The index in `text` where JSON arrays and objects nest deeper than MAX_DEPTH, or None. Brackets inside
+    strings do not count. A cheap count first: text with fewer brackets than the limit cannot be too deep."""
+    most = limit("MAX_DEPTH")
+    if text.count("[") + text.count("{") <= most:
+        return None
+    depth = 0
+    for m in _JSON_TOKEN.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > most:
+                return m.start()
+        elif c in "]}":
+            depth -= 1
+    return None
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def parse_json(text: str, name: str, shape: str, where: str = "", first_line: int = 1):
+    """json.loads, refusing instead of crashing: nesting deeper than MAX_DEPTH (named by line), invalid JSON,
+    numbers Python will not convert (an integer of more than 4,300 digits). `where` names a JSONL line."""
+    at = _json_depth_at(text)
+    if at is not None:
+        line = first_line + text.count("\n", 0, at)
+        raise ImportRefused([Problem(name, where or f"line {line:,}", "", f"JSON nested at most {limit('MAX_DEPTH')} "
+                                     "levels deep (EVALCORE_MAX_DEPTH)",
+                                     f"deeper nesting at column {at - text.rfind(chr(10), 0, at):,}")])
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportRefused([Problem(name, where or f"line {exc.lineno + first_line - 1:,}", "", shape,
+                                     f"invalid JSON ({exc.msg} at column {exc.colno})")]) from None
+    except (ValueError, RecursionError) as exc:
+        raise ImportRefused([Problem(name, where, "", shape, f"JSON Python cannot read ({short(str(exc), 80)})")]) from None
+
+
+def read_json(path: Path, shape: str) -> tuple[object, str]:
+    """A whole JSON file (a list or an object) and the encoding it was read in; unreadable JSON refused."""
+    file = str(path)
+    if not path.is_file():
+        raise ImportRefused([Problem(file, "", "", "an existing file", "no such file")])
+    encoding = sniff_encoding(path, file)
+    return parse_json(path.read_text(encoding=encoding), file, shape), encoding
+
+
 def _read_jsonl(lines, name: str) -> Table:
-    """Records from an iterable of lines (an open file, or text.splitlines())."""
+    """Records from an iterable of lines (an open file's Lines, or text.splitlines())."""
     records, places, problems = [], [], []
     columns: dict[str, None] = {}
+    rows = Rows(name)
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(name, f"line {lineno}", "", "one JSON object per line",
-                                    f"invalid JSON ({exc.msg} at column {exc.colno})"))
+            obj = parse_json(line, name, "one JSON object per line", f"line {lineno}")
+        except ImportRefused as exc:
+            problems += exc.problems
             continue
         if not isinstance(obj, dict):
             problems.append(Problem(name, f"line {lineno}", "", "a JSON object", type(obj).__name__))
             continue
+        rows.add(f"line {lineno:,}")
         columns.update(dict.fromkeys(obj))
         records.append(obj)
         places.append(lineno)
@@ -138,11 +318,37 @@ def _read_jsonl(lines, name: str) -> Table:
     return Table(name, list(columns), records, Places("line", places))
 
 
-def _read_csv(stream, name: str, delimiter: str) -> Table:
-    """Records from an open text stream (newline=''), row by row."""
+def _open_quote(lines: list[str], first: int, delimiter: str) -> int | None:
+    """The line (numbered from `first`) where the quote that is still open at the end of `lines` opened."""
+    opened, quoted, at_start = None, False, True
+    for n, line in enumerate(lines, start=first):
+        i, size = 0, len(line)
+        while i < size:
+            c = line[i]
+            if quoted:
+                if c == '"':
+                    if i + 1 < size and line[i + 1] == '"':
+                        i += 1
+                    else:
+                        quoted = False
+            elif c == '"' and at_start:
+                quoted, opened = True, n
+            at_start = not quoted and c in (delimiter, "\n", "\r")
+            i += 1
+    return opened if quoted else None
+
+
+def _read_csv(lines, name: str, delimiter: str) -> Table:
+    """Records from a Lines stream (or any iterable of lines read with newline=''), row by row. Quoting is
+    strict: a quote never closed (the file ends inside it, or a cell grows past the limit) is refused naming
+    the line where it opened, and so is text right after a closing quote."""
     csv.field_size_limit(max(MAX_CELL * 4, 131072))  # a longer cell is refused by name below, not by csv
-    reader = csv.reader(stream, delimiter=delimiter)
+    if not isinstance(lines, Lines):
+        lines = Lines(iter(lines), name) if hasattr(lines, "readline") else _ListLines(lines, name)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     problems, records, places = [], [], []
+    rows = Rows(name)
+    start = 1
     try:
         first = next(reader, None)
         if first is None:
@@ -154,7 +360,14 @@ def _read_csv(stream, name: str, delimiter: str) -> Table:
         if dupes:
             problems.append(Problem(name, "row 1", dupes[0], "each column name once", "it appears more than once"))
         width = len(header)
-        for index, row in enumerate(reader, start=2):
+        index = 1
+        while True:
+            start = lines.number + 1
+            lines.mark()
+            row = next(reader, None)
+            if row is None:
+                break
+            index += 1
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) > width:
@@ -162,16 +375,37 @@ def _read_csv(stream, name: str, delimiter: str) -> Table:
                 continue
             if len(row) < width:
                 row = row + [""] * (width - len(row))
+            rows.add(f"row {index:,}")
             records.append(dict(zip(header, row)))
             places.append(index)
     except csv.Error as exc:
-        raise ImportRefused([Problem(name, f"line {reader.line_num}", "", "well-formed CSV "
-                                     f"(cells of at most {MAX_CELL:,} characters)", str(exc))]) from exc
+        opened = _open_quote(lines.kept, start, delimiter)
+        if opened is not None:
+            ends = "the file ends inside it" if "end of data" in str(exc) else f"the cell grew past {MAX_CELL * 4:,} characters"
+            raise ImportRefused([Problem(name, f"line {opened:,}", "", "a quoted cell that ends with a closing quote",
+                                         f"a quote opened on line {opened:,} that is never closed ({ends})")]) from None
+        raise ImportRefused([Problem(name, f"line {lines.number:,}", "", "well-formed CSV "
+                                     f"(cells of at most {MAX_CELL:,} characters; a quoted cell closed by a quote "
+                                     "followed by the delimiter or the line's end)", str(exc))]) from None
     if problems:
         raise ImportRefused(problems)
     if not records:
         raise ImportRefused([Problem(name, "", "", "at least one data row", "only a header")])
     return Table(name, header, records, Places("row", places))
+
+
+class _ListLines(Lines):
+    """Lines over a list or iterator of strings (text.splitlines(keepends=True))."""
+
+    def __init__(self, lines, name: str):
+        super().__init__(None, name)
+        self.source = iter(lines)
+
+    def __next__(self) -> str:
+        line = next(self.source)
+        self.number += 1
+        self.kept.append(line)
+        return line
 
 
 class Places:
@@ -196,32 +430,184 @@ class Places:
         return list(self) == list(other)
 
 
+def check_archive(path: Path, name: str) -> None:
+    """Refuse a zip (a .zip, or an .xlsx workbook, which is one) whose members declare more than
+    MAX_EXPANDED bytes or more than MAX_MEMBERS files, before anything is unpacked or parsed. zipfile never
+    yields more bytes than a member declares (a member that holds more fails its CRC check), so the declared
+    sizes bound what reading it can cost."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        kind = "an .xlsx workbook" if path.suffix.lower() == ".xlsx" else "a .zip archive"
+        raise ImportRefused([Problem(name, "", "", kind, f"unreadable ({exc})")]) from None
+    most, members = limit("MAX_EXPANDED"), limit("MAX_MEMBERS")
+    files = [i for i in infos if not i.is_dir()]
+    if len(files) > members:
+        raise ImportRefused([Problem(name, "", "", f"at most {members:,} files in an archive (EVALCORE_MAX_MEMBERS)",
+                                     f"{len(files):,} files")])
+    total = sum(i.file_size for i in files)
+    if total > most:
+        big = max(files, key=lambda i: i.file_size)
+        raise ImportRefused([Problem(name, "", "", f"an archive that expands to at most {most:,} bytes "
+                                     "(EVALCORE_MAX_EXPANDED)", f"{total:,} bytes unpacked, {big.file_size:,} of them "
+                                     f"in {big.filename!r}, from {path.stat().st_size:,} packed")])
+
+
+def unpack_zip(path: Path, tmp: Path, skip=lambda rel: False) -> list[tuple[Path, str]]:
+    """Members of a .zip copied out to `tmp` under names of our own (no path from the archive is trusted), as
+    streams, counting the bytes unpacked: refused before unpacking when the declared sizes pass MAX_EXPANDED,
+    and the moment the running count does. `skip(rel)` leaves a member out. (path, name in the archive)."""
+    name = str(path)
+    if not path.is_file():
+        raise ImportRefused([Problem(name, "", "", "an existing file", "no such file")])
+    check_archive(path, name)
+    most = limit("MAX_EXPANDED")
+    archive = zipfile.ZipFile(path)
+    out, problems, total = [], [], 0
+    with archive:
+        for index, info in enumerate(archive.infolist()):
+            rel = info.filename.replace("\\", "/")
+            if info.is_dir() or skip(rel):
+                continue
+            target = tmp / str(index) / PurePosixPath(rel).name
+            target.parent.mkdir(parents=True)
+            try:
+                with archive.open(info) as src, target.open("wb") as dst:
+                    while chunk := src.read(1 << 20):
+                        total += len(chunk)
+                        if total > most:
+                            raise ImportRefused([Problem(f"{path}/{rel}", "", "", f"an archive that expands to at "
+                                                         f"most {most:,} bytes (EVALCORE_MAX_EXPANDED)",
+                                                         "more (passed while unpacking this member)")])
+                        dst.write(chunk)
+            except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, NotImplementedError) as exc:
+                # corrupt, encrypted or of an unsupported compression
+                problems.append(Problem(f"{path}/{rel}", "", "", "a readable member", f"unreadable ({exc})"))
+                continue
+            out.append((target, rel))
+    if problems:
+        raise ImportRefused(problems)
+    return sorted(out, key=lambda f: f[1])
+
+
+def temp_dir() -> Path:
+    """A new temporary folder for an upload or an unpacked archive, named with this process's id, so that
+    sweep_temp can tell a crashed process's leftovers from a running one's."""
+    return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_temp(max_age_s: float = 3600, root: str | Path | None = None) -> list[Path]:
+    """Remove the leftovers of uploads and archives whose process was killed (SIGKILL, OOM, a power cut: no
+    `finally` ran): folders `evalcore-upload-<pid>-*` whose process is gone, and folders `evalcore-upload-*`
+    without a process id last changed more than `max_age_s` seconds ago. Call it when the dashboard (or any
+    long-lived process) starts. Returns the folders removed; never raises."""
+    root = Path(root or tempfile.gettempdir())
+    removed, now = [], time.time()
+    for folder in root.glob(f"{TEMP_PREFIX}*"):
+        try:
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            rest = folder.name[len(TEMP_PREFIX):]
+            pid = rest.split("-", 1)[0]
+            if pid.isdigit() and "-" in rest:
+                stale = int(pid) != os.getpid() and not _alive(int(pid))
+            else:
+                stale = now - folder.stat().st_mtime > max_age_s
+            if stale:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        except OSError:
+            continue
+    return removed
+
+
 def _read_xlsx(path: Path) -> Table:
+    """The first sheet, row by row (read-only: the sheet is streamed, rows counted against MAX_ROWS). A formula
+    cell is read by its value as Excel last saved it; one with no saved value is refused naming the cell."""
     import openpyxl
 
     name = str(path)
+    check_archive(path, name)
     try:
-        wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=False)
     except Exception as exc:  # openpyxl raises many types for a broken file
         raise ImportRefused([Problem(name, "", "", "an .xlsx workbook", f"unreadable ({type(exc).__name__}: {exc})")]) from exc
+    header: list[str] | None = None
+    records, places, formulas = [], [], []
+    rows = Rows(name)
     try:
-        rows = list(wb.worksheets[0].iter_rows(values_only=True))
+        if not wb.worksheets:
+            raise ImportRefused([Problem(name, "", "", "a workbook with a sheet", "none")])
+        for index, cells in enumerate(wb.worksheets[0].iter_rows(), start=1):
+            values = []
+            for cell in cells:
+                if getattr(cell, "data_type", None) == "f":
+                    formulas.append((len(records), len(values), index, cell.coordinate, cell.value))
+                    values.append(None)
+                else:
+                    values.append(cell.value)
+            if header is None:
+                header = ["" if h is None else str(h).strip() for h in values]
+                _check_header(name, header)
+                continue
+            if all(v is None or (isinstance(v, str) and not v.strip()) for v in values) and not (
+                    formulas and formulas[-1][2] == index):
+                continue
+            rows.add(f"row {index:,}")
+            records.append(values)
+            places.append(index)
     finally:
         wb.close()
-    if not rows:
+    if header is None:
         raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty first sheet")])
-    header = ["" if h is None else str(h).strip() for h in rows[0]]
-    _check_header(name, header)
-    records, places = [], []
-    for index, row in enumerate(rows[1:], start=2):
-        if all(cell is None or (isinstance(cell, str) and not cell.strip()) for cell in row):
-            continue
-        values = ["" if cell is None else cell for cell in row]
-        records.append(dict(zip(header, values)))
-        places.append(f"row {index}")
+    if any(f[2] == 1 for f in formulas):
+        f = next(f for f in formulas if f[2] == 1)
+        raise ImportRefused([Problem(name, "row 1", "", "column names, not formulas", f"a formula in cell {f[3]}")])
+    if formulas:
+        _formula_values(path, name, header, records, places, formulas)
+    records = [dict(zip(header, ["" if v is None else v for v in values])) for values in records]
     if not records:
         raise ImportRefused([Problem(name, "", "", "at least one data row", "only a header")])
-    return Table(name, header, records, places, encoding="xlsx")
+    return Table(name, header, records, Places("row", places), encoding="xlsx")
+
+
+def _formula_values(path: Path, name: str, header: list[str], records: list[list], places: list[int],
+                    formulas: list[tuple]) -> None:
+    """Put each formula cell's saved value in place; refuse the cells that have none (a file written by a
+    program that does not compute formulas: openpyxl, some exporters), naming each cell."""
+    import openpyxl
+
+    wanted = {f[2]: [] for f in formulas}
+    for f in formulas:
+        wanted[f[2]].append(f)
+    wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    problems = []
+    try:
+        for index, values in enumerate(wb.worksheets[0].iter_rows(values_only=True), start=1):
+            for record, column, _, coordinate, formula in wanted.get(index, []):
+                value = values[column] if column < len(values) else None
+                if value is None:
+                    col = header[column] if column < len(header) else ""
+                    problems.append(Problem(name, f"row {index}", col, "a value (a formula's value as last saved by a "
+                                            "spreadsheet program: open the file in Excel or LibreOffice and save it)",
+                                            f"cell {coordinate} holds the formula {short(formula)} with no saved value"))
+                else:
+                    records[record][column] = value
+    finally:
+        wb.close()
+    if problems:
+        raise ImportRefused(problems)
 
 
 @dataclass
@@ -298,6 +684,10 @@ class Checker:
         if math.isnan(number) or math.isinf(number):
             self.add(where, key, "a finite number", short(value))
             return None
+        if abs(number) > MAX_MAGNITUDE:
+            self.add(where, key, f"a number of magnitude at most {MAX_MAGNITUDE:g} (larger ones make sums, means and "
+                     "squares overflow to infinity)", short(value))
+            return None
         return number
 
     def string_list(self, rec: dict, where: str, key: str, *, required: bool = True) -> list[str] | None:
@@ -313,7 +703,24 @@ class Checker:
         if bad:
             self.add(where, f"{key}[{bad[0]}]", "a string", f"{type(value[bad[0]]).__name__} {short(value[bad[0]])}")
             return None
-        return value
+        # each element under the same limits as any text field (length, control characters)
+        ok = [self.text({f"{key}[{i}]": v}, where, f"{key}[{i}]", allow_empty=True) for i, v in enumerate(value)]
+        return None if None in ok else value
+
+    def texts_within(self, value: object, where: str, key: str) -> bool:
+        """Every string anywhere inside a JSON value (grounding: lists of lists, objects) under the text limits;
+        keys included. False (with the problems added) when one is not."""
+        ok = True
+        if isinstance(value, str):
+            return self.text({key: value}, where, key, allow_empty=True) is not None
+        if isinstance(value, list):
+            for i, v in enumerate(value):
+                ok = self.texts_within(v, where, f"{key}[{i}]") and ok
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                ok = self.texts_within(k, where, f"{key} (a key)") and ok
+                ok = self.texts_within(v, where, f"{key}.{k}") and ok
+        return ok
 
     def refuse_if_any(self) -> None:
         if self.problems:

@@ -7,10 +7,9 @@ items of --track by History; a folder or .zip holding one such file per track, e
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 import tempfile
-import zipfile
 from collections import defaultdict
 from dataclasses import dataclass
 from dataclasses import replace as with_file
@@ -20,7 +19,7 @@ import duckdb
 
 from evalcore import history
 from evalcore.errors import ImportRefused, Problem, short
-from evalcore.ingest import lookup, msde
+from evalcore.ingest import lookup, msde, readers
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, Table, read_table
 from evalcore.queries import answerable_items
@@ -98,6 +97,7 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
         require_track(con, str(path), dataset, track, words)
     elif not tracks:
         require_track(con, str(path), dataset, "", words)
+    model = None if model is None else readers.normalise_id(model)
     if model is not None and not model.strip():
         raise ImportRefused([Problem(str(path), "", words.model, "a non-empty model name", "an empty string")])
     if not whole:
@@ -106,7 +106,7 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
                        model, replace, uploader, shown, words)
     if track is not None:
         raise ImportRefused([Problem(str(path), "", words.track, words.no_track_with_folder, repr(track))])
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{readers.TEMP_PREFIX}{os.getpid()}-") as tmp, readers.row_budget():
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
         return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown, words)
@@ -238,6 +238,7 @@ def _release_sheet(path: Path) -> tuple[str, list[tuple]] | None:
     item_id; None for any other workbook (read_table reads it)."""
     import openpyxl
 
+    readers.check_archive(path, str(path))   # an .xlsx is a zip: its declared expanded size is bounded first
     try:  # formulas as written, not cached values: the MSDE importer read them so (LCCC has '=...' Histories)
         wb = openpyxl.load_workbook(path, read_only=True)
     except Exception as exc:  # openpyxl raises many types for a broken file
@@ -334,31 +335,8 @@ def _folder_files(path: Path) -> list[tuple[Path, str]]:
 
 
 def _zip_files(path: Path, tmp: Path) -> list[tuple[Path, str]]:
-    """Members copied out to `tmp` under names of our own (no path from the archive is trusted)."""
-    if not path.is_file():
-        raise ImportRefused([Problem(str(path), "", "", "an existing file", "no such file")])
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ImportRefused([Problem(str(path), "", "", "a .zip archive", f"unreadable ({exc})")]) from exc
-    out, problems = [], []
-    with archive:
-        for index, info in enumerate(archive.infolist()):
-            rel = info.filename.replace("\\", "/")
-            if info.is_dir() or _skipped(rel):
-                continue
-            target = tmp / str(index) / PurePosixPath(rel).name
-            target.parent.mkdir(parents=True)
-            try:
-                with archive.open(info) as src, target.open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except (zipfile.BadZipFile, RuntimeError, OSError) as exc:  # corrupt or encrypted member
-                problems.append(Problem(f"{path}/{rel}", "", "", "a readable member", f"unreadable ({exc})"))
-                continue
-            out.append((target, rel))
-    if problems:
-        raise ImportRefused(problems)
-    return sorted(out, key=lambda f: f[1])
+    """Members copied out to `tmp` under names of our own, bounded in size (readers.unpack_zip)."""
+    return readers.unpack_zip(path, tmp, _skipped)
 
 
 def _parts(path: Path, files: list[tuple[Path, str]], dataset: str, tracks: list[str]) -> list[Part]:
