@@ -16,6 +16,8 @@ if len(models) >= 2:  # else the page says why, instead of two empty boxes
         a = select("Model A", models, a, key=f"cp-a-{track}")
     with m2:
         b = select("Model B", models, b, key=f"cp-b-{track}")
+else:
+    a = b = None  # nothing to pick: nothing in the link either
 flavor = vs.one("flavor", list(FLAVORS), "default")
 values = {"dataset": dataset, "track": track, "a": a, "b": b, "flavor": flavor}
 

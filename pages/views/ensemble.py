@@ -37,8 +37,12 @@ else:
     values["group"] = group
     mine = results[results["holdout"] == group].copy()
     mine["method"] = mine["method"].str.replace("best:", "best single: ", regex=False)
-    bar(mine, x="dimension", y="spearman", color="method", facet="track", y_title="Spearman with humans",
-        key="ensemble-results")
+    # One chart per held-out track, one under another, each as wide as the page: a faceted chart has a
+    # fixed width, and a narrow window cut off its third track.
+    for tr in dict.fromkeys(mine["track"]):
+        st.caption(md_escape(f"Held out: {tr}"))
+        bar(mine[mine["track"] == tr], x="dimension", y="spearman", color="method", y_title="Spearman r",
+            y_domain=[-1, 1], height=300, key=f"ensemble-results-{tr}")
     grid(mine, width="stretch")
     download(results, f"ensemble-{dataset}-{level}-{holdout}")
     st.subheader(f"Weights learned without {md_escape(group)}")

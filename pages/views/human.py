@@ -62,7 +62,8 @@ else:
         bias = bias[bias["dimension"] == dim]
         st.caption("Bias: an annotator's mean minus the mean of all ratings of the same targets.")
         bar(bias, x="annotator", y="bias", tooltip=["annotator", "n", "mean", "bias"], key="bias", height=280)
-        grid(bias.drop(columns=["track", "dimension"]))
+        grid(bias.drop(columns=["track", "dimension"]),
+             column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "bias")})
 
     if not table.empty:
         full = data(views.agreement_table, dataset, track)
