@@ -10,7 +10,8 @@ con, vs = start("Drill-down")
 dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(views.rated_response_tracks)), None))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c[2]:
-    flavor = select("Flavor", list(FLAVORS), flavor, key="dd-flavor")
+    # two short options as a radio: a select box in this narrow column showed "defau" in an 800-px window
+    flavor = st.radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="dd-flavor")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
 table = data(views.response_table, dataset, track, flavor=flavor) if track else None
