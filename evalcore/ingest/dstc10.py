@@ -29,7 +29,7 @@ from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.items import check_language, settle_languages
 from evalcore.ingest.ratings import resolve_scales
-from evalcore.ingest.readers import Checker, sniff_encoding
+from evalcore.ingest.readers import Checker, read_json
 
 SHAPE = "a JSON list of objects (DSTC10 turn-level: dialogue_id, model, context, response, reference, annotations)"
 
@@ -168,16 +168,10 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
 
 
 def read_json_list(path: Path, shape: str) -> tuple[list, str]:
-    """The file's JSON list and the encoding it was read in; anything else is refused."""
+    """The file's JSON list and the encoding it was read in; anything else is refused (nesting deeper than
+    readers.MAX_DEPTH included, named by its line)."""
     file = str(path)
-    if not path.is_file():
-        raise ImportRefused([Problem(file, "", "", "an existing file", "no such file")])
-    encoding = sniff_encoding(path, file)
-    try:
-        data = json.loads(path.read_text(encoding=encoding))
-    except json.JSONDecodeError as exc:
-        raise ImportRefused([Problem(file, f"line {exc.lineno}", "", shape,
-                                     f"invalid JSON ({exc.msg} at column {exc.colno})")]) from None
+    data, encoding = read_json(path, shape)
     if not isinstance(data, list):
         raise ImportRefused([Problem(file, "", "", shape, f"a JSON {type(data).__name__}")])
     if not data:

@@ -44,6 +44,7 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
     batch = Batch()
     batch.dataset(dataset, **(meta or {}))
     problems: list[Problem] = []
+    notes: list[str] = []
     for name in present:
         table = read_table(folder / name, kinds=("csv",))
         check = Checker(table.file)
@@ -52,8 +53,8 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
             continue
         seen: dict[tuple, str] = {}
         for rec, where in zip(table.records, table.places):
-            comp = check.text(rec, where, "competition")
-            skill = check.text(rec, where, "skill")
+            comp = check.ident(rec, where, "competition")
+            skill = check.ident(rec, where, "skill")
             value = check.number(rec, where, "value")
             paper_table = check.text(rec, where, "paper_table")
             if None in (comp, skill, value, paper_table):
@@ -61,7 +62,7 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
             track = f"{comp}/{skill}"
             source = f"Table {paper_table}"
             if name == "automatic_system_scores.csv":
-                model, metric = check.text(rec, where, "model"), check.text(rec, where, "metric")
+                model, metric = check.ident(rec, where, "model"), check.ident(rec, where, "metric")
                 if None in (model, metric):
                     continue
                 key = (track, model, metric, "published")
@@ -72,7 +73,7 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
                 batch.add("system_scores", dataset=dataset, track=track, model=model, name=metric, value=value,
                           origin="published", signature="", source=source)
             elif name == "human_system_scores.csv":
-                model, dim = check.text(rec, where, "model"), check.text(rec, where, "dimension")
+                model, dim = check.ident(rec, where, "model"), check.ident(rec, where, "dimension")
                 if None in (model, dim):
                     continue
                 lo, hi = known_scales.get(dim, (None, None))
@@ -90,8 +91,8 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
                     known_scales[dim] = (None, None)
                     new_dims.append(dim)
             else:
-                dim, metric = check.text(rec, where, "dimension"), check.text(rec, where, "metric")
-                method = (check.text(rec, where, "method") or "").lower()
+                dim, metric = check.ident(rec, where, "dimension"), check.ident(rec, where, "metric")
+                method = (check.ident(rec, where, "method") or "").lower()
                 if None in (dim, metric) or not method:
                     continue
                 if method not in METHODS:
@@ -110,12 +111,15 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
                 batch.add("published_correlations", dataset=dataset, track=track, dimension=dim, metric=metric,
                           method=method, level=level, value=value, source=source)
         problems += check.problems
+        notes += check.notes()
     if problems:
         raise ImportRefused(problems)
     for dim in new_dims:
         lo, hi = known_scales[dim]
         batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
-    return ImportReport(str(folder), batch.write(con, source=str(folder)))
+    report = ImportReport(str(folder), batch.write(con, source=str(folder)))
+    report.notes += notes
+    return report
 
 
 def _dup(check: Checker, where: str, key: tuple, seen: dict, stored: set) -> bool:

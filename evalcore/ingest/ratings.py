@@ -1,14 +1,15 @@
 """`import ratings`: long format, one score per (target, model, annotator, dimension)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import duckdb
 
-from evalcore.errors import ImportRefused, Problem
+from evalcore.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.readers import CONTROL, MAX_CELL, MAX_MAGNITUDE, Checker, normalise_id, read_table
 from evalcore.ingest.responses import require_track
 
 
@@ -19,9 +20,16 @@ def parse_scale(text: str) -> tuple[str, float, float]:
         lo, hi = (float(x) for x in bounds.split(":", 1))
     except ValueError:
         raise ValueError(f"--scale expects DIM=MIN:MAX (for example Info=0:2), got {text!r}") from None
-    if not name.strip() or lo >= hi:
+    if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > MAX_MAGNITUDE:
+        raise ValueError(f"--scale expects finite bounds of magnitude at most {MAX_MAGNITUDE:g} (for example "
+                         f"Info=0:2), got {text!r}")
+    name = normalise_id(name)
+    if not name or lo >= hi:
         raise ValueError(f"--scale expects a dimension name and MIN < MAX, got {text!r}")
-    return name.strip(), lo, hi
+    if CONTROL.search(name) or len(name) > MAX_CELL:
+        raise ValueError(f"--scale expects a dimension name without control characters, of at most {MAX_CELL:,} "
+                         f"characters, got {short(text)}")
+    return name, lo, hi
 
 
 def resolve_scales(con, dataset: str, given: dict[str, tuple[float, float]], file: str) -> tuple[dict, list[str]]:

@@ -381,7 +381,8 @@ def _read_csv(lines, name: str, delimiter: str) -> Table:
     except csv.Error as exc:
         opened = _open_quote(lines.kept, start, delimiter)
         if opened is not None:
-            ends = "the file ends inside it" if "end of data" in str(exc) else f"the cell grew past {MAX_CELL * 4:,} characters"
+            ends = ("the file ends inside it" if "end of data" in str(exc)
+                    else f"the cell grew past {csv.field_size_limit():,} characters")
             raise ImportRefused([Problem(name, f"line {opened:,}", "", "a quoted cell that ends with a closing quote",
                                          f"a quote opened on line {opened:,} that is never closed ({ends})")]) from None
         raise ImportRefused([Problem(name, f"line {lines.number:,}", "", "well-formed CSV "
