@@ -194,9 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="local (default), or ray: needs " + "pip install 'ray[data]==2.60.0'")
     g.add_argument("--ray-address", metavar="ADDR", help="a running Ray cluster (default: a Ray started here for the run)")
-    g.add_argument("--actors", type=int, default=2, help="Ray actors, each with its own copy of the models (default 2)")
+    g.add_argument("--actors", type=names.count(1), default=2,
+                   help="Ray actors, each with its own copy of the models (default 2)")
     g.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs per actor (default 0: CPU actors)")
-    g.add_argument("--ray-batch-size", type=int, default=500, metavar="N",
+    g.add_argument("--ray-batch-size", type=names.count(1), default=500, metavar="N",
                    help="responses per actor call; each batch is written as it comes back (default 500)")
     g = p.add_argument_group("LLM judge metrics (--metrics judge; any OpenAI-compatible server: vLLM, Ollama, llama.cpp)")
     g.add_argument("--judge-base-url", metavar="URL", help="the server's OpenAI API root, e.g. http://127.0.0.1:8000/v1")
@@ -204,9 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge-api-key-env", default="EVALCORE_JUDGE_API_KEY", metavar="VAR",
                    help="environment variable holding the API key, if the server needs one (default %(default)s)")
     g.add_argument("--judge-temperature", type=float, default=0.0)
-    g.add_argument("--judge-max-tokens", type=int, default=512)
-    g.add_argument("--judge-concurrency", type=int, default=8, help="requests in flight at most (default 8)")
-    g.add_argument("--judge-retries", type=int, default=3, help="attempts per request, with backoff (default 3)")
+    g.add_argument("--judge-max-tokens", type=names.count(1), default=512)
+    g.add_argument("--judge-concurrency", type=names.count(1), default=8, help="requests in flight at most (default 8)")
+    g.add_argument("--judge-retries", type=names.count(1), default=3, help="attempts per request, with backoff (default 3)")
     g.add_argument("--judge-baseline", metavar="MODEL", help="Judge-Pairwise: the model every response is compared with")
     p = _on_dataset(sub, "leaderboard", "one row per model and origin, a column per metric and human dimension")
     p.set_defaults(handler=_cmd_leaderboard)
@@ -217,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "Leaderboard page: the skill's official rule where it has one, else F1, else the track's first "
                    "column")
     p.add_argument("--partial", action="store_true", help="also rank submissions that answer only part of a track")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples of the rank interval (default 1000)")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of the rank interval (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the rank bootstrap (default 0)")
     _format(p)
     p = _on_dataset(sub, "correlate", "metric-human correlations per track (system, dialogue or turn level)")
@@ -225,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", default="system", help="system, dialogue or turn")
     p.add_argument("--origin", default="computed", help="computed, or published (system level)")
     p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
-    p.add_argument("--bootstrap", type=int, default=0, help="percentile bootstrap CI with N resamples")
+    p.add_argument("--bootstrap", type=names.count(0), default=0, help="percentile bootstrap CI with N resamples")
     p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
     _aggregate(p)
     _flavor(p)
@@ -258,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     _format(p)
     p = _on_dataset(sub, "agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs")
     p.set_defaults(handler=_cmd_agreement)
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples of rated targets for the CIs (0: none)")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of rated targets for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
     _format(p)
@@ -291,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
                     track=False)
     p.add_argument("--tracks", help="comma-separated tracks (default: all of the dataset's dialogues)")
     p.add_argument("--out", required=True, help="directory for the trained model")
-    p.add_argument("--epochs", type=int, default=4, help="at most this many (early stopping on validation accuracy)")
+    p.add_argument("--epochs", type=names.count(1), default=4, help="at most this many (early stopping on validation accuracy)")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--ablations", action="store_true",
                    help="also train the seed's ablations (no attention; one-directional match; no match) on the same split")
@@ -315,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_jobs)
     _db(p)
     p.add_argument("--dataset")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=names.count(1), default=50)
     _format(p)
     p = sub.add_parser("submissions", help="every import, replace, delete and restore: file, sha256, rows, who; "
                        "what each set aside and whether it can come back")

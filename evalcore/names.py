@@ -68,3 +68,21 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
         from evalcore.metrics.registry import FLAVORS
 
         require("flavor", flavor, list(FLAVORS))
+
+
+def count(least: int = 0):
+    """An argparse type for a count (--bootstrap, --epochs, --actors ...): a whole number >= `least`; anything
+    else is an argparse error (exit 2, the option named, no traceback)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {least}, got {text!r}")
+        return value
+
+    parse.__name__ = "count"
+    return parse

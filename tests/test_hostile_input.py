@@ -508,3 +508,22 @@ def test_a_killed_zip_import_leaves_a_folder_the_sweep_removes(store, tmp_path):
     assert left, "the import never started unpacking"
     assert readers.sweep_temp(root=temp) == left
     assert not any(temp.iterdir())
+
+
+# ---------------------------------------------------------------- negative counts on the command line
+@pytest.mark.parametrize("argv, option", [
+    (["leaderboard", "--dataset", "toy", "--bootstrap", "-1"], "--bootstrap"),
+    (["correlate", "--dataset", "toy", "--bootstrap", "-5", "--seed", "1"], "--bootstrap"),
+    (["agreement", "--dataset", "toy", "--bootstrap", "-1"], "--bootstrap"),
+    (["score", "--dataset", "toy", "--actors", "0"], "--actors"),
+    (["score", "--dataset", "toy", "--judge-retries", "-2"], "--judge-retries"),
+    (["leaderboard", "--dataset", "toy", "--bootstrap", "ten"], "--bootstrap"),
+])
+def test_negative_counts_are_refused_by_the_parser(argv, option, store, capsys):
+    before = snapshot(store)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv + ["--db", str(store)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: expected a whole number" in err and "Traceback" not in err
+    assert snapshot(store) == before
