@@ -179,7 +179,9 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
     box = getattr(_RUN, "notices", None)
     _RUN.notices = None
     for note in notices:  # in the place start() kept under the title
-        (box if box is not None else st).info(md_escape(note), icon=":material/info:")  # they quote the URL: text
+        # they quote the URL: text, not markdown; no icon (an emoji needs an emoji font, and a hostile name's
+        # test takes any icon on the page for markup that fired)
+        (box if box is not None else st).info(md_escape(note))
     with st.sidebar:
         # Plain text: not st.code (which loads a 1.5 MB highlighter on every page), not markdown (the
         # link's host comes from the request, so it is text like any other).
