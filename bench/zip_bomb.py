@@ -6,7 +6,10 @@ Builds, in a temporary folder (never committed), a store with dataset `d`, track
 archives whose one member `c_s.csv` is named after that track:
 
 - one-member: a ~2 MB zip holding one 2 GiB member of repeated bytes (no newline);
-- many-rows: a ~41 KB zip of 4 million short CSV rows (`x,y`).
+- many-rows: a ~15 KB zip of 4 million short CSV rows (`x,y`; the issue's was 41 KB of slightly longer rows);
+- under-limit (only with --only under-limit; it unpacks 900 MiB to the temp folder): a ~0.9 MB zip of one
+  900 MiB member without a newline, under the 1 GiB archive limit, so it is unpacked as a stream and refused
+  by the line limit.
 
 Each is imported with `python -m evalcore import responses BOMB.zip --db store --dataset d --model m` in a
 child process run under /usr/bin/time -v; prints its exit code, wall time, peak resident memory (the child's
@@ -70,12 +73,13 @@ def measure(db: Path, bomb: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keep")
-    ap.add_argument("--only", choices=["one-member", "many-rows"])
+    ap.add_argument("--only", choices=["one-member", "many-rows", "under-limit"])
     args = ap.parse_args()
     tmp = Path(args.keep or tempfile.mkdtemp(prefix="evalcore-bomb-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    for name, build in (("one-member", one_member), ("many-rows", many_rows)):
-        if args.only and args.only != name:
+    under = lambda path: one_member(path, 900 << 20)  # noqa: E731
+    for name, build in (("one-member", one_member), ("many-rows", many_rows), ("under-limit", under)):
+        if args.only != name and (args.only or name == "under-limit"):
             continue
         bomb = tmp / f"{name}.zip"
         if not bomb.exists():

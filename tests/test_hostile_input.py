@@ -289,6 +289,9 @@ CASES = {
     "dstc10 file cut inside a UTF-8 character": Case(
         "dstc10", text("turns.json", '[{"context": "你好'.encode("utf-8")[:-1]), DSTC,
         [rf"turns\.json: expected text in UTF-8 .*ends inside a UTF-8 character at byte {DSTC_CUT_AT:,}"]),
+    "dstc10 entries over the limit": Case("dstc10", dstc([ENTRY] * 4), DSTC,
+                                          [r"turns\.json, item 4 \(index 3\): expected at most 3 entries \(EVALCORE_MAX_ROWS\), "
+                                           "got 4 entries"], env={"EVALCORE_MAX_ROWS": "3"}),
     "dstc10 non-finite --scale": Case("dstc10", dstc([ENTRY]), DSTC[:-1] + ["Overall=-inf:inf"],
                                       ["--scale expects finite bounds"], code=1),
     # ---------------------------------------------------------------- import mtbench

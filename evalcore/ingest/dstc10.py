@@ -29,7 +29,7 @@ from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.items import check_language, settle_languages
 from evalcore.ingest.ratings import resolve_scales
-from evalcore.ingest.readers import Checker, read_json
+from evalcore.ingest.readers import Checker, limit, read_json
 
 SHAPE = "a JSON list of objects (DSTC10 turn-level: dialogue_id, model, context, response, reference, annotations)"
 
@@ -176,6 +176,10 @@ def read_json_list(path: Path, shape: str) -> tuple[list, str]:
         raise ImportRefused([Problem(file, "", "", shape, f"a JSON {type(data).__name__}")])
     if not data:
         raise ImportRefused([Problem(file, "", "", shape, "an empty list")])
+    most = limit("MAX_ROWS")
+    if len(data) > most:
+        raise ImportRefused([Problem(file, f"item {most + 1:,} (index {most:,})", "", f"at most {most:,} entries "
+                                     "(EVALCORE_MAX_ROWS)", f"{len(data):,} entries")])
     return data, encoding
 
 
