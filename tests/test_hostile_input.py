@@ -344,6 +344,10 @@ CASES = {
                                     [r"automatic_system_scores\.csv, row 2, field 'value': expected a number of magnitude"]),
     "published model with NUL": Case("published", published({AUTO: AUTO_HEAD + "3,lic2021,knowledge,m\x00,BLEU,0.1\n"}),
                                      PUB, [r"automatic_system_scores\.csv, row 2, field 'model': expected text without"]),
+    "published corpus with a control character": Case(
+        "published", published({AUTO: "paper_table,competition,skill,model,metric,value,corpus\n"
+                                      "3,lic2021,knowledge,m,BLEU,0.1,Du\x1bConv\n"}), PUB,
+        [r"automatic_system_scores\.csv, row 2, field 'corpus': expected text without control characters"]),
     "published unterminated quote": Case("published", published({AUTO: AUTO_HEAD + '3,lic2021,"knowledge,m,BLEU,0.1\n'}),
                                          PUB, [r"automatic_system_scores\.csv, line 2: .*quote opened on line 2"]),
     "published non-finite --scale": Case("published", published({AUTO: AUTO_HEAD + "3,lic2021,knowledge,m,BLEU,0.1\n"}),
@@ -460,14 +464,17 @@ def test_json_nested_exactly_at_the_limit_reads(tmp_path, monkeypatch):
 def test_published_names_are_normalised_like_everywhere(tmp_path, capsys):
     db = tmp_path / "s.duckdb"
     connect(db).close()
-    root = published({AUTO: AUTO_HEAD + "3,lic2021,knowledge, m ,BLEU,0.1\n3,lic2021,knowledge,ｍ２,BLEU,0.2\n"})(tmp_path)
+    root = published({AUTO: "paper_table,competition,skill,model,metric,value,corpus\n"
+                            "3,lic2021,knowledge, m ,BLEU,0.1,DuConv\n3,lic2021,knowledge,ｍ２,BLEU,0.2,\n"})(tmp_path)
     assert main(["import", "published", str(root), "--db", str(db), "--dataset", "pp"]) == 0
     con = connect(db)
     try:
         rows = con.execute("SELECT model, value FROM system_scores WHERE dataset = 'pp' ORDER BY model").fetchall()
+        corpus = con.execute("SELECT corpus FROM tracks WHERE dataset = 'pp'").fetchall()
     finally:
         con.close()
     assert rows == [("m", 0.1), ("m2", 0.2)]
+    assert corpus == [("DuConv",)]
     assert readers.NORMALISED.format(n=2) in capsys.readouterr().out
 
 

@@ -57,8 +57,12 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
             skill = check.ident(rec, where, "skill")
             value = check.number(rec, where, "value")
             paper_table = check.text(rec, where, "paper_table")
-            if None in (comp, skill, value, paper_table):
+            # optional columns are text like any other (length, control characters)
+            extra = {k: check.text(rec, where, k, required=False, allow_empty=True) for k in ("corpus", "model_no")}
+            if None in (comp, skill, value, paper_table) or any(
+                    rec.get(k) is not None and v is None for k, v in extra.items()):
                 continue
+            rec = {**rec, **{k: (v or "").strip() or None for k, v in extra.items()}}
             track = f"{comp}/{skill}"
             source = f"Table {paper_table}"
             if name == "automatic_system_scores.csv":
