@@ -7,20 +7,22 @@ from pages.views.common import bar, data, download, expander, grid, md_escape, p
 
 con, vs = start("Human evaluation")
 rated = data(views.multi_rated_tracks)
-dataset, track, c = pick_track(con, vs, "hu", skills=False, default=rated[0] if rated else None)
+dataset, track, _ = pick_track(con, vs, "hu", skills=False, default=rated[0] if rated else None)
 values = {"dataset": dataset, "track": track}
-st.caption("Agreement between annotators on the ratings of this track. Elsewhere (leaderboard, correlations) "
-           f"several annotators' scores are combined by a rule: {', '.join(AGGREGATES)} "
-           "(pair-filter: keep a target whose scores differ by at most 1 and average them).")
 dist = data(views.score_distribution, dataset, track) if track else None
 if dist is None or dist.empty:
-    st.warning("This track has no ratings of single responses or dialogues.")
+    others = ", ".join(f"{d} / {t}" for d, t in rated) or "none in this store"
+    st.warning(md_escape(f"{track or 'This dataset'} has no human ratings of single responses or dialogues, so "
+                         f"there is no agreement to show. Tracks rated by several annotators: {others}."))
 else:
     dims = sorted(dist["dimension"].unique())
     dim = vs.one("dimension", dims, dims[0])
-    with c[2]:
+    with st.columns([1, 2])[0]:  # a row of its own: beside the track an 800-px window cut it to "Engag"
         dim = select("Dimension", dims, dim, key=f"hu-dim-{track}")
     values["dimension"] = dim
+    st.caption("Agreement between annotators on the ratings of this track. Elsewhere (leaderboard, correlations) "
+               f"several annotators' scores are combined by a rule: {', '.join(AGGREGATES)} "
+               "(pair-filter: keep a target whose scores differ by at most 1 and average them).")
     # Point estimates first (fast); the bootstrap CIs (seconds on a cold cache) fill the same place
     # once the rest of the page is drawn, and are cached until the store changes.
     table = data(views.agreement_table, dataset, track, 0)
