@@ -2,7 +2,6 @@
 and an empty `response` column. `import responses` reads it back as it is (extra columns are ignored)."""
 from __future__ import annotations
 
-import io
 import json
 
 import duckdb
@@ -35,16 +34,31 @@ def template(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = N
     return frame[COLUMNS]
 
 
+# Read back by `import responses` as the keys of each row: written as they are in the CSV (see render).
+KEYS = ("track", "item_id")
+
+
 def render(frame: pd.DataFrame, fmt: str) -> bytes:
     """The template as file bytes. CSV (UTF-8 with BOM, for spreadsheet programs) and xlsx give the
-    context as its turns on separate lines; JSONL keeps the list."""
+    context as its turns on separate lines; JSONL keeps the list.
+
+    The template is for people, opened in a spreadsheet program, so neither file can run a formula
+    (evalcore.export): the xlsx has every text cell as a string cell (never a formula; its text exactly as
+    stored), and the CSV puts a single quote in front of a context or reference that begins with `=`, `+`,
+    `-`, `@`, a tab or a carriage return. Those two columns are for reading only: `import responses` ignores
+    them, so the quote never reaches the store and a filled-in template imports the same whatever they hold.
+    The key columns `track` and `item_id` are the ones it reads back and matches against the store's items,
+    so the CSV writes them exactly as stored (a quote there would make the row's item unknown on import);
+    they are names the store's organiser gave when importing the items (`evalcore import items`; the
+    Upload page imports responses and ratings only), not text a submitter or a benchmark's dialogues put
+    there. JSONL is not opened by spreadsheet programs and keeps every value exactly."""
+    from evalcore.export import safe_csv, safe_xlsx
+
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in frame.to_dict("records")).encode("utf-8")
     flat = frame.assign(context=frame["context"].map("\n".join))
     if fmt == "csv":
-        return flat.to_csv(index=False).encode("utf-8-sig")
-    buffer = io.BytesIO()
-    flat.to_excel(buffer, index=False, sheet_name="responses")
-    return buffer.getvalue()
+        return safe_csv(flat, keep=KEYS)
+    return safe_xlsx(flat, sheet_name="responses")

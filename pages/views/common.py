@@ -12,6 +12,7 @@ import streamlit as st
 from evalcore import views
 from evalcore._malloc import tune
 from evalcore.defaults import SLOW, build_default_in_stages
+from evalcore.export import safe_csv
 from evalcore.share import ViewState, link, to_query
 from evalcore.store import ENV_VAR, connect, resolve_db_path, stamp
 
@@ -367,8 +368,9 @@ def grid(frame, **kwargs) -> None:
 
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
-    """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe."""
-    st.download_button(label, frame.to_csv(index=False).encode("utf-8-sig"), file_name=f"{safe_filename(name)}.csv",
+    """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe,
+    and so are the cells (evalcore.export.safe_csv: a text cell that would start a formula gets a quote)."""
+    st.download_button(label, safe_csv(frame), file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 from evalcore import history, jobs, views
 from evalcore._malloc import give_back
 from evalcore.errors import ImportRefused
+from evalcore.export import safe_csv
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.neural import NeuralOptions
@@ -92,7 +93,7 @@ if upload is not None and st.button("Validate and import", type="primary", key="
             st.caption(f"The first {shown} of {len(report):,}; the whole list is in the CSV below.")
         st.table(report.head(shown))
         if len(report) > shown:
-            st.download_button("All problems (CSV)", report.to_csv(index=False).encode("utf-8-sig"),
+            st.download_button("All problems (CSV)", safe_csv(report),
                                file_name="refused.csv", mime="text/csv", key="up-problems")
     except ValueError as exc:
         st.error(md_escape(str(exc)))
