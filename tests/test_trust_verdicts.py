@@ -228,7 +228,7 @@ def test_page_states_the_verdicts_above_the_matrix(monkeypatch, tmp_path, defaul
     copy_default_store(default_store_file, tmp_path / "evalcore" / "evalcore.duckdb")
     env = {"EVALCORE_DB": None, "XDG_DATA_HOME": tmp_path}
     at = run("trust", monkeypatch, env)
-    texts = [m.value.replace("\\", "") for m in at.markdown]
+    texts = [m.value.replace("\\", "").replace("**", "") for m in at.markdown]
     assert any("chitchat: no metric agrees reliably with people (highest: VE" in t for t in texts), texts
     assert any("knowledge: trust METEOR" in t for t in texts)
     assert any(c.value.replace("\\", "").startswith("depends on the setting: none under 6 of 9") for c in at.caption)

@@ -13,6 +13,7 @@ from evalcore import views
 from evalcore._malloc import tune
 from evalcore.defaults import SLOW, build_default_in_stages
 from evalcore.export import safe_csv
+from evalcore.ingest.readers import sweep_temp
 from evalcore.share import ViewState, link, to_query
 from evalcore.store import ENV_VAR, connect, resolve_db_path, stamp
 
@@ -32,6 +33,7 @@ def prepared(path: str, build_default: bool) -> bool:
     first connection closes (DuckDB's 'Unique file handle conflict'), and pages meanwhile open their
     connections on the same database."""
     tune()
+    sweep_temp()  # copies of uploads a killed server left in the temp folder
     con = connect(path, wait=PAGE_WAIT)
     thread = None
     try:
@@ -140,7 +142,9 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
     dataset = vs.one("dataset", datasets, first)
     track = vs.one("track", data(views.track_options, dataset, skills=skills),
                    default[1] if default and default[0] == dataset else None)
-    cols = st.columns([1, 2, 1, 1, 1, 1][: 3 if skills else 4])
+    # Dataset, track and one control of the page's: at 800 px (sidebar open) a quarter of the row cut the
+    # dataset's name to "demc"
+    cols = st.columns([2, 3, 2])
     label = "Track (or all tracks of a skill)" if skills else "Track"
     with cols[0]:
         dataset = select("Dataset", datasets, dataset, key=f"{prefix}-dataset")

@@ -34,7 +34,9 @@ if not options:
 
 datasets = list(options)
 dataset = vs.one("dataset", datasets, datasets[0])
-c = st.columns([2, 1, 1, 1, 1])
+# Three short rows rather than one long one: in an 800-px window (sidebar open) five or six controls
+# in a row cut their values to "sys" and "pu".
+c = st.columns([2, 1, 1])
 with c[0]:
     dataset = select("Dataset", datasets, dataset, key="tr-dataset")
 # Level and origin offered are only those with data for this dataset; a stale one moves to the first valid.
@@ -49,26 +51,28 @@ with c[1]:
 with c[2]:
     origin = select("Metric values", origins, origin, key=f"tr-origin-{dataset}-{level}",
                     help="published: a paper's own system-level tables; computed: this tool's scores")
-with c[3]:
+m = st.columns(3)
+with m[0]:
     method = select("Method", list(METHODS), method, key="tr-method")
-with c[4]:
+with m[1]:
     dimension = select("Human dimension", dims, dimension, key=f"tr-dim-{dataset}",
                        help="mean: each unit's mean over the track's dimensions")
 flavor = vs.one("flavor", list(FLAVORS), "default") if origin == "computed" else None
 show_tracks = vs.one("tracks", ["0", "1"], "0") == "1"
 alpha = float(vs.one("alpha", list(ALPHAS), "0.05"))
 adjust = vs.one("adjust", list(ADJUSTMENTS), "holm")
-# The second row: what changes the numbers is read before they are computed (sorting and tracks after).
-o = st.columns([1, 1, 1, 1, 2])
+# What changes the numbers is read before they are computed (sorting and tracks after).
+o = st.columns(4 if origin == "computed" else 3)
+with o[0]:
+    alpha = float(select("Significance", list(ALPHAS), f"{alpha:g}", key="tr-alpha",
+                         help="the significance level α of every test on this page"))
 with o[1]:
-    alpha = float(select("Significance level", list(ALPHAS), f"{alpha:g}", key="tr-alpha"))
-with o[2]:
-    adjust = select("Adjust p for", list(ADJUSTMENTS), adjust, key="tr-adjust",
-                    format_func=lambda a: {"holm": "many metrics (Holm)", "none": "nothing"}[a],
-                    help="Holm: each column's p values adjusted for the number of metrics compared in it")
+    adjust = select("p adjusted by", list(ADJUSTMENTS), adjust, key="tr-adjust",
+                    help="holm: each column's p values adjusted for the number of metrics compared in it "
+                         "(Holm's step-down method); none: as they are")
 if origin == "computed":
-    with o[4]:
-        flavor = select("Flavor (lexical metrics)", list(FLAVORS), flavor, key="tr-flavor")
+    with o[3]:
+        flavor = select("Flavor", list(FLAVORS), flavor, key="tr-flavor", help="of the lexical metrics")
 values = {"dataset": dataset, "level": level, "origin": origin, "method": method, "dimension": dimension,
           "flavor": flavor, "alpha": f"{alpha:g}" if alpha != 0.05 else None, "adjust": adjust if adjust != "holm" else None}
 setting = dict(level=level, method=method, dimension=dimension, origin=origin, flavor=flavor or "default",
@@ -83,22 +87,23 @@ except ValueError as exc:  # e.g. a dimension no track of this level rates
 
 significance = f"p < {alpha:g}" + (", Holm-adjusted over each column's metrics" if adjust == "holm" else "")
 # The answer first: one sentence per skill, then how it holds under the other methods and dimensions.
-ICONS = {"trust": ":material/check_circle:", "none": ":material/do_not_disturb_on:", "undefined": ":material/remove:"}
 with st.container(border=True):
     st.markdown(f"**Verdicts** ({md_escape(method.capitalize())} with human {md_escape(dimension)}, {level} level; "
                 f"significant: {significance})")
     for row in said.itertuples():
-        st.markdown(f"{ICONS[row.verdict]} {md_escape(row.text)}")
+        rest = row.text[len(row.skill) + 2:] if row.text.startswith(f"{row.skill}: ") else row.text
+        st.markdown(f"**{md_escape(row.skill)}**: {md_escape(rest)}")  # no icon: the sentence says it
         if row.robust:
             st.caption(md_escape(row.robust))
 
 skills = list(dict.fromkeys(frame["skill"]))
 sort = vs.one("sort", ["mean"] + skills, "mean")
-with o[0]:
+with m[2]:
     sort = select("Sort metrics by", ["mean"] + skills, sort, key=f"tr-sort-{dataset}",
                   help="mean: the mean of the pooled values over skills")
-with o[3]:
-    show_tracks = st.toggle("Show each track", value=show_tracks, key="tr-tracks")
+with o[2]:
+    show_tracks = st.toggle("Each track", value=show_tracks, key="tr-tracks",
+                            help="a column per track beside each skill's pooled column")
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
 grid = views.trust_grid(frame, tracks=show_tracks, sort=sort).copy()
@@ -130,14 +135,15 @@ st.caption(
 st.subheader("Ranking per skill")
 st.caption("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column and the "
            "sentences above.")
-pooled = frame[frame["track"] == "pooled"].assign(verdict=lambda f: f["mark"].map(MARK_WORDS).fillna(""))
-table = pooled[["skill", "rank", "metric", "r", "ci_low", "ci_high", "n", "p", "p_adjusted", "verdict", "note"]]
+pooled = frame[frame["track"] == "pooled"].assign(
+    verdict=lambda f: f["mark"].map(MARK_WORDS).fillna(""),
+    ci=lambda f: np.where(f["ci_low"].isna(), "", "[" + fmt(f["ci_low"], ".2f") + ", " + fmt(f["ci_high"], ".2f") + "]"))
+table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
 table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                           if s.name == "skill" else s).reset_index(drop=True)
 st.dataframe(table.astype({"note": str}), hide_index=True, width="stretch", column_config={
     "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
-    "ci_low": st.column_config.NumberColumn("CI low", format="%.3f"),
-    "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
+    "ci": st.column_config.TextColumn("95% CI"),
     "p": st.column_config.NumberColumn("p", format="%.3g"),
     "p_adjusted": st.column_config.NumberColumn("adjusted p", format="%.3g")})
 with expander(vs, values, "cells", "Every cell (per track and pooled)"):

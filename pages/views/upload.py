@@ -1,6 +1,5 @@
 """Upload: a new model's responses (or human ratings) into a track; validated whole, then scored."""
 import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +10,7 @@ from evalcore._malloc import give_back
 from evalcore.errors import ImportRefused
 from evalcore.export import safe_csv
 from evalcore.ingest.ratings import import_ratings, parse_scale
+from evalcore.ingest.readers import temp_dir
 from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import resolve_db_path
@@ -29,15 +29,14 @@ if kind == "responses":
                "of one file per track, each named after its track (`lic2021_persona.csv`), does the same. The "
                "MSDE release's own workbook (History, response) is matched to this track's items by History. "
                "All tracks are imported or none. UTF-8 (with or without BOM) or GBK/GB18030. Start from a "
-               "template: every item with its context and reference, `response` left empty.")
-    t1, t2, t3 = st.columns([1, 1, 2])
+               "template: every item with its context and reference, `response` left empty (the one for every track "
+               "has a `track` column: filled in, it goes into every track it names, in one transaction).")
+    t1, t2 = st.columns(2)  # half the row each: a quarter cut the labels to "Template f…" at 800 px
     if track:
         t1.download_button("Template for this track", data(views.template_csv, dataset, track),
                            file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
     t2.download_button("Template for every track", data(views.template_csv, dataset, None),
-                       file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all",
-                       help="Every item of every track, with a `track` column: filled in, it is imported into "
-                            "every track it names, in one transaction.")
+                       file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
 # Writing is gated here, in the page's own run: opening /upload directly gets the same check.
@@ -71,7 +70,7 @@ def start_job(tracks: list[str], model: str | None) -> None:
 
 if upload is not None and st.button("Validate and import", type="primary", key="up-go",
                                     disabled=kind == "responses" and bool(model) and model in existing and not replace):
-    folder = Path(tempfile.mkdtemp(prefix="evalcore-upload-"))
+    folder = temp_dir()  # named with this process's id: swept at the next start if the server is killed
     path = folder / Path(upload.name).name
     path.write_bytes(upload.getvalue())
     try:
