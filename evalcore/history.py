@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from evalcore import names
 from evalcore.store import bump_revision, transaction
 
 ARCHIVE = {"responses": "archived_responses", "human_ratings": "archived_ratings", "system_scores": "archived_scores"}
@@ -105,10 +106,9 @@ def _set_aside_groups(con, sid: int) -> list[tuple[str, str, str | None]]:
 def restore(con: duckdb.DuckDBPyConnection, sid: int, *, uploader: str | None = None) -> int:
     """Undo submission `sid` (a replace or a delete): its set-aside rows come back; what stands in
     their place now is set aside under a new 'restore' submission, whose id is returned."""
+    names.submission(con, sid)   # an unknown one: UnknownName listing those that exist
     found = con.execute("SELECT kind, scope, restored_by, purged_at FROM submissions WHERE submission_id = ?",
                         [sid]).fetchall()
-    if not found:
-        raise ValueError(f"no submission {sid}; see python -m evalcore submissions")
     kind, scope, restored_by, purged = found[0]
     if purged is not None:
         raise ValueError(f"submission {sid}'s set-aside rows were purged on {purged}: nothing to restore")
@@ -135,7 +135,9 @@ def restore(con: duckdb.DuckDBPyConnection, sid: int, *, uploader: str | None = 
 
 
 def purge(con: duckdb.DuckDBPyConnection, sid: int) -> dict[str, int]:
-    """Drop for good the rows submission `sid` set aside; returns how many per table."""
+    """Drop for good the rows submission `sid` set aside; returns how many per table. An unknown `sid` is
+    UnknownName listing those that exist (never "purged 0")."""
+    names.submission(con, sid)
     counts = {t: con.execute(f"SELECT count(*) FROM {a} WHERE archived_by = ?", [sid]).fetchall()[0][0]
               for t, a in ARCHIVE.items()}
     with transaction(con):

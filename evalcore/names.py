@@ -35,24 +35,61 @@ def _column(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[str]
 
 
 # Commands that create what they name (their dataset may be new) are not checked here.
-CREATES = {"init", "import", "learned", "intent", "submissions", "restore", "purge"}
+CREATES = {"init", "import", "intent"}
+# the tables that hold a model's rows (queries.MODEL_TABLES): `delete-model` knows a model from them too
+MODEL_TABLES = ("responses", "human_ratings", "system_scores")
+
+
+def submission(con: duckdb.DuckDBPyConnection, sid: int) -> None:
+    """Raise UnknownName unless submission `sid` is in the store's history, listing those that are (newest
+    first)."""
+    ids = _column(con, "SELECT submission_id FROM submissions ORDER BY submission_id DESC", [])
+    if sid in ids:
+        return
+    if not ids:
+        raise UnknownName(f"no submission {sid}: there is no submission in this store")
+    more = f" (and {len(ids) - SHOWN} more)" if len(ids) > SHOWN else ""
+    raise UnknownName(f"no submission {sid}; known, newest first: " + ", ".join(map(str, ids[:SHOWN])) + more
+                      + " (see `python -m evalcore submissions`)")
 
 
 def check(con: duckdb.DuckDBPyConnection, args) -> None:
     """Raise UnknownName for the first name in `args` the store does not have."""
     if args.command in CREATES:
         return
+    if args.command in ("restore", "purge"):
+        submission(con, args.submission)
     dataset = getattr(args, "dataset", None)
     if dataset is not None:
-        require("dataset", dataset, _column(con, "SELECT dataset FROM datasets ORDER BY dataset", []))
+        known = "SELECT dataset FROM datasets"
+        if args.command == "submissions":   # history also names datasets whose rows were set aside
+            known += " UNION SELECT dataset FROM submissions WHERE dataset IS NOT NULL"
+        require("dataset", dataset, _column(con, f"SELECT * FROM ({known}) ORDER BY 1", []))
+    if args.command == "learned" and dataset is not None:
+        tracks = [t.strip() for t in (getattr(args, "tracks", None) or "").split(",") if t.strip()]
+        known = _column(con, "SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]) if tracks else []
+        for name in tracks:
+            require("track", name, known, f"in dataset {dataset!r}")
+    if args.command == "delete-model":
+        require("model", args.model, _column(con, "SELECT model FROM models UNION " + " UNION ".join(
+            f"SELECT DISTINCT model FROM {t}" for t in MODEL_TABLES) + " ORDER BY 1", []))
+    judge = getattr(args, "judge", None)
+    if args.command == "winrate" and judge is not None:
+        track = getattr(args, "track", None)
+        where = f"in dataset {dataset!r}" + (f", track {track!r}" if track else "")
+        require("judge", judge, _column(con, "SELECT DISTINCT judge FROM pairwise_judgments WHERE dataset = ? "
+                                             "AND (? IS NULL OR track = ?) ORDER BY judge", [dataset, track, track]),
+                where)
     track = getattr(args, "track", None)
     if track and dataset is not None and not track.startswith("skill:"):
         require("track", track, _column(con, "SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]),
                 f"in dataset {dataset!r}")
     elif track and dataset is None:
         require("track", track, _column(con, "SELECT DISTINCT track FROM tracks ORDER BY track", []))
-    # --model (but delete-model says itself what a model holds), --models, --exclude-models
-    given = [] if args.command == "delete-model" or getattr(args, "model", None) is None else [args.model]
+    # --model (delete-model's is checked above; submissions lists the history of models deleted since, and
+    # says "(nothing)" for a model without any), --models, --exclude-models
+    given = ([] if args.command in ("delete-model", "submissions") or getattr(args, "model", None) is None
+             else [args.model])
     given += [m.strip() for a in ("models", "exclude_models") for m in (getattr(args, a, None) or "").split(",")]
     given = [m for m in given if m]
     known = _column(con, "SELECT model FROM models ORDER BY model", []) if given else []
