@@ -79,6 +79,12 @@ def unavailable_here(name: str) -> str | None:
     return info.availability(NeuralOptions()) if info is not None else None
 
 
+# How a dashboard user gets values computed: the Upload page's button (the CLI's `evalcore score` is for
+# a terminal; the page's words here, as the Upload page's own messages).
+def score_hint(options: str = "") -> str:
+    return f"Upload page: 'Score what is missing on this track', or `evalcore score{options}` in a terminal"
+
+
 def missing_metrics(columns: list[str]) -> pd.DataFrame:
     """Metrics of the registry with no column here: unavailable (with the reason) or not scored yet."""
     rows = []
@@ -87,7 +93,7 @@ def missing_metrics(columns: list[str]) -> pd.DataFrame:
             continue
         reason = unavailable_here(name)
         rows.append({"metric": name, "status": "unavailable" if reason else "not scored",
-                     "why": reason or f"python -m evalcore score --dataset ... --metrics {name}"})
+                     "why": reason or f"not scored yet ({score_hint(' --metrics ' + name)})"})
     return pd.DataFrame(rows, columns=["metric", "status", "why"])
 
 
@@ -114,6 +120,9 @@ def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str
         SELECT i.track, r.model, 'computed' AS origin, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id)
         WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
     frame = frame.merge(counts, on=["track", "model", "origin"], how="left").rename(columns={"n": N_COLUMN})
+    # the page's words for the CLI's flag
+    frame["rank_ci"] = frame["rank_ci"].str.replace("(--partial ranks it)", "('Show partial submissions' ranks it)",
+                                                    regex=False)
     return frame
 
 
@@ -186,7 +195,7 @@ def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str) -> pd.D
             else:
                 reason = unavailable_here(col)
                 why = (f"unavailable here: {reason}" if reason else
-                       f"not scored: python -m evalcore score --dataset {dataset} --metrics {col}")
+                       f"not scored yet ({score_hint(' --metrics ' + col)})")
             rows.append({"column": col, "origin": origin, "models": ", ".join(sorted(set(group["model"]))),
                          "why blank": why})
     return pd.DataFrame(rows, columns=["column", "origin", "models", "why blank"])
@@ -213,7 +222,7 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
         mine = frame[(frame["track"] == track) & (frame["model"] == model)]
         if mine.empty:
             rows.append({"track": track, "skill": skills[track], "ranked": int(ranked.get(track, 0)),
-                         "note": (f"not scored here yet: python -m evalcore score --dataset {dataset} --track {track}"
+                         "note": (f"not scored here yet ({score_hint()})"
                                   if track in answered else "no response of this model here")})
             continue
         row = mine.iloc[0]

@@ -206,7 +206,7 @@ def empty_store() -> bool:
     """True (with a notice saying what to do) when the store holds no track yet."""
     if data(views.track_count):
         return False
-    st.info("This store is empty. Build the embedded default with `python -m evalcore init` or import your "
+    st.info("This store is empty. Build the embedded default with `evalcore init` or import your "
             "own data (see the README), then reload.")
     return True
 

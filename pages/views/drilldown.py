@@ -30,7 +30,8 @@ dim = vs.one("dim", dims, dims[0] if dims else None)
 c = st.columns([2, 2, 3])  # the toggle's label needs the room in a narrow window
 with c[0]:
     metric = select("Metric", metrics, metric, key=f"dd-metric-{track}",
-                    empty="none scored on this track yet (python -m evalcore score).")
+                    empty="none scored on this track yet (the Upload page's 'Score what is missing on this track' "
+                          "computes them).")
 with c[1]:
     dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}",
                  empty="no human ratings on this track, so no disagreement sort.")

@@ -22,8 +22,8 @@ with c3:
 values = {"dataset": dataset, "level": level, "holdout": holdout}
 st.caption("Per human dimension, each metric's weight is max(r, 0)^2 normalised over metrics (r: Spearman on a "
            "fitting track), averaged over the fitting tracks; metrics are z-normalised within each track. CRS is "
-           "judged on the held-out tracks against Avg (plain mean of the z-scores) and the best single metric "
-           "on the fitting tracks.")
+           "judged on the held-out tracks against Avg (plain mean of the z-scores) and the single metric with the "
+           "highest correlation on the fitting tracks (a baseline, not a verdict that it is best).")
 results, weights = data(views.ensemble_view, dataset, level, holdout) if dataset else (None, None)
 if results is None or results.empty:
     st.warning(f"Nothing to ensemble in {md_escape(dataset)} at {level} level: this needs metric scores and human "
@@ -36,7 +36,7 @@ else:
     group = select("Held-out group", groups, group, key=f"en-group-{dataset}-{holdout}")
     values["group"] = group
     mine = results[results["holdout"] == group].copy()
-    mine["method"] = mine["method"].str.replace("best:", "best single: ", regex=False)
+    mine["method"] = mine["method"].str.replace("best:", "top on fitting tracks: ", regex=False)
     # One chart per held-out track, one under another, each as wide as the page: a faceted chart has a
     # fixed width, and a narrow window cut off its third track.
     for tr in dict.fromkeys(mine["track"]):

@@ -28,7 +28,8 @@ values = {"dataset": dataset, "track": track, "flavor": flavor}
 columns = data(views.board_columns, dataset, track, flavor) if track else []
 
 if not columns:
-    st.warning("Nothing to show for this track yet: import responses and run `python -m evalcore score`.")
+    st.warning("Nothing to show for this track yet: upload a model's responses on the Upload page (its scoring "
+               "job computes the metrics).")
 else:
     options, default = data(views.rank_choices, dataset, track, tuple(columns))
     rank_by = vs.one("rank_by", options, default, unavailable="is not scored on this track", known=METRICS)
@@ -129,7 +130,7 @@ else:
         st.caption(md_escape(
             f"Nothing to show here: this ranks one model on every track by its computed values, and {dataset} "
             + ("holds no responses of its own (only published tables)." if not all_models else
-               "has no computed values yet (score it: python -m evalcore score).")))
+               "has no computed values yet (the Upload page's 'Score what is missing on this track' computes them).")))
         model = across = None
     else:
         a1, a2 = st.columns([2, 1])
