@@ -346,7 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def emit(frame: pd.DataFrame, fmt: str, digits: int | None = None) -> None:
     """Print a frame as a table, JSON records or CSV; `digits` rounds the table only (files keep
-    full precision)."""
+    full precision). This output is for programs: cells are written as stored, a name that begins with `=`
+    included (no quote added: a program reading it gets the model's real name). Files for people, which a
+    spreadsheet program opens (the dashboard's downloads, `evalcore template`), are neutralised by
+    evalcore.export instead."""
     if fmt == "table" and digits is not None:
         frame = frame.round(digits)
     if fmt == "json":

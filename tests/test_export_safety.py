@@ -168,9 +168,9 @@ def test_template_csv_from_the_cli_is_neutralised(tmp_path, capsys):
     assert rows["h1"][2:4] == ["'" + LEAK + "\n+1+1", "'-cmd"]
 
 
-def test_leaderboard_csv_download_neutralises_a_model_name(tmp_path, monkeypatch):
+def test_leaderboard_csv_download_neutralises_a_model_name(tmp_path, monkeypatch, capsys):
     """A model named =1+2 on the leaderboard page: the CSV its download button gives has '=1+2, and its
-    numbers (a negative one included) as numbers."""
+    numbers as numbers; the CLI's `--format csv` (for programs) keeps the name as it is."""
     import streamlit as st
 
     db = str(tmp_path / "s.duckdb")
@@ -209,3 +209,18 @@ def test_leaderboard_csv_download_neutralises_a_model_name(tmp_path, monkeypatch
     assert "rank" in back.columns and numeric
     for c in numeric:
         assert all(not str(r[header.index(c)]).startswith("'") for r in body)
+    capsys.readouterr()
+    assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchat", "--format", "csv"]) == 0
+    cli = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert sorted(r[cli[0].index("model")] for r in cli[1:]) == ["=1+2", "b"]
+
+
+def test_no_page_writes_a_csv_or_xlsx_itself():
+    """Every download a page offers goes through evalcore.export (common.download, safe_csv) or the template
+    (render): no page turns a frame into CSV or xlsx bytes on its own."""
+    pages = sorted((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
+    assert len(pages) > 5
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        for call in (".to_csv(", ".to_excel(", "csv.writer(", "openpyxl"):
+            assert call not in text, f"{path.relative_to(ROOT)} writes {call} itself"
