@@ -51,12 +51,14 @@ def safe_cell(value):
 def safe_frame(frame: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
     """A copy of `frame` with every text cell and column name through `safe_cell`, except the columns in
     `keep` (written as they are; the caller says why). Numeric columns are left alone."""
+    names = list(frame.columns)
     out = frame.copy()
-    for col in out.columns:
-        if col in keep or pd.api.types.is_numeric_dtype(out[col]) or pd.api.types.is_bool_dtype(out[col]):
+    out.columns = range(len(names))   # by position: a name given twice is still one column each
+    for i, col in enumerate(names):
+        if col in keep or pd.api.types.is_numeric_dtype(out[i]) or pd.api.types.is_bool_dtype(out[i]):
             continue
-        out[col] = out[col].map(safe_cell)
-    out.columns = [c if c in keep else safe_cell(c) if isinstance(c, str) else c for c in out.columns]
+        out[i] = out[i].map(safe_cell)
+    out.columns = [c if c in keep else safe_cell(c) if isinstance(c, str) else c for c in names]
     return out
 
 

@@ -224,3 +224,9 @@ def test_no_page_writes_a_csv_or_xlsx_itself():
         text = path.read_text(encoding="utf-8")
         for call in (".to_csv(", ".to_excel(", "csv.writer(", "openpyxl"):
             assert call not in text, f"{path.relative_to(ROOT)} writes {call} itself"
+
+
+def test_safe_csv_with_a_column_name_twice_and_string_dtypes():
+    frame = pd.DataFrame([["=a", "@b", 1.5]], columns=["x", "x", "v"]).astype({"v": float})
+    frame["s"] = pd.Series(["+c"], dtype="string")
+    assert _rows(safe_csv(frame)) == [["x", "x", "v", "s"], ["'=a", "'@b", "1.5", "'+c"]]
