@@ -37,3 +37,87 @@ def policy(secrets: dict | None = None, environ: dict | None = None) -> Policy:
     if password:
         return Policy("password", str(password))
     return Policy("open")
+
+
+class Throttle:
+    """Wrong passwords slowed, then locked out. Each key (a session, a client address) may guess FREE (5)
+    times freely; after that every wrong guess locks the key for BASE * 2**(k-1) seconds (k: wrong guesses
+    past the free ones; 1, 2, 4, ... s, at most CAP = 300 s), and a guess while locked is not checked at
+    all. A right guess clears the key. One per process (THROTTLE): a server's sessions share it, so a new
+    tab from the same address waits as long as the old one. After five wrong guesses a key gets at most
+    6 more checked in the next minute and about 12 an hour thereafter (tests/test_access.py)."""
+
+    FREE = 5
+    BASE = 1.0
+    CAP = 300.0
+
+    def __init__(self, clock=None):
+        import threading
+        import time
+
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._wrong: dict[str, int] = {}
+        self._until: dict[str, float] = {}
+
+    def wait(self, *keys: str) -> float:
+        """Seconds until every one of `keys` may guess again (0: now)."""
+        now = self._clock()
+        with self._lock:
+            return max([0.0] + [self._until.get(k, 0.0) - now for k in keys if k])
+
+    def failed(self, *keys: str) -> float:
+        """Record a wrong guess for each key; the wait it imposes."""
+        now = self._clock()
+        with self._lock:
+            for k in (k for k in keys if k):
+                n = self._wrong[k] = self._wrong.get(k, 0) + 1
+                if n > self.FREE:
+                    self._until[k] = now + min(self.CAP, self.BASE * 2 ** (n - self.FREE - 1))
+        return self.wait(*keys)
+
+    def succeeded(self, *keys: str) -> None:
+        with self._lock:
+            for k in keys:
+                self._wrong.pop(k, None)
+                self._until.pop(k, None)
+
+
+def guess(rule: Policy, given: str, keys: tuple[str, ...], throttle: Throttle) -> tuple[bool, float]:
+    """(right, seconds to wait) for one password guess under the throttle: a guess while locked is not
+    checked (False and the wait left)."""
+    left = throttle.wait(*keys)
+    if left > 0:
+        return False, left
+    if rule.check(given):
+        throttle.succeeded(*keys)
+        return True, 0.0
+    return False, throttle.failed(*keys)
+
+
+THROTTLE = Throttle()
+
+
+class Writers:
+    """The sessions the page gate let write (their Streamlit session ids). Streamlit's upload endpoint
+    (/_stcore/upload_file/<session>/<file>) takes a file from any session that has a page open; the
+    dashboard refuses to keep one from a session not in here (pages/views/common.py guards the endpoint),
+    so a visitor without the password cannot park files in the server's memory."""
+
+    def __init__(self):
+        import threading
+
+        self._lock = threading.Lock()
+        self._ids: set[str] = set()
+
+    def grant(self, session_id: str | None) -> None:
+        if session_id:
+            with self._lock:
+                self._ids.add(session_id)
+
+    def allowed(self, session_id: str) -> bool:
+        with self._lock:
+            return session_id in self._ids
+
+
+WRITERS = Writers()
