@@ -1,6 +1,7 @@
 """Helpers every page shares: the store connection, URL state, safe text, downloads."""
 from __future__ import annotations
 
+import math
 import re
 import threading
 from urllib.parse import urlsplit
@@ -419,31 +420,89 @@ def _secrets() -> dict:
         return {}
 
 
+def _session_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx else None
+
+
+def _guess_keys() -> tuple[str, ...]:
+    """What the password throttle counts wrong guesses against: this session, and the client's address
+    (a new tab from the same machine waits as long)."""
+    address = getattr(st.context, "ip_address", None)
+    return (f"session:{_session_id()}", f"address:{address}" if address else "")
+
+
+def _on_password() -> None:
+    """A guess is checked once, when the box's value changes (not again on every rerun of the page)."""
+    from evalcore.access import THROTTLE, guess, policy
+
+    given = st.session_state.get("access-password") or ""
+    if not given:
+        return
+    right, wait = guess(policy(_secrets()), given, _guess_keys(), THROTTLE)
+    st.session_state["access-ok"] = right
+    st.session_state["access-wait"] = wait
+    st.session_state["access-password"] = ""  # never kept in the session; a locked guess is not checked
+
+
 def may_write() -> tuple[bool, str | None]:
     """(allowed, who) for this session under the deployment's write policy (evalcore.access); draws
-    what the user needs: the read-only note, a sign-in button or a password box."""
-    from evalcore.access import policy
+    what the user needs: the read-only note, a sign-in button or a password box. A session allowed to
+    write is admitted to Streamlit's upload endpoint (guard_uploads)."""
+    from evalcore.access import THROTTLE, WRITERS, policy
 
     rule = policy(_secrets())
     if rule.mode == "read-only":
         st.info("This dashboard is read-only: uploads and scoring are off here. Import with the command "
-                "line on the server (see the README), or ask whoever runs it.", icon="🔒")
+                "line on the server (see the README), or ask whoever runs it.")
         return False, None
     if rule.mode == "sign-in":
         if not st.user.is_logged_in:
-            st.info("Sign in to upload; reading needs no sign-in.", icon="🔒")
+            st.info("Sign in to upload; reading needs no sign-in.")
             st.button("Sign in", on_click=st.login, key="access-login")
             return False, None
+        WRITERS.grant(_session_id())
         return True, str(st.user.get("email") or st.user.get("name") or "signed in")
     if rule.mode == "password":
         if st.session_state.get("access-ok"):
+            WRITERS.grant(_session_id())
             return True, "password"
-        given = st.text_input("Upload password", type="password", key="access-password",
-                              help="This dashboard asks for a password before anything is written to its store.")
-        if given and rule.check(given):
-            st.session_state["access-ok"] = True
-            st.rerun()  # drawn again without the password box
-        if given:
+        wait = THROTTLE.wait(*_guess_keys())
+        st.text_input("Upload password", type="password", key="access-password", on_change=_on_password,
+                      disabled=wait > 0,
+                      help="This dashboard asks for a password before anything is written to its store.")
+        if wait > 0:
+            st.error(f"Too many wrong passwords: the next guess is checked in {math.ceil(wait)} s "
+                     "(reload the page then).")
+        elif st.session_state.get("access-ok") is False:
             st.error("Wrong password: nothing can be uploaded.")
         return False, None
+    WRITERS.grant(_session_id())
     return True, None
+
+
+def guard_uploads() -> None:
+    """Streamlit keeps a file PUT to /_stcore/upload_file/<session>/<file> in memory for any session with a
+    page open, uploader or not. Refuse to keep one from a session the write gate has not admitted
+    (evalcore.access.WRITERS): the request then fails, and nothing stays in the server's memory. Installed
+    once per process, on Streamlit's uploaded-file manager (the one both its servers use)."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    from evalcore.access import WRITERS
+
+    keep = MemoryUploadedFileManager.add_file
+    if getattr(keep, "guarded", False):
+        return
+
+    def add_file(self, session_id, file):
+        if not WRITERS.allowed(session_id):
+            raise PermissionError("uploads are open only to sessions allowed to write (see the Upload page)")
+        return keep(self, session_id, file)
+
+    add_file.guarded = True
+    MemoryUploadedFileManager.add_file = add_file
+
+
+guard_uploads()
