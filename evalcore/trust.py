@@ -170,6 +170,15 @@ def trust(con, dataset: str, *, level: str = "system", method: str = "spearman",
           aggregate: str = "mean", models: Models = Models(), system_aggregate: str = "corpus",
           alpha: float = ALPHA, adjust: str = "holm") -> pd.DataFrame:
     """Long table (COLUMNS): one row per metric, skill and track, plus one `pooled` row per metric and skill."""
+    return _read_and_table(con, dataset, level, method, dimension, origin, flavor, tokenizer, aggregate, models,
+                           system_aggregate, alpha, adjust)[1]
+
+
+def _read_and_table(con, dataset: str, level: str, method: str, dimension: str, origin: str, flavor: str,
+                    tokenizer: str | None, aggregate: str, models: Models, system_aggregate: str, alpha: float,
+                    adjust: str) -> tuple[list[_Track], pd.DataFrame]:
+    """The options checked, the values read, and the table at one setting (an error that says what exists
+    when there is nothing to correlate)."""
     _check(level, origin, [method], aggregate)
     _check_adjust(adjust, alpha)
     require_dataset(con, dataset)
@@ -177,7 +186,7 @@ def trust(con, dataset: str, *, level: str = "system", method: str = "spearman",
     frame = _table(loaded, method, dimension, alpha=alpha, adjust=adjust)
     if frame.empty or frame["r"].isna().all():
         raise ValueError(_nothing(con, dataset, level, origin, frame))
-    return frame
+    return loaded, frame
 
 
 def _check_adjust(adjust: str, alpha: float) -> None:
@@ -472,13 +481,8 @@ def report(con, dataset: str, *, level: str, method: str, dimension: str, origin
            adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trust()'s table, verdicts() with `robust`: how each skill's answer holds across the sweep over
     methods and `dimensions`), from values read once."""
-    _check(level, origin, [method], aggregate)
-    _check_adjust(adjust, alpha)
-    require_dataset(con, dataset)
-    loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
-    frame = _table(loaded, method, dimension, alpha=alpha, adjust=adjust)
-    if frame.empty or frame["r"].isna().all():
-        raise ValueError(_nothing(con, dataset, level, origin, frame))
+    loaded, frame = _read_and_table(con, dataset, level, method, dimension, origin, flavor, tokenizer, aggregate,
+                                    models, system_aggregate, alpha, adjust)
     said = verdicts(frame, adjust=adjust)
     sweep = _sweep(loaded, dimensions, alpha=alpha, adjust=adjust)
     said["robust"] = [robustness_text(sweep, s, m if v == "trust" else "none") if v != "undefined" else ""
