@@ -18,6 +18,17 @@ if __name__ == "__main__" and not st.runtime.exists():
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
+    from evalcore import jobs
+    from evalcore.store import ServerLockHeld, resolve_db_path, server_lock
+
+    # One server per store: a second one is refused here, before it serves anything (the first one's
+    # writes and its lock on the file would collide with its own). The lock lives as long as this process.
+    try:
+        server_lock(resolve_db_path())
+    except ServerLockHeld as exc:
+        print(f"evalcore: {exc}", file=sys.stderr)
+        sys.exit(2)
+    jobs.watch(str(resolve_db_path()))  # at start: the jobs a killed or stopped server left queued are run
     PagesManager.uses_pages_directory = False
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
@@ -46,5 +57,5 @@ except StoreError as exc:  # a command held the store longer than a page waits: 
     st.warning(md_escape(f"The store is busy: {exc}"), icon=":material/hourglass_empty:")
     st.button("Try again", key="store-busy-retry")
 finally:
-    release()  # the page's connection: the store's lock is held only while a page runs
+    release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it
     log_run(page.url_path, started)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
+import time
 import traceback
 from datetime import datetime
 
@@ -59,8 +61,11 @@ def create(con: duckdb.DuckDBPyConnection, dataset: str, steps: list[dict], *, m
 
 
 def _set(con, job_id: int, **values) -> None:
+    from evalcore.store import WRITE_LOCK
+
     cols = ", ".join(f"{k} = ?" for k in values)
-    con.execute(f"UPDATE jobs SET {cols} WHERE job_id = ?", [*values.values(), job_id])
+    with WRITE_LOCK:  # a write like any other: never beside another transaction of this process
+        con.execute(f"UPDATE jobs SET {cols} WHERE job_id = ?", [*values.values(), job_id])
 
 
 def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | None = None) -> None:
@@ -90,23 +95,89 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
         _set(con, job_id, state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
 
 
+CHECK_VAR = "EVALCORE_JOB_CHECK"  # seconds between the server's checks for jobs no process runs (default 30)
+_CLAIMED: dict[tuple[str, int], threading.Thread] = {}  # (store, job) this process runs or ran: never twice
+_CLAIM = threading.Lock()
+_WATCHING: dict[str, threading.Thread] = {}
+
+
 def start(path: str, job_id: int, neural: NeuralOptions | None = None) -> threading.Thread:
-    """Run the job in a background thread of this process on a connection of its own: it goes on when
-    the page that started it is left or closed (the page's connection closes when its run ends)."""
-    def work():
-        from evalcore._malloc import give_back
-        from evalcore.store import connect, lock_wait
+    """Run the job in a background thread of this process on a cursor of the process's shared store
+    instance: it goes on when the page that started it is left or closed. A job this process already
+    runs is not started again: its thread is returned."""
+    key = (os.path.abspath(path), int(job_id))
+    with _CLAIM:
+        if key in _CLAIMED:
+            return _CLAIMED[key]
 
-        con = connect(path, wait=lock_wait())
-        try:
-            run(con, job_id, neural)
-        finally:
-            con.close()
-            give_back()  # the dashboard lives on: its memory returns near where it was
+        def work():
+            from evalcore._malloc import give_back
+            from evalcore.store import lease, lock_wait
 
-    worker = threading.Thread(target=work, name=f"evalcore-job-{job_id}", daemon=True)
+            con = lease(path, wait=lock_wait())
+            try:
+                run(con, job_id, neural)
+            finally:
+                con.close()
+                give_back()  # the dashboard lives on: its memory returns near where it was
+
+        worker = _CLAIMED[key] = threading.Thread(target=work, name=f"evalcore-job-{job_id}", daemon=True)
     worker.start()
     return worker
+
+
+def orphans(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
+    """Jobs no live process runs: queued or running, recorded by this machine, by a process that is gone
+    or by this one (a job this process recorded but has not started: the page that recorded it was closed,
+    or a process before it had the same pid), and not run by this process already."""
+    rows = con.execute("SELECT job_id, pid, host FROM jobs WHERE state IN ('queued', 'running') "
+                       "ORDER BY job_id").fetchall()
+    me, here, store = os.getpid(), socket.gethostname(), os.path.abspath(path)
+    with _CLAIM:
+        return [int(j) for j, pid, host in rows
+                if (store, int(j)) not in _CLAIMED and host == here and (pid == me or not _alive(pid, host))]
+
+
+def recover(path: str, neural: NeuralOptions | None = None, wait: float = 0.0) -> list[threading.Thread]:
+    """Start every orphaned job of the store (see orphans); the threads started."""
+    from evalcore.store import lease
+
+    con = lease(path, wait=wait)
+    try:
+        found = orphans(con, path)
+    finally:
+        con.close()
+    return [start(path, job, neural) for job in found]
+
+
+def watch(path: str, every: float | None = None) -> threading.Thread:
+    """The server's check for orphaned jobs: now and every `every` seconds (CHECK_VAR), in a daemon
+    thread, once per store and process. A store busy with a command is checked next time."""
+    if every is None:
+        try:
+            every = float(os.environ.get(CHECK_VAR, 30))
+        except ValueError:
+            every = 30.0
+
+    def loop():
+        from evalcore.errors import StoreError
+
+        while True:
+            if os.path.exists(path):  # a store not created yet has no jobs: not created here
+                try:
+                    recover(path, NeuralOptions())
+                except StoreError as exc:
+                    print(f"evalcore: job check skipped: {exc}", file=sys.stderr)
+                except Exception:  # the check never dies; the next one tries again
+                    traceback.print_exc()
+            time.sleep(every)
+
+    key = os.path.abspath(path)
+    with _CLAIM:
+        if key not in _WATCHING:
+            _WATCHING[key] = threading.Thread(target=loop, name="evalcore-job-check", daemon=True)
+            _WATCHING[key].start()
+        return _WATCHING[key]
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,12 +57,14 @@ def _locked(exc: Exception) -> bool:
     return "lock" in str(exc).lower()
 
 
-def _open(db: Path, read_only: bool, wait: float, on_wait) -> duckdb.DuckDBPyConnection:
+def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HANDOVER_WAIT) -> duckdb.DuckDBPyConnection:
     """duckdb.connect, retried while another process holds the file (DuckDB allows one writing
-    process): the dashboard holds it only during a page run, so a command gets in within moments."""
+    process): the dashboard holds it only during a page run, so a command gets in within moments.
+    `handover`: how long to wait for this process's own closing connection (the shared instance
+    passes 0: it opens and closes under one lock, so that case cannot arise there)."""
     deadline = time.monotonic() + wait
     told = False
-    settling = time.monotonic() + HANDOVER_WAIT
+    settling = time.monotonic() + handover
     while True:
         try:
             return duckdb.connect(str(db), read_only=read_only)
@@ -199,16 +203,189 @@ def use_external_metrics(con: duckdb.DuckDBPyConnection) -> None:
     use_external(con.execute("SELECT metric, higher_is_better, description FROM external_metrics").fetchall())
 
 
+WRITE_LOCK = threading.RLock()
+"""Every write of this process, one at a time: store.transaction takes it around BEGIN ... COMMIT, and a
+write outside a transaction (a job's progress) takes it itself. DuckDB lets transactions of one process
+run side by side and refuses the second to touch a row the first changed ('Conflict on update'; every
+import bumps the one revision row): serialised, they never collide."""
+RETRIES = 4  # tries of a write that still meets a write-write conflict (another process's, say)
+
+
+class WriteConflict(StoreError):
+    """A write met another write to the same rows RETRIES times; nothing of it was written."""
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """All or nothing: commit on success, roll back on any exception."""
-    con.execute("BEGIN TRANSACTION")
+    """All or nothing: commit on success, roll back on any exception. Holds WRITE_LOCK throughout."""
+    with WRITE_LOCK:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException:
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass  # DuckDB rolled it back itself (a conflict aborts the transaction)
+            raise
+        con.execute("COMMIT")
+
+
+def _conflict(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
+
+
+def retrying(fn, *args, tries: int = RETRIES, backoff: float = 0.1, **kwargs):
+    """fn(*args, **kwargs), a whole write (read, check, one transaction), run again after a short,
+    growing pause when it meets a write-write conflict; after `tries` a WriteConflict that says
+    nothing was written and to try again (never the raw TransactionException)."""
+    for attempt in range(tries):
+        try:
+            return fn(*args, **kwargs)
+        except duckdb.TransactionException as exc:
+            if not _conflict(exc):
+                raise
+            if attempt == tries - 1:
+                raise WriteConflict("another write to the store collided with this one "
+                                    f"{tries} times; nothing of it was written. Try again in a moment.") from exc
+            time.sleep(backoff * 2 ** attempt)
+
+
+class Lease:
+    """A cursor of the process's shared database instance, standing for a connection: what it is asked
+    it passes to the cursor, and close() gives it back (the instance closes when the last one is back).
+    Closing twice is harmless."""
+
+    def __init__(self, shared: "Shared", cur: duckdb.DuckDBPyConnection):
+        self._shared, self._cur = shared, cur
+
+    def __getattr__(self, name: str):
+        cur = self.__dict__.get("_cur")
+        if cur is None:
+            raise duckdb.ConnectionException("Connection already closed!")
+        attr = getattr(cur, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):  # the lease lives while its method runs (lease(db).execute(...) included)
+            out = attr(*args, **kwargs)
+            return self if out is cur else out   # execute() returns the cursor: chained calls keep the lease
+
+        return call
+
+    def close(self) -> None:
+        cur, self._cur = self._cur, None
+        if cur is not None:
+            self._shared._give_back(cur)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a lease dropped without close() (a thread that ended) is given back
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Shared:
+    """One DuckDB database instance per store file in this process, a cursor per thread (DuckDB's rule
+    for one process). The instance opens when the first user asks (lease) and closes when the last one
+    gives its cursor back; opening and closing happen under one lock, so an open never meets the same
+    file still closing in another thread (DuckDB's 'Unique file handle conflict ... already attached').
+    The file is held only while someone uses it: a command of another process gets in between."""
+
+    _all: dict[str, "Shared"] = {}
+    _registry = threading.Lock()
+
+    def __init__(self, db: Path):
+        self.db, self.root, self.users, self.lock = db, None, 0, threading.RLock()  # RLock: __del__ may give back
+
+    @classmethod
+    def of(cls, path: str | os.PathLike | None = None) -> "Shared":
+        db = resolve_db_path(path)
+        key = os.path.abspath(db)
+        with cls._registry:
+            return cls._all.setdefault(key, cls(Path(key)))
+
+    def lease(self, wait: float = 0.0, on_wait=None) -> Lease:
+        with self.lock:
+            if self.root is None:
+                check_store_path(self.db)
+                self.db.parent.mkdir(parents=True, exist_ok=True)
+                root = _open(self.db, False, wait, on_wait, handover=0.0)
+                try:
+                    migrate(root, str(self.db))
+                except Exception:
+                    root.close()
+                    raise
+                self.root = root
+            cur = self.root.cursor()
+            self.users += 1
+        try:
+            use_external_metrics(cur)
+        except Exception:
+            self._give_back(cur)
+            raise
+        return Lease(self, cur)
+
+    def _give_back(self, cur: duckdb.DuckDBPyConnection) -> None:
+        with self.lock:
+            try:
+                cur.close()
+            finally:
+                self.users -= 1
+                if self.users == 0 and self.root is not None:
+                    root, self.root = self.root, None
+                    root.close()  # the instance is checkpointed and detached here, under the lock
+
+    @property
+    def is_open(self) -> bool:
+        return self.root is not None
+
+
+def lease(path: str | os.PathLike | None = None, *, wait: float = 0.0, on_wait=None) -> Lease:
+    """A cursor of this process's shared instance of the store (see Shared): for the dashboard's page runs
+    and job threads. The CLI keeps its own single connection (connect)."""
+    return Shared.of(path).lease(wait, on_wait)
+
+
+class ServerLockHeld(StoreError):
+    """Another dashboard server serves this store."""
+
+
+_SERVER_LOCKS: dict[str, int] = {}
+
+
+def server_lock(path: str | os.PathLike | None = None) -> Path:
+    """Take `<store>.server.lock` (an OS lock, fcntl.flock) for this process's life: one dashboard server
+    per store. A second server on the same store is refused with a message naming the first one's pid;
+    the lock goes with its holder's process, however it ends (SIGKILL included). CLI commands do not take
+    it: they share the store with a running server as before. Taking it again in the holding process is
+    a no-op. The lock file's path."""
+    import fcntl
+
+    db = Path(os.path.abspath(resolve_db_path(path)))
+    lock = Path(f"{db}.server.lock")
+    if str(lock) in _SERVER_LOCKS:
+        return lock
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+        os.close(fd)
+        raise ServerLockHeld(f"another dashboard server (pid {holder}) already serves {db}; stop it first, or "
+                             f"give this one another store (EVALCORE_DB). Two servers writing one store would "
+                             f"take its lock from each other. CLI commands can still use the store.") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    _SERVER_LOCKS[str(lock)] = fd
+    return lock
 
 
 @contextmanager

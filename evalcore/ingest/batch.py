@@ -49,6 +49,7 @@ class Batch:
         self.scope: dict | None = None
         self.uploader: str | None = None
         self.shown: str | None = None  # the file's name as its uploader knows it (not a temporary copy's path)
+        self.then = None  # then(con): more writes that belong to this import (its scoring job), same transaction
 
     def delete(self, sql: str, params: list) -> None:
         """A parameterised statement (SQL written in evalcore, values as parameters) run before the
@@ -104,6 +105,8 @@ class Batch:
                     counts[table] += insert_frame(con, table, frame)
             con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
                         [json.dumps({t: n for t, n in counts.items() if n}), sid])
+            if self.then is not None:
+                self.then(con)
         return counts
 
     def _dataset(self) -> str | None:

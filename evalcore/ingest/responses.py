@@ -77,7 +77,8 @@ class Part:
 
 def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None = None,
                      model: str | None = None, replace: bool = False, uploader: str | None = None,
-                     shown: str | None = None, track_column_first: bool = False, words: Words = CLI) -> ImportReport:
+                     shown: str | None = None, track_column_first: bool = False, words: Words = CLI,
+                     then=None) -> ImportReport:
     """Import one file into one track, or into every track it names in a `track` column, or a folder or
     .zip of files named after their tracks (then without `track`): one transaction, all tracks or none.
     With replace=True, the file's models lose their earlier responses in the tracks the file covers
@@ -87,7 +88,8 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
     track_column_first=True (the upload page): a file with a `track` column goes to the tracks it names,
     and `track` is only for a file without one; a folder or .zip ignores `track`. Without it (the CLI),
     `track` is every row's track and a `track` column must agree. `words` names the user's choices in
-    messages: the CLI's options (CLI), or the page's controls (PAGE)."""
+    messages: the CLI's options (CLI), or the page's controls (PAGE). `then(con, tracks)` runs inside the
+    import's transaction once its rows are written (the upload page records the scoring job there)."""
     path = Path(path)
     tracks = lookup.tracks_of(con, dataset)
     whole = path.is_dir() or path.suffix.lower() == ".zip"
@@ -103,18 +105,18 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
     if not whole:
         part = Part(path, str(path), track, words.track_given, origin=path.name, column_first=track_column_first)
         return _import(con, str(path), [part], dataset, tracks, None if track_column_first else track,
-                       model, replace, uploader, shown, words)
+                       model, replace, uploader, shown, words, then)
     if track is not None:
         raise ImportRefused([Problem(str(path), "", words.track, words.no_track_with_folder, repr(track))])
     with tempfile.TemporaryDirectory(prefix=f"{readers.TEMP_PREFIX}{os.getpid()}-") as tmp, readers.row_budget():
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
-        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown, words)
+        return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown, words, then)
 
 
 def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], dataset: str, tracks: list[str],
             track: str | None, model: str | None, replace: bool, uploader: str | None = None,
-            shown: str | None = None, words: Words = CLI) -> ImportReport:
+            shown: str | None = None, words: Words = CLI, then=None) -> ImportReport:
     """Read every part, check every row, then write once: a problem anywhere refuses the whole import."""
     problems: list[Problem] = []
     tables: list[tuple[Part, Table]] = []
@@ -154,6 +156,8 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     for name in models:
         batch.model(name)
     answerable = answerable_items(con, dataset).groupby("track")["item_id"].agg(set).to_dict()
+    if then is not None:
+        batch.then = lambda c: then(c, sorted(covered))
     report = ImportReport(file, batch.write(con, source=file))
     report.notes += read_as + notes + check.notes()
     report.tracks = sorted(covered)

@@ -16,7 +16,7 @@ from evalcore.defaults import SLOW, build_default_in_stages
 from evalcore.export import safe_csv
 from evalcore.ingest.readers import sweep_temp
 from evalcore.share import ViewState, link, to_query
-from evalcore.store import ENV_VAR, connect, resolve_db_path, stamp
+from evalcore.store import ENV_VAR, lease, resolve_db_path, stamp
 
 CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
 
@@ -29,20 +29,23 @@ PAGE_WAIT = 30.0  # seconds a page waits for a store a command is writing to (a 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
 def prepared(path: str, build_default: bool) -> bool:
     """Once per store file and process: migrate it and, for the default store, build it from data/
-    (the quick datasets before the first page draws, demo-zh in the background). The background build
-    takes this connection over and closes it when done: the store is never attached twice while the
-    first connection closes (DuckDB's 'Unique file handle conflict'), and pages meanwhile open their
-    connections on the same database."""
+    (the quick datasets before the first page draws, demo-zh in the background), and start the check
+    for scoring jobs no process runs (jobs.watch). Every connection of the dashboard is a cursor of the
+    process's one database instance (store.lease): the background build keeps its cursor and gives it
+    back when done, so the instance (and the file's lock) stays while it builds."""
+    from evalcore import jobs
+
     tune()
     sweep_temp()  # copies of uploads a killed server left in the temp folder
-    con = connect(path, wait=PAGE_WAIT)
+    con = lease(path, wait=PAGE_WAIT)
     thread = None
     try:
         if build_default:
             thread = _BUILDING[path] = build_default_in_stages(con, hand_over=True)
     finally:
-        if thread is None:  # no build running: the connection is still ours
+        if thread is None:  # no build running: the cursor is still ours
             con.close()
+    jobs.watch(path)  # queued jobs (a tab closed before its job started, a killed server's) are run
     return True
 
 
@@ -60,18 +63,19 @@ def building_note() -> None:
 
 
 class _OnFirstUse:
-    """This run's connection, opened by its first query (see cursor)."""
+    """This run's cursor, taken by its first query (see cursor)."""
 
     def __getattr__(self, name: str):
         con = getattr(_RUN, "con", None)
         if con is None:
-            con = _RUN.con = connect(str(resolve_db_path()), wait=PAGE_WAIT)
+            con = _RUN.con = lease(str(resolve_db_path()), wait=PAGE_WAIT)
         return getattr(con, name)
 
 
 def cursor() -> duckdb.DuckDBPyConnection:
-    """This run's connection to the store. It opens on the run's first query and closes when the run
-    ends (app.py), so the dashboard holds DuckDB's file lock only while a page queries: a page whose
+    """This run's connection to the store: a cursor of the process's one database instance (store.lease),
+    taken on the run's first query and given back when the run ends (app.py); the instance closes when
+    no run and no job uses it, so the dashboard holds DuckDB's file lock only while a page queries: a page whose
     tables are all cached (data()) never takes it, and a CLI command gets in between page loads. The
     default store (no EVALCORE_DB) is built from data/ on first run; a store named by EVALCORE_DB is
     opened as it is, empty or not."""
@@ -82,7 +86,7 @@ def cursor() -> duckdb.DuckDBPyConnection:
 
 
 def release() -> None:
-    """Close this run's connection (app.py calls it when the page script ends, however it ends)."""
+    """Give back this run's cursor (app.py calls it when the page script ends, however it ends)."""
     con = getattr(_RUN, "con", None)
     _RUN.con = None
     if con is not None:

@@ -13,8 +13,9 @@ from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.readers import temp_dir
 from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.neural import NeuralOptions
-from evalcore.store import resolve_db_path
-from pages.views.common import cursor, data, expander, may_write, md_escape, pick_track, publish, safe_filename, start
+from evalcore.store import WriteConflict, resolve_db_path, retrying, transaction
+from pages.views.common import (cursor, data, expander, may_write, md_escape, pick_track, publish, release,
+                                safe_filename, start)
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -57,15 +58,39 @@ if allowed and kind == "responses" and model and model in existing:
     if not replace:
         st.info("Pick a new model name above to keep both.")
 
-def start_job(tracks: list[str], model: str | None) -> None:
-    """Score what the tracks need in a background job the store records: it goes on if the page is left."""
+recorded: dict = {}  # the job this run recorded: its id and step count
+
+
+def record_job(c, tracks: list[str], model: str | None) -> int:
+    """The scoring job the tracks need, recorded as queued on `c` (inside the import's transaction for an
+    upload: imported responses never stand without their job; the server runs a queued job nobody ran)."""
     assert allowed  # every caller is behind the write check
-    steps = jobs.scoring_steps(con, dataset, tracks, neural=neural)
-    job = jobs.create(con, dataset, steps, model=model)
+    steps = jobs.scoring_steps(c, dataset, tracks, neural=neural)
+    recorded.update(job=jobs.create(c, dataset, steps, model=model), steps=len(steps))
+    return recorded["job"]
+
+
+def start_job() -> None:
+    """Run the job recorded in this run in a background thread: it goes on if the page is left."""
+    job = recorded["job"]
     jobs.start(str(resolve_db_path()), job, NeuralOptions())
     st.session_state["up-job"] = job
-    st.info(f"Scoring runs as job {job} ({len(steps)} step(s)). It goes on if you leave this page; "
+    st.info(f"Scoring runs as job {job} ({recorded['steps']} step(s)). It goes on if you leave this page; "
             "its progress is below, under Scoring jobs.")
+
+
+def score_track() -> None:
+    """'Score what is missing on this track': its job recorded (one short write), then started."""
+    def write():
+        with transaction(con):
+            record_job(con, [track], None)
+
+    try:
+        retrying(write)
+    except WriteConflict as exc:
+        st.error(md_escape(str(exc)))
+    else:
+        start_job()
 
 
 if upload is not None and st.button("Validate and import", type="primary", key="up-go",
@@ -77,11 +102,15 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         if kind == "responses":
             # The file says where it goes: a `track` column names its rows' tracks, a .zip's file names do;
             # a file with neither goes to the track chosen above. Messages name this page's controls.
-            report = import_responses(con, path, dataset=dataset, track=track, model=model or None, replace=replace,
-                                      uploader=uploader, shown=upload.name, track_column_first=True, words=PAGE)
+            # Its scoring job is recorded in the import's own transaction (queued): a tab closed, or a server
+            # killed, right after the import leaves a job the server runs at its next check or start.
+            # The whole import runs again (a moment later) when another write collided with it.
+            report = retrying(import_responses, con, path, dataset=dataset, track=track, model=model or None,
+                              replace=replace, uploader=uploader, shown=upload.name, track_column_first=True,
+                              words=PAGE, then=lambda c, tracks: record_job(c, tracks, model or None))
         else:
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
-            report = import_ratings(con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
+            report = retrying(import_ratings, con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
     except ImportRefused as exc:
         st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems):,} problem(s). Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
@@ -94,6 +123,8 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         if len(report) > shown:
             st.download_button("All problems (CSV)", safe_csv(report),
                                file_name="refused.csv", mime="text/csv", key="up-problems")
+    except WriteConflict as exc:
+        st.error(f"{md_escape(upload.name)} was not imported: {md_escape(str(exc))}")
     except ValueError as exc:
         st.error(md_escape(str(exc)))
     else:
@@ -103,8 +134,8 @@ if upload is not None and st.button("Validate and import", type="primary", key="
         for note in warnings:
             st.warning(md_escape(note))
         written = report.tracks or [track]
-        if kind == "responses":
-            start_job(written, model or None)
+        if kind == "responses" and "job" in recorded:
+            start_job()
         shown_track = track if track in written else written[0]  # a track the upload wrote into
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": shown_track})
@@ -115,6 +146,13 @@ if upload is not None and st.button("Validate and import", type="primary", key="
 
 
 def job_panel() -> None:
+    try:
+        job_table()
+    finally:
+        release()  # a fragment's rerun does not end in app.py: its cursor is given back here
+
+
+def job_table() -> None:
     recent = jobs.listing(cursor(), dataset, limit=8)
     mine = st.session_state.get("up-job")
     if len(recent):  # this session's job, else the newest (a user back on the page sees how it ended)
@@ -143,7 +181,7 @@ if track:
         if allowed and st.button("Score what is missing on this track", key="up-score-track",
                      help="Every configuration the track was scored with (the default lexical metrics on a track "
                           "never scored), for every model; only values not yet cached are computed."):
-            start_job([track], None)
+            score_track()
 
 if dataset:
     with expander(vs, values, "history", "History of this dataset: every import, replace, delete and restore"):
@@ -160,8 +198,8 @@ if dataset:
                 pick = r1.selectbox("Undo submission", undoable, key="up-restore-pick")
                 if r2.button("Restore what it set aside", key="up-restore"):
                     try:
-                        done = history.restore(con, pick, uploader=uploader)
-                    except ValueError as exc:
+                        done = retrying(history.restore, con, pick, uploader=uploader)
+                    except (ValueError, WriteConflict) as exc:
                         st.error(md_escape(str(exc)))
                     else:
                         st.success(f"Restored what submission {pick} set aside (as submission {done}, itself undoable).")
