@@ -7,8 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_app import run as run_page
 
-from conftest import ROOT, copy_default_store
+from conftest import copy_default_store
 from evalcore.share import ViewState
 
 
@@ -18,14 +19,7 @@ def store(tmp_path_factory, default_store_file):
 
 
 def run(page: str, monkeypatch, store, **query) -> AppTest:
-    monkeypatch.setenv("EVALCORE_DB", str(store))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.switch_page(f"pages/views/{page}.py")
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_page(page, monkeypatch, {"EVALCORE_DB": store}, **query)
 
 
 def text(value: str) -> str:
