@@ -53,8 +53,8 @@ started = time.perf_counter()
 page = st.navigation(pages)
 try:
     page.run()
-except StoreError as exc:  # a command held the store longer than a page waits: say so, no error page
-    st.warning(md_escape(f"The store is busy: {exc}"), icon=":material/hourglass_empty:")
+except StoreError as exc:  # held by a command longer than a page waits, a full disk, ...: say so, no error page
+    st.warning(md_escape(f"The store cannot be used right now: {exc}"), icon=":material/hourglass_empty:")
     st.button("Try again", key="store-busy-retry")
 finally:
     release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it

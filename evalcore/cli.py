@@ -391,6 +391,7 @@ def _on_wait(msg: str) -> None:
 # create the store when it is absent.
 NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "ensemble", "ranking", "winrate",
                "summary", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
+WRITERS = {"restore", "purge", "delete-model"}  # of NEEDS_STORE, the ones that write
 
 
 def _opens_store(handler):
@@ -405,7 +406,8 @@ def _opens_store(handler):
         if getattr(args, "command", None) in NEEDS_STORE and not path.exists():
             raise StoreError(f"no store at {path} (`{args.command}` reads a store and creates none); build one "
                              f"with `evalcore init --db {path}` or import data into it, or give --db an existing store")
-        con = connect(args.db, wait=lock_wait(), on_wait=_on_wait)
+        reads = getattr(args, "command", None) in NEEDS_STORE - WRITERS  # a read-only store serves these
+        con = connect(args.db, wait=lock_wait(), on_wait=_on_wait, reads_only=reads)
         try:
             names.check(con, args)
             return handler(con, args) or 0

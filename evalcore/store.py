@@ -166,11 +166,15 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
 
 
 def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, wait: float = 0.0,
-            on_wait=None) -> duckdb.DuckDBPyConnection:
+            on_wait=None, reads_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) and migrate the store at `path` (see resolve_db_path). When another
-    process holds the file, retry for up to `wait` seconds, calling on_wait(message) once."""
+    process holds the file, retry for up to `wait` seconds, calling on_wait(message) once. With
+    `reads_only` (a command that only reads), a store the file system will not let be written (a
+    read-only mount, a file without write permission) is opened read-only instead."""
     db = resolve_db_path(path)
     check_store_path(db)
+    if reads_only and not read_only and db.exists() and not _writable(db):
+        read_only = True
     if read_only:
         if not db.exists():
             raise StoreError(f"no store at {db}; run `python -m evalcore init --db {db}` first")
@@ -196,6 +200,20 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, w
     return con
 
 
+def _writable(db: Path) -> bool:
+    """Can this process write the store's file and create its log beside it? (A read-only mount says no
+    to both; root passes permission checks, so ask the file system itself.)"""
+    try:
+        with open(db, "r+b"):
+            pass
+        probe = db.parent / f".{db.name}.probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+        return True
+    except OSError:
+        return False
+
+
 def use_external_metrics(con: duckdb.DuckDBPyConnection) -> None:
     """The store's imported metrics join the registry (every reader looks metrics up there)."""
     from evalcore.metrics.registry import use_external
@@ -215,6 +233,25 @@ class WriteConflict(StoreError):
     """A write met another write to the same rows RETRIES times; nothing of it was written."""
 
 
+class DiskFull(StoreError):
+    """The disk holding the store filled up during a write (one sentence, never a traceback)."""
+
+
+def _disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.Error) and "no space left on device" in str(exc).lower()
+
+
+def _full(exc: duckdb.Error) -> DiskFull:
+    """What a full disk did to this write. A failed COMMIT or statement leaves the store as it was; a
+    failed checkpoint comes after the commit reached the store's log, which keeps it."""
+    where = str(exc).split(":", 1)[-1].strip().splitlines()[0]
+    if "checkpoint" in str(exc).lower():
+        return DiskFull(f"the disk holding the store filled up after this write was committed to the store's log, "
+                        f"which keeps it; free some space before the store is opened again ({where})")
+    return DiskFull(f"the disk holding the store is full: nothing of this write was stored, and the store is as it "
+                    f"was; free some space and run it again ({where})")
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
     """All or nothing: commit on success, roll back on any exception. Holds WRITE_LOCK throughout."""
@@ -222,13 +259,24 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         con.execute("BEGIN TRANSACTION")
         try:
             yield con
-        except BaseException:
+        except BaseException as exc:
             try:
                 con.execute("ROLLBACK")
             except duckdb.Error:
                 pass  # DuckDB rolled it back itself (a conflict aborts the transaction)
+            if _disk_full(exc):
+                raise _full(exc) from exc
             raise
-        con.execute("COMMIT")
+        try:
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            if not _disk_full(exc):
+                raise
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise _full(exc) from exc
 
 
 def _conflict(exc: BaseException) -> bool:
