@@ -368,7 +368,7 @@ def test_cli_beside_the_running_dashboard(server, browser, tmp_path):
     assert "imported" in out and "took" in out
     page.reload()
     expect(_models_box(page)).to_contain_text("cli-model", timeout=60_000)
-    assert not page.get_by_text("The store is busy").count()
+    assert not page.get_by_text("The store cannot be used right now").count()
     page.screenshot(path=str(ARTIFACTS / "cli-beside-dashboard.png"), full_page=True)
     context.close()
 
