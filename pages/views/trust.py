@@ -36,7 +36,7 @@ datasets = list(options)
 dataset = vs.one("dataset", datasets, datasets[0])
 # Three short rows rather than one long one: in an 800-px window (sidebar open) five or six controls
 # in a row cut their values to "sys" and "pu".
-c = st.columns([2, 1, 1])
+c = st.columns(3)
 with c[0]:
     dataset = select("Dataset", datasets, dataset, key="tr-dataset")
 # Level and origin offered are only those with data for this dataset; a stale one moves to the first valid.
