@@ -188,3 +188,102 @@ def test_upload_password_gate(store, template, monkeypatch, tmp_path):
     assert uploader == "password"
     assert file == responses.name  # the name its uploader gave, not the server's temporary copy
     assert jobs == [("done",)] and scored > 0
+
+
+def _rss_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _put(base: str, session: str, xsrf: str, size: int) -> int:
+    """PUT one file of `size` bytes to Streamlit's upload endpoint as the frontend does; the HTTP status."""
+    import urllib.error
+    import urllib.request
+
+    body = (b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.csv"\r\nContent-Type: text/csv\r\n\r\n'
+            + b"x" * size + b"\r\n--b--\r\n")
+    request = urllib.request.Request(f"{base}/_stcore/upload_file/{session}/f{size}", data=body, method="PUT",
+                                     headers={"Content-Type": "multipart/form-data; boundary=b", "X-Xsrftoken": xsrf,
+                                              "Cookie": f"_streamlit_xsrf={xsrf}"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except urllib.error.URLError:
+        return 0  # the server answered and closed the connection before reading the whole body
+
+
+def _session_id(frames: list[bytes]) -> str:
+    """The session id the server gave this tab: its first NewSession message (Streamlit's own protocol)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    for frame in frames:
+        msg = ForwardMsg()
+        try:
+            msg.ParseFromString(frame)
+        except Exception:
+            continue
+        if msg.WhichOneof("type") == "new_session" and msg.new_session.initialize.session_id:
+            return msg.new_session.initialize.session_id
+    raise AssertionError("no NewSession message among the server's first messages")
+
+
+def test_visitors_cannot_park_files_in_the_upload_endpoint(store, monkeypatch, capsys):
+    """A visitor without the password PUTs two 100 MB files straight to Streamlit's upload endpoint with
+    its own session id and XSRF cookie: refused, nothing kept, the server's memory back where it was.
+    The same session, once it gives the password, may upload (the endpoint itself still works)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from test_browser import ROOT, _free_port
+
+    monkeypatch.delenv("EVALCORE_READ_ONLY", raising=False)
+    port = _free_port()
+    log = open(ARTIFACTS / "streamlit-upload-endpoint.log", "w")
+    proc = subprocess.Popen([sys.executable, "app.py", "--server.port", str(port), "--server.headless", "true"],
+                            cwd=ROOT, env={**os.environ, "EVALCORE_DB": str(store), "EVALCORE_UPLOAD_PASSWORD": PASSWORD},
+                            stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://localhost:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        with chromium() as browser:
+            context = browser.new_context()
+            page = context.new_page()
+            frames: list[bytes] = []
+            page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(
+                data if isinstance(data, bytes) else data.encode())))
+            page.goto(base + ON_TRACK)
+            box = page.get_by_label("Upload password", exact=True)
+            expect(box).to_be_visible(timeout=60_000)
+            session = _session_id(frames)
+            xsrf = next(c["value"] for c in context.cookies() if c["name"] == "_streamlit_xsrf")
+            time.sleep(2)
+            before = _rss_mb(proc.pid)
+            codes = [_put(base, session, xsrf, 100 * 1024 * 1024) for _ in range(2)]
+            time.sleep(2)
+            after = _rss_mb(proc.pid)
+            with capsys.disabled():
+                print(f"\nvisitor PUTs of 2 x 100 MB: {codes}; server RSS {before:.0f} -> {after:.0f} MB")
+            assert all(code == 0 or code >= 400 for code in codes), codes
+            assert after - before < 50, (before, after)
+            # the same session with the password: the endpoint takes its file
+            box.fill(PASSWORD)
+            box.press("Enter")
+            expect(page.locator('[data-testid="stFileUploader"]')).to_be_visible(timeout=30_000)
+            assert _put(base, session, xsrf, 1000) == 204
+            context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
