@@ -283,7 +283,7 @@ def test_trust_opens_on_the_paper_and_its_link_reopens_identically(server, brows
         page.get_by_role("combobox", name=label).click()
         page.get_by_role("option", name=option, exact=True).click()
         page.wait_for_function(f"() => window.location.search.includes('{option}')", timeout=30_000)
-    page.get_by_text("Show each track").click()
+    page.get_by_text("Each track", exact=True).click()
     page.wait_for_function("() => window.location.search.includes('tracks=1')", timeout=30_000)
     page.wait_for_load_state("networkidle")
     link = page.url
