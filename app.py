@@ -34,21 +34,12 @@ if __name__ == "__main__" and not st.runtime.exists():
     sys.exit(cli.main())
 
 from evalcore.errors import StoreError
+from pages import PAGES
 from pages.views.common import log_run, md_escape, release
 
 st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
 
-pages = [
-    st.Page("pages/views/overview.py", title="Overview", icon=":material/home:", url_path="", default=True),
-    st.Page("pages/views/trust.py", title="Metric trust", icon=":material/verified:", url_path="trust"),
-    st.Page("pages/views/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
-    st.Page("pages/views/correlations.py", title="Correlations", icon=":material/grid_on:", url_path="correlations"),
-    st.Page("pages/views/drilldown.py", title="Drill-down", icon=":material/search:", url_path="drilldown"),
-    st.Page("pages/views/human.py", title="Human evaluation", icon=":material/groups:", url_path="human"),
-    st.Page("pages/views/ensemble.py", title="Ensembles", icon=":material/join:", url_path="ensemble"),
-    st.Page("pages/views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
-    st.Page("pages/views/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
-]
+pages = [st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == "") for p in PAGES]
 started = time.perf_counter()
 page = st.navigation(pages)
 try:

@@ -29,7 +29,6 @@ import datetime
 import json
 import math
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -69,9 +68,10 @@ DRAWN_JS = """(sels) => {
 FINISHED_JS = "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'"
 
 def discover_pages() -> dict[str, str]:
-    """{name: url path} from app.py's url_path="..." values; "" is the overview."""
-    paths = re.findall(r"""url_path\s*=\s*["']([^"']*)["']""", (ROOT / "app.py").read_text())
-    return {p or "overview": "/" + p for p in paths}
+    """{name: url path} from the dashboard's page list (pages.PAGES); "" is the overview."""
+    from pages import PAGES
+
+    return {p.url_path or "overview": "/" + p.url_path for p in PAGES}
 
 
 class Server:

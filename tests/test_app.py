@@ -3,8 +3,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, copy_default_store
+from pages import PAGES as ALL_PAGES
 
-PAGES = ["overview", "trust", "leaderboard", "correlations", "drilldown", "human", "ensemble", "compare", "upload"]
+PAGES = [p.name for p in ALL_PAGES]
 
 
 @pytest.fixture(scope="module")

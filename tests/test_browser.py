@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, copy_default_store
+from pages import PAGES as ALL_PAGES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -33,7 +34,7 @@ pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium i
 # What counts as "drawn": a chart with its marks, or a data grid, or the overview's figures.
 CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, .js-plotly-plot .main-svg'
 DRAWN = CHART + ', [data-testid="stDataFrame"] canvas, [data-testid="stTable"] table, [data-testid="stMetric"]'
-PAGES = re.findall(r'url_path="([^"]*)"', (ROOT / "app.py").read_text(encoding="utf-8"))
+PAGES = [p.url_path for p in ALL_PAGES]
 
 
 def _free_port() -> int:
