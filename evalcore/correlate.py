@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.humans import AGGREGATES, per_target_cte
-from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
+from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.scoring import computed_filter, response_scores
 from evalcore.stats import METHODS, Correlation, Pair, Prepared, correlate_prepared
 
@@ -49,7 +49,7 @@ class Models:
         return frame[self.mask(frame["unit"] if level == "system" else frame["unit"].str.rsplit("\x1f", n=1).str[-1])]
 
 
-def _check(level: str, origin: str, methods: list[str], aggregate: str) -> None:
+def check_options(level: str, origin: str, methods: list[str], aggregate: str) -> None:
     for value, allowed, what in ((level, LEVELS, "level"), (origin, ORIGINS, "origin"),
                                  (aggregate, AGGREGATES, "aggregation")):
         if value not in allowed:
@@ -162,11 +162,6 @@ def correlation_matrix(metrics: pd.DataFrame, humans: pd.DataFrame, methods: lis
     return out
 
 
-def _order(names, preferred: list[str]) -> list[str]:
-    names = list(dict.fromkeys(names))
-    return [n for n in preferred if n in names] + sorted(n for n in names if n not in preferred)
-
-
 def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
                  level: str = "system", origin: str = "computed", methods: list[str] | None = None,
                  bootstrap: int = 0, seed: int | None = None, aggregate: str = "mean",
@@ -175,7 +170,7 @@ def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
                  system_aggregate: str = "corpus") -> pd.DataFrame:
     """Long table: one row per track, dimension, metric and method (COLUMNS)."""
     methods = methods or ["pearson", "spearman", "kendall"]
-    _check(level, origin, methods, aggregate)
+    check_options(level, origin, methods, aggregate)
     if bootstrap and seed is None:
         raise ValueError("--bootstrap needs --seed: resampling is always seeded and the seed is recorded")
     rows = []
@@ -187,8 +182,8 @@ def correlations(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
             continue
         h = humans.pivot_table(index="unit", columns="dimension", values="value", aggfunc="first")
         m = metrics.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")
-        h = h[_order(h.columns, HUMAN_ORDER)]
-        m = m[_order(m.columns, PAPER_ORDER)]
+        h = h[ordered(h.columns, HUMAN_ORDER)]
+        m = m[ordered(m.columns, PAPER_ORDER)]
         for dim, metric, c in correlation_matrix(m, h, methods, bootstrap=bootstrap, seed=seed):
             rows.append([dataset, tr, dim, metric, c.method, level, c.n,
                          c.r if c.defined else np.nan, c.p if c.defined else np.nan,

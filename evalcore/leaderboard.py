@@ -6,13 +6,10 @@ import numpy as np
 import pandas as pd
 
 from evalcore.humans import per_target_cte
+from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
 from evalcore.queries import answerable_items
 from evalcore.store import registered
 
-# Column order of the MSDE paper's Tables 4-9; other names follow alphabetically.
-PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "METEOR-exact", "ROUGE", "CIDEr",
-               "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT", "ABLSTM", "C", "T", "Sa", "F", "G"]
-HUMAN_ORDER = ["Info", "Coh", "Know", "Rec", "Sa", "F", "G"]
 # Tracks whose skill has an official ranking get a `rank` column: (column, ascending) in order of
 # precedence. SMP2018-ECDT (seed 001): task-oriented systems by completion ratio C, then fewer
 # turns T, then satisfaction Sa, fluency F, guidance G; intent classifiers by F1.
@@ -101,7 +98,6 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
     """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
     Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
     from evalcore import rank_ci
-    from evalcore.views import higher_is_better
 
     skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
     parts = []

@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from evalcore.correlate import Models, _check, _order, human_scores, metric_scores
-from evalcore.leaderboard import HUMAN_ORDER, PAPER_ORDER
+from evalcore.correlate import Models, check_options, human_scores, metric_scores
+from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.queries import require_dataset
 from evalcore.stats import METHODS, Correlation, correlate, fisher_interval, williams
 
@@ -90,7 +90,7 @@ def human_vector(wide: pd.DataFrame, dimension: str) -> tuple[pd.Series | None, 
         if dimension not in wide.columns:
             return None, "", f"no {dimension} ratings on this track"
         return wide[dimension].dropna(), dimension, ""
-    dims = _order(wide.columns, HUMAN_ORDER)
+    dims = ordered(wide.columns, HUMAN_ORDER)
     complete = wide[dims].dropna()
     if complete.empty:
         return None, ",".join(dims), "no unit rated on every dimension"
@@ -161,7 +161,7 @@ def _load(con, dataset: str, level: str, origin: str, flavor: str, tokenizer: st
         metrics = scores.pivot_table(index="unit", columns="metric", values="value", aggfunc="first")
         wide = (humans.pivot_table(index="unit", columns="dimension", values="value", aggfunc="first")
                 if not humans.empty else pd.DataFrame())
-        out.append(_Track(track, skill, metrics[_order(metrics.columns, PAPER_ORDER)], wide))
+        out.append(_Track(track, skill, metrics[ordered(metrics.columns, PAPER_ORDER)], wide))
     return out
 
 
@@ -179,7 +179,7 @@ def _read_and_table(con, dataset: str, level: str, method: str, dimension: str, 
                     adjust: str) -> tuple[list[_Track], pd.DataFrame]:
     """The options checked, the values read, and the table at one setting (an error that says what exists
     when there is nothing to correlate)."""
-    _check(level, origin, [method], aggregate)
+    check_options(level, origin, [method], aggregate)
     _check_adjust(adjust, alpha)
     require_dataset(con, dataset)
     loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
@@ -327,7 +327,7 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
     skills = {s: i for i, s in enumerate(SKILL_ORDER)}
     order = frame.assign(_s=frame["skill"].map(lambda s: skills.get(s, len(skills))),
                          _t=frame["track"].eq(POOLED).map({True: 0, False: 1}),
-                         _m=frame["metric"].map({m: i for i, m in enumerate(_order(frame["metric"], PAPER_ORDER))}))
+                         _m=frame["metric"].map({m: i for i, m in enumerate(ordered(frame["metric"], PAPER_ORDER))}))
     return order.sort_values(["_s", "skill", "_t", "track", "_m"]).reset_index(drop=True)
 
 
@@ -356,7 +356,7 @@ def choices(con, dataset: str) -> list[tuple[str, str]]:
 def dimensions(con, dataset: str) -> list[str]:
     """The human dimensions a trust view can use: mean, then the dataset's own in the papers' order."""
     rows = con.execute("SELECT DISTINCT dimension FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()
-    return ["mean"] + _order([d for (d,) in rows], HUMAN_ORDER)
+    return ["mean"] + ordered([d for (d,) in rows], HUMAN_ORDER)
 
 
 def missing(con, dataset: str) -> str:
@@ -435,7 +435,7 @@ def robustness(con, dataset: str, *, level: str = "system", origin: str = "compu
     per skill, method and dimension with `answer`, the best metric or "none". Settings where the skill's
     tracks do not rate the dimension are left out. No Williams test is needed for a best, so this is a
     dozen cheap tables over values read once."""
-    _check(level, origin, list(METHODS), aggregate)
+    check_options(level, origin, list(METHODS), aggregate)
     _check_adjust(adjust, alpha)
     loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
     return _sweep(loaded, dimensions, alpha=alpha, adjust=adjust)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from evalcore.correlate import correlations
-from evalcore.leaderboard import HUMAN_ORDER, RANK_COLUMNS, RANKING_RULES, leaderboard
-from evalcore.metrics.registry import METRICS, get_flavor, pick_tokenizer
+from evalcore.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard
+from evalcore.metrics.registry import HUMAN_ORDER, METRICS, get_flavor, higher_is_better, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
 SKILL_PREFIX = "skill:"
@@ -65,11 +65,6 @@ def tracks_of(con: duckdb.DuckDBPyConnection, dataset: str, choice: str) -> list
     if choice.startswith(SKILL_PREFIX):
         return frame.loc[frame["skill"] == choice[len(SKILL_PREFIX):], "track"].tolist()
     return [choice] if choice in set(frame["track"]) else []
-
-
-def higher_is_better(name: str) -> bool:
-    info = METRICS.get(name)
-    return info.higher_is_better if info else True
 
 
 def unavailable_here(name: str) -> str | None:

@@ -19,8 +19,7 @@ import pytest
 from conftest import ROOT
 from evalcore import jobs
 from evalcore.ingest.responses import import_responses
-from evalcore.store import (ServerLockHeld, Shared, WriteConflict, connect, lease, retrying, server_lock,
-                            transaction)
+from evalcore.store import ServerLockHeld, Shared, WriteConflict, connect, lease, retrying, server_lock, transaction
 
 
 def _db(con) -> str:
@@ -258,7 +257,8 @@ def test_a_job_is_started_once_however_often_it_is_asked(toy):
     first.join(timeout=120)
 
 
-HOLD = "import sys, time; from evalcore.store import server_lock; server_lock(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+HOLD = ("import sys, time; from evalcore.store import server_lock; server_lock(sys.argv[1]); print('held', flush=True); "
+        "time.sleep(60)")
 
 
 def test_a_second_server_on_a_store_is_refused(toy):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from test_browser import ARTIFACTS, _open, _settle, chromium, expect, serve
 
 from conftest import copy_default_store
 from evalcore import jobs
 from evalcore.store import connect
-from test_browser import ARTIFACTS, _open, _settle, chromium, expect, serve
 
 pytestmark = pytest.mark.slow
 

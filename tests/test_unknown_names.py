@@ -6,13 +6,13 @@ import shutil
 import subprocess
 
 import pytest
+from test_interchange import mtbench_folder
 
 from conftest import ROOT, fingerprint
 from evalcore import history, names
 from evalcore.cli import main
 from evalcore.ingest.mtbench import import_mtbench
 from evalcore.store import connect
-from test_interchange import mtbench_folder
 
 
 @pytest.fixture(scope="module")

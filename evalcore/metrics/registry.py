@@ -37,6 +37,24 @@ def _discover() -> dict[str, Metric]:
 METRICS: dict[str, Metric] = _discover()
 BUILTIN = frozenset(METRICS)
 
+# Column order of the MSDE paper's Tables 4-9 (metrics, then the task-oriented measures) and of its human
+# dimensions; other names follow alphabetically (ordered()).
+PAPER_ORDER = ["F1", "BLEU1", "BLEU2", "BLEU3", "BLEU4", "DIST1", "DIST2", "METEOR", "METEOR-exact", "ROUGE", "CIDEr",
+               "ST", "EV", "VE", "GM", "BS-P", "BS-R", "BS-F1", "BLEURT", "ABLSTM", "C", "T", "Sa", "F", "G"]
+HUMAN_ORDER = ["Info", "Coh", "Know", "Rec", "Sa", "F", "G"]
+
+
+def ordered(names, preferred: list[str]) -> list[str]:
+    """`names` once each: those in `preferred` in its order, then the rest alphabetically."""
+    names = list(dict.fromkeys(names))
+    return [n for n in preferred if n in names] + sorted(n for n in names if n not in preferred)
+
+
+def higher_is_better(name: str) -> bool:
+    """A metric's direction (a name the registry does not know, e.g. a human dimension: higher)."""
+    info = METRICS.get(name)
+    return info.higher_is_better if info else True
+
 
 def _group(name: str) -> list[str]:
     return [n for n, m in METRICS.items() if name in m.groups]

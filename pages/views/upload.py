@@ -14,8 +14,7 @@ from evalcore.ingest.readers import temp_dir
 from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.neural import NeuralOptions
 from evalcore.store import WriteConflict, resolve_db_path, retrying, transaction
-from pages.views.common import (cursor, data, expander, may_write, md_escape, pick_track, publish, release,
-                                safe_filename, start)
+from pages.views.common import cursor, data, expander, may_write, md_escape, pick_track, publish, release, safe_filename, start
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
