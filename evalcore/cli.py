@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
+import subprocess
 import sys
 import time
 
@@ -410,6 +412,10 @@ def _opens_store(handler):
         con = connect(args.db, wait=lock_wait(), on_wait=_on_wait, reads_only=reads)
         try:
             names.check(con, args)
+            if getattr(args, "flavor", None) is not None:
+                from evalcore.metrics.registry import FLAVORS
+
+                names.require("flavor", args.flavor, list(FLAVORS))
             return handler(con, args) or 0
         finally:
             con.close()
@@ -775,8 +781,58 @@ def _cmd_intent(args) -> int:
 
 def _cmd_app(args) -> int:
     """The dashboard opens the store itself, page by page: not opened here."""
-    from evalcore.paths import run_app
     return run_app(args.db, args.port, args.address)
+
+
+LOCAL = "127.0.0.1"  # `evalcore app` listens here unless --address says otherwise
+
+
+def run_app(db: str | None, port: int | None, address: str | None, extra: list[str] | None = None) -> int:
+    """`evalcore app`: the dashboard on `db`, served by Streamlit (app.py's own `python app.py` path,
+    which keeps Streamlit out of evalcore) on `address`, 127.0.0.1 unless another is given.
+
+    On POSIX this process becomes the server (os.execve): a SIGTERM or SIGINT sent to `evalcore app`
+    reaches Streamlit itself, which stops serving and exits; no child is left holding the port.
+    Elsewhere the server runs as a child that is sent the signal this process gets, and waited for."""
+    from evalcore.paths import app_root, streamlit_flags
+
+    root = app_root()
+    env = dict(os.environ)
+    if db:
+        env["EVALCORE_DB"] = str(resolve_db_path(db))
+    args = [sys.executable, str(root / "app.py"), *streamlit_flags(root)]
+    if port:
+        args.append(f"--server.port={port}")
+    args.append(f"--server.address={address or LOCAL}")
+    args += extra or []
+    if os.name == "posix":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, args, env)  # does not return
+    return _child(args, env)
+
+
+def _child(args: list[str], env: dict) -> int:
+    """The server as a child process that gets every SIGTERM/SIGINT this one gets; its exit status."""
+    import signal
+
+    proc = subprocess.Popen(args, env=env)
+
+    def forward(signum, _frame) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:  # forwarded already; wait for the server to stop
+                continue
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
 
 
 def run(args: argparse.Namespace) -> int:

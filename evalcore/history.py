@@ -8,6 +8,7 @@ submission doing it, then deletes them, in the same transaction as the rest of t
 (so a restore can itself be restored), and N's set-aside rows come back."""
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 from datetime import datetime
@@ -18,6 +19,15 @@ import pandas as pd
 
 from evalcore import names
 from evalcore.store import bump_revision, transaction
+
+
+def current_user() -> str:
+    """Who runs this process, recorded with a submission (a login name; 'unknown' where there is none)."""
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        return "unknown"
+
 
 ARCHIVE = {"responses": "archived_responses", "human_ratings": "archived_ratings", "system_scores": "archived_scores"}
 REPLACE_SCOPE = {"ratings": "response", "scores": "computed"}  # what a replace takes away with the responses

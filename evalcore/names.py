@@ -100,11 +100,6 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
         dims = _column(con, "SELECT DISTINCT dimension FROM dimensions WHERE dataset = ? ORDER BY dimension", [dataset])
         if dims:  # a dataset without a dimensions list: the command itself says what it lacks
             require("dimension", dimension, dims, f"in dataset {dataset!r}")
-    flavor = getattr(args, "flavor", None)
-    if flavor is not None:
-        from evalcore.metrics.registry import FLAVORS
-
-        require("flavor", flavor, list(FLAVORS))
 
 
 def count(least: int = 0):

@@ -3,9 +3,6 @@ copy an installed wheel carries in evalcore/dashboard/ (pyproject.toml puts app.
 .streamlit/config.toml there)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -36,53 +33,3 @@ def streamlit_flags(root: Path) -> list[str]:
             text = str(value).lower() if isinstance(value, bool) else str(value)
             flags.append(f"--{section}.{key}={text}")
     return flags
-
-
-LOCAL = "127.0.0.1"  # `evalcore app` listens here unless --address says otherwise
-
-
-def run_app(db: str | None, port: int | None, address: str | None, extra: list[str] | None = None) -> int:
-    """`evalcore app`: the dashboard on `db`, served by Streamlit (app.py's own `python app.py` path,
-    which keeps Streamlit out of evalcore) on `address`, 127.0.0.1 unless another is given.
-
-    On POSIX this process becomes the server (os.execve): a SIGTERM or SIGINT sent to `evalcore app`
-    reaches Streamlit itself, which stops serving and exits; no child is left holding the port.
-    Elsewhere the server runs as a child that is sent the signal this process gets, and waited for."""
-    from evalcore.store import resolve_db_path
-
-    root = app_root()
-    env = dict(os.environ)
-    if db:
-        env["EVALCORE_DB"] = str(resolve_db_path(db))
-    args = [sys.executable, str(root / "app.py"), *streamlit_flags(root)]
-    if port:
-        args.append(f"--server.port={port}")
-    args.append(f"--server.address={address or LOCAL}")
-    args += extra or []
-    if os.name == "posix":
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, args, env)  # does not return
-    return _child(args, env)
-
-
-def _child(args: list[str], env: dict) -> int:
-    """The server as a child process that gets every SIGTERM/SIGINT this one gets; its exit status."""
-    import signal
-
-    proc = subprocess.Popen(args, env=env)
-
-    def forward(signum, _frame) -> None:
-        if proc.poll() is None:
-            proc.send_signal(signum)
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while True:
-            try:
-                return proc.wait()
-            except KeyboardInterrupt:  # forwarded already; wait for the server to stop
-                continue
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)

@@ -93,7 +93,6 @@ def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None
     transaction, as a 'delete' submission; `history.restore` brings them back until `purge`.
     Returns the submission's id."""
     from evalcore import history
-    from evalcore.ingest.batch import _user
 
     datasets = [d for (d,) in con.execute(
         "SELECT DISTINCT dataset FROM (" + " UNION ALL ".join(f"SELECT dataset FROM {t} WHERE model = ?" for t in MODEL_TABLES)
@@ -101,7 +100,7 @@ def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None
     with transaction(con):
         bump_revision(con)
         sid = history.record(con, kind="delete", dataset=dataset if dataset else (datasets[0] if len(datasets) == 1 else None),
-                             models=[model], tracks=[], scope=history.DELETE_SCOPE, uploader=_user())
+                             models=[model], tracks=[], scope=history.DELETE_SCOPE, uploader=history.current_user())
         for ds in datasets:
             history.run_statements(con, history.set_aside(ds, model, None, history.DELETE_SCOPE), sid)
         still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]

@@ -1,7 +1,6 @@
 """Rows collected by an importer and written in one transaction."""
 from __future__ import annotations
 
-import getpass
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from evalcore.history import current_user
 from evalcore.store import bump_revision, insert_frame, registered, transaction
 
 # Written in this order; these four are shared reference rows, inserted only when new.
@@ -71,7 +71,7 @@ class Batch:
 
     def model(self, model: str, description: str | None = None) -> None:
         self.add("models", model=model, description=description,
-                 added_at=datetime.now().replace(microsecond=0), added_by=_user())
+                 added_at=datetime.now().replace(microsecond=0), added_by=current_user())
 
     def write(self, con: duckdb.DuckDBPyConnection, source: str | Path | None = None) -> dict[str, int]:
         """Everything in one transaction, recorded as one submission (history) naming `source`."""
@@ -85,7 +85,7 @@ class Batch:
                                                 for r in self.rows.get(t, [])}),
                                  tracks=self._tracks(con), file=self.shown or (str(source) if source else None),
                                  sha256=history.sha256_of(source) if source else None, scope=self.scope,
-                                 uploader=self.uploader or _user())
+                                 uploader=self.uploader or current_user())
             history.run_statements(con, self.deletes, sid)
             for table in ORDER:
                 rows = self.rows.pop(table, None)  # a batch is written once: its rows go as they are sent
@@ -133,8 +133,3 @@ def split_track(track: str) -> tuple[str | None, str | None]:
     return None, track if track in SKILLS else None
 
 
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no passwd entry in some containers
-        return "unknown"

@@ -1,0 +1,106 @@
+"""Imports point one way (DESIGN.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
+<- services <- the CLI, the API and the dashboard's helpers. Every import of the package's own modules
+is checked, function-level ones included (an ast walk), so a cycle cannot hide behind a deferred import.
+The package is still flat (issue 30 moves it into one folder per layer); LAYERS says where each module
+stands until then, and a new module must be given a place here."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+LAYERS: dict[str, tuple[int, list[str]]] = {
+    "core": (0, ["evalcore", "evalcore.errors", "evalcore.names", "evalcore.paths", "evalcore.tokenize",
+                 "evalcore.language", "evalcore._malloc", "evalcore.export"]),
+    "store": (1, ["evalcore.store", "evalcore.migrations", "evalcore.history", "evalcore.queries"]),
+    "metrics": (2, ["evalcore.metrics", "evalcore.neural", "evalcore.learned", "evalcore.judge"]),
+    "scoring": (3, ["evalcore.scoring", "evalcore.distributed"]),
+    "ingest": (4, ["evalcore.ingest"]),
+    "analysis": (4, ["evalcore.stats", "evalcore.correlate", "evalcore.trust", "evalcore.ensemble",
+                     "evalcore.agreement", "evalcore.leaderboard", "evalcore.rank_ci", "evalcore.ranking",
+                     "evalcore.humans", "evalcore.taskoriented", "evalcore.retrieval"]),
+    "services": (5, ["evalcore.jobs", "evalcore.defaults", "evalcore.access"]),
+    "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.views", "evalcore.share"]),
+}
+# Upward imports still there, each with its reason; the list only shrinks.
+KNOWN = {
+    ("evalcore", "evalcore.api"): "the package root's lazy facade: evalcore.score and evalcore.open for notebooks",
+    ("evalcore.store", "evalcore.metrics.registry"): "a store fills the global metric registry with its external "
+                                                      "metrics when opened (issue 30: an overlay per store)",
+}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted((ROOT / "evalcore").rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def layer_of(module: str) -> tuple[str, int] | None:
+    """The layer of the longest prefix of `module` that LAYERS names."""
+    best = None
+    for name, (rank, prefixes) in LAYERS.items():
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[2]):
+                best = (name, rank, len(prefix))
+    return best[:2] if best else None
+
+
+def imports(module: str, source: str, known_modules: set[str]) -> list[tuple[str, int]]:
+    """(imported module, line) for every import of the package's own modules in `source`, at any depth."""
+    is_package = (ROOT / module.replace(".", "/") / "__init__.py").exists()
+    package = module.split(".") if is_package else module.split(".")[:-1]  # what relative imports start from
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "evalcore"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            elif node.module and node.module.split(".")[0] == "evalcore":
+                base = node.module
+            else:
+                continue
+            for alias in node.names:  # `from evalcore import names` imports the module evalcore.names
+                sub = f"{base}.{alias.name}"
+                out.append((sub if sub in known_modules else base, node.lineno))
+    return out
+
+
+def upward(module: str, source: str, known_modules: set[str]) -> list[str]:
+    here = layer_of(module)
+    found = []
+    for target, line in imports(module, source, known_modules):
+        there = layer_of(target)
+        if here and there and there[1] > here[1] and (module, target) not in KNOWN:
+            found.append(f"{module}:{line} ({here[0]}) imports {target} ({there[0]})")
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in modules() if layer_of(m) is None] == []
+
+
+def test_imports_point_one_way():
+    mods = modules()
+    found = [v for name, path in mods.items() for v in upward(name, path.read_text(encoding="utf-8"), set(mods))]
+    assert found == [], "\n".join(found)
+
+
+def test_known_exceptions_are_still_there():
+    """An exception that is gone must leave KNOWN (the list only shrinks)."""
+    mods = modules()
+    for (module, target), why in KNOWN.items():
+        assert target in [t for t, _ in imports(module, mods[module].read_text(encoding="utf-8"), set(mods))], why
+
+
+def test_a_deferred_upward_import_is_caught():
+    """A function-level import pointing up is found like a top-level one."""
+    source = "def f():\n    from evalcore.views import board\n    return board\n"
+    assert upward("evalcore.trust", source, set(modules())) == [
+        "evalcore.trust:2 (analysis) imports evalcore.views (entry)"]
+    assert upward("evalcore.store", "from evalcore import jobs\n", set(modules())) == [
+        "evalcore.store:1 (store) imports evalcore.jobs (services)"]
