@@ -3,6 +3,7 @@ it runs: an unknown one is an error that lists what exists, closest match first,
 from __future__ import annotations
 
 import difflib
+import json
 
 import duckdb
 
@@ -70,6 +71,12 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
         known = _column(con, "SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]) if tracks else []
         for name in tracks:
             require("track", name, known, f"in dataset {dataset!r}")
+    if args.command == "submissions" and getattr(args, "model", None) is not None:
+        # a history names models deleted since; an empty history lists nothing for any name
+        named = {m for (text,) in con.execute("SELECT models FROM submissions").fetchall()
+                 for m in json.loads(text or "[]")}
+        if named:
+            require("model", args.model, sorted(named | set(_column(con, "SELECT model FROM models", []))))
     if args.command == "delete-model":
         require("model", args.model, _column(con, "SELECT model FROM models UNION " + " UNION ".join(
             f"SELECT DISTINCT model FROM {t}" for t in MODEL_TABLES) + " ORDER BY 1", []))

@@ -52,8 +52,9 @@ def test_submissions_for_a_model_on_a_store_without_submissions(tmp_path, capsys
     assert main(["submissions", "--db", str(db), "--model", "m1", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["models"] for r in rows] == ["m1"]
-    assert main(["submissions", "--db", str(db), "--model", "M", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    # a model neither stored nor named by any submission, once there is a history: exit 2, listing the known
+    assert main(["submissions", "--db", str(db), "--model", "M", "--format", "json"]) == 2
+    assert "unknown model 'M'" in capsys.readouterr().err
 
 
 def _toy_scored(tmp_path) -> str:
