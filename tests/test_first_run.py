@@ -108,6 +108,8 @@ def test_first_build_never_races_itself_with_pages_opening_meanwhile(tmp_path):
 def _start_app(tmp_path: Path, port: int, *extra: str) -> subprocess.Popen:
     log = open(tmp_path / f"app-{port}.log", "w")
     env = {k: v for k, v in os.environ.items() if k != "EVALCORE_DB"}
+    # from another folder, as a user would; CI installs the requirements, not evalcore itself
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-m", "evalcore", "app", "--port", str(port),
                              "--db", str(tmp_path / "app.duckdb"), *extra],
                             cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
