@@ -6,12 +6,12 @@ appears on the leaderboard under each flavor), the default one on a track never 
 model-based metrics when asked. The job updates its row per batch; pages read the row."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
 import sys
 import threading
-import time
 import traceback
 from datetime import datetime
 
@@ -150,6 +150,18 @@ def recover(path: str, neural: NeuralOptions | None = None, wait: float = 0.0) -
     return [start(path, job, neural) for job in found]
 
 
+_STOP = threading.Event()
+
+
+@atexit.register
+def _stop_checks() -> None:
+    """At interpreter exit, end the checks before Python tears itself down: a daemon thread caught inside
+    DuckDB's connect then aborts the whole process (exit 134, seen at the end of a test run)."""
+    _STOP.set()
+    for thread in list(_WATCHING.values()):
+        thread.join(timeout=60)
+
+
 def watch(path: str, every: float | None = None) -> threading.Thread:
     """The server's check for orphaned jobs: now and every `every` seconds (CHECK_VAR), in a daemon
     thread, once per store and process. A store busy with a command is checked next time."""
@@ -162,7 +174,7 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
     def loop():
         from evalcore.errors import StoreError
 
-        while True:
+        while not _STOP.is_set():
             if os.path.exists(path):  # a store not created yet has no jobs: not created here
                 try:
                     recover(path, NeuralOptions())
@@ -170,7 +182,7 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
                     print(f"evalcore: job check skipped: {exc}", file=sys.stderr)
                 except Exception:  # the check never dies; the next one tries again
                     traceback.print_exc()
-            time.sleep(every)
+            _STOP.wait(every)
 
     key = os.path.abspath(path)
     with _CLAIM:
