@@ -640,11 +640,11 @@ def _trust_setting(con, args) -> tuple[str, str]:
 
     if args.level and args.origin:
         return args.level, args.origin
-    pairs = [(lv, o) for lv, o in choices(con, args.dataset)
-             if (args.level in (None, lv)) and (args.origin in (None, o))]
+    offered = choices(con, args.dataset)
+    if not offered:
+        raise ValueError(missing(con, args.dataset))
+    pairs = [(lv, o) for lv, o in offered if (args.level in (None, lv)) and (args.origin in (None, o))]
     if not pairs:
-        if not choices(con, args.dataset):
-            raise ValueError(missing(con, args.dataset))
         return args.level or "system", args.origin or "computed"  # trust() says why, and what works here
     level, origin = pairs[0]
     print(f"note: --level {level} --origin {origin} (the first with data in {args.dataset!r}; give both to choose)",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from test_app import run
 
-from conftest import ROOT, TOY_ITEMS, write_jsonl
+from conftest import TOY_ITEMS, write_jsonl
 from evalcore.cli import main
 
 READERS = [
@@ -73,13 +73,7 @@ def _toy_scored(tmp_path) -> str:
 
 def test_cli_leaderboard_ranks_by_the_pages_default(tmp_path, capsys, monkeypatch):
     db = _toy_scored(tmp_path)
-    monkeypatch.setenv("EVALCORE_DB", db)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.switch_page("pages/views/leaderboard.py")
-    at.query_params["dataset"] = "toy"
-    at.query_params["track"] = "toy/chitchat"
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = run("leaderboard", monkeypatch, {"EVALCORE_DB": db}, dataset="toy", track="toy/chitchat")
     page_default = next(s for s in at.selectbox if s.label == "Rank by").value
     capsys.readouterr()
     assert main(["leaderboard", "--db", db, "--dataset", "toy", "--track", "toy/chitchat", "--format", "json"]) == 0

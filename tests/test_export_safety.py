@@ -10,7 +10,7 @@ import json
 import openpyxl
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
+from test_app import run
 
 from conftest import ROOT, write_jsonl
 from evalcore.cli import main
@@ -191,13 +191,7 @@ def test_leaderboard_csv_download_neutralises_a_model_name(tmp_path, monkeypatch
         return real(label, data, *args, **kwargs)
 
     monkeypatch.setattr(st, "download_button", capture)
-    monkeypatch.setenv("EVALCORE_DB", db)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.switch_page("pages/views/leaderboard.py")
-    at.query_params["dataset"] = "toy"
-    at.query_params["track"] = "toy/chitchat"
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    run("leaderboard", monkeypatch, {"EVALCORE_DB": db}, dataset="toy", track="toy/chitchat")
     rows = _rows(got["Download CSV"])
     header, body = rows[0], rows[1:]
     models = [r[header.index("model")] for r in body]
