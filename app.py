@@ -18,7 +18,7 @@ if __name__ == "__main__" and not st.runtime.exists():
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from evalcore import jobs
+    from evalcore.services import jobs
     from evalcore.store import ServerLockHeld, resolve_db_path, server_lock
 
     # One server per store: a second one is refused here, before it serves anything (the first one's
@@ -33,7 +33,7 @@ if __name__ == "__main__" and not st.runtime.exists():
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
 
-from evalcore.errors import StoreError
+from evalcore.core.errors import StoreError
 from pages import PAGES
 from pages.views.common import log_run, md_escape, release
 

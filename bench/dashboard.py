@@ -64,7 +64,7 @@ def main() -> None:
     db = args.db
     if not db:
         from bench.stats import build
-        from evalcore._malloc import tune
+        from evalcore.core.malloc import tune
         from evalcore.scoring import score
         from evalcore.store import connect
 

@@ -48,9 +48,9 @@ def run_coco(db: str, out) -> None:
     from pycocoevalcap.cider.cider import Cider
     from pycocoevalcap.rouge.rouge import Rouge
 
+    from evalcore.core.tokenize import char_tokens
     from evalcore.scoring import load_track
     from evalcore.store import connect
-    from evalcore.tokenize import char_tokens
 
     con = connect(db)
     data = load_track(con, "msde", TRACK)

@@ -51,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from evalcore import _malloc, neural
-    from evalcore.neural import bertscore as B
-    from evalcore.neural import embedding as E
+    from evalcore.core import malloc as _malloc
+    from evalcore.metrics import neural
+    from evalcore.metrics.neural import bertscore as B
+    from evalcore.metrics.neural import embedding as E
 
     _malloc.tune()
     hyps, refs = pairs(Path(args.msde))

@@ -9,7 +9,7 @@ Coh, Know and Rec scores (0-2) drawn from the release's real human-score distrib
 the 10 lexical metrics (char tokens) and 6 more under the msde flavor (whitespace tokens): 16
 metric columns. Then it times:
 1. the full turn-level matrix, 16 metrics x 4 dimensions x 3 methods, without bootstrap
-   (evalcore.correlate.correlation_matrix on the loaded columns);
+   (evalcore.analysis.correlate.correlation_matrix on the loaded columns);
 2. 1,000 bootstrap resamples of one cell, per method;
 3. the whole `correlate --level turn` command (store reads included), for reference.
 Medians of --repeat runs (this machine's speed varies run to run).
@@ -80,11 +80,11 @@ def main() -> None:
     parser.add_argument("--responses", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from evalcore._malloc import tune
+    from evalcore.analysis.correlate import correlation_matrix, human_scores, metric_scores
+    from evalcore.analysis.stats import Prepared, correlate_prepared
     from evalcore.cli import main as cli
-    from evalcore.correlate import correlation_matrix, human_scores, metric_scores
+    from evalcore.core.malloc import tune
     from evalcore.scoring import score
-    from evalcore.stats import Prepared, correlate_prepared
     from evalcore.store import connect
 
     tune()

@@ -55,13 +55,13 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     `language` picks the default tokenizer (char for Chinese, en for English) and METEOR's mode.
     `contexts` (per hypothesis, the dialogue so far) is read by ABLSTM and the LLM judges.
     Model options (`bertscore_model`, `bertscore_layer`, `idf`, `device`, `judge` (an
-    evalcore.judge.Endpoint), `judge_concurrency`, ...) are NeuralOptions' fields.
+    evalcore.metrics.judge.Endpoint), `judge_concurrency`, ...) are NeuralOptions' fields.
     Corpus values follow each metric's corpus rule (BLEU's corpus statistics, DIST pooled, means
     otherwise); system_aggregate="sentence-mean" gives the mean of the sentence values instead."""
     from dataclasses import replace
 
+    from evalcore.metrics.neural import NeuralOptions
     from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
-    from evalcore.neural import NeuralOptions
     from evalcore.scoring import SENTENCE_MEAN, Plan, compute, needs_docs
 
     hyps = [str(h) for h in hypotheses]
@@ -119,30 +119,30 @@ class Store:
             con.close()
 
     def summary(self, dataset: str | None = None) -> pd.DataFrame:
-        from evalcore.queries import summary
+        from evalcore.store.queries import summary
 
         return self._call(summary, dataset)
 
     def leaderboard(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
         """As `evalcore leaderboard`: options flavor, tokenizer, rank_by, partial, resamples, seed."""
-        from evalcore.leaderboard import leaderboard
+        from evalcore.analysis.leaderboard import leaderboard
 
         return self._call(leaderboard, dataset, track, **options)
 
     def signatures(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
-        from evalcore.leaderboard import signatures
+        from evalcore.analysis.leaderboard import signatures
 
         return self._call(signatures, dataset, track, **options)
 
     def correlations(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
         """As `evalcore correlate`: options level, origin, methods, bootstrap, seed, aggregate, ..."""
-        from evalcore.correlate import correlations
+        from evalcore.analysis.correlate import correlations
 
         return self._call(correlations, dataset, track, **options)
 
     def trust(self, dataset: str, **options) -> pd.DataFrame:
         """As `evalcore trust`: options level, method, dimension, origin, ..."""
-        from evalcore.trust import trust
+        from evalcore.analysis.trust import trust
 
         return self._call(trust, dataset, **options)
 

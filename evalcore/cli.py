@@ -11,9 +11,10 @@ import time
 
 import pandas as pd
 
-from evalcore import __version__, names, queries
-from evalcore.errors import ImportRefused, StoreError
-from evalcore.store import Handle, connect, resolve_db_path
+from evalcore import __version__
+from evalcore.core import names
+from evalcore.core.errors import ImportRefused, StoreError
+from evalcore.store import Handle, connect, queries, resolve_db_path
 
 FORMATS = ("table", "json", "csv")
 
@@ -39,7 +40,7 @@ def _flavor(p: argparse.ArgumentParser) -> None:
 
 
 def _aggregate(p: argparse.ArgumentParser) -> None:
-    from evalcore.humans import AGGREGATES
+    from evalcore.analysis.humans import AGGREGATES
 
     p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
 
@@ -56,7 +57,7 @@ def _models(p: argparse.ArgumentParser) -> None:
 
 
 def _chosen_models(args):
-    from evalcore.correlate import Models
+    from evalcore.analysis.correlate import Models
 
     split = lambda text: tuple(m.strip() for m in (text or "").split(",") if m.strip())  # noqa: E731
     return Models(split(args.models), split(args.exclude_models))
@@ -351,7 +352,7 @@ def emit(frame: pd.DataFrame, fmt: str, digits: int | None = None) -> None:
     full precision). This output is for programs: cells are written as stored, a name that begins with `=`
     included (no quote added: a program reading it gets the model's real name). Files for people, which a
     spreadsheet program opens (the dashboard's downloads, `evalcore template`), are neutralised by
-    evalcore.export instead."""
+    evalcore.core.export instead."""
     if fmt == "table" and digits is not None:
         frame = frame.round(digits)
     if fmt == "json":
@@ -368,7 +369,7 @@ def _endpoint(args):
         if args.judge_base_url or args.judge_model:
             raise ValueError("a judge needs both --judge-base-url and --judge-model")
         return None
-    from evalcore.judge import Endpoint
+    from evalcore.metrics.judge import Endpoint
 
     return Endpoint(args.judge_base_url, args.judge_model, api_key_env=args.judge_api_key_env,
                     temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
@@ -425,7 +426,7 @@ def _opens_store(handler):
 
 @_opens_store
 def _cmd_init(con, args) -> None:
-    from evalcore.defaults import init_store
+    from evalcore.services.defaults import init_store
 
     start = time.perf_counter()
     reports = init_store(con, progress=True)
@@ -487,14 +488,14 @@ def _import_published(con, args):
 
 
 def _import_sessions(con, args):
-    from evalcore.taskoriented import import_sessions
+    from evalcore.analysis.taskoriented import import_sessions
     return import_sessions(con, args.file, dataset=args.dataset, track=args.track, max_turns=args.max_turns)
 
 
 @_opens_store
 def _cmd_score(con, args) -> int | None:
+    from evalcore.metrics.neural import NeuralOptions
     from evalcore.metrics.registry import GROUPS
-    from evalcore.neural import NeuralOptions
     from evalcore.scoring import score
     from evalcore.store import lock_wait
 
@@ -527,7 +528,7 @@ def _cmd_score(con, args) -> int | None:
 
 def _ray_options(args):
     """--engine ray's options, or None for the local engine; options without --engine ray are refused."""
-    from evalcore.distributed import RayOptions
+    from evalcore.scoring.ray import RayOptions
 
     if args.engine != "ray":
         given = [f for f, v in (("--ray-address", args.ray_address), ("--actors", args.actors != 2),
@@ -542,7 +543,7 @@ def _ray_options(args):
 
 @_opens_store
 def _cmd_leaderboard(con, args) -> None:
-    from evalcore import leaderboard as lb
+    from evalcore.analysis import leaderboard as lb
 
     opts = dict(flavor=args.flavor, tokenizer=args.tokenizer, partial=args.partial, resamples=args.bootstrap,
                 seed=args.seed)
@@ -561,8 +562,8 @@ def _default_ranked(con, dataset: str, track: str | None, **opts) -> pd.DataFram
     """Each track ranked by what the dashboard's Leaderboard page ranks it by when nobody chooses
     (views.rank_choices): the skill's official rule where it has one, else F1, else the track's first
     value column."""
-    from evalcore import leaderboard as lb
-    from evalcore import views
+    from evalcore.analysis import leaderboard as lb
+    from evalcore.ui import views
 
     unranked = lb.leaderboard(con, dataset, track, **{**opts, "resamples": 0})
     tracks = [track] if track else list(dict.fromkeys(unranked["track"]))
@@ -581,7 +582,7 @@ def _default_ranked(con, dataset: str, track: str | None, **opts) -> pd.DataFram
 
 @_opens_store
 def _cmd_correlate(con, args) -> None:
-    from evalcore.correlate import correlations
+    from evalcore.analysis.correlate import correlations
 
     _reference_copies(con, args)
     _other_configs(con, args)
@@ -612,7 +613,7 @@ def _cmd_template(con, args) -> None:
 
 @_opens_store
 def _cmd_trust(con, args) -> None:
-    from evalcore import trust as tr
+    from evalcore.analysis import trust as tr
 
     args.level, args.origin = _trust_setting(con, args)
     _reference_copies(con, args)
@@ -636,7 +637,7 @@ def _cmd_trust(con, args) -> None:
 
 def _trust_setting(con, args) -> tuple[str, str]:
     """The level and origin: as given, else the first pair with data (as the dashboard opens), saying so."""
-    from evalcore.trust import choices, missing
+    from evalcore.analysis.trust import choices, missing
 
     if args.level and args.origin:
         return args.level, args.origin
@@ -654,7 +655,7 @@ def _trust_setting(con, args) -> tuple[str, str]:
 
 @_opens_store
 def _cmd_agreement(con, args) -> None:
-    from evalcore import agreement as ag
+    from evalcore.analysis import agreement as ag
 
     frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
              ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
@@ -663,7 +664,7 @@ def _cmd_agreement(con, args) -> None:
 
 @_opens_store
 def _cmd_ensemble(con, args) -> None:
-    from evalcore.ensemble import ensemble
+    from evalcore.analysis.ensemble import ensemble
 
     _reference_copies(con, args)
     results, weights = ensemble(con, args.dataset, level=args.level, holdout=args.holdout, origin=args.origin,
@@ -675,7 +676,7 @@ def _cmd_ensemble(con, args) -> None:
 
 @_opens_store
 def _cmd_ranking(con, args) -> None:
-    from evalcore.ranking import ranking
+    from evalcore.analysis.ranking import ranking
 
     _reference_copies(con, args)
     frame = ranking(con, args.dataset, args.track, dimension=args.dimension,
@@ -687,7 +688,7 @@ def _cmd_ranking(con, args) -> None:
 
 @_opens_store
 def _cmd_learned(con, args) -> None:
-    from evalcore.learned.train import train_command
+    from evalcore.metrics.learned.train import train_command
 
     frame = train_command(con, args)
     if args.format == "json" and len(frame) == 1:   # one model: one object with its figures
@@ -715,7 +716,7 @@ def _cmd_models(con, args) -> None:
 
 @_opens_store
 def _cmd_jobs(con, args) -> None:
-    from evalcore.jobs import listing
+    from evalcore.services.jobs import listing
 
     emit(listing(con, args.dataset, args.limit).round({"progress": 3}), args.format)
 
@@ -739,14 +740,14 @@ def _cmd_delete_model(con, args) -> int | None:
 
 @_opens_store
 def _cmd_submissions(con, args) -> None:
-    from evalcore.history import listing
+    from evalcore.store.history import listing
 
     emit(listing(con, args.dataset, args.model), args.format)
 
 
 @_opens_store
 def _cmd_restore(con, args) -> None:
-    from evalcore.history import restore
+    from evalcore.store.history import restore
 
     new = restore(con, args.submission)
     print(f"restored what submission {args.submission} set aside (as submission {new}; "
@@ -755,7 +756,7 @@ def _cmd_restore(con, args) -> None:
 
 @_opens_store
 def _cmd_purge(con, args) -> int | None:
-    from evalcore.history import purge
+    from evalcore.store.history import purge
 
     if not args.yes:
         print(f"would drop for good the rows submission {args.submission} set aside; add --yes to do it")
@@ -767,8 +768,8 @@ def _cmd_purge(con, args) -> int | None:
 
 def _cmd_intent(args) -> int:
     """Needs no store: it compares two files."""
+    from evalcore.analysis.taskoriented import intent_scores
     from evalcore.ingest.readers import read_table
-    from evalcore.taskoriented import intent_scores
 
     gold, pred = ({str(r.get("id")): str(r.get("label")) for r in read_table(f).records} for f in (args.gold, args.pred))
     missing = sorted(set(gold) - set(pred))
@@ -794,7 +795,7 @@ def run_app(db: str | None, port: int | None, address: str | None, extra: list[s
     On POSIX this process becomes the server (os.execve): a SIGTERM or SIGINT sent to `evalcore app`
     reaches Streamlit itself, which stops serving and exits; no child is left holding the port.
     Elsewhere the server runs as a child that is sent the signal this process gets, and waited for."""
-    from evalcore.paths import app_root, streamlit_flags
+    from evalcore.core.paths import app_root, streamlit_flags
 
     root = app_root()
     env = dict(os.environ)
@@ -842,7 +843,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from evalcore._malloc import tune
+    from evalcore.core.malloc import tune
 
     tune()
     try:

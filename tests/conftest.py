@@ -49,7 +49,7 @@ def fingerprint(con) -> dict[str, list[tuple]]:
 def default_store_file(tmp_path_factory) -> Path:
     """The embedded default store as `evalcore init` builds it (init_store), built once per test
     session: tests take a copy (copy_default_store) instead of building their own (~20 s each)."""
-    from evalcore.defaults import init_store
+    from evalcore.services.defaults import init_store
 
     path = tmp_path_factory.mktemp("default-store") / "default.duckdb"
     c = connect(path)

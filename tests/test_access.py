@@ -6,7 +6,7 @@ import pytest
 from test_app import run
 
 from conftest import copy_default_store
-from evalcore.access import THROTTLE, WRITERS, Policy, Throttle, guess
+from evalcore.ui.access import THROTTLE, WRITERS, Policy, Throttle, guess
 
 
 class Clock:

@@ -47,9 +47,8 @@ def template(tmp_path_factory, default_store_file):
     """The default store with one restorable submission (model access-old, imported then replaced), and
     three item ids of demo-zh lccc/chitchat. Each test serves a copy."""
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
-    from evalcore import history
     from evalcore.ingest.responses import import_responses
-    from evalcore.store import connect
+    from evalcore.store import connect, history
 
     folder = tmp_path_factory.mktemp("access")
     db = copy_default_store(default_store_file, folder / "template.duckdb")

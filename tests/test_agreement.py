@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import shared, write_jsonl
-from evalcore import agreement as A
+from evalcore.analysis import agreement as A
 from evalcore.cli import main
 
 krippendorff = pytest.importorskip("krippendorff")
@@ -169,7 +169,7 @@ def test_agreement_cli_and_same_seed_same_ci(tmp_path, capsys):
 
 
 def test_aggregation_rules(con, tmp_path):
-    from evalcore.correlate import human_scores
+    from evalcore.analysis.correlate import human_scores
     from evalcore.ingest.items import import_items
     from evalcore.ingest.ratings import import_ratings
     from evalcore.ingest.responses import import_responses
@@ -218,7 +218,7 @@ def test_human_page_on_usr(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- MME-CRS
 def test_crs_weights_by_hand():
-    from evalcore.ensemble import crs_weights
+    from evalcore.analysis.ensemble import crs_weights
 
     w = crs_weights(pd.Series({"a": 0.5, "b": -0.2, "c": 0.25}), power=2)
     # 0.25 / (0.25 + 0.0625) = 0.8, 0.0625 / 0.3125 = 0.2, negative -> 0
@@ -230,9 +230,9 @@ def test_crs_on_msde_paper_recomputed_independently(tmp_path):
     from scipy.stats import pearsonr, spearmanr
 
     from conftest import ROOT
-    from evalcore.defaults import MSDE_SCALES
-    from evalcore.ensemble import ensemble
+    from evalcore.analysis.ensemble import ensemble
     from evalcore.ingest.published import import_published
+    from evalcore.services.defaults import MSDE_SCALES
     from evalcore.store import connect
 
     con = connect(tmp_path / "d.duckdb")
@@ -271,7 +271,7 @@ def test_crs_on_msde_paper_recomputed_independently(tmp_path):
 
 # ---------------------------------------------------------------- response ranking
 def test_rank_metrics_by_hand():
-    from evalcore.ranking import rank_metrics
+    from evalcore.analysis.ranking import rank_metrics
 
     # item 1: ranked [neg, pos, pos] -> P@1 0, AP (1/2 + 2/3) / 2 = 7/12, RR 1/2
     # item 2: ranked [pos, neg]      -> P@1 1, AP 1, RR 1
@@ -285,7 +285,7 @@ def test_rank_metrics_by_hand():
 
 def test_ranking_on_usr_topicalchat(tmp_path, capsys):
     con, data = _usr_store(tmp_path)
-    from evalcore.ranking import ranking
+    from evalcore.analysis.ranking import ranking
 
     table = ranking(con, "usr", rankers=["tfidf", "bm25"])
     assert set(table["ranker"]) == {"tfidf", "bm25"} and set(table["threshold"]) == {3, 4, 5}
@@ -304,8 +304,8 @@ def test_ranking_on_usr_topicalchat(tmp_path, capsys):
 def test_engagement_en_alpha_and_fleiss_from_the_amt_file(con):
     """The embedded engagement-en (shipped, so never skipped): alpha and Fleiss recomputed by the
     packages from the AMT file itself, parsed here with csv."""
-    from evalcore.defaults import DATA_DIR
     from evalcore.ingest.engagement import build_engagement
+    from evalcore.services.defaults import DATA_DIR
 
     build_engagement(con, DATA_DIR / "engagement-en")
     with open(DATA_DIR / "engagement-en" / "DailyDialog_groungtruth_annotated.csv", encoding="utf-8", newline="") as f:

@@ -157,7 +157,7 @@ def test_leaderboard_ranks_from_the_url(monkeypatch, default_store):
 def test_upload_page_scores_a_track_as_a_job(monkeypatch, tmp_path):
     """A track's missing scores can be started from the Upload page; the job runs in the background and
     the page reports it done."""
-    from evalcore.defaults import init_store
+    from evalcore.services.defaults import init_store
     from evalcore.store import connect
 
     db = tmp_path / "s.duckdb"
@@ -203,7 +203,7 @@ def test_upload_password_right_and_wrong(monkeypatch, default_store):
 
 
 def test_write_policy_from_secrets_and_environment():
-    from evalcore.access import policy
+    from evalcore.ui.access import policy
 
     assert policy({}, {}).mode == "open"
     assert policy({"evalcore": {"read_only": True}}, {}).mode == "read-only"

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import write_jsonl
-from evalcore import views
+from evalcore.ui import views
 
 NASTY = "**bold** <b>x</b> $x$"  # markdown, HTML and LaTeX: must show as these very characters
 ODD_ITEM = "t3 & a=b?#"  # an item id that needs URL encoding

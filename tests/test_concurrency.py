@@ -17,8 +17,8 @@ import duckdb
 import pytest
 
 from conftest import ROOT
-from evalcore import jobs
 from evalcore.ingest.responses import import_responses
+from evalcore.services import jobs
 from evalcore.store import ServerLockHeld, Shared, WriteConflict, connect, lease, retrying, server_lock, transaction
 
 
@@ -183,7 +183,7 @@ def test_writes_of_one_process_wait_for_each_other(toy):
 
 KILLED_IMPORT = textwrap.dedent("""
     import os, signal, sys
-    from evalcore import jobs
+    from evalcore.services import jobs
     from evalcore.ingest.responses import import_responses
     from evalcore.store import connect
     con = connect(sys.argv[1])

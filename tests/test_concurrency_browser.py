@@ -9,7 +9,7 @@ import pytest
 from test_browser import ARTIFACTS, _open, _settle, chromium, expect, serve
 
 from conftest import copy_default_store
-from evalcore import jobs
+from evalcore.services import jobs
 from evalcore.store import connect
 
 pytestmark = pytest.mark.slow

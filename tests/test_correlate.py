@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from evalcore.correlate import COLUMNS, correlations
-from evalcore.defaults import DATA_DIR, MSDE_SCALES
+from evalcore.analysis.correlate import COLUMNS, correlations
 from evalcore.ingest.published import import_published
 from evalcore.ingest.ratings import import_ratings
 from evalcore.scoring import score
+from evalcore.services.defaults import DATA_DIR, MSDE_SCALES
 
 # Cells more than 0.05 from the published value, with the likely cause, as listed in the README.
 FAR_FROM_PUBLISHED = {

@@ -5,9 +5,8 @@ import json
 import pytest
 
 from conftest import copy_default_store
-from evalcore import queries
-from evalcore.defaults import DATA_DIR, init_store
-from evalcore.store import connect
+from evalcore.services.defaults import DATA_DIR, init_store
+from evalcore.store import connect, queries
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +99,7 @@ def test_engagement_ratings_are_the_amt_file(default_store):
 
 def test_engagement_bad_file_is_refused_whole(tmp_path):
     from conftest import fingerprint
-    from evalcore.errors import ImportRefused
+    from evalcore.core.errors import ImportRefused
     from evalcore.ingest.engagement import build_engagement
 
     text = ENGAGEMENT_CSV.read_text(encoding="utf-8")
@@ -127,7 +126,7 @@ def test_engagement_bad_file_is_refused_whole(tmp_path):
 @pytest.mark.slow   # builds demo-zh in a thread as the dashboard does (about 30 s)
 def test_dashboard_builds_the_slow_dataset_in_the_background(tmp_path, default_store):
     """The first page draws on the quick datasets; demo-zh lands later, the same as a whole build."""
-    from evalcore.defaults import SLOW, build_default_in_stages
+    from evalcore.services.defaults import SLOW, build_default_in_stages
 
     con = connect(tmp_path / "staged.duckdb")
     thread = build_default_in_stages(con)

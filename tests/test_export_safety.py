@@ -14,7 +14,7 @@ from test_app import run
 
 from conftest import ROOT, write_jsonl
 from evalcore.cli import main
-from evalcore.export import safe_cell, safe_csv, safe_xlsx
+from evalcore.core.export import safe_cell, safe_csv, safe_xlsx
 from evalcore.ingest.items import import_items
 from evalcore.ingest.responses import import_responses
 from evalcore.ingest.template import render, template
@@ -210,7 +210,7 @@ def test_leaderboard_csv_download_neutralises_a_model_name(tmp_path, monkeypatch
 
 
 def test_no_page_writes_a_csv_or_xlsx_itself():
-    """Every download a page offers goes through evalcore.export (common.download, safe_csv) or the template
+    """Every download a page offers goes through evalcore.core.export (common.download, safe_csv) or the template
     (render): no page turns a frame into CSV or xlsx bytes on its own."""
     pages = sorted((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
     assert len(pages) > 5

@@ -39,9 +39,9 @@ def write_scores(path, values):
 
 
 def test_external_metric_in_leaderboard_correlations_and_trust(db, tmp_path):
-    from evalcore.correlate import correlations
-    from evalcore.leaderboard import leaderboard, signatures
-    from evalcore.trust import trust
+    from evalcore.analysis.correlate import correlations
+    from evalcore.analysis.leaderboard import leaderboard, signatures
+    from evalcore.analysis.trust import trust
 
     assert main(["import", "scores", write_scores(tmp_path / "s.csv", VALUES), "--db", db, "--dataset", "ext",
                  "--metric", "GPT-judge", "--signature", "gpt-4o 2024-08 G-Eval coherence prompt v2"]) == 0

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from evalcore.defaults import DEFAULT_DATASETS, SLOW, build_default_in_stages
+from evalcore.services.defaults import DEFAULT_DATASETS, SLOW, build_default_in_stages
 from evalcore.store import connect
 
 

@@ -22,7 +22,7 @@ import pytest
 from test_browser import ARTIFACTS, CHROMIUM, _free_port, _settle, chromium, expect
 
 from conftest import ROOT, copy_default_store
-from evalcore.defaults import DEFAULT_DATASETS
+from evalcore.services.defaults import DEFAULT_DATASETS
 from evalcore.store import connect
 
 pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)"),

@@ -7,10 +7,10 @@ import io
 import pandas as pd
 import pytest
 
-from evalcore import history, queries
 from evalcore.cli import main
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
+from evalcore.store import history, queries
 
 MODEL_ROWS = {
     "responses": "SELECT dataset, item_id, model, text, origin, submission_id FROM responses WHERE model = 'm1'",

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from conftest import TOY_ITEMS, fingerprint, write_jsonl
-from evalcore import queries
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.items import import_items
 from evalcore.ingest.ratings import import_ratings
 from evalcore.ingest.responses import import_responses
+from evalcore.store import queries
 
 
 def refused(con, fn, *args, **kwargs) -> str:
@@ -70,7 +70,7 @@ def test_a_dataset_has_one_language_set_when_first_imported(con, tmp_path):
         {**item, "dataset": "new", "item_id": "c1", "language": "en"},
         {**item, "dataset": "new", "item_id": "c2", "language": "zh"}]))
     assert "line 2, field 'language': expected the language of dataset 'new': 'en', as set by line 1, got zh" in message
-    # texts with no letters: no language detected (evalcore.language), stored with none
+    # texts with no letters: no language detected (evalcore.core.language), stored with none
     import_items(con, write_jsonl(tmp_path / "d.jsonl", [{**item, "dataset": "bare", "item_id": "d1",
                                                          "context": ["123"], "references": ["42!"]}]))
     assert con.execute("SELECT language FROM datasets WHERE dataset = 'bare'").fetchall() == [(None,)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import fingerprint
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest import readers
 from evalcore.ingest.responses import import_responses
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import fingerprint, shared, write_jsonl
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.dstc10 import import_dstc10
 from evalcore.ingest.mtbench import import_mtbench, win_rates
 

@@ -6,10 +6,10 @@ import io
 
 import pandas as pd
 
-from evalcore import jobs
 from evalcore.cli import main
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
+from evalcore.services import jobs
 
 
 def _computed(con, model: str) -> set[tuple[str, str]]:
@@ -79,7 +79,7 @@ def test_the_job_check_ends_cleanly_when_the_process_exits(tmp_path):
 
     db = tmp_path / "w.duckdb"
     connect(db).close()
-    script = ("import sys, time; from evalcore import jobs; jobs.watch(sys.argv[1], every=0.001); time.sleep(0.3)")
+    script = ("import sys, time; from evalcore.services import jobs; jobs.watch(sys.argv[1], every=0.001); time.sleep(0.3)")
     codes = [subprocess.run([sys.executable, "-c", script, str(db)], cwd=ROOT, capture_output=True).returncode
              for _ in range(5)]
     assert codes == [0] * 5  # before the fix: 134 in 10 of 10 runs

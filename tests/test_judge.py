@@ -115,7 +115,7 @@ def test_without_an_endpoint_judges_are_unavailable_with_the_reason(db, capsys):
 
 def test_python_api_judges_without_a_store():
     import evalcore
-    from evalcore.judge import Endpoint
+    from evalcore.metrics.judge import Endpoint
 
     with JudgeServer() as srv:
         result = evalcore.score(["SCORE=2 很好", "MALFORMED 嗯"], [["好"], ["嗯"]], metrics=["Judge-Info"],

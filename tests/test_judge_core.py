@@ -6,9 +6,9 @@ import socket
 import pytest
 from judge_server import JudgeServer
 
-from evalcore.judge import client, prompts
-from evalcore.judge.client import Endpoint, availability, chat_many
-from evalcore.judge.prompts import (
+from evalcore.metrics.judge import client, prompts
+from evalcore.metrics.judge.client import Endpoint, availability, chat_many
+from evalcore.metrics.judge.prompts import (
     geval_messages,
     mtbench_single_messages,
     pairwise_messages,

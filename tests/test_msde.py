@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 
 from conftest import fingerprint, shared
-from evalcore import queries
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.msde import import_msde
-from evalcore.store import connect
+from evalcore.store import connect, queries
 
 TRACKS = {"Lic 2021_CPC": "lic2021/persona", "Lic 2021_DuConv": "lic2021/knowledge",
           "Lic 2021_DuRecDial": "lic2021/recommendation", "CCF LUGE_LCCC": "luge/chitchat",
@@ -126,7 +125,7 @@ PUBLISHED_CPC = {
 
 
 def test_msde_flavor_reproduces_published_cpc_numbers(msde_store):
-    from evalcore import leaderboard as lb
+    from evalcore.analysis import leaderboard as lb
     from evalcore.scoring import score
 
     con, _, _ = msde_store
@@ -144,9 +143,9 @@ def test_one_csv_answers_all_six_tracks(msde_store, tmp_path):
     """The release's qianwen responses for all six tracks, under a new name, in one file and one command;
     a copy with one bad row in the last track changes nothing anywhere."""
     from conftest import fingerprint
-    from evalcore import queries
-    from evalcore.errors import ImportRefused
+    from evalcore.core.errors import ImportRefused
     from evalcore.ingest.responses import import_responses
+    from evalcore.store import queries
 
     con, _, _ = msde_store
     rows = con.execute("""
@@ -177,8 +176,8 @@ def test_one_csv_answers_all_six_tracks(msde_store, tmp_path):
 def test_a_ten_item_submission_is_shown_with_its_coverage_and_not_ranked(msde_store, tmp_path):
     """leaderboard --track lic2021/persona --rank-by BLEU4: rank, its bootstrap interval, coverage, origin;
     10 of the CPC track's 4,000 items is coverage 0.0025 and no rank unless partial ones are ranked."""
+    from evalcore.analysis.leaderboard import leaderboard
     from evalcore.ingest.responses import import_responses
-    from evalcore.leaderboard import leaderboard
     from evalcore.scoring import score
 
     con, _, _ = msde_store

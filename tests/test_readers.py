@@ -1,7 +1,7 @@
 """Encodings and formats a Chinese research group actually sends."""
 import pytest
 
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.readers import read_table
 
 TEXT = "item_id,response\nx1,你好，今天天气不错\nx2,喜欢《我是山姆》\n"

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from evalcore.retrieval import Retriever
+from evalcore.analysis.retrieval import Retriever
 
 POOL = ["a b", "a c c", "d"]
 

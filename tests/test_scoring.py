@@ -1,7 +1,7 @@
 """Scoring: cached per-response statistics, system scores with signatures, leaderboards."""
 import pytest
 
-from evalcore import leaderboard as lb
+from evalcore.analysis import leaderboard as lb
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
 from evalcore.store import revision
@@ -83,8 +83,8 @@ def test_the_cli_lets_the_store_go_while_it_computes(tmp_path, monkeypatch):
     import sys
 
     from conftest import ROOT, TOY_ITEMS, write_jsonl
-    from evalcore import scoring
     from evalcore.ingest.items import import_items
+    from evalcore.scoring import run as scoring
     from evalcore.store import Handle, connect
 
     monkeypatch.setattr(scoring, "LET_GO", 1)  # let go even for this small track
@@ -125,9 +125,9 @@ def test_system_aggregate_sentence_mean_beside_corpus(con, tmp_path):
     from pycocoevalcap.bleu.bleu import Bleu
 
     from conftest import write_jsonl
-    from evalcore.correlate import metric_scores
+    from evalcore.analysis.correlate import metric_scores
+    from evalcore.core.tokenize import get_tokenizer
     from evalcore.ingest.items import import_items
-    from evalcore.tokenize import get_tokenizer
 
     refs = {"a1": "今天天气很好，我们去公园吧", "a2": "我看过这部电影，很感人", "a3": "好的，明天见"}
     hyps = {"a1": "今天天气不错，去公园吧", "a2": "这部电影很感人", "a3": "明天见"}
@@ -155,7 +155,7 @@ def test_system_aggregate_sentence_mean_beside_corpus(con, tmp_path):
 
 
 def test_the_same_inputs_are_computed_once(toy, tmp_path, monkeypatch):
-    import evalcore.scoring as S
+    import evalcore.scoring.run as S
 
     # m3 and m4 answer t1 exactly as m1 did (天气很好), and t2 as m1 did (你好): the same inputs again
     (tmp_path / "more.csv").write_text("item_id,model,response\nt1,m3,天气很好\nt1,m4,天气很好\nt2,m3,你好\n",

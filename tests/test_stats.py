@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evalcore.stats import METHODS, correlate, permutation_test, williams
+from evalcore.analysis.stats import METHODS, correlate, permutation_test, williams
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 

@@ -1,8 +1,8 @@
 import pytest
 
-from evalcore.errors import StoreError
-from evalcore.migrations import LATEST
+from evalcore.core.errors import StoreError
 from evalcore.store import connect, resolve_db_path, schema_version, transaction
+from evalcore.store.migrations import LATEST
 
 
 def test_new_store_is_at_latest_version(tmp_path):

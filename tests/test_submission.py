@@ -10,7 +10,7 @@ import pytest
 
 from conftest import fingerprint
 from evalcore.cli import main
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.responses import import_responses
 from evalcore.ingest.template import render, template
 

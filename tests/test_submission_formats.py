@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from conftest import fingerprint, shared, write_jsonl
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.items import import_items
 from evalcore.ingest.responses import import_responses
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from conftest import copy_default_store, fingerprint
+from evalcore.analysis.taskoriented import import_sessions, intent_scores
 from evalcore.cli import main
-from evalcore.errors import ImportRefused
-from evalcore.taskoriented import import_sessions, intent_scores
+from evalcore.core.errors import ImportRefused
 
 
 def test_intent_f1_by_hand():
@@ -35,7 +35,7 @@ B,c2,0,30,r2,0,0,0
 
 
 def test_sessions_scores_and_rank(con, tmp_path):
-    from evalcore.leaderboard import leaderboard
+    from evalcore.analysis.leaderboard import leaderboard
 
     (tmp_path / "s.csv").write_text(SESSIONS, encoding="utf-8")
     import_sessions(con, tmp_path / "s.csv", dataset="tod", track="mytask/task-oriented")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from evalcore.tokenize import _SPACE, MULTI_BASE, TOKENIZERS, char_encode, char_tokens, get_tokenizer
+from evalcore.core.tokenize import _SPACE, MULTI_BASE, TOKENIZERS, char_encode, char_tokens, get_tokenizer
 
 TRICKY = ["", "   ", "！！！。。。", "Hello, World! 我喜欢iPhone15和《我是山姆》😀  ok", "ÀÉ×÷ abc\u3000def\t１２",
           "a", "ab c", "x" * 10000, "中文English混合123，emoji🎉👍🏻结束", "\n 你 好 \n"]

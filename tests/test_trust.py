@@ -11,11 +11,11 @@ import pytest
 from scipy import stats
 
 from conftest import ROOT, write_jsonl
+from evalcore.analysis.trust import choices, trust
 from evalcore.cli import main
-from evalcore.defaults import MSDE_SCALES
 from evalcore.ingest.published import import_published
+from evalcore.services.defaults import MSDE_SCALES
 from evalcore.store import connect
-from evalcore.trust import choices, trust
 
 PAPER = ROOT / "data" / "msde-paper"
 

@@ -16,12 +16,12 @@ from statsmodels.stats.multitest import multipletests
 from test_app import charts, run
 
 from conftest import ROOT, copy_default_store, shared
+from evalcore.analysis.correlate import metric_scores
+from evalcore.analysis.trust import dimensions, holm, robustness, robustness_text, trust, verdicts
 from evalcore.cli import main
-from evalcore.correlate import metric_scores
-from evalcore.defaults import MSDE_SCALES
 from evalcore.ingest.published import import_published
+from evalcore.services.defaults import MSDE_SCALES
 from evalcore.store import connect
-from evalcore.trust import dimensions, holm, robustness, robustness_text, trust, verdicts
 
 PAPER = ROOT / "data" / "msde-paper"
 ENGAGEMENT = ROOT / "data" / "engagement-en" / "DailyDialog_groungtruth_annotated.csv"

@@ -9,10 +9,10 @@ import pytest
 from test_interchange import mtbench_folder
 
 from conftest import ROOT, fingerprint
-from evalcore import history, names
 from evalcore.cli import main
+from evalcore.core import names
 from evalcore.ingest.mtbench import import_mtbench
-from evalcore.store import connect
+from evalcore.store import connect, history
 
 
 @pytest.fixture(scope="module")

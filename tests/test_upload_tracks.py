@@ -8,10 +8,10 @@ import io
 import pytest
 
 from conftest import TOY_ITEMS, write_jsonl
-from evalcore import views
-from evalcore.errors import ImportRefused
+from evalcore.core.errors import ImportRefused
 from evalcore.ingest.items import import_items
 from evalcore.ingest.responses import PAGE, import_responses
+from evalcore.ui import views
 
 CLI_WORDS = ("--track", "--partial", "--model", "--dataset", "python -m")
 

@@ -4,8 +4,8 @@ import math
 import pandas as pd
 import pytest
 
-from evalcore import views
-from evalcore.share import ViewState, link, to_query
+from evalcore.ui import views
+from evalcore.ui.share import ViewState, link, to_query
 
 
 def test_view_state_defaults_and_notices():

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from evalcore.history import current_user
 from evalcore.store import bump_revision, insert_frame, registered, transaction
+from evalcore.store.history import current_user
 
 # Written in this order; these four are shared reference rows, inserted only when new.
 ORDER = (
@@ -75,7 +75,7 @@ class Batch:
 
     def write(self, con: duckdb.DuckDBPyConnection, source: str | Path | None = None) -> dict[str, int]:
         """Everything in one transaction, recorded as one submission (history) naming `source`."""
-        from evalcore import history
+        from evalcore.store import history
 
         counts: dict[str, int] = {}
         with transaction(con):

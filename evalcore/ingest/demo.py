@@ -7,11 +7,11 @@ from pathlib import Path
 
 import duckdb
 
-from evalcore.errors import ImportRefused, Problem
+from evalcore.analysis.retrieval import Retriever
+from evalcore.core.errors import ImportRefused, Problem
+from evalcore.core.tokenize import get_tokenizer
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.retrieval import Retriever
-from evalcore.tokenize import get_tokenizer
 
 DATASET = "demo-zh"
 KDCONV_DOMAINS = ("film", "music", "travel")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import duckdb
 
-from evalcore import language as detection
-from evalcore.errors import ImportRefused, Problem, short
+from evalcore.core import language as detection
+from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.items import check_language, settle_languages

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import duckdb
 
-from evalcore import language as detection
-from evalcore.errors import short
+from evalcore.core import language as detection
+from evalcore.core.errors import short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import SKILLS, Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
@@ -75,7 +75,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
 def settle_languages(batch: Batch, languages: dict[str, tuple[str | None, str]],
                      counts: dict[str, detection.Counts]) -> list[str]:
     """Add each dataset's row, once, with the language its records settled on; a new dataset whose records
-    name none gets the one its texts show (evalcore.language.detect on the contexts and references it
+    name none gets the one its texts show (evalcore.core.language.detect on the contexts and references it
     imports), recorded as detected. The report's notes about detected languages."""
     notes = []
     for dataset, (language, origin) in languages.items():

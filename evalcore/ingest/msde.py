@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 from tqdm import tqdm
 
-from evalcore.errors import ImportRefused, Problem, short
+from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 

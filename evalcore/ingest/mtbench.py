@@ -31,8 +31,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from evalcore import language as detection
-from evalcore.errors import ImportRefused, Problem, short
+from evalcore.core import language as detection
+from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.dstc10 import same_item, stored_item_contents

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from evalcore.errors import ImportRefused, Problem
+from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.ratings import resolve_scales

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from evalcore.errors import ImportRefused, Problem, short
+from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import CONTROL, MAX_CELL, MAX_MAGNITUDE, Checker, normalise_id, read_table

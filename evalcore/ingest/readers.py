@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from evalcore.errors import ImportRefused, Problem, short
+from evalcore.core.errors import ImportRefused, Problem, short
 
 ENCODINGS_EXPECTED = "text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK"
 # Limits a user would accept; a file over them is refused with the row and the limit. Module values are the

@@ -17,12 +17,12 @@ from pathlib import Path, PurePosixPath
 
 import duckdb
 
-from evalcore import history
-from evalcore.errors import ImportRefused, Problem, short
+from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup, msde, readers
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, Table, read_table
-from evalcore.queries import answerable_items
+from evalcore.store import history
+from evalcore.store.queries import answerable_items
 
 RELEASE_SHEET = "大模型生成结果"  # the MSDE release's generation sheet: History, response
 RATED = re.compile(r"-rated-\d+$")  # MSDE items made for human-rated rows absent from the generation sheet

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from evalcore.errors import ImportRefused, Problem
+from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table

@@ -8,7 +8,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.ingest import lookup
-from evalcore.queries import answerable_items, require_dataset
+from evalcore.store.queries import answerable_items, require_dataset
 
 FORMATS = ("csv", "jsonl", "xlsx")
 COLUMNS = ["track", "item_id", "context", "reference", "response"]
@@ -43,7 +43,7 @@ def render(frame: pd.DataFrame, fmt: str) -> bytes:
     context as its turns on separate lines; JSONL keeps the list.
 
     The template is for people, opened in a spreadsheet program, so neither file can run a formula
-    (evalcore.export): the xlsx has every text cell as a string cell (never a formula; its text exactly as
+    (evalcore.core.export): the xlsx has every text cell as a string cell (never a formula; its text exactly as
     stored), and the CSV puts a single quote in front of a context or reference that begins with `=`, `+`,
     `-`, `@`, a tab or a carriage return. Those two columns are for reading only: `import responses` ignores
     them, so the quote never reaches the store and a filled-in template imports the same whatever they hold.
@@ -52,7 +52,7 @@ def render(frame: pd.DataFrame, fmt: str) -> bytes:
     they are names the store's organiser gave when importing the items (`evalcore import items`; the
     Upload page imports responses and ratings only), not text a submitter or a benchmark's dialogues put
     there. JSONL is not opened by spreadsheet programs and keeps every value exactly."""
-    from evalcore.export import safe_csv, safe_xlsx
+    from evalcore.core.export import safe_csv, safe_xlsx
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")

@@ -12,7 +12,7 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
-from evalcore.tokenize import MULTI_BASE
+from evalcore.core.tokenize import MULTI_BASE
 
 
 @dataclass

@@ -8,20 +8,25 @@ changes a number (sacrebleu style); the cache is keyed by it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from dataclasses import dataclass
 
 import evalcore.metrics as _package
+from evalcore.core.tokenize import Tokenizer, get_tokenizer
 from evalcore.metrics.base import Metric
 from evalcore.metrics.external import External
-from evalcore.tokenize import Tokenizer, get_tokenizer
 
 
 def _discover() -> dict[str, Metric]:
-    """The built-in metrics: every module of evalcore.metrics with a METRICS list, in ORDER."""
+    """The built-in metrics: every module of evalcore.metrics with a METRICS list, and every family folder's
+    `metric` module (evalcore/metrics/neural/metric.py), in ORDER."""
     modules = []
     for info in pkgutil.iter_modules(_package.__path__):
-        module = importlib.import_module(f"{_package.__name__}.{info.name}")
+        name = f"{_package.__name__}.{info.name}" + (".metric" if info.ispkg else "")
+        if info.ispkg and importlib.util.find_spec(name) is None:
+            continue
+        module = importlib.import_module(name)
         if isinstance(getattr(module, "METRICS", None), list):
             modules.append(module)
     modules.sort(key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
@@ -103,7 +108,7 @@ def resolve_metrics(spec: str | list[str]) -> list[Metric]:
             if METRICS[name] not in out:
                 out.append(METRICS[name])
         else:
-            from evalcore.names import require
+            from evalcore.core.names import require
 
             require("metric", name, [*GROUPS, *METRICS])  # raises, listing the closest first
     if not out:

@@ -10,13 +10,13 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from evalcore import views
-from evalcore._malloc import tune
-from evalcore.defaults import SLOW, build_default_in_stages
-from evalcore.export import safe_csv
+from evalcore.core.export import safe_csv
+from evalcore.core.malloc import tune
 from evalcore.ingest.readers import sweep_temp
-from evalcore.share import ViewState, link, to_query
+from evalcore.services.defaults import SLOW, build_default_in_stages
 from evalcore.store import ENV_VAR, lease, resolve_db_path, stamp
+from evalcore.ui import views
+from evalcore.ui.share import ViewState, link, to_query
 
 CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
 
@@ -33,7 +33,7 @@ def prepared(path: str, build_default: bool) -> bool:
     for scoring jobs no process runs (jobs.watch). Every connection of the dashboard is a cursor of the
     process's one database instance (store.lease): the background build keeps its cursor and gives it
     back when done, so the instance (and the file's lock) stays while it builds."""
-    from evalcore import jobs
+    from evalcore.services import jobs
 
     tune()
     sweep_temp()  # copies of uploads a killed server left in the temp folder
@@ -112,7 +112,7 @@ def _memo(_fn, name: str, path: str, stamp: tuple, args: tuple, kwargs: tuple):
 
 
 def data(fn, *args, **kwargs):
-    """fn(con, *args, **kwargs) for a function of evalcore.views (e.g. data(views.datasets)), cached until
+    """fn(con, *args, **kwargs) for a function of evalcore.ui.views (e.g. data(views.datasets)), cached until
     the store changes. What says it changed is the store's files (store.stamp: every commit grows the WAL,
     every checkpoint rewrites the file), read without opening the store, so a cached page never waits for
     a command writing to it."""
@@ -378,7 +378,7 @@ def grid(frame, **kwargs) -> None:
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe,
-    and so are the cells (evalcore.export.safe_csv: a text cell that would start a formula gets a quote)."""
+    and so are the cells (evalcore.core.export.safe_csv: a text cell that would start a formula gets a quote)."""
     st.download_button(label, safe_csv(frame), file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")
 
@@ -440,7 +440,7 @@ def _guess_keys() -> tuple[str, ...]:
 
 def _on_password() -> None:
     """A guess is checked once, when the box's value changes (not again on every rerun of the page)."""
-    from evalcore.access import THROTTLE, guess, policy
+    from evalcore.ui.access import THROTTLE, guess, policy
 
     given = st.session_state.get("access-password") or ""
     if not given:
@@ -452,10 +452,10 @@ def _on_password() -> None:
 
 
 def may_write() -> tuple[bool, str | None]:
-    """(allowed, who) for this session under the deployment's write policy (evalcore.access); draws
+    """(allowed, who) for this session under the deployment's write policy (evalcore.ui.access); draws
     what the user needs: the read-only note, a sign-in button or a password box. A session allowed to
     write is admitted to Streamlit's upload endpoint (guard_uploads)."""
-    from evalcore.access import THROTTLE, WRITERS, policy
+    from evalcore.ui.access import THROTTLE, WRITERS, policy
 
     rule = policy(_secrets())
     if rule.mode == "read-only":
@@ -490,11 +490,11 @@ def may_write() -> tuple[bool, str | None]:
 def guard_uploads() -> None:
     """Streamlit keeps a file PUT to /_stcore/upload_file/<session>/<file> in memory for any session with a
     page open, uploader or not. Refuse to keep one from a session the write gate has not admitted
-    (evalcore.access.WRITERS): the request then fails, and nothing stays in the server's memory. Installed
+    (evalcore.ui.access.WRITERS): the request then fails, and nothing stays in the server's memory. Installed
     once per process, on Streamlit's uploaded-file manager (the one both its servers use)."""
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
-    from evalcore.access import WRITERS
+    from evalcore.ui.access import WRITERS
 
     keep = MemoryUploadedFileManager.add_file
     if getattr(keep, "guarded", False):

@@ -1,8 +1,8 @@
 """Compare two models on a track: metric deltas with paired-bootstrap CIs, human wins/ties/losses."""
 import streamlit as st
 
-from evalcore import views
 from evalcore.metrics.registry import FLAVORS
+from evalcore.ui import views
 from pages.views.common import data, download, grid, md_escape, pick_track, publish, select, start
 
 con, vs = start("Compare two models")

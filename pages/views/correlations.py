@@ -2,10 +2,10 @@
 import numpy as np
 import streamlit as st
 
-from evalcore import views
-from evalcore.correlate import LEVELS
+from evalcore.analysis.correlate import LEVELS
+from evalcore.analysis.stats import METHODS
 from evalcore.metrics.registry import FLAVORS, METRICS
-from evalcore.stats import METHODS
+from evalcore.ui import views
 from pages.views.common import (
     bar,
     data,

@@ -1,8 +1,8 @@
 """Drill-down: the items of a track, filtered and sorted by metric-human disagreement, down to one item."""
 import streamlit as st
 
-from evalcore import views
 from evalcore.metrics.registry import FLAVORS, METRICS
+from evalcore.ui import views
 from pages.views.common import data, download, grid, highlighted, md_escape, pick_track, publish, select, sort_table, start
 
 con, vs = start("Drill-down")

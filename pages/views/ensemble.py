@@ -1,7 +1,7 @@
 """Metric ensembling (MME-CRS): weights learned on some tracks, judged on held-out ones."""
 import streamlit as st
 
-from evalcore import views
+from evalcore.ui import views
 from pages.views.common import bar, data, download, grid, heatmap, md_escape, origins_at, publish, select, start
 
 con, vs = start("Metric ensembles (MME-CRS)")

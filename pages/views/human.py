@@ -1,8 +1,8 @@
 """Human evaluation: annotator agreement with bootstrap CIs, score distributions, annotator bias."""
 import streamlit as st
 
-from evalcore import views
-from evalcore.humans import AGGREGATES
+from evalcore.analysis.humans import AGGREGATES
+from evalcore.ui import views
 from pages.views.common import bar, data, download, expander, grid, md_escape, pick_track, publish, select, start
 
 con, vs = start("Human evaluation")

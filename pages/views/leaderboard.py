@@ -3,8 +3,8 @@ and where one model stands on every skill."""
 import pandas as pd
 import streamlit as st
 
-from evalcore import views
 from evalcore.metrics.registry import FLAVORS, METRICS
+from evalcore.ui import views
 from pages.views.common import (
     data,
     download,

@@ -1,8 +1,8 @@
 """Overview: what the store holds and where to start."""
 import streamlit as st
 
-from evalcore import queries, views
-from evalcore.store import resolve_db_path
+from evalcore.store import queries, resolve_db_path
+from evalcore.ui import views
 from pages.views.common import building_note, data, empty_store, md_escape
 
 st.title("Multi-skill dialogue evaluation")

@@ -2,10 +2,10 @@
 import numpy as np
 import streamlit as st
 
-from evalcore import views
+from evalcore.analysis.stats import METHODS
+from evalcore.analysis.trust import ADJUSTMENTS
 from evalcore.metrics.registry import FLAVORS
-from evalcore.stats import METHODS
-from evalcore.trust import ADJUSTMENTS
+from evalcore.ui import views
 from pages.views.common import (
     data,
     download,

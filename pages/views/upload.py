@@ -5,15 +5,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from evalcore import history, jobs, views
-from evalcore._malloc import give_back
-from evalcore.errors import ImportRefused
-from evalcore.export import safe_csv
+from evalcore.core.errors import ImportRefused
+from evalcore.core.export import safe_csv
+from evalcore.core.malloc import give_back
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.readers import temp_dir
 from evalcore.ingest.responses import PAGE, import_responses
-from evalcore.neural import NeuralOptions
-from evalcore.store import WriteConflict, resolve_db_path, retrying, transaction
+from evalcore.metrics.neural import NeuralOptions
+from evalcore.services import jobs
+from evalcore.store import WriteConflict, history, resolve_db_path, retrying, transaction
+from evalcore.ui import views
 from pages.views.common import cursor, data, expander, may_write, md_escape, pick_track, publish, release, safe_filename, start
 
 con, vs = start("Upload")

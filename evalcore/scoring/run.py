@@ -1,0 +1,432 @@
+"""`score`: compute what is missing for the selected tracks, batch by batch, locally or on Ray actors
+(scoring.ray), cache every response's statistics and write the system scores, letting the store go while
+a batch computes."""
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from copy import copy
+from dataclasses import dataclass, field, replace
+
+import duckdb
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from evalcore.metrics.base import TRANSIENT, Metric
+from evalcore.metrics.neural import NeuralOptions
+from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
+from evalcore.scoring import ray as distributed
+from evalcore.scoring.plan import (
+    ANY,
+    CHUNK,
+    SENTENCE_MEAN,
+    Plan,
+    check_aggregate,
+    compute,
+    keys_by_metric,
+    load_track,
+    needs_docs,
+    track_documents,
+)
+from evalcore.scoring.ray import RayOptions
+from evalcore.scoring.stored import cached_stats
+from evalcore.store import Handle, bump_revision, insert_frame, registered, revision, transaction
+
+LET_GO = 2_000  # responses to compute before the CLI lets the store go meanwhile (reopening costs ~20 ms)
+ATTEMPTS = 3  # tracks scored again when the store changed while let go; the last attempt keeps it
+
+
+@dataclass
+class ScoreReport:
+    computed: dict[str, int] = field(default_factory=dict)   # per track: new per-response scores
+    system: dict[str, int] = field(default_factory=dict)     # per track: system scores written
+    notes: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # metric -> why it could not run (a path, Java)
+
+    def note(self, text: str) -> None:
+        """A note, said once (a track scored again after the store changed says its notes again)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def render(self) -> str:
+        lines = [f"{t}: {n} new response scores, {self.system.get(t, 0)} system scores"
+                 for t, n in self.computed.items()]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines) or "nothing to score"
+
+
+def _cached_keys(con, sig: str, keys) -> set[str]:
+    """Those of `keys` with a cached value (or a lasting reason for none: a judge's unparseable answer).
+    Asked for the given keys only: a store of millions of values is not read into memory per track."""
+    with registered(con, "_evalcore_keys", pd.DataFrame({"text_key": pd.unique(np.asarray(keys, dtype=object))})):
+        return {k for (k,) in con.execute(
+            "SELECT m.text_key FROM metric_scores m SEMI JOIN _evalcore_keys k USING (text_key) WHERE m.signature = ? "
+            "AND (m.reason IS NULL OR NOT starts_with(m.reason, ?))", [sig, TRANSIENT]).fetchall()}
+
+
+
+def _tracks(con, dataset: str | None, track: str | None) -> list[tuple[str, str, str | None]]:
+    rows = con.execute("""
+        SELECT t.dataset, t.track, d.language FROM tracks t JOIN datasets d USING (dataset)
+        WHERE (? IS NULL OR t.dataset = ?) AND (? IS NULL OR t.track = ?) ORDER BY 1, 2
+    """, [dataset, dataset, track, track]).fetchall()
+    if not rows:
+        where = " ".join(x for x in (dataset and f"dataset {dataset!r}", track and f"track {track!r}") if x)
+        raise ValueError(f"no track to score for {where or 'this store'}")
+    return rows
+
+
+def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical", dataset: str | None = None,
+          track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
+          neural: NeuralOptions | None = None, progress: bool = True, on_progress=None,
+          chunk: int | None = None, handle: Handle | None = None, system_aggregate: str = "corpus",
+          ray: RayOptions | None = None) -> ScoreReport:
+    """Compute what is missing for every selected track; write caches and system scores per track.
+
+    on_progress(done, total, label), when given, is called after each batch of `chunk` responses
+    (default CHUNK, less for metrics with a smaller batch_size): a job's progress. With a `handle` (the CLI),
+    the store is let go while a track's values are computed, so other processes (the dashboard) can
+    open it meanwhile; the results are written on the connection taken back (handle.con).
+    system_aggregate: a model's system score is its `corpus` value (each metric's corpus rule, as
+    today) or the `sentence-mean` of its responses' values (signature suffix SENTENCE_MEAN); both
+    can be stored side by side, and readers choose (computed_filter).
+    ray: score the scale-out metrics (model-based, ABLSTM) on Ray actors (evalcore.scoring.ray); the
+    others stay local. None: everything local."""
+    check_aggregate(system_aggregate)
+    if ray is not None:
+        distributed.require()
+    infos, fl = resolve_metrics(metrics), get_flavor(flavor)
+    report = ScoreReport()
+    # one Ray for every track (each track's actors load their models once)
+    on_ray = ray is not None and any(m.scale_out for m in infos) and distributed.start(ray)
+    try:
+        for ds, tr, language in _tracks(con, dataset, track):
+            for attempt in range(ATTEMPTS):
+                con = handle.con if handle else con
+                # the last attempt keeps the store: it cannot be changed under it again
+                if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress,
+                                  on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None, system_aggregate,
+                                  ray):
+                    break
+    finally:
+        for m in infos:
+            m.release()  # one METEOR process per scoring run
+        if on_ray:
+            distributed.stop()
+    return report
+
+
+def language_note(con, dataset: str, language: str | None, tok_signature: str) -> str:
+    """The score report's line on the language a dataset was scored as (it picks the default tokenizer and
+    METEOR's mode), where that language came from, and the tokens used."""
+    rows = con.execute("SELECT language_source FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+    source = rows[0][0] if rows else None
+    meteor = "en" if (language or "").lower().startswith("en") else "other"
+    if language is None:
+        said = "no language (none declared, none detected from the texts), so as a non-English one"
+    else:
+        said = f"{language} ({'detected from the texts' if source == 'detected' else 'declared'})"
+    return f"{dataset}: scored as {said}: tokens {tok_signature}, METEOR -l {meteor}"
+
+
+def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
+               handle, system_aggregate: str = "corpus", ray: RayOptions | None = None) -> bool:
+    """Score one track; True when the store changed while it was let go (score it again)."""
+    data = load_track(con, ds, tr, full=any(m.needs_item for m in infos))
+    if data.empty:
+        return False
+    tok = pick_tokenizer(fl, language, tokenizer)
+    report.note(language_note(con, ds, language, tok.signature))
+    opts = replace(neural or NeuralOptions(), lang="en" if (language or "").lower().startswith("en") else "zh")
+    for m in infos:   # a metric adds what it needs to the rows (a baseline's text) or options (a model)
+        opts = m.prepare(con, data, opts)
+    plan = Plan(infos, fl, tok, track_documents(con, ds, tr) if needs_docs(infos, opts) else [], opts,
+                system_aggregate)
+    for name, reason in plan.unavailable.items():
+        report.note(f"{ds}:{tr}: {name} unavailable: {reason}")
+        report.unavailable[name] = reason
+    if not plan.metrics:
+        return False
+    return _score_track(con, ds, tr, data, plan, report, progress, on_progress, chunk, handle, ray)
+
+
+def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: ScoreReport, progress: bool,
+                 on_progress=None, chunk: int | None = None, handle: Handle | None = None,
+                 ray: RayOptions | None = None) -> bool:
+    label = f"{ds}:{tr}"
+    n = len(data)
+    has_ref = data["refs"].map(len).to_numpy() > 0
+    keys = keys_by_metric([m.name for m in plan.metrics], data)
+    usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
+    ref_based = ", ".join(m.name for m in plan.metrics if m.needs_references)
+    if ref_based and not has_ref.any():
+        report.note(f"{label}: {ref_based} unavailable: no item of this track has a reference")
+    elif ref_based and not has_ref.all():
+        report.note(f"{label}: {ref_based} skip {int((~has_ref).sum())} responses whose items have no reference")
+    missing = {}
+    for m in plan.metrics:
+        cached = _cached_keys(con, plan.signatures[m.name], keys[m.name])
+        missing[m.name] = usable[m.name] & np.fromiter((k not in cached for k in keys[m.name]), bool, n)
+    remote = [m for m in plan.metrics if ray is not None and m.scale_out]
+    local = [m for m in plan.metrics if m not in remote]
+    todo = _todo(data, missing, local)
+    todo, copies, sources = _distinct(todo, keys, local, data)   # the same inputs again are computed once
+    far = _distinct(_todo(data, missing, remote), keys, remote, data)[0]   # a copy's key is its source's
+    if remote:
+        report.note(f"{label}: on Ray ({ray.actors} actors): {', '.join(m.name for m in remote)}"
+                    + (f"; here: {', '.join(m.name for m in local)}" if local else ""))
+    # Per metric, values and stats of every row computed in this run (NaN elsewhere).
+    values = {m.name: np.full(n, np.nan) for m in plan.metrics}
+    stats: dict[str, np.ndarray | None] = {m.name: None for m in plan.metrics}
+    reasons: dict[str, np.ndarray] = {}   # judge metrics: why a response has no value
+    size = min([chunk or CHUNK, *(m.batch_size for m in local if m.batch_size)])
+    bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
+    let_go = handle is not None and len(todo) + len(far) >= LET_GO
+    rev = revision(con) if let_go else None
+    with handle.let_go() if let_go else nullcontext():
+        if remote:  # written batch by batch as they come back: what an interruption leaves stays
+            written = _score_on_ray(None if let_go else con, handle, plan, remote, data, far, keys, missing,
+                                    ray, progress, on_progress, label)
+            report.computed[label] = report.computed.get(label, 0) + written
+        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local)
+    bar.close()
+    _copy_rows(copies, sources, values, stats, reasons)
+    todo = np.concatenate([todo, copies])
+    _run_notes(plan, report, label, todo, reasons, stats)   # notes are the local metrics' (judges)
+    # the Ray-scored values are in the cache already: what is left to write is the local metrics'
+    missing_here = {name: (mask if name not in {m.name for m in remote} else np.zeros(n, bool))
+                    for name, mask in missing.items()}
+    if let_go:
+        con = handle.con
+        if revision(con) != rev:
+            # Another process wrote while the store was let go: keep the values (keyed by text and
+            # signature, right whatever changed) and score the track again as the store is now.
+            with transaction(con):
+                bump_revision(con)
+                stored = _write_values(con, plan, _value_frames(plan, keys, missing_here, values, stats, con, reasons))
+            report.computed[label] = report.computed.get(label, 0) + stored
+            return True
+    frames = _value_frames(plan, keys, missing_here, values, stats, reasons=reasons)
+    system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
+    if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
+        report.computed.setdefault(label, 0)
+        report.system[label] = 0
+        return False
+    with transaction(con):
+        bump_revision(con)
+        stored = _write_values(con, plan, frames)
+        for row in system_rows:
+            # a model-based column holds the last configuration scored (its signature says which)
+            # (of the same system aggregate: corpus and sentence-mean rows stand side by side)
+            con.execute("DELETE FROM system_scores WHERE dataset = ? AND track = ? AND model = ? AND name = ? "
+                        "AND origin = 'computed' AND (signature = ? OR flavor = ?) AND ends_with(signature, ?) = ?",
+                        [ds, tr, row["model"], row["name"], row["signature"], ANY if row["flavor"] == ANY else None,
+                         SENTENCE_MEAN, row["signature"].endswith(SENTENCE_MEAN)])
+        if system_rows:
+            insert_frame(con, "system_scores", pd.DataFrame(system_rows))
+    report.computed[label] = report.computed.get(label, 0) + stored
+    report.system[label] = len(system_rows)
+    return False
+
+
+def _todo(data: pd.DataFrame, missing: dict, metrics: list[Metric]) -> np.ndarray:
+    """Rows that some of `metrics` has no cached value for, in the order they are scored."""
+    if not metrics:
+        return np.array([], dtype=np.int64)
+    todo = np.flatnonzero(np.logical_or.reduce([missing[m.name] for m in metrics]))
+    if any(m.group_by_item for m in metrics):
+        # an item's responses in one batch: its references are embedded once for all models
+        todo = todo[np.argsort(data["item_id"].to_numpy()[todo], kind="stable")]
+    return todo
+
+
+def _distinct(todo: np.ndarray, keys: dict, metrics: list[Metric],
+              data: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows to compute, copies, their sources): of rows whose inputs are the same for every metric (the
+    same response to the same references, context and item, as in a store of many repeated answers),
+    only the first is computed, in todo's order; each copy takes its source's values after."""
+    if len(todo) == 0 or not metrics:
+        return todo, todo[:0], todo[:0]
+    codes = np.zeros(len(todo), dtype=np.int64)
+    inputs = list({id(keys[m.name]): keys[m.name] for m in metrics}.values())   # each kind of cache key once
+    if data is not None and "is_baseline" in data:   # pairwise judging: the baseline's own row is not judged
+        inputs.append(data["is_baseline"].to_numpy())
+    for arr in inputs:
+        part, uniques = pd.factorize(arr[todo])
+        codes = pd.factorize(codes * len(uniques) + part)[0]
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    dup = np.ones(len(todo), bool)
+    dup[first] = False
+    return todo[first], todo[dup], todo[first[inverse[dup]]]
+
+
+def _copy_rows(copies: np.ndarray, sources: np.ndarray, values: dict, stats: dict, reasons: dict) -> None:
+    for name in values:
+        values[name][copies] = values[name][sources]
+        if stats.get(name) is not None:
+            stats[name][copies] = stats[name][sources]
+        if name in reasons:
+            reasons[name][copies] = reasons[name][sources]
+
+
+def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric], data: pd.DataFrame,
+                  todo: np.ndarray, keys: dict, missing: dict, opts: RayOptions, progress: bool, on_progress,
+                  label: str) -> int:
+    """Score `metrics` on the rows `todo` with Ray actors, writing each batch that comes back in its own
+    short transaction (on `con`, or on the store taken briefly from a let-go `handle`); the number of
+    values written."""
+    bar = tqdm(total=len(todo), desc=f"scoring {label} on Ray", unit="resp", disable=not progress or len(todo) == 0)
+    done = written = 0
+
+    sub = copy(plan)
+    sub.metrics = metrics
+
+    def on_batch(rows: np.ndarray, result: dict, why: dict) -> None:
+        nonlocal done, written
+        # the batch's own rows only: work per batch, not per track
+        frames = _value_frames(sub, {m.name: keys[m.name][rows] for m in metrics},
+                               {m.name: missing[m.name][rows] for m in metrics},
+                               {name: vals for name, (vals, _) in result.items()},
+                               {name: st for name, (_, st) in result.items()}, reasons=why)
+        with (nullcontext(con) if con is not None else handle.briefly()) as c, transaction(c):
+            written += _write_values(c, sub, frames)
+        done += len(rows)
+        bar.update(len(rows))
+        if on_progress:
+            on_progress(done, len(todo), label)
+
+    try:
+        distributed.score_rows(plan, metrics, data, todo, opts, on_batch)
+    finally:
+        bar.close()
+    return written
+
+
+def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
+                  on_progress, label: str, reasons: dict | None = None, metrics: list[Metric] | None = None) -> None:
+    """Values and statistics of the rows `todo` for `metrics` (default: the plan's), in batches of
+    `size`, into `values` and `stats` (and judge metrics' reasons into `reasons`)."""
+    n = len(data)
+    for start in range(0, len(todo), size):
+        rows = todo[start:start + size]
+        why: dict = {}
+        result = compute(plan, data["text"].iloc[rows].tolist(), data["refs"].iloc[rows].tolist(),
+                         data["last_turn"].iloc[rows].tolist(), rows=data.iloc[rows].reset_index(drop=True), reasons=why,
+                         metrics=metrics)
+        for name, arr in why.items():
+            if reasons is not None:
+                reasons.setdefault(name, np.full(n, None, dtype=object))[rows] = arr
+        for name, (vals, st) in result.items():
+            if stats[name] is None:
+                stats[name] = np.full((n, st.shape[1]), np.nan)
+            values[name][rows] = vals
+            stats[name][rows] = st
+        bar.update(len(rows))
+        if on_progress:
+            on_progress(start + len(rows), len(todo), label)
+
+
+def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict, con=None,
+                  reasons: dict | None = None) -> list[pd.DataFrame]:
+    """The value cache's new rows; with `con`, less those another process cached meanwhile."""
+    frames = []
+    for m in plan.metrics:
+        idx = np.flatnonzero(missing[m.name])
+        idx = idx[~pd.Index(keys[m.name][idx]).duplicated()]   # one value per key
+        if len(idx) == 0:
+            continue
+        why = (reasons or {}).get(m.name)
+        frame = pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
+                              "value": values[m.name][idx], "stats": _list_column(stats[m.name][idx]),
+                              "reason": why[idx] if why is not None else None})
+        if con is not None:
+            frame = frame[~frame["text_key"].isin(_cached_keys(con, plan.signatures[m.name], frame["text_key"]))]
+        frames.append(frame)
+    return frames
+
+
+def _list_column(mat: np.ndarray):
+    """Rows of a matrix as one Arrow list column: no Python object per response (millions of them
+    cost gigabytes), and DuckDB reads it as DOUBLE[] directly."""
+    import pyarrow as pa
+
+    if mat.shape[1] == 0:
+        return list(mat)
+    flat = pa.array(np.ascontiguousarray(mat).ravel(), pa.float64())
+    return pd.arrays.ArrowExtensionArray(pa.FixedSizeListArray.from_arrays(flat, mat.shape[1]).cast(pa.list_(pa.float64())))
+
+
+def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> int:
+    """The value cache's new rows and their signatures' descriptions; the number of values stored."""
+    for m in plan.metrics:
+        fl, tk = plan.config(m)
+        con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
+            plan.signatures[m.name], m.name,
+            json.dumps({"tokenizer": tk, "flavor": fl, "corpus": m.corpus, "sentence": m.sentence,
+                        "description": m.description}, ensure_ascii=False)])
+    frames = [f for f in frames if len(f)]
+    for m in plan.metrics:   # judgments whose request failed are asked again: their old rows make way
+        if m.retries_failures:
+            con.execute("DELETE FROM metric_scores WHERE signature = ? AND starts_with(reason, ?)",
+                        [plan.signatures[m.name], TRANSIENT])
+    if frames:
+        # a value cached meanwhile (another process, an earlier Ray batch with the same text) stands
+        return insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True), ignore=True)
+    return 0
+
+
+def _run_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, reasons: dict, stats: dict) -> None:
+    """What each metric says about this run's responses (how many judgments gave no value and why, the
+    position bias of pairwise judgments)."""
+    if len(todo) == 0:
+        return
+    for m in plan.metrics:
+        why, st = reasons.get(m.name), stats.get(m.name)
+        for note in m.notes(plan, st[todo] if st is not None else None, why[todo] if why is not None else None):
+            report.note(f"{label}: {note}")
+
+
+def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:
+    # a system score stands only when it was formed from as many responses as the model has now: values
+    # cached without one (a Ray run or a let-go run interrupted after writing them) are not "nothing new"
+    existing = {(model, sig): n for model, sig, n in con.execute(
+        "SELECT model, signature, n FROM system_scores WHERE dataset = ? AND track = ? AND origin = 'computed'",
+        [ds, tr]).fetchall()}
+    models = data["model"].to_numpy()
+    rows = []
+    memo: dict = {}   # what pooled metrics make once per track
+    mean_of_sentences = plan.system_aggregate == "sentence-mean"
+    for m in plan.metrics:
+        sig = plan.signatures[m.name]  # the per-response cache's signature
+        system_sig = sig + SENTENCE_MEAN if mean_of_sentences else sig
+        for model in pd.unique(models):
+            mine = (models == model) & usable[m.name]
+            if not mine.any():
+                continue
+            if existing.get((model, system_sig)) == int(mine.sum()) and not missing[m.name][mine].any():
+                continue  # nothing new for this model: its system score stands
+            idx = np.flatnonzero(mine)
+            if m.pools and not mean_of_sentences:
+                value = m.pooled_value(plan, data["text"].tolist(), idx, memo)
+            else:
+                mat = stats[m.name][idx] if stats[m.name] is not None else None
+                gaps = idx if mat is None else idx[np.isnan(mat).all(axis=1)]
+                if len(gaps):  # responses scored in an earlier run: their statistics come from the cache
+                    cached = cached_stats(con, sig, list(dict.fromkeys(keys[m.name][gaps])))
+                    # a response without a value (a judge's failed answer) stays a gap
+                    width = mat.shape[1] if mat is not None else len(next(iter(cached.values()), [np.nan]))
+                    filled = np.array([cached.get(k, np.full(width, np.nan)) for k in keys[m.name][gaps]])
+                    if mat is None:
+                        mat = filled
+                    else:
+                        mat = mat.copy()
+                        mat[np.isnan(mat).all(axis=1)] = filled
+                value = m.sentence_mean(mat) if mean_of_sentences else m.corpus_value(mat)
+            if value is None:
+                continue
+            fl, tk = plan.config(m)
+            rows.append({"dataset": ds, "track": tr, "model": model, "name": m.name, "value": value,
+                         "origin": "computed", "signature": system_sig, "source": "evalcore score",
+                         "flavor": fl, "tokenizer": tk, "n": int(len(idx))})
+    return rows

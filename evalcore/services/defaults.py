@@ -1,0 +1,106 @@
+"""The embedded default: the store the dashboard opens on, built from data/ on first run."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+from tqdm import tqdm
+
+from evalcore.core.paths import data_dir
+from evalcore.ingest.batch import ImportReport
+from evalcore.ingest.demo import build_demo
+from evalcore.ingest.engagement import build_engagement
+from evalcore.ingest.published import import_published
+from evalcore.store import is_empty
+
+DATA_DIR = data_dir()
+MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
+SCORED = {"demo-zh", "engagement-en"}  # the embedded datasets with responses
+SMP2018_SCALES = {"Sa": (-2.0, 2.0), "F": (-1.0, 1.0), "G": (0.0, 1.0)}
+
+
+DEFAULT_DATASETS = ("msde-paper", "demo-zh", "engagement-en", "smp2018-task1", "smp2018-task2")
+SLOW = ("demo-zh",)  # seconds to build (retrieval baselines over KdConv, then scoring): the dashboard builds it last
+
+
+def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, progress: bool = False,
+               only: tuple[str, ...] | None = None) -> list[ImportReport]:
+    """Import or build each embedded dataset (or those in `only`) in its own transaction; skip those
+    present. Datasets with responses get their lexical scores (only what is missing)."""
+    present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
+    steps = {
+        "msde-paper": lambda: import_published(con, data_dir / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES, meta={
+            "language": "zh", "licence": "facts from a paper",
+            "source": "MSDE paper (CAAI Trans. Intell. Syst. 2025, 20(5)), Tables 4-13",
+            "description": "Published system-level metric and human scores of 14 systems and their correlations",
+        }),
+        "demo-zh": lambda: build_demo(con, data_dir / "demo-zh"),
+        "engagement-en": lambda: build_engagement(con, data_dir / "engagement-en"),
+        "smp2018-task1": lambda: import_published(con, data_dir / "smp2018-task1", dataset="smp2018-task1", meta={
+            "language": "zh", "licence": "facts from a paper",
+            "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 4",
+            "description": "SMP2018-ECDT Task 1 (intent classification): top eight teams by F1",
+        }),
+        "smp2018-task2": lambda: import_published(con, data_dir / "smp2018-task2", dataset="smp2018-task2",
+                                                  scales=SMP2018_SCALES, meta={
+            "language": "zh", "licence": "facts from a paper",
+            "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 5",
+            "description": "SMP2018-ECDT Task 2 (task-oriented dialogue): top five teams, C, T, Sa, F, G",
+        }),
+    }
+    wanted = [name for name in steps if only is None or name in only]
+    todo = [name for name in wanted if name not in present]
+    reports = []
+    for name in tqdm(todo, desc="building the default store", unit="dataset", disable=not progress or not todo):
+        reports.append(steps[name]())
+    # their responses get lexical scores, so pages have numbers to show (also after an interrupted build)
+    for name in [n for n in wanted if n in SCORED]:
+        from evalcore.scoring import score
+
+        scored = score(con, metrics="lexical", dataset=name, progress=progress)
+        if name in todo or sum(scored.computed.values()):
+            reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
+                                                                  "system scores": sum(scored.system.values())}))
+    return reports
+
+
+def ensure_default(con: duckdb.DuckDBPyConnection) -> list[ImportReport]:
+    """Build the default data into an empty store; leave a store with data alone."""
+    return init_store(con) if is_empty(con) else []
+
+
+def default_incomplete(con: duckdb.DuckDBPyConnection) -> bool:
+    """Empty, or holding only embedded datasets but not all of them (a first build that was
+    interrupted): a store the dashboard may (re)build the defaults into. A store with a dataset of
+    the user's own is left alone."""
+    present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
+    return present <= set(DEFAULT_DATASETS) and present != set(DEFAULT_DATASETS)
+
+
+def build_default_in_stages(con: duckdb.DuckDBPyConnection, *, hand_over: bool = False) -> threading.Thread | None:
+    """The dashboard's first run: the quick datasets now (under a second), the slow ones in a
+    background thread, so the first page draws without waiting for them. Every dataset is its own
+    transaction; the store's revision bump makes pages pick the new data up.
+
+    The thread never opens the store a second time while `con` is open (DuckDB refuses a file already
+    attached in the process when the first connection is being closed meanwhile): it works on a cursor
+    of `con`, or with hand_over=True on `con` itself, which it then closes when the build ends (the
+    caller must not close it: the dashboard closes its page connections when a page run ends, and the
+    build outlives that). None, with `con` untouched, when there is nothing to build."""
+    if not default_incomplete(con):
+        return None
+    init_store(con, only=tuple(d for d in DEFAULT_DATASETS if d not in SLOW))
+    thread = threading.Thread(target=_build_slow, args=(con if hand_over else con.cursor(),),
+                              name="evalcore-default-build", daemon=True)
+    thread.start()
+    return thread
+
+
+def _build_slow(con: duckdb.DuckDBPyConnection) -> None:
+    """The slow datasets on a connection this thread owns (a cursor, or the caller's connection handed
+    over); closed however the build ends."""
+    try:
+        init_store(con, only=SLOW)
+    finally:
+        con.close()

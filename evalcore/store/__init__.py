@@ -1,0 +1,490 @@
+"""The DuckDB store: where it lives, its schema version, and transactions."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pandas as pd
+
+from evalcore import __version__
+from evalcore.core.errors import StoreError
+from evalcore.store.migrations import LATEST, all_migrations
+
+ENV_VAR = "EVALCORE_DB"
+WAIT_VAR = "EVALCORE_LOCK_WAIT"  # seconds a command waits for a store another process holds (default 60)
+HANDOVER_WAIT = 30.0  # seconds to wait for this process's own closing connection to let the file go
+MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def lock_wait(default: float = 60.0) -> float:
+    try:
+        return float(os.environ.get(WAIT_VAR, default))
+    except ValueError:
+        return default
+
+
+def check_store_path(db: Path) -> None:
+    """Refuse, before anything else happens, a path that cannot be a store: a directory, or a file
+    that is not a DuckDB database (a CSV given to --db by mistake is never touched)."""
+    if db.is_dir():
+        raise StoreError(f"{db} is a directory; --db expects a DuckDB store file (created when absent), "
+                         f"e.g. {db / 'evalcore.duckdb'}")
+    if db.is_file():
+        with open(db, "rb") as fh:
+            head = fh.read(12)
+        if head[8:12] != MAGIC:
+            kind = "an empty file" if not head else "a text file" if _texty(head) else "a file of another kind"
+            raise StoreError(f"{db} is {kind}, not a DuckDB store; --db expects a DuckDB store file (created "
+                             f"when absent). To load a file into a store: python -m evalcore import ... {db} "
+                             "--db my.duckdb")
+
+
+def _texty(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return head[:2] in (b"\xff\xfe", b"\xfe\xff")
+    return True
+
+
+def _locked(exc: Exception) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HANDOVER_WAIT) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, retried while another process holds the file (DuckDB allows one writing
+    process): the dashboard holds it only during a page run, so a command gets in within moments.
+    `handover`: how long to wait for this process's own closing connection (the shared instance
+    passes 0: it opens and closes under one lock, so that case cannot arise there)."""
+    deadline = time.monotonic() + wait
+    told = False
+    settling = time.monotonic() + handover
+    while True:
+        try:
+            return duckdb.connect(str(db), read_only=read_only)
+        except duckdb.ResourceInUseException as exc:
+            # This process's last connection to the file is closing in another thread (the database is
+            # being checkpointed and detached): the file is free again within moments.
+            if "unique file handle conflict" not in str(exc).lower() or time.monotonic() >= settling:
+                raise StoreError(f"cannot open {db}: {exc}") from exc
+            time.sleep(0.02)
+            continue
+        except duckdb.IOException as exc:
+            if not _locked(exc) or time.monotonic() >= deadline:
+                hint = (f" Waited {wait:g} s: another process kept it (an import, or a scoring job the dashboard "
+                        f"runs, holds the store until it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
+                raise StoreError(f"cannot open {db}: {exc}.{hint}") from exc
+            if on_wait is not None and not told:
+                on_wait(f"waiting for {db}: another process is using it (the dashboard releases it between "
+                        f"page loads); waiting up to {wait:g} s")
+                told = True
+            time.sleep(0.05)
+
+
+class Handle:
+    """A store connection that a long command lets go of while it computes without the store (scoring),
+    so that other processes (the dashboard's page runs) can open the file meanwhile, and takes back,
+    waiting as connect does, to write. `con` is always the connection to use now."""
+
+    def __init__(self, path: str | os.PathLike, con: duckdb.DuckDBPyConnection, wait: float = 60.0, on_wait=None):
+        self.path, self.con, self.wait, self.on_wait = Path(path), con, wait, on_wait
+
+    @contextmanager
+    def let_go(self) -> Iterator[None]:
+        self.con.close()
+        try:
+            yield
+        finally:
+            self.con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
+
+    @contextmanager
+    def briefly(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """While let go: the store taken for one short write (a batch of values), then let go again."""
+        con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+def default_db_path() -> Path:
+    """The store used when neither --db nor EVALCORE_DB is given."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "evalcore" / "evalcore.duckdb"
+
+
+def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--db, else $EVALCORE_DB, else the default under the user's data directory."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    return default_db_path()
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchall()[0][0]
+    if not exists:
+        return 0
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
+    return int(row[0] or 0)
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
+    """Bring the store up to LATEST; refuse one written by a newer evalcore."""
+    current = schema_version(con)
+    if current > LATEST:
+        raise StoreError(
+            f"{path} has schema version {current}, written by a newer evalcore; this evalcore "
+            f"({__version__}) knows versions up to {LATEST}. Upgrade evalcore "
+            f"(pip install -r requirements.txt in a newer checkout) or use another --db."
+        )
+    if current == 0:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, evalcore VARCHAR)"
+        )
+    for m in all_migrations():
+        if m.version <= current:
+            continue
+        with transaction(con):
+            con.execute(m.sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, current_timestamp, ?)",
+                [m.version, m.name, __version__],
+            )
+    return LATEST
+
+
+def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, wait: float = 0.0,
+            on_wait=None, reads_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) and migrate the store at `path` (see resolve_db_path). When another
+    process holds the file, retry for up to `wait` seconds, calling on_wait(message) once. With
+    `reads_only` (a command that only reads), a store the file system will not let be written (a
+    read-only mount, a file without write permission) is opened read-only instead."""
+    db = resolve_db_path(path)
+    check_store_path(db)
+    if reads_only and not read_only and db.exists() and not _writable(db):
+        read_only = True
+    if read_only:
+        if not db.exists():
+            raise StoreError(f"no store at {db}; run `python -m evalcore init --db {db}` first")
+        con = _open(db, True, wait, on_wait)
+        version = schema_version(con)
+        if version != LATEST:
+            con.close()
+            raise StoreError(
+                f"{db} has schema version {version}, this evalcore expects {LATEST}; "
+                "open it once read-write to migrate" if version < LATEST else
+                f"{db} has schema version {version}, newer than this evalcore ({LATEST}); upgrade evalcore"
+            )
+        use_external_metrics(con)
+        return con
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = _open(db, False, wait, on_wait)
+    try:
+        migrate(con, str(db))
+        use_external_metrics(con)
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+def _writable(db: Path) -> bool:
+    """Can this process write the store's file and create its log beside it? (A read-only mount says no
+    to both; root passes permission checks, so ask the file system itself.)"""
+    try:
+        with open(db, "r+b"):
+            pass
+        probe = db.parent / f".{db.name}.probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+        return True
+    except OSError:
+        return False
+
+
+def use_external_metrics(con: duckdb.DuckDBPyConnection) -> None:
+    """The store's imported metrics join the registry (every reader looks metrics up there)."""
+    from evalcore.metrics.registry import use_external
+
+    use_external(con.execute("SELECT metric, higher_is_better, description FROM external_metrics").fetchall())
+
+
+WRITE_LOCK = threading.RLock()
+"""Every write of this process, one at a time: store.transaction takes it around BEGIN ... COMMIT, and a
+write outside a transaction (a job's progress) takes it itself. DuckDB lets transactions of one process
+run side by side and refuses the second to touch a row the first changed ('Conflict on update'; every
+import bumps the one revision row): serialised, they never collide."""
+RETRIES = 4  # tries of a write that still meets a write-write conflict (another process's, say)
+
+
+class WriteConflict(StoreError):
+    """A write met another write to the same rows RETRIES times; nothing of it was written."""
+
+
+class DiskFull(StoreError):
+    """The disk holding the store filled up during a write (one sentence, never a traceback)."""
+
+
+def _disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.Error) and "no space left on device" in str(exc).lower()
+
+
+def _full(exc: duckdb.Error) -> DiskFull:
+    """What a full disk did to this write. A failed COMMIT or statement leaves the store as it was; a
+    failed checkpoint comes after the commit reached the store's log, which keeps it."""
+    where = str(exc).split(":", 1)[-1].strip().splitlines()[0]
+    if "checkpoint" in str(exc).lower():
+        return DiskFull(f"the disk holding the store filled up after this write was committed to the store's log, "
+                        f"which keeps it; free some space before the store is opened again ({where})")
+    return DiskFull(f"the disk holding the store is full: nothing of this write was stored, and the store is as it "
+                    f"was; free some space and run it again ({where})")
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All or nothing: commit on success, roll back on any exception. Holds WRITE_LOCK throughout."""
+    with WRITE_LOCK:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException as exc:
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass  # DuckDB rolled it back itself (a conflict aborts the transaction)
+            if _disk_full(exc):
+                raise _full(exc) from exc
+            raise
+        try:
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            if not _disk_full(exc):
+                raise
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise _full(exc) from exc
+
+
+def _conflict(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
+
+
+def retrying(fn, *args, tries: int = RETRIES, backoff: float = 0.1, **kwargs):
+    """fn(*args, **kwargs), a whole write (read, check, one transaction), run again after a short,
+    growing pause when it meets a write-write conflict; after `tries` a WriteConflict that says
+    nothing was written and to try again (never the raw TransactionException)."""
+    for attempt in range(tries):
+        try:
+            return fn(*args, **kwargs)
+        except duckdb.TransactionException as exc:
+            if not _conflict(exc):
+                raise
+            if attempt == tries - 1:
+                raise WriteConflict("another write to the store collided with this one "
+                                    f"{tries} times; nothing of it was written. Try again in a moment.") from exc
+            time.sleep(backoff * 2 ** attempt)
+
+
+class Lease:
+    """A cursor of the process's shared database instance, standing for a connection: what it is asked
+    it passes to the cursor, and close() gives it back (the instance closes when the last one is back).
+    Closing twice is harmless."""
+
+    def __init__(self, shared: "Shared", cur: duckdb.DuckDBPyConnection):
+        self._shared, self._cur = shared, cur
+
+    def __getattr__(self, name: str):
+        cur = self.__dict__.get("_cur")
+        if cur is None:
+            raise duckdb.ConnectionException("Connection already closed!")
+        attr = getattr(cur, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):  # the lease lives while its method runs (lease(db).execute(...) included)
+            out = attr(*args, **kwargs)
+            return self if out is cur else out   # execute() returns the cursor: chained calls keep the lease
+
+        return call
+
+    def close(self) -> None:
+        cur, self._cur = self._cur, None
+        if cur is not None:
+            self._shared._give_back(cur)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a lease dropped without close() (a thread that ended) is given back
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Shared:
+    """One DuckDB database instance per store file in this process, a cursor per thread (DuckDB's rule
+    for one process). The instance opens when the first user asks (lease) and closes when the last one
+    gives its cursor back; opening and closing happen under one lock, so an open never meets the same
+    file still closing in another thread (DuckDB's 'Unique file handle conflict ... already attached').
+    The file is held only while someone uses it: a command of another process gets in between."""
+
+    _all: dict[str, "Shared"] = {}
+    _registry = threading.Lock()
+
+    def __init__(self, db: Path):
+        self.db, self.root, self.users, self.lock = db, None, 0, threading.RLock()  # RLock: __del__ may give back
+
+    @classmethod
+    def of(cls, path: str | os.PathLike | None = None) -> "Shared":
+        db = resolve_db_path(path)
+        key = os.path.abspath(db)
+        with cls._registry:
+            return cls._all.setdefault(key, cls(Path(key)))
+
+    def lease(self, wait: float = 0.0, on_wait=None) -> Lease:
+        with self.lock:
+            if self.root is None:
+                check_store_path(self.db)
+                self.db.parent.mkdir(parents=True, exist_ok=True)
+                root = _open(self.db, False, wait, on_wait, handover=0.0)
+                try:
+                    migrate(root, str(self.db))
+                except Exception:
+                    root.close()
+                    raise
+                self.root = root
+            cur = self.root.cursor()
+            self.users += 1
+        try:
+            use_external_metrics(cur)
+        except Exception:
+            self._give_back(cur)
+            raise
+        return Lease(self, cur)
+
+    def _give_back(self, cur: duckdb.DuckDBPyConnection) -> None:
+        with self.lock:
+            try:
+                cur.close()
+            finally:
+                self.users -= 1
+                if self.users == 0 and self.root is not None:
+                    root, self.root = self.root, None
+                    root.close()  # the instance is checkpointed and detached here, under the lock
+
+    @property
+    def is_open(self) -> bool:
+        return self.root is not None
+
+
+def lease(path: str | os.PathLike | None = None, *, wait: float = 0.0, on_wait=None) -> Lease:
+    """A cursor of this process's shared instance of the store (see Shared): for the dashboard's page runs
+    and job threads. The CLI keeps its own single connection (connect)."""
+    return Shared.of(path).lease(wait, on_wait)
+
+
+class ServerLockHeld(StoreError):
+    """Another dashboard server serves this store."""
+
+
+_SERVER_LOCKS: dict[str, int] = {}
+
+
+def server_lock(path: str | os.PathLike | None = None) -> Path:
+    """Take `<store>.server.lock` (an OS lock, fcntl.flock) for this process's life: one dashboard server
+    per store. A second server on the same store is refused with a message naming the first one's pid;
+    the lock goes with its holder's process, however it ends (SIGKILL included). CLI commands do not take
+    it: they share the store with a running server as before. Taking it again in the holding process is
+    a no-op. The lock file's path."""
+    import fcntl
+
+    db = Path(os.path.abspath(resolve_db_path(path)))
+    lock = Path(f"{db}.server.lock")
+    if str(lock) in _SERVER_LOCKS:
+        return lock
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+        os.close(fd)
+        raise ServerLockHeld(f"another dashboard server (pid {holder}) already serves {db}; stop it first, or "
+                             f"give this one another store (EVALCORE_DB). Two servers writing one store would "
+                             f"take its lock from each other. CLI commands can still use the store.") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    _SERVER_LOCKS[str(lock)] = fd
+    return lock
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame) -> Iterator[None]:
+    """A DataFrame (or Arrow table) readable by SQL as `name` for the block's duration."""
+    con.register(name, frame)
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ignore: bool = False) -> int:
+    """Bulk insert a DataFrame by column name; the rows inserted. `table` is always a literal from our
+    code. `ignore`: rows whose primary key is stored already are left out (the stored row stands)."""
+    if frame.empty:
+        return 0
+    with registered(con, "_evalcore_frame", frame):
+        return int(con.execute(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} BY NAME "
+                               "SELECT * FROM _evalcore_frame").fetchall()[0][0])
+
+
+def bump_revision(con: duckdb.DuckDBPyConnection) -> None:
+    """Mark the store as changed (call inside the writing transaction)."""
+    con.execute("UPDATE revision SET n = n + 1")
+
+
+def revision(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT n FROM revision").fetchall()[0][0]
+
+
+def stamp(path: str | Path) -> tuple:
+    """What changes whenever a commit lands in the store, read from its files without opening it:
+    (mtime_ns, size) of the file and of its write-ahead log. DuckDB appends every commit to the
+    .wal and folds it into the file at a checkpoint (which rewrites the file and removes the .wal)."""
+    out = []
+    for name in (str(path), f"{path}.wal"):
+        try:
+            st = os.stat(name)
+            out.append((st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
+def is_empty(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute("SELECT count(*) FROM datasets").fetchall()[0][0] == 0
+
+
+DATA_TABLES = (
+    "datasets", "tracks", "dialogues", "turns", "items", "item_references", "models",
+    "responses", "dimensions", "human_ratings", "metric_signatures", "metric_scores",
+    "system_scores", "published_correlations", "learned_models", "external_metrics", "pairwise_judgments",
+)

@@ -1,0 +1,140 @@
+"""Read-side queries shared by the CLI and the dashboard. They return DataFrames."""
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from evalcore.store import bump_revision, transaction
+
+SUMMARY_SQL = """
+WITH t AS (SELECT dataset, track FROM tracks WHERE ? IS NULL OR dataset = ?),
+it AS (SELECT dataset, track, count(*) AS n FROM items GROUP BY ALL),
+rf AS (SELECT i.dataset, i.track, count(*) AS n FROM item_references r JOIN items i USING (dataset, item_id) GROUP BY ALL),
+rs AS (SELECT i.dataset, i.track, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id) GROUP BY ALL),
+hr AS (SELECT dataset, track, count(*) AS n FROM human_ratings GROUP BY ALL),
+ss AS (SELECT dataset, track, count(*) AS n FROM system_scores GROUP BY ALL),
+md AS (
+    SELECT dataset, track, count(DISTINCT model) AS n FROM (
+        SELECT i.dataset, i.track, r.model FROM responses r JOIN items i USING (dataset, item_id)
+        UNION ALL SELECT dataset, track, model FROM system_scores
+        UNION ALL SELECT dataset, track, model FROM human_ratings
+    ) GROUP BY ALL
+)
+SELECT t.dataset, t.track,
+       coalesce(it.n, 0) AS items, coalesce(rf.n, 0) AS "references", coalesce(md.n, 0) AS models,
+       coalesce(rs.n, 0) AS responses, coalesce(hr.n, 0) AS human_ratings, coalesce(ss.n, 0) AS system_scores
+FROM t
+LEFT JOIN it USING (dataset, track) LEFT JOIN rf USING (dataset, track) LEFT JOIN rs USING (dataset, track)
+LEFT JOIN hr USING (dataset, track) LEFT JOIN ss USING (dataset, track) LEFT JOIN md USING (dataset, track)
+ORDER BY t.dataset, t.track
+"""
+
+
+def require_dataset(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Refuse an unknown dataset, naming the ones the store has."""
+    known = [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()]
+    if dataset not in known:
+        raise ValueError(f"no dataset {dataset!r}; known: {', '.join(known) or '(none: the store is empty)'}")
+
+
+def summary(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
+    """One row per track: items, references, models, responses, human ratings, system scores."""
+    frame = con.execute(SUMMARY_SQL, [dataset, dataset]).df()
+    counts = ["items", "references", "models", "responses", "human_ratings", "system_scores"]
+    return frame.astype({c: "int64" for c in counts})
+
+
+def datasets(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return con.execute(
+        "SELECT dataset, language, licence, source, description FROM datasets ORDER BY dataset").df()
+
+
+def dataset_languages(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per dataset: its language as scoring uses it (it picks the default tokenizer and METEOR's
+    mode) and where it came from: 'declared' (by the data or its importer), 'detected from the texts'
+    (evalcore.core.language), or a blank language (not None) with 'none: scored as non-English (char tokens)'; then licence,
+    source and description."""
+    return con.execute("""
+        SELECT dataset, coalesce(language, '') AS language,
+               CASE WHEN language IS NULL THEN 'none: scored as non-English (char tokens)'
+                    WHEN language_source = 'detected' THEN 'detected from the texts'
+                    ELSE 'declared' END AS language_from,
+               licence, source, description
+        FROM datasets ORDER BY dataset""").df()
+
+
+def models(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
+    """Every model with where it has responses or scores."""
+    return con.execute("""
+        WITH uses AS (
+            SELECT r.dataset, i.track, r.model, 1 AS responses FROM responses r JOIN items i USING (dataset, item_id)
+            UNION ALL SELECT dataset, track, model, 0 FROM system_scores
+            UNION ALL SELECT dataset, track, model, 0 FROM human_ratings
+        )
+        SELECT m.model, m.description, m.added_at, m.added_by,
+               string_agg(DISTINCT u.dataset || ':' || u.track, ', ' ORDER BY u.dataset || ':' || u.track) AS tracks,
+               coalesce(sum(u.responses), 0)::BIGINT AS responses
+        FROM models m JOIN uses u USING (model)
+        WHERE ? IS NULL OR u.dataset = ?
+        GROUP BY ALL ORDER BY m.model
+    """, [dataset, dataset]).df()
+
+
+MODEL_TABLES = ("responses", "human_ratings", "system_scores")
+
+
+def model_footprint(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> dict[str, int]:
+    return {t: con.execute(f"SELECT count(*) FROM {t} WHERE model = ? AND (? IS NULL OR dataset = ?)",
+                           [model, dataset, dataset]).fetchall()[0][0] for t in MODEL_TABLES}
+
+
+def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> int:
+    """Set aside a model's responses, ratings and system scores (in one dataset or all) in one
+    transaction, as a 'delete' submission; `history.restore` brings them back until `purge`.
+    Returns the submission's id."""
+    from evalcore.store import history
+
+    datasets = [d for (d,) in con.execute(
+        "SELECT DISTINCT dataset FROM (" + " UNION ALL ".join(f"SELECT dataset FROM {t} WHERE model = ?" for t in MODEL_TABLES)
+        + ") WHERE ? IS NULL OR dataset = ? ORDER BY 1", [model] * len(MODEL_TABLES) + [dataset, dataset]).fetchall()]
+    with transaction(con):
+        bump_revision(con)
+        sid = history.record(con, kind="delete", dataset=dataset if dataset else (datasets[0] if len(datasets) == 1 else None),
+                             models=[model], tracks=[], scope=history.DELETE_SCOPE, uploader=history.current_user())
+        for ds in datasets:
+            history.run_statements(con, history.set_aside(ds, model, None, history.DELETE_SCOPE), sid)
+        still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]
+                         for t in MODEL_TABLES)
+        if not still_used:
+            con.execute("DELETE FROM models WHERE model = ?", [model])
+    return sid
+
+
+def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """The items a submission is expected to answer, per track: every item except those made only to
+    hold a rating of a text that is not a stored response (MSDE's human-sheet rows matching no
+    generated row), which no model can answer. Columns: track, item_id."""
+    return con.execute("""
+        SELECT i.track, i.item_id FROM items i WHERE i.dataset = ? AND (? IS NULL OR i.track = ?)
+        AND (EXISTS (SELECT 1 FROM responses r WHERE r.dataset = i.dataset AND r.item_id = i.item_id)
+             OR NOT EXISTS (SELECT 1 FROM human_ratings h WHERE h.dataset = i.dataset AND h.item_id = i.item_id
+                            AND h.rated_response IS NOT NULL))
+        ORDER BY i.track, i.item_id
+    """, [dataset, track, track]).df()
+
+
+def reference_copies(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """Per model with any: how many of its responses equal (whitespace aside) a reference of their item,
+    of how many (model, identical, responses). A model made of copies is usually the reference itself
+    imported as a model: scored against itself, it inflates every correlation."""
+    return con.execute("""
+        WITH mine AS (
+            SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id)
+            WHERE r.dataset = ? AND (? IS NULL OR i.track = ?)
+        ), copies AS (
+            SELECT m.model, count(DISTINCT m.item_id) AS identical FROM mine m
+            JOIN item_references f ON f.dataset = ? AND f.item_id = m.item_id AND trim(f.text) = trim(m.text)
+            GROUP BY m.model
+        )
+        SELECT c.model, c.identical, (SELECT count(*) FROM mine WHERE mine.model = c.model) AS responses
+        FROM copies c ORDER BY c.model""", [dataset, track, track, dataset]).df()
