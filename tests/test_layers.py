@@ -22,8 +22,6 @@ LAYERS: dict[str, tuple[int, list[str]]] = {
 # Upward imports still there, each with its reason; the list only shrinks.
 KNOWN = {
     ("evalcore", "evalcore.api"): "the package root's lazy facade: evalcore.score and evalcore.open for notebooks",
-    ("evalcore.store", "evalcore.metrics.registry"): "a store fills the global metric registry with its external "
-                                                      "metrics when opened (issue 30: an overlay per store)",
 }
 
 
@@ -100,3 +98,23 @@ def test_a_deferred_upward_import_is_caught():
         "evalcore.analysis.trust:2 (analysis) imports evalcore.ui.views (entry)"]
     assert upward("evalcore.store", "from evalcore.services import jobs\n", set(modules())) == [
         "evalcore.store:1 (store) imports evalcore.services.jobs (services)"]
+
+
+def test_two_stores_in_one_process_keep_their_own_metrics(toy, tmp_path):
+    """Opening a store no longer writes into the global registry: each store's imported (external) metrics
+    are its own (registry.of), and a store opened later neither sees nor removes them."""
+    from evalcore.ingest.scores import import_scores
+    from evalcore.metrics import registry
+    from evalcore.store import connect
+
+    (tmp_path / "ext.csv").write_text("item_id,model,value\nt1,m1,3\nt2,m1,1\nt1,m2,2\n", encoding="utf-8")
+    import_scores(toy, tmp_path / "ext.csv", dataset="toy", metric="Lower", track="toy/chitchat", higher_is_better=False)
+    other = connect(tmp_path / "other.duckdb")
+    try:
+        assert "Lower" in registry.of(toy) and "Lower" not in registry.of(other)
+        assert registry.of(toy)["Lower"].higher_is_better is False
+        assert "Lower" not in registry.METRICS   # the built-in registry is as it was
+        assert registry.higher_is_better("Lower", registry.of(toy)) is False
+        assert registry.higher_is_better("Lower", registry.of(other)) is True   # unknown there: a dimension's default
+    finally:
+        other.close()

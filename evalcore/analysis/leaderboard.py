@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.humans import per_target_cte
+from evalcore.metrics import registry
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
 from evalcore.store import registered
 from evalcore.store.queries import answerable_items
@@ -117,7 +118,7 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             group.loc[order.index, "rank_ci"] = "the skill's official ranking rule: no interval"
         elif rank_by is not None:
             pool = group[eligible & group[rank_by].notna()]
-            better = higher_is_better(rank_by)
+            better = higher_is_better(rank_by, registry.of(con))
             group.loc[pool.index, "rank"] = rank_ci.rank_frame(pool[rank_by], better)
             group.loc[pool.index, "rank_by"] = rank_by
             if origin == "published":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalcore.metrics import registry
 from evalcore.metrics.registry import METRICS
 
 CHUNK = 50  # resamples per matrix product: bounds memory on 20,000-item tracks
@@ -83,7 +84,8 @@ def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], 
     from evalcore.scoring import cached_stats, computed_filter, keys_by_metric, load_track
 
     position = {item: i for i, item in enumerate(items)}
-    if name not in METRICS:   # a human dimension: per-response score, annotators combined
+    known = registry.of(con)   # the built-in metrics and this store's imported ones
+    if name not in known:   # a human dimension: per-response score, annotators combined
         rows = con.execute(f"""
             WITH base AS (SELECT target, item_id, dialogue_id, model, dimension, score FROM human_ratings
                           WHERE dataset = ? AND track = ? AND dimension = ? AND target = 'response'),
@@ -98,15 +100,15 @@ def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], 
             arr[[position[i] for i in mine["item_id"]], 0] = mine["score"].to_numpy(float)
             out[m] = arr
         return out
-    if METRICS[name].no_resample:
-        return METRICS[name].no_resample
+    if known[name].no_resample:
+        return known[name].no_resample
     cond, params = computed_filter(con, dataset, flavor, tokenizer)
     sigs = dict(con.execute(f"""SELECT model, signature FROM system_scores WHERE dataset = ? AND track = ?
                                 AND name = ? AND origin = 'computed' AND {cond}""",
                             [dataset, track, name, *params]).fetchall())
     data = load_track(con, dataset, track)
     data = data[data["model"].isin(models) & data["item_id"].isin(position)].reset_index(drop=True)
-    keys = keys_by_metric([name], data)[name]
+    keys = keys_by_metric([name], data, known)[name]
     owners = data["model"].to_numpy()
     # one read of the value cache per signature (the models of a track share one), not one per model:
     # each read scans the signature's values in the whole store, tens of millions of them at scale

@@ -1,6 +1,6 @@
 """External metrics: values computed elsewhere and imported with `evalcore import scores` (also the
 judgments an MT-Bench folder carries). Each store registers its own (table external_metrics); the
-registry makes one object per name when the store is opened (registry.use_external)."""
+registry makes one object per name for that store only (registry.of(con))."""
 from __future__ import annotations
 
 from evalcore.metrics.base import Metric, Signature

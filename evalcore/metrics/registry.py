@@ -1,5 +1,6 @@
 """Every metric by name, collected from the modules of this package that define a METRICS list (their
-ORDER sets where they stand), plus the external metrics of the opened store; flavors and tokenizers.
+ORDER sets where they stand); a store's own imported (external) metrics beside them (`of`); display
+order and direction; flavors and tokenizers.
 
 A metric is one object (evalcore/metrics/base.py): its name as in the MSDE paper's tables, metadata
 the UI reads, its statistics, values, signature and availability. A signature names everything that
@@ -13,6 +14,7 @@ import pkgutil
 from dataclasses import dataclass
 
 import evalcore.metrics as _package
+from evalcore.core.names import require
 from evalcore.core.tokenize import Tokenizer, get_tokenizer
 from evalcore.metrics.base import Metric
 from evalcore.metrics.external import External
@@ -55,9 +57,18 @@ def ordered(names, preferred: list[str]) -> list[str]:
     return [n for n in preferred if n in names] + sorted(n for n in names if n not in preferred)
 
 
-def higher_is_better(name: str) -> bool:
-    """A metric's direction (a name the registry does not know, e.g. a human dimension: higher)."""
-    info = METRICS.get(name)
+def of(con) -> dict[str, Metric]:
+    """The metrics of one store: the built-in ones and the store's imported (external) ones. Read from the
+    store each time (one small table), so two stores open in one process never see each other's."""
+    rows = con.execute("SELECT metric, higher_is_better, description FROM external_metrics").fetchall()
+    return METRICS | {name: External(name, bool(better), description) for name, better, description in rows
+                      if name not in BUILTIN}
+
+
+def higher_is_better(name: str, known: dict[str, Metric] | None = None) -> bool:
+    """A metric's direction among `known` (default: the built-in metrics; `of(con)` adds a store's own);
+    a name they do not hold, e.g. a human dimension: higher."""
+    info = (METRICS if known is None else known).get(name)
     return info.higher_is_better if info else True
 
 
@@ -67,16 +78,6 @@ def _group(name: str) -> list[str]:
 
 GROUPS = {g: _group(g) for g in dict.fromkeys(g for m in METRICS.values() for g in m.groups)}
 LEXICAL = GROUPS["lexical"]
-
-
-def use_external(rows: list[tuple[str, bool, str | None]]) -> None:
-    """Register the opened store's external metrics (name, higher_is_better, description), replacing those
-    of a store opened before: readers look every metric up in METRICS, built-in or imported."""
-    for name in [n for n, m in METRICS.items() if m.family == "external"]:
-        del METRICS[name]
-    for name, better, description in rows:
-        if name not in BUILTIN:
-            METRICS[name] = External(name, bool(better), description)
 
 
 @dataclass(frozen=True)
@@ -96,21 +97,21 @@ FLAVORS = {
 }
 
 
-def resolve_metrics(spec: str | list[str]) -> list[Metric]:
+def resolve_metrics(spec: str | list[str], known: dict[str, Metric] | None = None) -> list[Metric]:
+    """The metrics a comma-separated spec names (groups expanded), among `known` (default: built-in)."""
+    metrics = METRICS if known is None else known
     names = spec.split(",") if isinstance(spec, str) else list(spec)
     out: list[Metric] = []
     for name in (n.strip() for n in names):
         if not name:
             continue
         if name in GROUPS:
-            out += [METRICS[m] for m in GROUPS[name] if METRICS[m] not in out]
-        elif name in METRICS:
-            if METRICS[name] not in out:
-                out.append(METRICS[name])
+            out += [metrics[m] for m in GROUPS[name] if metrics[m] not in out]
+        elif name in metrics:
+            if metrics[name] not in out:
+                out.append(metrics[name])
         else:
-            from evalcore.core.names import require
-
-            require("metric", name, [*GROUPS, *METRICS])  # raises, listing the closest first
+            require("metric", name, [*GROUPS, *metrics])  # raises, listing the closest first
     if not out:
         raise ValueError("no metrics given")
     return out

@@ -48,13 +48,14 @@ def metric_keys(info: Metric | None, data: pd.DataFrame) -> list[str]:
     return [response_key(t, None) for t in data["text"]]
 
 
-def keys_by_metric(names: list[str], data: pd.DataFrame) -> dict[str, np.ndarray]:
+def keys_by_metric(names: list[str], data: pd.DataFrame, known: dict[str, Metric] | None = None) -> dict[str, np.ndarray]:
     """Per metric name, its rows' cache keys; metrics whose values depend on the same things share
-    one array (hashing a large track once per kind of key, not once per metric)."""
+    one array (hashing a large track once per kind of key, not once per metric). `known`: the metrics
+    by name (default: built-in; registry.of(con) adds a store's imported ones)."""
     made: dict[tuple, np.ndarray] = {}
     out = {}
     for name in names:
-        info = METRICS.get(name)
+        info = (METRICS if known is None else known).get(name)
         kind = (False, False, True) if info is None else (info.per_item, info.needs_context, info.needs_references)
         if kind not in made:
             made[kind] = np.array(metric_keys(info, data), dtype=object)

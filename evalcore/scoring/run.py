@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from evalcore.metrics import registry
 from evalcore.metrics.base import TRANSIENT, Metric
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
@@ -96,7 +97,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     check_aggregate(system_aggregate)
     if ray is not None:
         distributed.require()
-    infos, fl = resolve_metrics(metrics), get_flavor(flavor)
+    infos, fl = resolve_metrics(metrics, registry.of(con)), get_flavor(flavor)
     report = ScoreReport()
     # one Ray for every track (each track's actors load their models once)
     on_ray = ray is not None and any(m.scale_out for m in infos) and distributed.start(ray)

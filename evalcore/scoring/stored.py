@@ -6,6 +6,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.metrics import registry
 from evalcore.metrics.registry import get_flavor, pick_tokenizer
 from evalcore.scoring.plan import ANY, SENTENCE_MEAN, check_aggregate, keys_by_metric, load_track
 from evalcore.store import registered
@@ -66,7 +67,7 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     if not sigs:
         return empty
     data = load_track(con, dataset, track) if data is None else data
-    keys = keys_by_metric([name for name, _ in sigs], data)
+    keys = keys_by_metric([name for name, _ in sigs], data, registry.of(con))   # imported metrics too
     frames = []
     for name, sig in sigs:
         lookup = pd.DataFrame({"text_key": keys[name], "item_id": data["item_id"], "model": data["model"]})

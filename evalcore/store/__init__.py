@@ -187,13 +187,11 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, w
                 "open it once read-write to migrate" if version < LATEST else
                 f"{db} has schema version {version}, newer than this evalcore ({LATEST}); upgrade evalcore"
             )
-        use_external_metrics(con)
         return con
     db.parent.mkdir(parents=True, exist_ok=True)
     con = _open(db, False, wait, on_wait)
     try:
         migrate(con, str(db))
-        use_external_metrics(con)
     except Exception:
         con.close()
         raise
@@ -212,13 +210,6 @@ def _writable(db: Path) -> bool:
         return True
     except OSError:
         return False
-
-
-def use_external_metrics(con: duckdb.DuckDBPyConnection) -> None:
-    """The store's imported metrics join the registry (every reader looks metrics up there)."""
-    from evalcore.metrics.registry import use_external
-
-    use_external(con.execute("SELECT metric, higher_is_better, description FROM external_metrics").fetchall())
 
 
 WRITE_LOCK = threading.RLock()
@@ -373,11 +364,6 @@ class Shared:
                 self.root = root
             cur = self.root.cursor()
             self.users += 1
-        try:
-            use_external_metrics(cur)
-        except Exception:
-            self._give_back(cur)
-            raise
         return Lease(self, cur)
 
     def _give_back(self, cur: duckdb.DuckDBPyConnection) -> None:

@@ -10,6 +10,8 @@ import pandas as pd
 
 from evalcore.analysis.correlate import correlations
 from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard
+from evalcore.metrics import registry
+from evalcore.metrics.base import Metric
 from evalcore.metrics.registry import HUMAN_ORDER, METRICS, get_flavor, higher_is_better, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
@@ -67,10 +69,15 @@ def tracks_of(con: duckdb.DuckDBPyConnection, dataset: str, choice: str) -> list
     return [choice] if choice in set(frame["track"]) else []
 
 
-def unavailable_here(name: str) -> str | None:
+def metrics_of(con: duckdb.DuckDBPyConnection) -> dict[str, Metric]:
+    """The store's metrics by name: the built-in ones and its imported (external) ones (registry.of)."""
+    return registry.of(con)
+
+
+def unavailable_here(name: str, known: dict[str, Metric] | None = None) -> str | None:
     """Why a registered metric cannot run on this machine (a model, a Java runtime missing), else None."""
     from evalcore.metrics.neural import NeuralOptions
-    info = METRICS.get(name)
+    info = (METRICS if known is None else known).get(name)
     return info.availability(NeuralOptions()) if info is not None else None
 
 
@@ -80,20 +87,20 @@ def score_hint(options: str = "") -> str:
     return f"Upload page: 'Score what is missing on this track', or `evalcore score{options}` in a terminal"
 
 
-def missing_metrics(columns: list[str]) -> pd.DataFrame:
+def missing_metrics(columns: list[str], known: dict[str, Metric] | None = None) -> pd.DataFrame:
     """Metrics of the registry with no column here: unavailable (with the reason) or not scored yet."""
     rows = []
-    for name in METRICS:
+    for name in METRICS if known is None else known:
         if name in columns:
             continue
-        reason = unavailable_here(name)
+        reason = unavailable_here(name, known)
         rows.append({"metric": name, "status": "unavailable" if reason else "not scored",
                      "why": reason or f"not scored yet ({score_hint(' --metrics ' + name)})"})
     return pd.DataFrame(rows, columns=["metric", "status", "why"])
 
 
-def describe(name: str) -> str:
-    info = METRICS.get(name)
+def describe(name: str, known: dict[str, Metric] | None = None) -> str:
+    info = (METRICS if known is None else known).get(name)
     if info:
         return info.description
     if name in HUMAN_ORDER:
@@ -176,7 +183,8 @@ def models_ranked(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
         GROUP BY r.model ORDER BY max(m.added_at) DESC NULLS LAST, r.model""", [dataset]).fetchall()]
 
 
-def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str) -> pd.DataFrame:
+def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str,
+                  known: dict[str, Metric] | None = None) -> pd.DataFrame:
     """Why cells are blank: per column, the models without a value and the reason (not scored, with the
     command that scores it; unavailable here, with the reason; not in a published table)."""
     rows = []
@@ -185,10 +193,10 @@ def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str) -> pd.D
         for origin, group in empty.groupby("origin", sort=True):
             if origin == "published":
                 why = "not in the source's published table"
-            elif col not in METRICS:
+            elif col not in (METRICS if known is None else known):
                 why = "no rating of these models on this dimension"
             else:
-                reason = unavailable_here(col)
+                reason = unavailable_here(col, known)
                 why = (f"unavailable here: {reason}" if reason else
                        f"not scored yet ({score_hint(' --metrics ' + col)})")
             rows.append({"column": col, "origin": origin, "models": ", ".join(sorted(set(group["model"]))),
@@ -231,7 +239,7 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
     return out
 
 
-def best_rows(frame: pd.DataFrame) -> dict[str, set[int]]:
+def best_rows(frame: pd.DataFrame, known: dict[str, Metric] | None = None) -> dict[str, set[int]]:
     """Per value column, the row positions holding the best value within each track and origin."""
     best: dict[str, set[int]] = {}
     keys = [k for k in ("track", "origin") if k in frame.columns]
@@ -240,14 +248,14 @@ def best_rows(frame: pd.DataFrame) -> dict[str, set[int]]:
         for _, group in frame.groupby(keys):
             values = pd.to_numeric(group[col], errors="coerce")
             if values.notna().any():
-                target = values.max() if higher_is_better(col) else values.min()
+                target = values.max() if higher_is_better(col, known) else values.min()
                 best[col] |= set(group.index[values == target])
     return best
 
 
-def to_latex(frame: pd.DataFrame, digits: int = 2) -> str:
+def to_latex(frame: pd.DataFrame, digits: int = 2, known: dict[str, Metric] | None = None) -> str:
     """A LaTeX tabular of a leaderboard with the best value of each column in bold (per track)."""
-    best = best_rows(frame)
+    best = best_rows(frame, known)
 
     def esc(text: str) -> str:
         for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),

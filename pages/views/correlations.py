@@ -4,7 +4,7 @@ import streamlit as st
 
 from evalcore.analysis.correlate import LEVELS
 from evalcore.analysis.stats import METHODS
-from evalcore.metrics.registry import FLAVORS, METRICS
+from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (
     bar,
@@ -25,6 +25,7 @@ from pages.views.common import (
 
 NOT_HERE = "is not scored here (no values to correlate on this track)"
 con, vs = start("Correlations with human scores")
+metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
 options = data(views.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")
@@ -57,7 +58,7 @@ else:
     dims_all = list(dict.fromkeys(table["dimension"]))
     metrics_all = list(dict.fromkeys(table["metric"]))
     dims = vs.many("dims", dims_all, dims_all)
-    metrics = vs.many("metrics", metrics_all, metrics_all, unavailable=NOT_HERE, known=METRICS)
+    metrics = vs.many("metrics", metrics_all, metrics_all, unavailable=NOT_HERE, known=metrics_here)
     dims = st.multiselect("Dimensions", dims_all, default=dims, key=f"co-dims-{dataset}")
     metrics = st.multiselect("Metrics", metrics_all, default=metrics, key=f"co-metrics-{dataset}")
     values.update(dims=dims if len(dims) < len(dims_all) else None,
@@ -85,7 +86,7 @@ else:
     download(shown, f"correlations-{dataset}-{level}-{method}")
 
     st.subheader("One metric across skills")
-    choice = vs.one("metric", metrics_all, metrics_all[0], unavailable=NOT_HERE, known=METRICS)
+    choice = vs.one("metric", metrics_all, metrics_all[0], unavailable=NOT_HERE, known=metrics_here)
     choice = select("Metric", metrics_all, choice, key=f"co-across-{dataset}")
     values["metric"] = choice
     across = data(views.across_correlations, dataset, choice, level=level, method=method, origin=origin, flavor=flavor)

@@ -1,11 +1,12 @@
 """Drill-down: the items of a track, filtered and sorted by metric-human disagreement, down to one item."""
 import streamlit as st
 
-from evalcore.metrics.registry import FLAVORS, METRICS
+from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import data, download, grid, highlighted, md_escape, pick_track, publish, select, sort_table, start
 
 con, vs = start("Drill-down")
+metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
 # Opens on a track with rated responses, where the disagreement sort means something.
 dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(views.rated_response_tracks)), None))
 flavor = vs.one("flavor", list(FLAVORS), "default")
@@ -25,7 +26,7 @@ metrics = [col for col in table.columns if col not in ("item_id", "model", "text
 models = sorted(table["model"].unique())
 chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
 metric = vs.one("metric", metrics, metrics[0] if metrics else None, unavailable="is not scored on this track",
-                known=METRICS)
+                known=metrics_here)
 dim = vs.one("dim", dims, dims[0] if dims else None)
 c = st.columns([2, 2, 3])  # the toggle's label needs the room in a narrow window
 with c[0]:
@@ -65,7 +66,7 @@ shown = sort_table(vs, values, shown, "dd", default="disagreement" if "disagreem
                    descending=True, columns=["disagreement", *metrics, *dims, "model", "item_id"])
 grid(shown.head(500), width="stretch", column_config={
     "text": st.column_config.TextColumn("response", width="large"),
-    **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col))
+    **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col, metrics_here))
        for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}")

@@ -3,7 +3,7 @@ and where one model stands on every skill."""
 import pandas as pd
 import streamlit as st
 
-from evalcore.metrics.registry import FLAVORS, METRICS
+from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (
     data,
@@ -20,6 +20,7 @@ from pages.views.common import (
 )
 
 con, vs = start("Leaderboard")
+metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c3:
@@ -32,7 +33,7 @@ if not columns:
                "job computes the metrics).")
 else:
     options, default = data(views.rank_choices, dataset, track, tuple(columns))
-    rank_by = vs.one("rank_by", options, default, unavailable="is not scored on this track", known=METRICS)
+    rank_by = vs.one("rank_by", options, default, unavailable="is not scored on this track", known=metrics_here)
     partial = vs.one("partial", ["no", "yes"], "no") == "yes"
     r1, r2 = st.columns(2)
     r3 = st.container()  # the toggle on a line of its own: beside the others a narrow window cuts its label
@@ -61,16 +62,16 @@ else:
     chosen = vs.many("models", models, models)
     chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}-{origin}")
     filled = [c for c in metrics + dims if mine[c].notna().any()]  # columns with a value for this origin
-    asked = vs.many("metrics", metrics + dims, filled, unavailable="is not scored on this track", known=METRICS)
+    asked = vs.many("metrics", metrics + dims, filled, unavailable="is not scored on this track", known=metrics_here)
     shown_metrics = st.multiselect("Columns", metrics + dims, default=asked,
                                    key=f"lb-cols-{dataset}-{track}-{origin}")
     values.update(models=chosen if len(chosen) < len(models) else None,
                   metrics=shown_metrics if shown_metrics != filled else None)
     table = views.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
     table = sort_table(vs, values, table, "lb", columns=["rank", "model", "coverage", *shown_metrics])
-    best = views.best_rows(table)
+    best = views.best_rows(table, metrics_here)
     formats = {c: views.sensible_format(table[c]) for c in shown_metrics}
-    why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset)
+    why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset, metrics_here)
     styled = table.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
                                 | {"coverage": views.percent}, na_rep="").apply(
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
@@ -95,7 +96,7 @@ else:
 
     def tip(col: str) -> str:
         lines = [f"{r['models']}: {r['why blank']}" for r in why[why["column"] == col].to_dict("records")]
-        return views.describe(col) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
+        return views.describe(col, metrics_here) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
 
     config = {c: st.column_config.Column(c, help=tip(c), width=widths[c]) for c in shown_metrics}
     config["rank"] = st.column_config.Column(pinned=True, width=56)
@@ -110,13 +111,14 @@ else:
     with d1:
         download(table, f"leaderboard-{dataset}-{track}-{origin}")
     with d2:
-        st.download_button("Download LaTeX", views.to_latex(table), file_name="leaderboard.tex", key="dl-latex")
+        st.download_button("Download LaTeX", views.to_latex(table, known=metrics_here), file_name="leaderboard.tex",
+                           key="dl-latex")
     if len(why):
         with expander(vs, values, "why", f"Why cells are blank ({len(why)})"):
             grid(why, width="stretch")
     with expander(vs, values, "signatures", "Signatures: what each computed column is"):
         grid(data(views.signatures, dataset, track, flavor), width="stretch")
-    missing = views.missing_metrics(list(board.columns))
+    missing = views.missing_metrics(list(board.columns), metrics_here)
     if len(missing):
         with expander(vs, values, "missing", f"Metrics without a column here ({len(missing)})"):
             grid(missing, width="stretch")
@@ -125,7 +127,7 @@ else:
     all_models = data(views.models_ranked, dataset)
     model = vs.one("model", all_models, all_models[0] if all_models else None)
     every, first = data(views.across_choices, dataset, flavor)
-    across = vs.one("across_by", every, first, unavailable="is not scored on this dataset", known=METRICS)
+    across = vs.one("across_by", every, first, unavailable="is not scored on this dataset", known=metrics_here)
     if not all_models or not every:  # say why instead of two empty boxes
         st.caption(md_escape(
             f"Nothing to show here: this ranks one model on every track by its computed values, and {dataset} "
