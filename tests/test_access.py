@@ -75,8 +75,8 @@ def test_the_page_locks_out_after_five_wrong_guesses(monkeypatch, tmp_path, defa
     copy_default_store(default_store_file, tmp_path / "evalcore" / "evalcore.duckdb")
     env = {"EVALCORE_DB": None, "XDG_DATA_HOME": tmp_path, "EVALCORE_READ_ONLY": None,
            "EVALCORE_UPLOAD_PASSWORD": "s3cret"}
-    monkeypatch.setattr(THROTTLE, "_wrong", {})
-    monkeypatch.setattr(THROTTLE, "_until", {})
+    monkeypatch.setattr(THROTTLE, "wrong", {})
+    monkeypatch.setattr(THROTTLE, "until", {})
     at = run("upload", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat")
     for k in range(5):
         at.text_input(key="access-password").input(f"guess{k}").run()

@@ -8,9 +8,10 @@ import json
 import pytest
 
 from conftest import fingerprint, shared, write_jsonl
+from evalcore.analysis.winrates import win_rates
 from evalcore.core.errors import ImportRefused
 from evalcore.ingest.dstc10 import import_dstc10
-from evalcore.ingest.mtbench import import_mtbench, win_rates
+from evalcore.ingest.mtbench import import_mtbench
 
 
 def refused(con, fn, *args, **kwargs) -> str:

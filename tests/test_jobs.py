@@ -28,18 +28,18 @@ def test_a_new_model_is_scored_under_every_flavor_the_track_has(toy, tmp_path):
         ("toy/knowledge", "default", ["lexical"])]   # never scored: the default metrics
     job = jobs.create(toy, "toy", steps[:2], model="new")
     seen = []
-    original = jobs._set
+    original = jobs.set_fields
 
     def spy(con, job_id, **values):
         if "progress" in values:
             seen.append(values["progress"])
         original(con, job_id, **values)
 
-    jobs._set = spy
+    jobs.set_fields = spy
     try:
         jobs.run(toy, job)
     finally:
-        jobs._set = original
+        jobs.set_fields = original
     assert _computed(toy, "new") == {("F1", "default"), ("BLEU4", "default"), ("F1", "msde")}
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) >= 4   # per step and per batch, then done
     row = jobs.listing(toy, "toy").iloc[0]

@@ -240,8 +240,8 @@ def test_migration_agrees_with_the_importer_on_real_data(tmp_path):
     usr, *_ = usr_tc_files(tmp_path)
     import_items(con, usr)
     import_items(con, lccc_items(tmp_path))
-    m10 = __import__("evalcore.store.migrations.m010_language", fromlist=["_TEXTS"])
-    rows = con.execute(f"SELECT dataset, {L.sql_counts('t')} FROM ({m10._TEXTS}) x GROUP BY dataset").fetchall()
+    m10 = __import__("evalcore.store.migrations.m010_language", fromlist=["TEXTS"])
+    rows = con.execute(f"SELECT dataset, {L.sql_counts('t')} FROM ({m10.TEXTS}) x GROUP BY dataset").fetchall()
     sql = {d: tuple(int(v) for v in counts) for d, *counts in rows}
     for dataset, path in (("usr-tc", usr), ("lccc", tmp_path / "lccc.jsonl")):
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

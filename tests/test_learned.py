@@ -188,6 +188,6 @@ def test_the_smallest_split_that_trains_gives_negatives_from_other_dialogues(tmp
 def test_negative_draw_is_bounded():
     rng = np.random.default_rng(0)
     pool = [(f"own {i}", "a") for i in range(10_000)] + [("other", "b")]
-    assert A._negative(pool, "a", rng) == "other"            # almost every draw is its own dialogue's
+    assert A.negative_sample(pool, "a", rng) == "other"            # almost every draw is its own dialogue's
     with pytest.raises(ValueError, match="no dialogue other than 'a'"):
-        A._negative(pool[:3], "a", rng)
+        A.negative_sample(pool[:3], "a", rng)

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from conftest import copy_default_store, fingerprint
-from evalcore.analysis.taskoriented import import_sessions, intent_scores
+from evalcore.analysis.taskoriented import intent_scores
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
+from evalcore.ingest.sessions import import_sessions
 
 
 def test_intent_f1_by_hand():

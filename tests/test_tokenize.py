@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from evalcore.core.tokenize import _SPACE, MULTI_BASE, TOKENIZERS, char_encode, char_tokens, get_tokenizer
+from evalcore.core.tokenize import MULTI_BASE, SPACE_TABLE, TOKENIZERS, char_encode, char_tokens, get_tokenizer
 
 TRICKY = ["", "   ", "！！！。。。", "Hello, World! 我喜欢iPhone15和《我是山姆》😀  ok", "ÀÉ×÷ abc\u3000def\t１２",
           "a", "ab c", "x" * 10000, "中文English混合123，emoji🎉👍🏻结束", "\n 你 好 \n"]
@@ -38,8 +38,8 @@ def test_vectorised_char_equals_regex_on_real_responses():
 
 def test_space_table_matches_str_isspace_everywhere():
     spaces = [c for c in range(0x110000) if chr(c).isspace()]
-    assert max(spaces) < len(_SPACE)
-    assert np.flatnonzero(_SPACE).tolist() == spaces
+    assert max(spaces) < len(SPACE_TABLE)
+    assert np.flatnonzero(SPACE_TABLE).tolist() == spaces
 
 
 @pytest.mark.parametrize("name, text, expected", [

@@ -17,12 +17,11 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.humans import AGGREGATES, per_target_cte
+from evalcore.analysis.options import LEVELS, ORIGINS
 from evalcore.analysis.stats import METHODS, Correlation, Pair, Prepared, correlate_prepared
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.scoring import computed_filter, response_scores
 
-LEVELS = ("system", "dialogue", "turn")
-ORIGINS = ("computed", "published")
 COLUMNS = ["dataset", "track", "dimension", "metric", "method", "level", "n", "r", "p", "ci_low", "ci_high",
            "ci_method", "note"]
 

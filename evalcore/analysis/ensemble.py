@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.correlate import Models, human_scores, metric_scores
+from evalcore.analysis.options import HOLDOUTS
 from evalcore.analysis.stats import correlate
 
 RESULT_COLUMNS = ["holdout", "track", "dimension", "method", "metrics", "pearson", "spearman", "n"]
@@ -66,8 +67,8 @@ def ensemble(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str = "syst
              origin: str = "auto", method: str = "spearman", power: float = 2.0, aggregate: str = "mean",
              flavor: str = "default", models: Models = Models()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(held-out results, weights). origin auto: published at system level when nothing is computed."""
-    if holdout not in ("track", "competition"):
-        raise ValueError(f"unknown holdout {holdout!r}; known: track, competition")
+    if holdout not in HOLDOUTS:
+        raise ValueError(f"unknown holdout {holdout!r}; known: {', '.join(HOLDOUTS)}")
     if origin == "auto":
         computed = con.execute("SELECT count(*) FROM system_scores WHERE dataset = ? AND origin = 'computed'",
                                [dataset]).fetchall()[0][0]

@@ -5,9 +5,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis import rank_ci
 from evalcore.analysis.humans import per_target_cte
 from evalcore.metrics import registry
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
+from evalcore.scoring import computed_filter
 from evalcore.store import registered
 from evalcore.store.queries import answerable_items
 
@@ -21,8 +23,6 @@ RANKING_RULES = {
 
 
 def _scores(con, dataset: str, track: str | None, flavor: str, tokenizer: str | None) -> pd.DataFrame:
-    from evalcore.scoring import computed_filter
-
     cond, params = computed_filter(con, dataset, flavor, tokenizer)
     return con.execute(f"""
         SELECT track, model, origin, name, value, signature, n FROM system_scores
@@ -98,8 +98,6 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             tokenizer: str | None, aggregate: str, resamples: int, seed: int) -> pd.DataFrame:
     """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
     Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
-    from evalcore.analysis import rank_ci
-
     skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
     parts = []
     for (track, origin), group in wide.groupby(["track", "origin"], sort=True):

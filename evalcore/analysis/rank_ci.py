@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.humans import per_target_cte
 from evalcore.metrics import registry
 from evalcore.metrics.registry import METRICS
+from evalcore.scoring import cached_stats, computed_filter, keys_by_metric, load_track
 
 CHUNK = 50  # resamples per matrix product: bounds memory on 20,000-item tracks
 
@@ -80,8 +82,6 @@ def describe(resamples: int, seed: int) -> str:
 def per_item_stats(con, dataset: str, track: str, name: str, models: list[str], items: list[str], *,
                    flavor: str, tokenizer: str | None, aggregate: str = "mean") -> dict[str, np.ndarray] | str:
     """model -> (items x k) statistics of `name` in the order of `items`, or the reason there are none."""
-    from evalcore.analysis.humans import per_target_cte
-    from evalcore.scoring import cached_stats, computed_filter, keys_by_metric, load_track
 
     position = {item: i for i, item in enumerate(items)}
     known = registry.of(con)   # the built-in metrics and this store's imported ones

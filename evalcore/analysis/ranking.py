@@ -20,6 +20,7 @@ import pandas as pd
 
 from evalcore.analysis.humans import per_target_cte
 from evalcore.analysis.retrieval import RANKERS, Retriever
+from evalcore.metrics.registry import get_flavor, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
 COLUMNS = ["track", "dimension", "ranker", "threshold", "p_at_1", "map", "mrr", "n_items", "n_dropped"]
@@ -68,8 +69,6 @@ def ranking(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = No
             rankers: list[str] | None = None, thresholds: list[float] = (3, 4, 5), aggregate: str = "mean",
             flavor: str = "default", models=None) -> pd.DataFrame:
     """`models` (correlate.Models): which models' responses are ranked (--models, --exclude-models)."""
-    from evalcore.metrics.registry import get_flavor, pick_tokenizer
-
     tracks = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? AND (? IS NULL OR track = ?) "
                                         "ORDER BY 1", [dataset, track, track]).fetchall()]
     language = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special, stats
 
-METHODS = ("pearson", "spearman", "kendall")
+from evalcore.analysis.options import METHODS
+
 LEVEL_LIMIT = 256  # a vector with at most this many distinct values takes Kendall's counting path
 
 

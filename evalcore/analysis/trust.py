@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import special
 
 from evalcore.analysis.correlate import Models, check_options, human_scores, metric_scores
+from evalcore.analysis.options import ADJUSTMENTS
 from evalcore.analysis.stats import METHODS, Correlation, correlate, fisher_interval, williams
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.store.queries import require_dataset
@@ -46,7 +47,6 @@ Z95 = float(special.ndtri(0.975))
 SKILL_ORDER = ["chitchat", "knowledge", "recommendation", "persona", "task-oriented"]
 COLUMNS = ["metric", "skill", "track", "dimension", "r", "ci_low", "ci_high", "n", "p", "tied_with_best", "rank",
            "dimensions", "ci", "note", "p_adjusted", "mark"]
-ADJUSTMENTS = ("holm", "none")
 LOW_POWER_N = 30  # below this many units a Williams test rarely separates two metrics (say so)
 
 

@@ -30,6 +30,7 @@ import numbers
 import re
 
 import pandas as pd
+from openpyxl import Workbook
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -87,8 +88,6 @@ def safe_xlsx(frame: pd.DataFrame, sheet_name: str = "Sheet1") -> bytes:
     """The frame as xlsx bytes: a header row, then one row per record; numbers as numbers, every other cell
     a string cell (data type 's', never a formula), its text unchanged; text that a program would read as a
     formula if typed also gets Excel's quote prefix (shown as text, kept text when edited)."""
-    from openpyxl import Workbook
-
     wb = Workbook()
     ws = wb.active
     ws.title = sheet_name

@@ -2,6 +2,7 @@
 it runs: an unknown one is an error that lists what exists, closest match first, never "(nothing)"."""
 from __future__ import annotations
 
+import argparse
 import difflib
 import json
 
@@ -112,8 +113,6 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
 def count(least: int = 0):
     """An argparse type for a count (--bootstrap, --epochs, --actors ...): a whole number >= `least`; anything
     else is an argparse error (exit 2, the option named, no traceback)."""
-    import argparse
-
     def parse(text: str) -> int:
         try:
             value = int(text)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Callable
 
+import jieba
 import numpy as np
 
 # CJK ideographs (basic, extension A, compatibility), kana and hangul count one per character.
@@ -43,7 +45,7 @@ def _space_table() -> np.ndarray:
     return table
 
 
-_SPACE = _space_table()
+SPACE_TABLE = _space_table()
 
 
 def char_encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -61,7 +63,7 @@ def char_encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
     boundary = np.zeros(len(cp) + 1, dtype=bool)
     boundary[offsets] = True  # a text starts here (and one past the end)
-    space = _SPACE[np.minimum(cp, 0x3000)] & (cp <= 0x3000)
+    space = SPACE_TABLE[np.minimum(cp, 0x3000)] & (cp <= 0x3000)
     run = _in_ranges(cp, _RUN_RANGES)
     cont = np.zeros(len(cp), dtype=bool)  # a run character continuing the run before it
     cont[1:] = run[1:] & run[:-1] & ~boundary[1:-1]
@@ -101,16 +103,12 @@ def jieba_tokens(text: str) -> list[str]:
 
 
 def _jieba():
-    import jieba  # imported lazily: loading its dictionary takes about a second
-
     jieba.setLogLevel(60)
     return jieba
 
 
 def _jieba_version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("jieba")
     except Exception:  # not installed: the tokenizer fails when used, with its own error
         return "missing"

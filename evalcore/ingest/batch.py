@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from evalcore.store import bump_revision, insert_frame, registered, transaction
+from evalcore.store import bump_revision, history, insert_frame, registered, transaction
 from evalcore.store.history import current_user
 
 # Written in this order; these four are shared reference rows, inserted only when new.
@@ -75,8 +75,6 @@ class Batch:
 
     def write(self, con: duckdb.DuckDBPyConnection, source: str | Path | None = None) -> dict[str, int]:
         """Everything in one transaction, recorded as one submission (history) naming `source`."""
-        from evalcore.store import history
-
         counts: dict[str, int] = {}
         with transaction(con):
             bump_revision(con)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import openpyxl
 from tqdm import tqdm
 
 from evalcore.core.errors import ImportRefused, Problem, short
@@ -84,8 +85,6 @@ def _text(value) -> str | None:
 
 
 def read_workbook(path: Path) -> Workbook:
-    import openpyxl
-
     name = str(path)
     try:
         wb = openpyxl.load_workbook(path, read_only=True)

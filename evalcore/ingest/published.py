@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from evalcore.analysis.options import LEVELS, METHODS
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
@@ -23,8 +24,6 @@ FILES = {
     "human_system_scores.csv": ["paper_table", "competition", "skill", "model", "dimension", "value"],
     "published_correlations.csv": ["paper_table", "competition", "skill", "dimension", "metric", "method", "value"],
 }
-METHODS = ("pearson", "spearman", "kendall")
-LEVELS = ("system", "dialogue", "turn")
 
 
 def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: str,

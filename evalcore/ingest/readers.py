@@ -27,6 +27,7 @@ import runs:
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
 import contextvars
 import csv
@@ -39,9 +40,12 @@ import tempfile
 import time
 import unicodedata
 import zipfile
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
 
@@ -125,8 +129,6 @@ def sniff_encoding(path: Path, file: str, block: int = 1 << 20) -> str:
     A file that is UTF-8 up to its last bytes, which begin a character that never ends, was cut short: it
     is refused ("file ends inside a UTF-8 character at byte N"), never read as GB18030 (which reads almost
     any bytes, as mojibake)."""
-    import codecs
-
     with path.open("rb") as fh:
         head = fh.read(4)
     first = None
@@ -414,8 +416,6 @@ class Places:
     million small integers, not a million strings)."""
 
     def __init__(self, unit: str, numbers):
-        from array import array
-
         self.unit, self.numbers = unit, array("q", numbers)
 
     def __len__(self) -> int:
@@ -536,8 +536,6 @@ def sweep_temp(max_age_s: float = 3600, root: str | Path | None = None) -> list[
 def _read_xlsx(path: Path) -> Table:
     """The first sheet, row by row (read-only: the sheet is streamed, rows counted against MAX_ROWS). A formula
     cell is read by its value as Excel last saved it; one with no saved value is refused naming the cell."""
-    import openpyxl
-
     name = str(path)
     check_archive(path, name)
     try:
@@ -587,8 +585,6 @@ def _formula_values(path: Path, name: str, header: list[str], records: list[list
                     formulas: list[tuple]) -> None:
     """Put each formula cell's saved value in place; refuse the cells that have none (a file written by a
     program that does not compute formulas: openpyxl, some exporters), naming each cell."""
-    import openpyxl
-
     wanted = {f[2]: [] for f in formulas}
     for f in formulas:
         wanted[f[2]].append(f)

@@ -16,6 +16,7 @@ from dataclasses import replace as with_file
 from pathlib import Path, PurePosixPath
 
 import duckdb
+import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup, msde, readers
@@ -240,8 +241,6 @@ def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str |
 def _release_sheet(path: Path) -> tuple[str, list[tuple]] | None:
     """(title, rows) of the release's generation sheet, or of a first sheet with History and response but no
     item_id; None for any other workbook (read_table reads it)."""
-    import openpyxl
-
     readers.check_archive(path, str(path))   # an .xlsx is a zip: its declared expanded size is bounded first
     try:  # formulas as written, not cached values: the MSDE importer read them so (LCCC has '=...' Histories)
         wb = openpyxl.load_workbook(path, read_only=True)

@@ -20,6 +20,9 @@ from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.readers import Checker, read_table
+from evalcore.metrics.external import External
+from evalcore.metrics.registry import BUILTIN
+from evalcore.scoring import ANY, SENTENCE_MEAN, item_key
 
 EXTERNAL_SOURCE = "import scores"
 
@@ -34,8 +37,6 @@ class ExternalValue:
 
 def external_signature(metric: str, signature: str | None) -> str:
     """What produced the numbers, as the user describes it (the file's sha256 is in the history)."""
-    from evalcore.metrics.external import External
-
     return str(External(metric).signature(text=signature))
 
 
@@ -70,8 +71,6 @@ def external_batch(con: duckdb.DuckDBPyConnection, check: Checker, values: list[
     is added to `check` and the file refused when there is any. Also used by importers whose files
     carry judgments (MT-Bench): they write items and responses in the same batch, so those are given as
     pending_tracks (item_id -> track) and pending_texts ((item_id, model) -> text) and count as stored."""
-    from evalcore.metrics.registry import BUILTIN
-    from evalcore.scoring import ANY, SENTENCE_MEAN, item_key
 
     metric = " ".join(str(metric).split())
     file = check.file

@@ -7,6 +7,7 @@ import json
 import duckdb
 import pandas as pd
 
+from evalcore.core.export import safe_csv, safe_xlsx
 from evalcore.ingest import lookup
 from evalcore.store.queries import answerable_items, require_dataset
 
@@ -52,8 +53,6 @@ def render(frame: pd.DataFrame, fmt: str) -> bytes:
     they are names the store's organiser gave when importing the items (`evalcore import items`; the
     Upload page imports responses and ratings only), not text a submitter or a benchmark's dialogues put
     there. JSONL is not opened by spreadsheet programs and keeps every value exactly."""
-    from evalcore.core.export import safe_csv, safe_xlsx
-
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "jsonl":

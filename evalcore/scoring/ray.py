@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from evalcore.core.names import count
 from evalcore.scoring.plan import compute
 
 RESTARTS = 3   # restarts per actor and retries per batch before the run fails
@@ -213,3 +214,29 @@ def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: 
     finally:
         if batches is not None and hasattr(batches, "close"):
             batches.close()   # interrupted: stop the run's actors, not only this loop
+
+
+def add_arguments(parser) -> None:
+    """`evalcore score`'s options of the Ray engine, as one argument group."""
+    g = parser.add_argument_group("scale-out (the model-based metrics and ABLSTM on Ray Data actors; the rest stays local)")
+    g.add_argument("--engine", choices=("local", "ray"), default="local", help="local (default), or ray: needs " + INSTALL)
+    g.add_argument("--ray-address", metavar="ADDR", help="a running Ray cluster (default: a Ray started here for the run)")
+    g.add_argument("--actors", type=count(1), default=RayOptions.actors,
+                   help=f"Ray actors, each with its own copy of the models (default {RayOptions.actors})")
+    g.add_argument("--gpus-per-actor", type=float, default=RayOptions.gpus_per_actor,
+                   help="GPUs per actor (default 0: CPU actors)")
+    g.add_argument("--ray-batch-size", type=count(1), default=BATCH, metavar="N",
+                   help=f"responses per actor call; each batch is written as it comes back (default {BATCH})")
+
+
+def options(args) -> RayOptions | None:
+    """--engine ray's options, or None for the local engine; options without --engine ray are refused."""
+    if args.engine != "ray":
+        given = [f for f, v in (("--ray-address", args.ray_address), ("--actors", args.actors != RayOptions.actors),
+                                ("--gpus-per-actor", args.gpus_per_actor), ("--ray-batch-size", args.ray_batch_size != BATCH))
+                 if v]
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply with --engine ray")
+        return None
+    return RayOptions(address=args.ray_address, actors=args.actors, gpus_per_actor=args.gpus_per_actor,
+                      batch_size=args.ray_batch_size)

@@ -6,6 +6,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import registry
 from evalcore.metrics.registry import get_flavor, pick_tokenizer
 from evalcore.scoring.plan import ANY, SENTENCE_MEAN, check_aggregate, keys_by_metric, load_track
@@ -32,8 +33,6 @@ def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
 def elsewhere(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str, tokenizer: str | None = None) -> list[str]:
     """When the dataset has no lexical scores under this flavor and tokenizer but has them under others:
     those others, as the options that select them (e.g. '--flavor default --tokenizer jieba')."""
-    from evalcore.core.tokenize import TOKENIZERS
-
     chosen = computed_config(con, dataset, flavor, tokenizer)
     stored = con.execute("SELECT DISTINCT flavor, tokenizer FROM system_scores WHERE dataset = ? "
                          "AND origin = 'computed' AND flavor <> ? ORDER BY 1, 2", [dataset, ANY]).fetchall()

@@ -12,6 +12,7 @@ from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.demo import build_demo
 from evalcore.ingest.engagement import build_engagement
 from evalcore.ingest.published import import_published
+from evalcore.scoring import score
 from evalcore.store import is_empty
 
 DATA_DIR = data_dir()
@@ -56,8 +57,6 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
         reports.append(steps[name]())
     # their responses get lexical scores, so pages have numbers to show (also after an interrupted build)
     for name in [n for n in wanted if n in SCORED]:
-        from evalcore.scoring import score
-
         scored = score(con, metrics="lexical", dataset=name, progress=progress)
         if name in todo or sum(scored.computed.values()):
             reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),

@@ -18,10 +18,13 @@ from datetime import datetime
 import duckdb
 import pandas as pd
 
+from evalcore.core.errors import StoreError
+from evalcore.core.malloc import give_back
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
+from evalcore.store import WRITE_LOCK, lease, lock_wait
 
 BATCH = 1_000  # responses per progress step of a job
 COLUMNS = ["job_id", "kind", "dataset", "model", "state", "progress", "detail", "created_at", "finished_at", "tracks"]
@@ -60,9 +63,8 @@ def create(con: duckdb.DuckDBPyConnection, dataset: str, steps: list[dict], *, m
     return int(job_id)
 
 
-def _set(con, job_id: int, **values) -> None:
-    from evalcore.store import WRITE_LOCK
-
+def set_fields(con, job_id: int, **values) -> None:
+    """Write some of a job's columns (state, progress, detail...), one short write."""
     cols = ", ".join(f"{k} = ?" for k in values)
     with WRITE_LOCK:  # a write like any other: never beside another transaction of this process
         con.execute(f"UPDATE jobs SET {cols} WHERE job_id = ?", [*values.values(), job_id])
@@ -73,26 +75,26 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
     recorded with its message (the scores of finished steps stay: each step is its own transaction)."""
     dataset, steps = con.execute("SELECT dataset, steps FROM jobs WHERE job_id = ?", [job_id]).fetchall()[0]
     steps = json.loads(steps)
-    _set(con, job_id, state="running", pid=os.getpid(), host=socket.gethostname())
+    set_fields(con, job_id, state="running", pid=os.getpid(), host=socket.gethostname())
     try:
         for i, step in enumerate(steps):
             where = f"{step['track']} ({', '.join(step['metrics'])}; flavor {step['flavor']})"
-            _set(con, job_id, progress=i / len(steps), detail=f"step {i + 1} of {len(steps)}: {where}")
+            set_fields(con, job_id, progress=i / len(steps), detail=f"step {i + 1} of {len(steps)}: {where}")
 
             def moved(done, total, label, i=i, where=where):
-                _set(con, job_id, progress=(i + done / max(total, 1)) / len(steps),
+                set_fields(con, job_id, progress=(i + done / max(total, 1)) / len(steps),
                      detail=f"step {i + 1} of {len(steps)}: {where}: {done:,} of {total:,} responses")
 
             report = score(con, dataset=dataset, track=step["track"], metrics=step["metrics"], flavor=step["flavor"],
                            tokenizer=step["tokenizer"], neural=neural, progress=False, on_progress=moved, chunk=BATCH)
             notes = [n for n in report.notes]
             if notes:
-                _set(con, job_id, detail="; ".join(notes)[:2000])
-        _set(con, job_id, state="done", progress=1.0, finished_at=datetime.now(),
+                set_fields(con, job_id, detail="; ".join(notes)[:2000])
+        set_fields(con, job_id, state="done", progress=1.0, finished_at=datetime.now(),
              detail=f"{len(steps)} step(s) done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
     except Exception as exc:  # recorded for the user; the traceback goes to the server log
         traceback.print_exc()
-        _set(con, job_id, state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
+        set_fields(con, job_id, state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
 
 
 CHECK_VAR = "EVALCORE_JOB_CHECK"  # seconds between the server's checks for jobs no process runs (default 30)
@@ -111,8 +113,6 @@ def start(path: str, job_id: int, neural: NeuralOptions | None = None) -> thread
             return _CLAIMED[key]
 
         def work():
-            from evalcore.core.malloc import give_back
-            from evalcore.store import lease, lock_wait
 
             con = lease(path, wait=lock_wait())
             try:
@@ -140,8 +140,6 @@ def orphans(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
 
 def recover(path: str, neural: NeuralOptions | None = None, wait: float = 0.0) -> list[threading.Thread]:
     """Start every orphaned job of the store (see orphans); the threads started."""
-    from evalcore.store import lease
-
     con = lease(path, wait=wait)
     try:
         found = orphans(con, path)
@@ -172,8 +170,6 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
             every = 30.0
 
     def loop():
-        from evalcore.core.errors import StoreError
-
         while not _STOP.is_set():
             if os.path.exists(path):  # a store not created yet has no jobs: not created here
                 try:

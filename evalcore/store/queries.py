@@ -4,7 +4,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from evalcore.store import bump_revision, transaction
+from evalcore.store import bump_revision, history, transaction
 
 SUMMARY_SQL = """
 WITH t AS (SELECT dataset, track FROM tracks WHERE ? IS NULL OR dataset = ?),
@@ -92,8 +92,6 @@ def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None
     """Set aside a model's responses, ratings and system scores (in one dataset or all) in one
     transaction, as a 'delete' submission; `history.restore` brings them back until `purge`.
     Returns the submission's id."""
-    from evalcore.store import history
-
     datasets = [d for (d,) in con.execute(
         "SELECT DISTINCT dataset FROM (" + " UNION ALL ".join(f"SELECT dataset FROM {t} WHERE model = ?" for t in MODEL_TABLES)
         + ") WHERE ? IS NULL OR dataset = ? ORDER BY 1", [model] * len(MODEL_TABLES) + [dataset, dataset]).fetchall()]

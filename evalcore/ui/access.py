@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hmac
 import os
+import threading
+import time
 from dataclasses import dataclass
 
 TRUE = {"1", "true", "yes", "on"}
@@ -52,35 +54,33 @@ class Throttle:
     CAP = 300.0
 
     def __init__(self, clock=None):
-        import threading
-        import time
 
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
-        self._wrong: dict[str, int] = {}
-        self._until: dict[str, float] = {}
+        self.wrong: dict[str, int] = {}
+        self.until: dict[str, float] = {}
 
     def wait(self, *keys: str) -> float:
         """Seconds until every one of `keys` may guess again (0: now)."""
         now = self._clock()
         with self._lock:
-            return max([0.0] + [self._until.get(k, 0.0) - now for k in keys if k])
+            return max([0.0] + [self.until.get(k, 0.0) - now for k in keys if k])
 
     def failed(self, *keys: str) -> float:
         """Record a wrong guess for each key; the wait it imposes."""
         now = self._clock()
         with self._lock:
             for k in (k for k in keys if k):
-                n = self._wrong[k] = self._wrong.get(k, 0) + 1
+                n = self.wrong[k] = self.wrong.get(k, 0) + 1
                 if n > self.FREE:
-                    self._until[k] = now + min(self.CAP, self.BASE * 2 ** (n - self.FREE - 1))
+                    self.until[k] = now + min(self.CAP, self.BASE * 2 ** (n - self.FREE - 1))
         return self.wait(*keys)
 
     def succeeded(self, *keys: str) -> None:
         with self._lock:
             for k in keys:
-                self._wrong.pop(k, None)
-                self._until.pop(k, None)
+                self.wrong.pop(k, None)
+                self.until.pop(k, None)
 
 
 def guess(rule: Policy, given: str, keys: tuple[str, ...], throttle: Throttle) -> tuple[bool, float]:
@@ -105,8 +105,6 @@ class Writers:
     so a visitor without the password cannot park files in the server's memory."""
 
     def __init__(self):
-        import threading
-
         self._lock = threading.Lock()
         self._ids: set[str] = set()
 

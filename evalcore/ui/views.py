@@ -3,17 +3,29 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from urllib.parse import urlencode
 
 import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.agreement import agreement
+from evalcore.analysis.agreement import annotator_bias as annotator_bias_of
 from evalcore.analysis.correlate import correlations
-from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard
+from evalcore.analysis.ensemble import ensemble
+from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, coverage, leaderboard
+from evalcore.analysis.leaderboard import signatures as signatures_of
+from evalcore.analysis.trust import POOLED, choices, dimensions, report
+from evalcore.ingest.template import render, template
 from evalcore.metrics import registry
 from evalcore.metrics.base import Metric
+from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import HUMAN_ORDER, METRICS, get_flavor, higher_is_better, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
+from evalcore.store import queries
+from evalcore.store.history import listing
+from evalcore.ui.share import to_query
 
 SKILL_PREFIX = "skill:"
 N_COLUMN = "responses"  # how many responses stand behind a computed row (the dashboard shows it last)
@@ -27,21 +39,15 @@ def value_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    from evalcore.store.queries import summary as per_track
-
-    return per_track(con)
+    return queries.summary(con)
 
 
 def dataset_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    from evalcore.store.queries import datasets as table
-
-    return table(con)
+    return queries.datasets(con)
 
 
 def model_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    from evalcore.store.queries import models
-
-    return models(con)
+    return queries.models(con)
 
 
 def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -76,7 +82,6 @@ def metrics_of(con: duckdb.DuckDBPyConnection) -> dict[str, Metric]:
 
 def unavailable_here(name: str, known: dict[str, Metric] | None = None) -> str | None:
     """Why a registered metric cannot run on this machine (a model, a Java runtime missing), else None."""
-    from evalcore.metrics.neural import NeuralOptions
     info = (METRICS if known is None else known).get(name)
     return info.availability(NeuralOptions()) if info is not None else None
 
@@ -217,7 +222,6 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
     frame = frame[frame["origin"] == "computed"]
     skills = tracks(con, dataset).set_index("track")["skill"]
     ranked = frame.groupby("track")["rank"].count()
-    from evalcore.analysis.leaderboard import coverage
 
     answered = set(coverage(con, dataset).query("model == @model")["track"])
     rows = []
@@ -284,9 +288,7 @@ def to_latex(frame: pd.DataFrame, digits: int = 2, known: dict[str, Metric] | No
 
 
 def signatures(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str = "default") -> pd.DataFrame:
-    from evalcore.analysis.leaderboard import signatures as sigs
-
-    frame = sigs(con, dataset, None, flavor=flavor)
+    frame = signatures_of(con, dataset, None, flavor=flavor)
     return frame[frame["track"].isin(tracks_of(con, dataset, choice))].reset_index(drop=True)
 
 
@@ -348,8 +350,6 @@ def models_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[
 
 def template_csv(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None) -> bytes:
     """The responses file to fill in for a track (or every track), as CSV bytes."""
-    from evalcore.ingest.template import render, template
-
     return render(template(con, dataset, track), "csv")
 
 
@@ -511,9 +511,6 @@ def context_snippet(turns: list[str], last: int = 2, width: int = 80) -> str:
 def drilldown_link(dataset: str, track: str, item: str, flavor: str = "default") -> str:
     """A relative link (from any page of the app) to the drill-down opened on one item: the same
     query the drill-down page reads and writes (share.to_query), URL-encoded."""
-    from urllib.parse import urlencode
-
-    from evalcore.ui.share import to_query
 
     return "drilldown?" + urlencode(to_query({"dataset": dataset, "track": track, "flavor": flavor, "item": item}))
 
@@ -540,8 +537,6 @@ def clean_noise(frame: pd.DataFrame, tol: float = NOISE) -> pd.DataFrame:
 def round_to_format(frame: pd.DataFrame, formats: dict[str, str]) -> pd.DataFrame:
     """A copy with each column of `formats` ('%.Nf') rounded to its N decimals, negative zero made 0,
     so a value shown as zero is 0 (never '-0.0000')."""
-    import re
-
     out = frame.copy()
     for col, spec in formats.items():
         digits = re.fullmatch(r"%\.(\d+)f", spec)
@@ -552,8 +547,6 @@ def round_to_format(frame: pd.DataFrame, formats: dict[str, str]) -> pd.DataFram
 
 # ---------------------------------------------------------------- human evaluation page
 def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bootstrap: int = 1000) -> pd.DataFrame:
-    from evalcore.analysis.agreement import agreement
-
     return agreement(con, dataset, track, bootstrap=bootstrap, seed=0)
 
 
@@ -569,9 +562,7 @@ def multi_rated_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
 
 
 def annotator_bias(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
-    from evalcore.analysis.agreement import annotator_bias as bias
-
-    return bias(con, dataset, track)
+    return annotator_bias_of(con, dataset, track)
 
 
 def score_distribution(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
@@ -585,8 +576,6 @@ def score_distribution(con: duckdb.DuckDBPyConnection, dataset: str, track: str)
 
 
 def ensemble_view(con: duckdb.DuckDBPyConnection, dataset: str, level: str, holdout: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from evalcore.analysis.ensemble import ensemble
-
     return ensemble(con, dataset, level=level, holdout=holdout)
 
 
@@ -594,8 +583,6 @@ def ensemble_view(con: duckdb.DuckDBPyConnection, dataset: str, level: str, hold
 def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
     """Per dataset with something to correlate, its (level, origin) pairs; richest dataset first
     (most tracks with human ratings), so a page opens on the most telling view."""
-    from evalcore.analysis.trust import choices
-
     rated = dict(con.execute("SELECT dataset, count(DISTINCT track) FROM human_ratings GROUP BY 1").fetchall())
     out = {d: choices(con, d) for d in datasets(con)}
     return {d: c for d, c in sorted(out.items(), key=lambda kv: (-rated.get(kv[0], 0), kv[0])) if c}
@@ -606,15 +593,11 @@ def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, meth
                adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every cell, one verdict per skill with how it holds under other methods and dimensions)
     (evalcore.analysis.trust.report), from the store's values read once."""
-    from evalcore.analysis.trust import dimensions, report
-
     return report(con, dataset, level=level, method=method, dimension=dimension, origin=origin,
                   dimensions=dimensions(con, dataset), flavor=flavor, alpha=alpha, adjust=adjust)
 
 
 def trust_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
-    from evalcore.analysis.trust import dimensions
-
     return dimensions(con, dataset)
 
 
@@ -622,8 +605,6 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
     """The trust matrix's cells in display order: metrics (rows, best first by `sort`: a skill's pooled
     r, or 'mean' of the pooled r over skills) x columns (each skill's pooled value, then its tracks when
     `tracks`). Columns: metric, column, skill, track and the cell's values."""
-    from evalcore.analysis.trust import POOLED
-
     cells = frame if tracks else frame[frame["track"] == POOLED]
     cells = cells.assign(column=np.where(cells["track"] != POOLED, cells["track"],
                                          cells["skill"] + (" (pooled)" if tracks else "")))
@@ -638,6 +619,4 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
 def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
     """The dataset's submissions, newest first (evalcore.store.history.listing), worded for the Upload page
     (its "Undo submission" control, not a command)."""
-    from evalcore.store.history import listing
-
     return listing(con, dataset, restore_hint="restorable: Undo submission {id} below").drop(columns=["dataset"])

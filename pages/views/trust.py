@@ -2,8 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from evalcore.analysis.stats import METHODS
-from evalcore.analysis.trust import ADJUSTMENTS
+from evalcore.analysis.options import ADJUSTMENTS, METHODS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (

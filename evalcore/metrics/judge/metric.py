@@ -4,7 +4,12 @@ item's whole context and grounding, so its values are cached per item and respon
 that failed is stored with its reason and asked again on the next run."""
 from __future__ import annotations
 
+from evalcore.core.names import require
 from evalcore.metrics.base import Metric, Result, Signature
+from evalcore.metrics.judge import client, prompts
+from evalcore.metrics.judge import scorer as J
+from evalcore.metrics.judge.prompts import DIMENSION_SCALES, MTBENCH_SCALE, geval_messages, mtbench_single_messages
+from evalcore.metrics.judge.scorer import bias_note, signature_parts
 
 ORDER = 40
 JUDGE_CHUNK = 256  # requests per progress step
@@ -18,18 +23,12 @@ class Judge(Metric):
     template, dimension, pairwise = "", None, False
 
     def availability(self, opts):
-        from evalcore.metrics.judge import client
-
         return client.availability(opts.judge)
 
     def signature(self, plan):
-        from evalcore.metrics.judge.scorer import signature_parts
-
         return Signature(self.name, signature_parts(self.template, self.dimension, plan.neural, self.pairwise))
 
     def compute(self, batch):
-        from evalcore.metrics.judge import prompts
-        from evalcore.metrics.judge import scorer as J
 
         opts = batch.plan.neural
         lang = prompts.norm_lang(opts.lang)
@@ -48,13 +47,9 @@ class GEval(Judge):
                             "from the paper's definition (Chinese or English by the dataset's language)")
 
     def scale(self):
-        from evalcore.metrics.judge.prompts import DIMENSION_SCALES
-
         return DIMENSION_SCALES[self.dimension]
 
     def conversations(self, lang, contexts, hyps, refs, groundings):
-        from evalcore.metrics.judge.prompts import geval_messages
-
         return [geval_messages(self.dimension, lang, c, h, r, g) for c, h, r, g in zip(contexts, hyps, refs, groundings)]
 
 
@@ -63,13 +58,9 @@ class MTBenchSingle(Judge):
     description = "MT-Bench single-answer grading 1-10 (FastChat's single-v1 prompt)"
 
     def scale(self):
-        from evalcore.metrics.judge.prompts import MTBENCH_SCALE
-
         return MTBENCH_SCALE
 
     def conversations(self, lang, contexts, hyps, refs, groundings):
-        from evalcore.metrics.judge.prompts import mtbench_single_messages
-
         return [mtbench_single_messages(c, h, lang) for c, h in zip(contexts, hyps)]
 
 
@@ -89,7 +80,6 @@ class Pairwise(Judge):
         baseline's own (is_baseline)."""
         if opts.judge_baseline:
             if opts.judge_baseline not in set(data["model"]):
-                from evalcore.core.names import require
                 require("model", opts.judge_baseline, sorted(set(data["model"])))   # raises, closest names first
             own = data["model"].to_numpy() == opts.judge_baseline
             data["baseline_text"] = data["item_id"].map(data.loc[own].set_index("item_id")["text"])
@@ -97,16 +87,12 @@ class Pairwise(Judge):
         return opts
 
     def compute(self, batch):
-        from evalcore.metrics.judge import prompts
-        from evalcore.metrics.judge import scorer as J
 
         opts = batch.plan.neural
         contexts, _ = J.item_texts(batch.rows, len(batch))
         return Result(*J.pairwise(opts, batch.hyps, contexts, batch.rows, prompts.norm_lang(opts.lang)))
 
     def notes(self, plan, stats, reasons):
-        from evalcore.metrics.judge.scorer import bias_note
-
         out = super().notes(plan, stats, reasons)
         note = bias_note(stats) if stats is not None else None
         return out + ([f"{self.name} vs {plan.neural.judge_baseline}: {note}"] if note else [])

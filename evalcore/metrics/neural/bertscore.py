@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 TOKEN_BUDGET = 8192      # padded tokens per forward batch
 MAX_BATCH = 256
@@ -105,8 +106,6 @@ def idf_weights(backbone: Backbone, documents: list[str]) -> tuple[dict[int, flo
 
 def baseline(path: str | Path, layer: int) -> np.ndarray:
     """(P, R, F) baseline of a bert-score rescale file (rows by layer, first column LAYER)."""
-    import pandas as pd
-
     row = pd.read_csv(path).iloc[layer].to_numpy()
     return np.asarray(row[1:], dtype=float)
 

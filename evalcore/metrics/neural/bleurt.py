@@ -10,6 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from evalcore.metrics.neural.bertscore import pick_device
+
 BATCH = 64
 
 
@@ -17,8 +19,6 @@ BATCH = 64
 def _load(checkpoint: str, device: str | None):
     """(tokenizer, model, device), loaded once for all batches of a scoring run."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from evalcore.metrics.neural.bertscore import pick_device
 
     dev = pick_device(device)
     tok = AutoTokenizer.from_pretrained(checkpoint)

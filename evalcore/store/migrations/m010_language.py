@@ -14,7 +14,7 @@ from evalcore.core.language import sql_counts, sql_decision
 
 VERSION = 10
 
-_TEXTS = """
+TEXTS = """
     SELECT dataset, CASE WHEN json_valid(context) AND json_type(context) = 'ARRAY'
                          THEN array_to_string(json_extract_string(context, '$[*]'), ' ') ELSE context END AS t
     FROM items
@@ -29,7 +29,7 @@ FROM (
     SELECT dataset, {sql_decision()} AS lang
     FROM (
         SELECT dataset, {sql_counts('t')}
-        FROM ({_TEXTS}) texts
+        FROM ({TEXTS}) texts
         WHERE dataset IN (SELECT dataset FROM datasets WHERE language IS NULL)
         GROUP BY dataset
     ) counts

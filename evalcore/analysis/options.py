@@ -1,0 +1,15 @@
+"""The analysis layer's choices by name: correlation methods and levels, metric-value origins, p-value
+adjustments, ensemble hold-outs and levels. Plain tuples that import nothing, so the CLI builds its choices
+and help from them at start-up (without scipy) and importers check files against the same names."""
+METHODS = ("pearson", "spearman", "kendall")
+LEVELS = ("system", "dialogue", "turn")
+ORIGINS = ("computed", "published")
+ADJUSTMENTS = ("holm", "none")
+HOLDOUTS = ("track", "competition")
+ENSEMBLE_LEVELS = ("system", "turn")
+
+
+def said(names, last: str = "or") -> str:
+    """Names as a sentence: ('system', 'dialogue', 'turn') -> 'system, dialogue or turn'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
