@@ -1,7 +1,8 @@
 """evalcore: the engine behind the multi-skill dialogue evaluation dashboard.
 
-It owns the DuckDB store, the importers, tokenizers, metrics, statistics and the
-query functions pages call. It never imports Streamlit.
+One folder per layer, imports pointing down only (README "Architecture"; tests/test_layers.py):
+core <- store <- metrics <- scoring <- ingest, analysis <- services <- cli, api and ui (the
+dashboard's data helpers). It never imports Streamlit.
 
 For notebooks: `evalcore.score(hypotheses, references, metrics=[...])` and `evalcore.open(db)`
 (evalcore/api.py), loaded on first use so `import evalcore` stays light.

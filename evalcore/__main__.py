@@ -1,3 +1,4 @@
+"""`python -m evalcore`: the CLI (evalcore/cli.py)."""
 import sys
 
 from evalcore.cli import main

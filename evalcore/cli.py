@@ -17,10 +17,11 @@ from evalcore.analysis.options import ADJUSTMENTS, ENSEMBLE_LEVELS, HOLDOUTS, LE
 from evalcore.analysis.taskoriented import MAX_TURNS
 from evalcore.core import names
 from evalcore.core.errors import ImportRefused, StoreError
+from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import judge, neural
 from evalcore.scoring import ray
 from evalcore.scoring.plan import SYSTEM_AGGREGATES
-from evalcore.store import Handle, connect, queries, resolve_db_path
+from evalcore.store import Handle, connect, history, queries, resolve_db_path
 
 FORMATS = ("table", "json", "csv")
 
@@ -42,7 +43,7 @@ def _db(p: argparse.ArgumentParser) -> None:
 
 def _flavor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flavor", default="default", help="default, or msde to reproduce the MSDE paper")
-    p.add_argument("--tokenizer", help="override the flavor's tokenizer: char, space, jieba, en")
+    p.add_argument("--tokenizer", help="override the flavor's tokenizer: " + ", ".join(TOKENIZERS))
 
 
 def _aggregate(p: argparse.ArgumentParser) -> None:
@@ -678,7 +679,7 @@ def _cmd_delete_model(con, args) -> int | None:
     if not args.yes:
         print(f"would delete {listing} of model {args.model!r}{where}; add --yes to do it")
         return 1
-    sid = queries.delete_model(con, args.model, args.dataset)
+    sid = history.delete_model(con, args.model, args.dataset)
     print(f"deleted {listing} of model {args.model!r}{where} (submission {sid}; set aside, not destroyed: "
           f"`python -m evalcore restore {sid}` brings them back, `purge {sid} --yes` drops them for good)")
     return None

@@ -10,7 +10,7 @@ import pytest
 from evalcore.cli import main
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
-from evalcore.store import history, queries
+from evalcore.store import history
 
 MODEL_ROWS = {
     "responses": "SELECT dataset, item_id, model, text, origin, submission_id FROM responses WHERE model = 'm1'",
@@ -64,11 +64,11 @@ def test_replace_then_restore_gives_back_exactly_the_old_responses_and_scores(to
 def test_delete_model_is_undoable_until_purge(toy, tmp_path, capsys):
     score(toy, dataset="toy", progress=False)
     before = _state(toy)
-    sid = queries.delete_model(toy, "m1")
+    sid = history.delete_model(toy, "m1")
     assert all(not rows for rows in _state(toy).values())
     history.restore(toy, sid)
     assert _state(toy) == before
-    sid = queries.delete_model(toy, "m1")
+    sid = history.delete_model(toy, "m1")
     counts = history.purge(toy, sid)
     assert counts["responses"] == 2
     with pytest.raises(ValueError, match="purged"):

@@ -186,3 +186,9 @@ def test_no_underscore_name_is_used_outside_its_module():
                     and isinstance(node.value, ast.Name) and node.value.id in imported):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} reads {node.value.id}.{node.attr}")
     assert found == [], "\n".join(found)
+
+
+def test_every_module_says_what_it_owns():
+    """Each module of the package opens with a docstring (its first line: what the module owns)."""
+    silent = [name for name, path in modules().items() if not ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))]
+    assert silent == []

@@ -38,7 +38,7 @@ def _column(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[str]
 
 # Commands that create what they name (their dataset may be new) are not checked here.
 CREATES = {"init", "import", "intent"}
-# the tables that hold a model's rows (queries.MODEL_TABLES): `delete-model` knows a model from them too
+# the tables that hold a model's rows: `delete-model` knows a model from them (and sets aside its rows there)
 MODEL_TABLES = ("responses", "human_ratings", "system_scores")
 
 

@@ -1,4 +1,5 @@
-"""The DuckDB store: where it lives, its schema version, and transactions."""
+"""The DuckDB store: where it lives, opening it (migrations, the write lock, one shared instance per
+process), and transactions. Below it only evalcore.core; migrations/, history.py and queries.py beside it."""
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.core import names
+from evalcore.core.names import MODEL_TABLES
 from evalcore.store import bump_revision, transaction
 
 
@@ -185,3 +186,23 @@ def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, model: s
         restore_hint.format(id=int(i)) if n else ""
         for i, n, r, p in zip(frame["submission_id"], frame["set_aside"], frame["restored_by"], frame["purged_at"])]
     return frame.drop(columns=["restored_by", "purged_at"]).reset_index(drop=True)
+
+
+def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> int:
+    """Set aside a model's responses, ratings and system scores (in one dataset or all) in one
+    transaction, as a 'delete' submission; `restore` brings them back until `purge`.
+    Returns the submission's id."""
+    datasets = [d for (d,) in con.execute(
+        "SELECT DISTINCT dataset FROM (" + " UNION ALL ".join(f"SELECT dataset FROM {t} WHERE model = ?" for t in MODEL_TABLES)
+        + ") WHERE ? IS NULL OR dataset = ? ORDER BY 1", [model] * len(MODEL_TABLES) + [dataset, dataset]).fetchall()]
+    with transaction(con):
+        bump_revision(con)
+        sid = record(con, kind="delete", dataset=dataset if dataset else (datasets[0] if len(datasets) == 1 else None),
+                             models=[model], tracks=[], scope=DELETE_SCOPE, uploader=current_user())
+        for ds in datasets:
+            run_statements(con, set_aside(ds, model, None, DELETE_SCOPE), sid)
+        still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]
+                         for t in MODEL_TABLES)
+        if not still_used:
+            con.execute("DELETE FROM models WHERE model = ?", [model])
+    return sid

@@ -1,10 +1,11 @@
-"""Read-side queries shared by the CLI and the dashboard. They return DataFrames."""
+"""Read-side queries shared by the CLI and the dashboard (what the store holds: datasets, tracks, models,
+answerable items). They return DataFrames and write nothing; deleting a model is history.delete_model."""
 from __future__ import annotations
 
 import duckdb
 import pandas as pd
 
-from evalcore.store import bump_revision, history, transaction
+from evalcore.core.names import MODEL_TABLES
 
 SUMMARY_SQL = """
 WITH t AS (SELECT dataset, track FROM tracks WHERE ? IS NULL OR dataset = ?),
@@ -80,32 +81,9 @@ def models(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.Dat
     """, [dataset, dataset]).df()
 
 
-MODEL_TABLES = ("responses", "human_ratings", "system_scores")
-
-
 def model_footprint(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> dict[str, int]:
     return {t: con.execute(f"SELECT count(*) FROM {t} WHERE model = ? AND (? IS NULL OR dataset = ?)",
                            [model, dataset, dataset]).fetchall()[0][0] for t in MODEL_TABLES}
-
-
-def delete_model(con: duckdb.DuckDBPyConnection, model: str, dataset: str | None = None) -> int:
-    """Set aside a model's responses, ratings and system scores (in one dataset or all) in one
-    transaction, as a 'delete' submission; `history.restore` brings them back until `purge`.
-    Returns the submission's id."""
-    datasets = [d for (d,) in con.execute(
-        "SELECT DISTINCT dataset FROM (" + " UNION ALL ".join(f"SELECT dataset FROM {t} WHERE model = ?" for t in MODEL_TABLES)
-        + ") WHERE ? IS NULL OR dataset = ? ORDER BY 1", [model] * len(MODEL_TABLES) + [dataset, dataset]).fetchall()]
-    with transaction(con):
-        bump_revision(con)
-        sid = history.record(con, kind="delete", dataset=dataset if dataset else (datasets[0] if len(datasets) == 1 else None),
-                             models=[model], tracks=[], scope=history.DELETE_SCOPE, uploader=history.current_user())
-        for ds in datasets:
-            history.run_statements(con, history.set_aside(ds, model, None, history.DELETE_SCOPE), sid)
-        still_used = sum(con.execute(f"SELECT count(*) FROM {t} WHERE model = ?", [model]).fetchall()[0][0]
-                         for t in MODEL_TABLES)
-        if not still_used:
-            con.execute("DELETE FROM models WHERE model = ?", [model])
-    return sid
 
 
 def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFrame:

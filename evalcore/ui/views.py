@@ -1,4 +1,6 @@
-"""DataFrames for the dashboard's pages. Pages call these; they hold no SQL and no metric math."""
+"""DataFrames for the dashboard's pages, shaped for display. Pages call these and hold no SQL and no metric
+math themselves; the statistics come from the analysis layer, and the few reads here (SQL, parameterised)
+are what only a page asks (a track's models, an item's detail, the choices a control offers)."""
 from __future__ import annotations
 
 import json

