@@ -102,6 +102,16 @@ def toy(con, tmp_path):
     return con
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """The slow set runs in this one process, not in pyproject's xdist workers: its real browsers, servers,
+    SIGKILLed commands and timed waits must not compete for the cores with other tests."""
+    expr = config.option.markexpr or ""
+    if "slow" in expr and "not slow" not in expr and getattr(config.option, "numprocesses", None):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long training, the real converted models, a real browser, SIGKILLed "
                             "commands, a clean-clone install; left out of plain `python -m pytest` (pyproject's addopts), "
