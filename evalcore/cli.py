@@ -21,7 +21,9 @@ from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import judge, neural
 from evalcore.scoring import ray
 from evalcore.scoring.plan import SYSTEM_AGGREGATES
+from evalcore.services.tasks import SAMPLINGS
 from evalcore.store import Handle, connect, history, queries, resolve_db_path
+from evalcore.store.tasks import MODES as TASK_MODES
 
 FORMATS = ("table", "json", "csv")
 
@@ -168,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _import_kind(kinds, "published", _import_published, path="dir",
                      help="a paper's system-level tables in long CSV form")
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
+    _import_kind(kinds, "votes", _import_votes,
+                 help="people's side-by-side votes: item_id, model_a, model_b, winner (a|b|tie), annotator, dimension")
     p = _import_kind(kinds, "sessions", _import_sessions,
                      help="task-oriented test sessions: system, test_case, completed, turns, reviewer, satisfaction, "
                      "fluency, guidance")
@@ -285,6 +289,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_winrate)
     p.add_argument("--judge", help="only this judge model's verdicts")
     _format(p)
+    task = sub.add_parser("task", help="human rating tasks: create, list, show, close, reopen, delete, export")
+    task.set_defaults(handler=_cmd_task)
+    tsub = task.add_subparsers(dest="action", required=True)
+    p = _on_dataset(tsub, "create", "sample units of a dataset for people to rate; prints the task id", track=False)
+    p.add_argument("--mode", choices=TASK_MODES, default=TASK_MODES[0],
+                   help="absolute: each response rated on each dimension; pairwise: two models' responses side by side")
+    p.add_argument("--dimensions", required=True, help="comma-separated, e.g. Info,Coh")
+    p.add_argument("--items", type=names.count(1), required=True, help="units to rate (responses, or pairs)")
+    p.add_argument("--per-item", type=names.count(1), default=2, help="different annotators per unit, K (default 2)")
+    p.add_argument("--tracks", help="comma-separated (default: every track)")
+    p.add_argument("--models", help="comma-separated (default: every model)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name")
+    p.add_argument("--sampling", choices=SAMPLINGS, default=SAMPLINGS[0],
+                   help="stratified by track (and model), or where the metrics disagree most (needs scores)")
+    p.add_argument("--no-ties", action="store_true", help="pairwise: annotators must pick a side")
+    p.add_argument("--guidelines", default="", help="text shown to annotators above every unit")
+    p = tsub.add_parser("list", help="every task with its progress")
+    _db(p)
+    _format(p)
+    for action, what in (("show", "a task's settings and progress"), ("close", "take no more answers"),
+                         ("reopen", "take answers again"), ("delete", "set the task's ratings aside (restorable)")):
+        p = tsub.add_parser(action, help=what)
+        p.add_argument("task_id", type=int)
+        _db(p)
+    p = tsub.add_parser("export", help="every rating or vote that counts, and every flag, with annotator and time")
+    p.add_argument("task_id", type=int)
+    _db(p)
+    p.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    p = _on_dataset(sub, "bt", "Bradley-Terry ratings (Elo scale) from pairwise votes, with bootstrap intervals",
+                    track=False)
+    p.set_defaults(handler=_cmd_bt)
+    p.add_argument("--dimension", help="one question's votes (default: each dimension)")
+    p.add_argument("--source", default="human", help="human, or judge:NAME")
+    p.add_argument("--anchor", metavar="MODEL", help="this model rated 1000 (default: the mean is 1000)")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of the votes (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    _format(p)
     p = sub.add_parser("summary", help="per track: items, references, models, responses, ratings, system scores")
     p.set_defaults(handler=_cmd_summary)
     _db(p)
@@ -360,9 +402,9 @@ def _on_wait(msg: str) -> None:
 # Commands that only read the store (or change what is in it already): on a store file that does not
 # exist they are an error naming the path, never a new empty store. init, import, score and learned
 # create the store when it is absent.
-NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "ensemble", "ranking", "winrate",
+NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "ensemble", "ranking", "winrate", "bt", "task",
                "summary", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
-WRITERS = {"restore", "purge", "delete-model"}  # of NEEDS_STORE, the ones that write
+WRITERS = {"restore", "purge", "delete-model", "task"}  # of NEEDS_STORE, the ones that write
 
 
 def _opens_store(handler):
@@ -453,6 +495,11 @@ def _import_msde(con, args):
 def _import_published(con, args):
     from evalcore.ingest.published import import_published
     return import_published(con, args.dir, dataset=args.dataset, scales=_scales(args.scale))
+
+
+def _import_votes(con, args):
+    from evalcore.ingest.votes import import_votes
+    return import_votes(con, args.file, dataset=args.dataset)
 
 
 def _import_sessions(con, args):
@@ -642,6 +689,55 @@ def _cmd_learned(con, args) -> None:
         print(json.dumps(json.loads(frame.to_json(orient="records"))[0], indent=2))
     else:
         emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_task(con, args) -> int | None:
+    from evalcore.services import tasks
+    from evalcore.store import tasks as stored
+
+    if args.action == "create":
+        split = lambda text: [t.strip() for t in (text or "").split(",") if t.strip()] or None  # noqa: E731
+        task_id = tasks.create_task(con, dataset=args.dataset, mode=args.mode, dimensions=split(args.dimensions) or [],
+                                    items=args.items, per_item=args.per_item, tracks=split(args.tracks),
+                                    models=split(args.models), seed=args.seed, name=args.name, sampling=args.sampling,
+                                    ties=not args.no_ties, guidelines=args.guidelines, created_by=history.current_user())
+        task = stored.get(con, task_id)
+        print(task_id)
+        print(f"task {task_id}: {len(stored.units(con, task_id))} units, K = {task.per_item}; annotators open "
+              f"/annotate?task={task_id} and give their name with the access code {task.access_code}", file=sys.stderr)
+        return None
+    if args.action == "list":
+        emit(stored.listing(con), args.format)
+        return None
+    if args.action == "export":
+        frame = tasks.export(con, args.task_id)
+        if args.format == "csv":
+            frame.to_csv(sys.stdout, index=False)
+        else:
+            print(frame.to_json(orient="records", lines=True, force_ascii=False, date_format="iso"), end="")
+        return None
+    if args.action == "show":
+        shown = tasks.describe(stored.get(con, args.task_id))
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        emit(stored.progress(con, stored.get(con, args.task_id)), "table")
+        return None
+    if args.action == "delete":
+        sid = stored.delete(con, args.task_id)
+        print(f"task {args.task_id} deleted: its ratings and votes are set aside under submission {sid} "
+              f"(`python -m evalcore restore {sid}` brings them back)")
+        return None
+    stored.set_state(con, args.task_id, "closed" if args.action == "close" else "open")
+    print(f"task {args.task_id} {'closed' if args.action == 'close' else 'open again'}")
+    return None
+
+
+@_opens_store
+def _cmd_bt(con, args) -> None:
+    from evalcore.analysis.bradley_terry import table
+
+    emit(table(con, args.dataset, source=args.source, dimension=args.dimension, resamples=args.bootstrap,
+               seed=args.seed, anchor=args.anchor), args.format, 2)
 
 
 @_opens_store

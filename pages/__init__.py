@@ -29,4 +29,6 @@ PAGES: tuple[Page, ...] = (
     Page("Ensembles", ":material/join:", "ensemble", "pages/views/ensemble.py"),
     Page("Compare", ":material/compare_arrows:", "compare", "pages/views/compare.py"),
     Page("Upload", ":material/upload:", "upload", "pages/views/upload.py"),
+    Page("Rating tasks", ":material/assignment:", "tasks", "pages/views/tasks.py"),
+    Page("Annotate", ":material/rate_review:", "annotate", "pages/views/annotate.py"),
 )

@@ -42,7 +42,9 @@ def build(folder: Path) -> Path:
     from evalcore.ingest.ratings import import_ratings
     from evalcore.ingest.responses import import_responses
     from evalcore.scoring import score
+    from evalcore.services.tasks import create_task
     from evalcore.store import connect
+    from evalcore.store import tasks as stored_tasks
 
     rng = random.Random(0)
     db = folder / "store.duckdb"
@@ -71,6 +73,12 @@ def build(folder: Path) -> Path:
         import_responses(con, folder / "responses.csv", dataset=HOSTILE, track=f"{HOSTILE}/chitchat")
         score(con, dataset=DATASET, progress=False)
         score(con, dataset=HOSTILE, progress=False)
+        # a rating task named HOSTILE, rating the HOSTILE dimension, answered by the HOSTILE annotator
+        task = stored_tasks.get(con, create_task(con, dataset=DATASET, mode="absolute", dimensions=list(DIMENSIONS),
+                                                 items=6, per_item=2, seed=0, name=HOSTILE, guidelines=HOSTILE))
+        unit = stored_tasks.next_unit(con, task, HOSTILE)
+        for dim in DIMENSIONS:
+            stored_tasks.answer(con, task, unit, HOSTILE, dim, 1.0)
     finally:
         con.close()
     return db
@@ -121,6 +129,8 @@ VIEWS = {
                 [("combobox", "Model A", HOSTILE), ("markdown", f"value of plain-a minus {HOSTILE},"),
                  ("grid", HOSTILE)]),
     "upload": (q(dataset=DATASET, track=TRACK), [("combobox", "Track", TRACK), ("markdown", f"Already in {TRACK}")]),
+    "tasks": (q(task=1), [("grid", HOSTILE)]),            # the task's name, its annotator in the progress
+    "annotate": (q(task=1), [("grid", HOSTILE)]),         # the dimensions it asks for
 }
 
 # Elements the hostile text would make if it were read as markdown, LaTeX or HTML.

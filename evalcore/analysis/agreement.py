@@ -111,14 +111,17 @@ def krippendorff_alpha(data, level: str = "interval") -> float:
 
 
 # ---------------------------------------------------------------- from the store
-def ratings(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
-    """One row per rating: track, dimension, unit (the rated target and model), annotator, score."""
+def ratings(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None,
+            origin: str | None = None) -> pd.DataFrame:
+    """One row per rating: track, dimension, unit (the rated target and model), annotator, score; `origin`:
+    only those of one source (a rating task's: 'task:<id>')."""
     return con.execute("""
         SELECT track, dimension, target || ':' || coalesce(item_id, dialogue_id, '') || chr(31) || model AS unit,
                annotator, score
         FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'
+          AND (? IS NULL OR origin = ?)
         ORDER BY track, dimension, unit, annotator
-    """, [dataset, track, track]).df()
+    """, [dataset, track, track, origin, origin]).df()
 
 
 def _interval(values) -> tuple[float, float]:
@@ -179,10 +182,10 @@ def _draws(n_units: int, bootstrap: int, rng: np.random.Generator) -> np.ndarray
 
 
 def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
-              bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+              bootstrap: int = 1000, seed: int = 0, origin: str | None = None) -> pd.DataFrame:
     """The table of the `agreement` command: COLUMNS, one row per statistic (per pair for Cohen)."""
     rows = []
-    frame = ratings(con, dataset, track)
+    frame = ratings(con, dataset, track, origin)
     for (tr, dim), group in frame.groupby(["track", "dimension"], sort=True):
         rng = np.random.default_rng(seed)
         wide = group.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")

@@ -104,7 +104,7 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
     for name in given:
         require("model", name, known)
     dimension = getattr(args, "dimension", None)
-    if dimension is not None and dimension != "mean" and dataset is not None:
+    if dimension is not None and dimension != "mean" and dataset is not None and args.command != "bt":
         dims = _column(con, "SELECT DISTINCT dimension FROM dimensions WHERE dataset = ? ORDER BY dimension", [dataset])
         if dims:  # a dataset without a dimensions list: the command itself says what it lacks
             require("dimension", dimension, dims, f"in dataset {dataset!r}")

@@ -13,6 +13,7 @@ from evalcore.ingest.demo import build_demo
 from evalcore.ingest.engagement import build_engagement
 from evalcore.ingest.published import import_published
 from evalcore.scoring import score
+from evalcore.services.tasks import create_task
 from evalcore.store import is_empty
 
 DATA_DIR = data_dir()
@@ -61,7 +62,15 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
         if name in todo or sum(scored.computed.values()):
             reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
                                                                   "system scores": sum(scored.system.values())}))
+    if "demo-zh" in wanted and not con.execute("SELECT count(*) FROM tasks").fetchall()[0][0]:
+        # a rating task to try the Annotate page on (people's ratings of it count like any other)
+        create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"], items=10, per_item=2,
+                    seed=0, name=DEMO_TASK, guidelines="A demonstration task on the embedded demo-zh data: rate each "
+                    "response for how informative (Info) and how coherent (Coh) it is, 0 to 2.")
     return reports
+
+
+DEMO_TASK = "Demo (embedded data): ten demo-zh responses, Info and Coh"
 
 
 def ensure_default(con: duckdb.DuckDBPyConnection) -> list[ImportReport]:

@@ -30,7 +30,8 @@ def current_user() -> str:
         return "unknown"
 
 
-ARCHIVE = {"responses": "archived_responses", "human_ratings": "archived_ratings", "system_scores": "archived_scores"}
+ARCHIVE = {"responses": "archived_responses", "human_ratings": "archived_ratings", "system_scores": "archived_scores",
+           "pairwise_judgments": "archived_judgments"}
 REPLACE_SCOPE = {"ratings": "response", "scores": "computed"}  # what a replace takes away with the responses
 DELETE_SCOPE = {"ratings": "all", "scores": "all"}
 SCORES_SCOPE = {"responses": False, "ratings": "none", "scores": "computed"}  # a re-import of system scores
@@ -69,6 +70,11 @@ def set_aside(dataset: str, model: str, track: str | None, scope: dict) -> list[
         where.pop("human_ratings")
     if not scope.get("responses", True):
         where.pop("responses")
+    if scope.get("scores") == "none":
+        where.pop("system_scores")
+    if scope.get("ratings") == "origin":   # one rating task's ratings and votes (evalcore.store.tasks.delete)
+        where["human_ratings"] = ("dataset = ? AND model = ? AND origin = ?", [dataset, model, scope["origin"]])
+        where["pairwise_judgments"] = ("dataset = ? AND model_1 = ? AND prompt = ?", [dataset, model, scope["origin"]])
     out = []
     for table, (cond, params) in where.items():
         out.append((f"INSERT INTO {ARCHIVE[table]} BY NAME SELECT *, ? AS archived_by FROM {table} WHERE {cond}",
@@ -110,7 +116,8 @@ def _set_aside_groups(con, sid: int) -> list[tuple[str, str, str | None]]:
         WHERE a.archived_by = ?
         UNION SELECT DISTINCT dataset, model, track FROM archived_ratings WHERE archived_by = ?
         UNION SELECT DISTINCT dataset, model, track FROM archived_scores WHERE archived_by = ?
-        ORDER BY 1, 2, 3""", [sid, sid, sid]).fetchall()
+        UNION SELECT DISTINCT dataset, model_1, track FROM archived_judgments WHERE archived_by = ?
+        ORDER BY 1, 2, 3""", [sid, sid, sid, sid]).fetchall()
     return rows
 
 
@@ -126,12 +133,15 @@ def restore(con: duckdb.DuckDBPyConnection, sid: int, *, uploader: str | None = 
     if restored_by is not None:
         raise ValueError(f"submission {sid} was already undone by submission {restored_by}")
     groups = _set_aside_groups(con, sid)
-    if not groups:
+    task_deleted = con.execute("SELECT count(*) FROM tasks WHERE deleted_by = ?", [sid]).fetchall()[0][0]
+    if not groups and not task_deleted:
         raise ValueError(f"submission {sid} ({kind}) set nothing aside: nothing to restore")
     scope = json.loads(scope) if scope else DELETE_SCOPE
     with transaction(con):
         bump_revision(con)
-        new = record(con, kind="restore", dataset=groups[0][0], models=sorted({g[1] for g in groups}),
+        dataset = groups[0][0] if groups else con.execute("SELECT dataset FROM submissions WHERE submission_id = ?",
+                                                          [sid]).fetchall()[0][0]
+        new = record(con, kind="restore", dataset=dataset, models=sorted({g[1] for g in groups}),
                      tracks=sorted({g[2] for g in groups if g[2]}), scope=scope, uploader=uploader, restores=sid)
         for dataset, model, track in groups:
             run_statements(con, set_aside(dataset, model, track, scope), new)
@@ -142,6 +152,8 @@ def restore(con: duckdb.DuckDBPyConnection, sid: int, *, uploader: str | None = 
         con.execute("INSERT OR IGNORE INTO models (model, added_at) SELECT unnest(?::VARCHAR[]), current_timestamp",
                     [sorted({g[1] for g in groups})])   # a deleted model's row comes back too
         con.execute("UPDATE submissions SET restored_by = ? WHERE submission_id = ?", [new, sid])
+        # a deleted rating task comes back closed (its owner reopens it)
+        con.execute("UPDATE tasks SET state = 'closed', deleted_by = NULL WHERE deleted_by = ?", [sid])
     return new
 
 

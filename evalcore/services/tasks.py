@@ -1,0 +1,217 @@
+"""Human evaluation tasks end to end: what a new task asks (its dimensions, scales and questions), which units it
+samples (stratified, or where the metrics disagree most), the live results (progress, agreement, the units
+annotators disagree on), and the export. The stored side (answers, claims, states) is evalcore.store.tasks.
+
+Sampling, seeded:
+- stratified: the units are spread over the chosen tracks in proportion to their size (every track at least
+  one), and within a track over its models (absolute) or model pairs (pairwise) in turn;
+- disagreement: within each track's share, the units whose automatic metrics disagree most: for a response,
+  the spread (standard deviation) of its percentile ranks under each metric; for a pair, how evenly the
+  metrics split between its two responses. It needs computed metric values on the tracks.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from evalcore.analysis.agreement import agreement
+from evalcore.core import names
+from evalcore.metrics.judge.prompts import RUBRICS
+from evalcore.scoring import response_scores
+from evalcore.store import tasks as stored
+from evalcore.store.tasks import SAMPLINGS, Dimension
+
+QUESTIONS = {"Info": "Which response is more informative?", "Coh": "Which response is more coherent?",
+             "Know": "Which response uses its knowledge more correctly?",
+             "Rec": "Which response recommends more successfully?"}
+
+
+def dimension_specs(con: duckdb.DuckDBPyConnection, dataset: str, wanted: list[str]) -> list[Dimension]:
+    """The dimensions a task rates, with their scales and descriptions: the store's, and for MSDE's Info, Coh,
+    Know and Rec (0-2) the paper's definitions and score levels."""
+    rows = {d: (lo, hi, desc) for d, lo, hi, desc in con.execute(
+        "SELECT dimension, scale_min, scale_max, description FROM dimensions WHERE dataset = ?", [dataset]).fetchall()}
+    language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
+    rubrics = RUBRICS["en" if (language or "").startswith("en") else "zh"]
+    out = []
+    for name in wanted:
+        if name not in rows and name not in rubrics:
+            names.require("dimension", name, sorted(set(rows) | set(rubrics)))
+        lo, hi, desc = rows.get(name, (0.0, 2.0, None))
+        if name in rubrics:
+            rubric = rubrics[name]
+            lo, hi = (0.0, 2.0) if lo is None else (lo, hi)
+            desc = desc or (rubric["name"] + ": " + rubric["definition"] + " "
+                            + " ".join(f"{i}: {level}" for i, level in enumerate(rubric["levels"])))
+        if lo is None or hi is None:
+            raise ValueError(f"dimension {name!r} has no scale in {dataset}: import ratings with --scale first")
+        out.append(Dimension(name, float(lo), float(hi), desc or "",
+                             QUESTIONS.get(name, f"Which response is better on {name}?")))
+    return out
+
+
+def candidates(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, tracks: list[str] | None,
+               models: list[str] | None) -> pd.DataFrame:
+    """Every unit the task could hold: (item_id, track, model_a, model_b)."""
+    frame = con.execute("""
+        SELECT r.item_id, i.track, r.model FROM responses r JOIN items i USING (dataset, item_id)
+        WHERE r.dataset = ? ORDER BY i.track, r.item_id, r.model""", [dataset]).df()
+    for what, chosen, column in (("track", tracks, "track"), ("model", models, "model")):
+        if chosen:
+            for name in chosen:
+                if name not in set(frame[column]):
+                    names.require(what, name, sorted(set(frame[column])))
+            frame = frame[frame[column].isin(chosen)]
+    if mode == "absolute":
+        return frame.rename(columns={"model": "model_a"}).assign(model_b=None)
+    rows = [(item, track, a, b) for (item, track), group in frame.groupby(["item_id", "track"], sort=True)
+            for a, b in itertools.combinations(sorted(group["model"]), 2)]
+    return pd.DataFrame(rows, columns=["item_id", "track", "model_a", "model_b"])
+
+
+def _shares(sizes: pd.Series, n: int) -> dict[str, int]:
+    """n spread over groups in proportion to their sizes, every group at least one (largest remainders)."""
+    n = min(n, int(sizes.sum()))
+    if n < len(sizes):
+        return {k: int(k in sizes.sort_values(ascending=False).index[:n]) for k in sizes.index}
+    exact = 1 + (n - len(sizes)) * (sizes - 1) / max(int(sizes.sum()) - len(sizes), 1)
+    base = np.minimum(np.floor(exact).astype(int), sizes)
+    left = n - int(base.sum())
+    for k in (exact - base).sort_values(ascending=False).index:
+        if left <= 0:
+            break
+        if base[k] < sizes[k]:
+            base[k] += 1
+            left -= 1
+    return base.to_dict()
+
+
+def _round_robin(group: pd.DataFrame, key: list[str], k: int, rng: np.random.Generator) -> pd.DataFrame:
+    """k rows of the group, taking one row per key value in turn (a shuffled order within each)."""
+    pools = [g.sample(frac=1, random_state=int(rng.integers(2**31))) for _, g in group.groupby(key, sort=True)]
+    picked, i = [], 0
+    while len(picked) < k and any(i < len(p) for p in pools):
+        picked += [p.iloc[i] for p in pools if i < len(p)][: k - len(picked)]
+        i += 1
+    return pd.DataFrame(picked)
+
+
+def disagreement(con: duckdb.DuckDBPyConnection, dataset: str, units: pd.DataFrame) -> pd.Series:
+    """Per candidate unit (its index), how much the metrics disagree about it (NaN: no values)."""
+    out = pd.Series(np.nan, index=units.index)
+    for track, group in units.groupby("track"):
+        values = response_scores(con, dataset, track)
+        if values.empty:
+            continue
+        wide = values.pivot_table(index=["item_id", "model"], columns="metric", values="value")
+        ranks = wide.rank(pct=True)
+        if units["model_b"].isna().all():
+            spread = ranks.std(axis=1)
+            keys = list(zip(group["item_id"], group["model_a"]))
+            out[group.index] = [spread.get(k, np.nan) for k in keys]
+        else:
+            for idx, row in group.iterrows():
+                a, b = (row["item_id"], row["model_a"]), (row["item_id"], row["model_b"])
+                if a in wide.index and b in wide.index:
+                    diff = np.sign(wide.loc[a] - wide.loc[b]).dropna()
+                    out[idx] = 1 - abs(diff.mean()) if len(diff) else np.nan
+    return out
+
+
+def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, tracks: list[str] | None = None,
+           models: list[str] | None = None, seed: int = 0, sampling: str = "stratified") -> pd.DataFrame:
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"unknown sampling {sampling!r}; known: {', '.join(SAMPLINGS)}")
+    pool = candidates(con, dataset, mode, tracks, models).reset_index(drop=True)
+    if pool.empty:
+        raise ValueError(f"nothing to rate in {dataset}: " + ("no item has two models' responses"
+                                                                if mode == "pairwise" else "no responses"))
+    rng = np.random.default_rng(seed)
+    if sampling == "disagreement":
+        pool["spread"] = disagreement(con, dataset, pool)
+        if pool["spread"].isna().all():
+            raise ValueError("no metric values on these tracks to measure disagreement: score them first "
+                             "(`evalcore score`), or sample --sampling stratified")
+    key = ["model_a"] if mode == "absolute" else ["model_a", "model_b"]
+    picked = []
+    for track, k in _shares(pool.groupby("track").size(), n).items():
+        group = pool[pool["track"] == track]
+        if sampling == "disagreement":
+            picked.append(group.sort_values("spread", ascending=False, na_position="last", kind="stable").head(k))
+        else:
+            picked.append(_round_robin(group, key, k, rng))
+    units = pd.concat(picked, ignore_index=True)[["item_id", "track", "model_a", "model_b"]]
+    return units.sample(frac=1, random_state=int(rng.integers(2**31))).reset_index(drop=True)
+
+
+def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dimensions: list[str], items: int,
+                per_item: int, tracks: list[str] | None = None, models: list[str] | None = None, seed: int = 0,
+                name: str | None = None, sampling: str = "stratified", ties: bool = True, guidelines: str = "",
+                created_by: str | None = None) -> int:
+    """Sample the units and store the task; its id."""
+    names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
+    if not dimensions:
+        raise ValueError("a task rates at least one dimension")
+    specs = dimension_specs(con, dataset, dimensions)
+    units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling)
+    name = name or f"{dataset} {mode} {','.join(dimensions)}"
+    return stored.create(con, name=name, dataset=dataset, mode=mode, dimensions=specs, per_item=per_item, units=units,
+                         ties=ties, guidelines=guidelines, seed=seed, sampling=sampling, created_by=created_by)
+
+
+EXPORT_COLUMNS = ["task_id", "unit", "item_id", "track", "model", "model_a", "model_b", "winner", "annotator",
+                  "dimension", "score", "given_at", "seconds", "comment"]
+
+
+def export(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
+    """Every answer that counts (the latest rating or vote per unit, annotator and dimension) with the unit's
+    item and models, and every flag's comment. Absolute rows fill model and score (`import ratings` reads
+    them); pairwise rows fill model_a, model_b and winner a|b|tie (`import votes` reads them)."""
+    task = stored.get(con, task_id)
+    frame = stored.latest(con, task_id).assign(task_id=task_id, comment=None)
+    if task.mode == "absolute":
+        frame = frame.assign(model=frame["model_a"], score=frame["value"], model_a=None, model_b=None, winner=None)
+    else:
+        frame = frame.assign(model=None, score=None,
+                             winner=frame["value"].map({1.0: "a", 0.0: "b", 0.5: "tie"}))
+    flags = con.execute("""
+        SELECT a.unit, u.item_id, u.track, a.annotator, a.comment, a.given_at FROM task_answers a
+        JOIN task_units u USING (task_id, unit) WHERE a.task_id = ? AND a.kind = 'flag' ORDER BY a.answer_id
+    """, [task_id]).df().assign(task_id=task_id)
+    return pd.concat([frame, flags], ignore_index=True).reindex(columns=EXPORT_COLUMNS)
+
+
+def results(con: duckdb.DuckDBPyConnection, task_id: int, *, bootstrap: int = 200, seed: int = 0) -> dict:
+    """The live view of a task: progress per annotator, agreement per dimension (absolute; the Human
+    evaluation page's statistics over this task's ratings), and the units most disagreed on."""
+    task = stored.get(con, task_id)
+    n_units = len(stored.units(con, task_id))
+    progress = stored.progress(con, task)
+    needed = n_units * task.per_item
+    finished = int(progress["done"].sum() - progress["skipped"].sum()) if len(progress) else 0
+    out = {"task": task, "units": n_units, "needed": needed, "finished": finished, "progress": progress}
+    latest = stored.latest(con, task_id)
+    if task.mode == "absolute":
+        out["agreement"] = agreement(con, task.dataset, bootstrap=bootstrap, seed=seed, origin=task.origin)
+        spread = latest.groupby(["unit", "item_id", "track", "model_a", "dimension"])["value"].agg(["std", "count"])
+        spread = spread[spread["count"] >= 2].sort_values("std", ascending=False).reset_index()
+        out["disputed"] = spread.rename(columns={"model_a": "model", "std": "spread", "count": "annotators"}).head(20)
+    else:
+        votes = latest.groupby(["unit", "item_id", "track", "dimension"])["value"].agg(["nunique", "count"])
+        out["agreement"] = pd.DataFrame()
+        out["disputed"] = votes[(votes["count"] >= 2) & (votes["nunique"] > 1)].reset_index().rename(
+            columns={"nunique": "different_answers", "count": "annotators"}).head(20)
+    return out
+
+
+def describe(task: stored.Task) -> dict:
+    """A task as plain values (for `task show` and the export's header)."""
+    return {"task_id": task.task_id, "name": task.name, "dataset": task.dataset, "mode": task.mode,
+            "state": task.state, "per_item": task.per_item, "ties": task.ties, "seed": task.seed,
+            "sampling": task.sampling, "access_code": task.access_code, "guidelines": task.guidelines,
+            "dimensions": json.loads(json.dumps([d.__dict__ for d in task.dimensions], ensure_ascii=False)),
+            "created_by": task.created_by, "created_at": str(task.created_at)}

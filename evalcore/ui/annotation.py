@@ -1,0 +1,162 @@
+"""What the Annotate and Rating tasks pages show and do: a unit as an annotator sees it (context turn by turn,
+grounding, the responses with the models' names hidden, in the annotator's own order), their answers so far,
+and the task's live results. Writes go through evalcore.store.tasks, one short transaction per answer."""
+from __future__ import annotations
+
+import hmac
+import json
+
+import duckdb
+import pandas as pd
+
+from evalcore.analysis import bradley_terry
+from evalcore.services import tasks as service
+from evalcore.store import tasks as stored
+from evalcore.store.tasks import Task
+
+SPEAKERS = ("User", "Bot")   # the context alternates, ending with the user's turn the response answers
+
+
+def open_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    frame = stored.listing(con)
+    return frame[frame["state"] == "open"].reset_index(drop=True)
+
+
+def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return stored.listing(con)
+
+
+def task(con: duckdb.DuckDBPyConnection, task_id: int) -> Task | None:
+    try:
+        return stored.get(con, task_id)
+    except Exception:   # an unknown id in a link: the page says so
+        return None
+
+
+def code_ok(task: Task, code: str) -> bool:
+    """The access code an annotator gives with their name (compared in constant time)."""
+    return hmac.compare_digest((code or "").strip().lower(), task.access_code.lower())
+
+
+def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> int | None:
+    return stored.next_unit(con, task, annotator)
+
+
+def unit_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict:
+    """The unit as this annotator sees it: turns [(speaker, text)], grounding, and responses [(label, text)]
+    in their order; `sides` maps each shown response to the stored model side ('a' or 'b')."""
+    row = con.execute("""
+        SELECT u.item_id, u.track, u.model_a, u.model_b, i.context, i.grounding
+        FROM task_units u JOIN items i ON i.dataset = ? AND i.item_id = u.item_id
+        WHERE u.task_id = ? AND u.unit = ?""", [task.dataset, task.task_id, unit]).fetchall()
+    item_id, track, model_a, model_b, context, grounding = row[0]
+    turns = json.loads(context)
+    speakers = [SPEAKERS[(len(turns) - 1 - i) % 2] for i in range(len(turns))]
+    texts = dict(con.execute("SELECT model, text FROM responses WHERE dataset = ? AND item_id = ? AND model IN (?, ?)",
+                             [task.dataset, item_id, model_a, model_b or model_a]).fetchall())
+    sides = ["a"] if model_b is None else (["b", "a"] if stored.swapped(task, annotator, unit) else ["a", "b"])
+    shown = [texts.get(model_a if s == "a" else model_b, "") for s in sides]
+    return {"item_id": item_id, "track": track, "turns": list(zip(speakers, turns)),
+            "grounding": json.loads(grounding) if grounding else {}, "responses": shown, "sides": sides}
+
+
+def grounding_lines(grounding: dict) -> list[tuple[str, list[str]]]:
+    """(heading, lines) per kind of grounding: knowledge triples 'subject | relation | object', persona, goal."""
+    out = []
+    for key, value in grounding.items():
+        items = value if isinstance(value, list) else [value]
+        lines = [" | ".join(map(str, v)) if isinstance(v, (list, tuple)) else
+                 (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v)) for v in items]
+        out.append((str(key), lines))
+    return out
+
+
+def my_answers(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict[str, float]:
+    """The latest value this annotator gave per dimension on the unit."""
+    latest = stored.latest(con, task.task_id)
+    mine = latest[(latest["unit"] == unit) & (latest["annotator"] == annotator)]
+    return dict(zip(mine["dimension"], mine["value"]))
+
+
+def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float) -> None:
+    stored.answer(con, task, unit, annotator, dimension, value)
+
+
+def vote_value(sides: list[str], choice: str) -> float:
+    """A side-by-side choice ('left', 'right', 'tie') as the stored vote: 1 model_a, 0 model_b, 0.5 tie."""
+    if choice == "tie":
+        return 0.5
+    side = sides[0] if choice == "left" else sides[1]
+    return 1.0 if side == "a" else 0.0
+
+
+def choice_of(sides: list[str], value: float | None) -> str | None:
+    """The inverse of vote_value, for showing an earlier vote."""
+    if value is None:
+        return None
+    if value == 0.5:
+        return "tie"
+    side = "a" if value == 1.0 else "b"
+    return "left" if sides[0] == side else "right"
+
+
+def skip(con, task: Task, unit: int, annotator: str) -> None:
+    stored.skip(con, task, unit, annotator)
+
+
+def flag(con, task: Task, unit: int, annotator: str, comment: str) -> None:
+    stored.flag(con, task, unit, annotator, comment)
+
+
+def history_of(con, task: Task, annotator: str) -> list[int]:
+    return stored.units_of(con, task, annotator)
+
+
+def my_progress(con, task: Task, annotator: str) -> tuple[int, int]:
+    """(units this annotator finished or skipped, units in the task)."""
+    progress = stored.progress(con, task)
+    mine = progress[progress["annotator"] == annotator]
+    n = len(stored.units(con, task.task_id))
+    return (int(mine["done"].iloc[0]) if len(mine) else 0), n
+
+
+def results(con: duckdb.DuckDBPyConnection, task_id: int) -> dict:
+    return service.results(con, task_id)
+
+
+def ranking(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
+    """Pairwise tasks: Bradley-Terry ratings of this task's votes, per dimension (empty when none yet)."""
+    latest = stored.latest(con, task.task_id)
+    if latest.empty:
+        return pd.DataFrame(columns=bradley_terry.COLUMNS)
+    votes = latest.rename(columns={"value": "score"})
+    parts = [bradley_terry.ratings(group, resamples=200, seed=task.seed).assign(dimension=dim, source="human")
+             for dim, group in votes.groupby("dimension", sort=True)]
+    return pd.concat(parts, ignore_index=True)[bradley_terry.COLUMNS]
+
+
+def export(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
+    return service.export(con, task_id)
+
+
+def create(con, **spec) -> int:
+    return service.create_task(con, **spec)
+
+
+def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """The dimensions a new task on the dataset can rate: the store's, and MSDE's four."""
+    known = [d for (d,) in con.execute("SELECT DISTINCT dimension FROM dimensions WHERE dataset = ? ORDER BY 1",
+                                       [dataset]).fetchall()]
+    return list(dict.fromkeys([*[d for d in ("Info", "Coh", "Know", "Rec")], *known]))
+
+
+def set_state(con, task_id: int, state: str) -> None:
+    stored.set_state(con, task_id, state)
+
+
+def dimensions_table(task: Task) -> pd.DataFrame:
+    """What a task asks, one row per dimension: its scale (or its question, side by side) and description."""
+    return pd.DataFrame([{"dimension": d.dimension, "scale": f"{d.min:g} to {d.max:g}" if task.mode == "absolute"
+                          else ("left, tie or right" if task.ties else "left or right"),
+                          "question": d.question if task.mode == "pairwise" else "", "description": d.description}
+                         for d in task.dimensions])

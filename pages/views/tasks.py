@@ -1,0 +1,81 @@
+"""Rating tasks: create a human evaluation task, follow it live (progress, agreement, disputed units, and for
+side-by-side tasks the Bradley-Terry ranking), close or reopen it, and export its ratings."""
+import streamlit as st
+
+from evalcore.core.errors import StoreError
+from evalcore.store.tasks import MODES, SAMPLINGS
+from evalcore.ui import annotation as ann
+from evalcore.ui import views
+from pages.views.common import data, download, grid, may_write, md_escape, publish, select, start
+
+con, vs = start("Rating tasks")
+tasks = ann.all_tasks(con)
+ids = [str(t) for t in tasks["task_id"]]
+chosen = vs.one("task", ids, ids[-1] if ids else None, unavailable="is not a task of this store")
+values = {"task": chosen} if chosen else {}
+publish("tasks", values, vs.notices)
+
+st.caption("People rate sampled responses (absolute) or pairs of responses (side by side) on the Annotate page; "
+           "their ratings count at once everywhere (leaderboards, correlations, Metric trust).")
+if not tasks.empty:
+    grid(tasks, width="stretch")
+
+allowed, who = may_write()   # creating, closing and reopening tasks writes to the store
+with st.expander("Create a task", expanded=tasks.empty):
+    if not allowed:
+        st.caption("Creating a task needs write access (see above).")
+    else:
+        datasets = data(views.datasets)
+        dataset = select("Dataset", datasets, datasets[0] if datasets else None, key="tk-dataset")
+        with st.form("tk-create"):
+            c1, c2, c3 = st.columns(3)
+            mode = c1.selectbox("Mode", MODES, key="tk-mode")
+            items = c2.number_input("Units to rate", 1, 5000, 20, key="tk-items")
+            per_item = c3.number_input("Annotators per unit (K)", 1, 20, 2, key="tk-k")
+            dims = st.multiselect("Dimensions", ann.dimensions_of(con, dataset), ["Info", "Coh"], key="tk-dims")
+            tracks = st.multiselect("Tracks (none: all)", data(views.track_options, dataset, skills=False),
+                                    key="tk-tracks")
+            c4, c5, c6 = st.columns(3)
+            sampling = c4.selectbox("Sampling", SAMPLINGS, key="tk-sampling",
+                                    help="stratified by track and model; or where the metrics disagree most")
+            seed = c5.number_input("Seed", 0, 2**31 - 1, 0, key="tk-seed")
+            ties = c6.checkbox("Ties allowed (side by side)", True, key="tk-ties")
+            name = st.text_input("Name", max_chars=120, key="tk-name")
+            guidelines = st.text_area("Guidelines for annotators", max_chars=5000, key="tk-guide")
+            if st.form_submit_button("Create task"):
+                try:
+                    new = ann.create(con, dataset=dataset, mode=mode, dimensions=dims, items=int(items),
+                                     per_item=int(per_item), tracks=tracks or None, seed=int(seed), name=name or None,
+                                     sampling=sampling, ties=ties, guidelines=guidelines, created_by=who)
+                    st.query_params["task"] = str(new)
+                    st.rerun()
+                except (ValueError, StoreError) as exc:
+                    st.error(md_escape(str(exc)))
+
+if chosen:
+    task = ann.task(con, int(chosen))
+    result = ann.results(con, task.task_id)
+    st.subheader(f"Task {task.task_id}")
+    st.text(f"{task.name}\n{task.mode} on {task.dataset}: {', '.join(d.dimension for d in task.dimensions)}; "
+            f"{result['units']} units, {task.per_item} annotators each; {task.state}")
+    st.text(f"Annotators open: /annotate?task={task.task_id}   access code: {task.access_code}")
+    st.progress(min(result["finished"] / max(result["needed"], 1), 1.0),
+                text=f"{result['finished']} of {result['needed']} ratings of units given")
+    st.caption("Progress per annotator (units finished, skipped, flagged; median seconds per unit)")
+    grid(result["progress"], width="stretch")
+    if task.mode == "absolute":
+        st.caption("Agreement per dimension as ratings arrive (95% bootstrap intervals, 200 resamples)")
+        grid(result["agreement"], width="stretch")
+    else:
+        st.caption("Bradley-Terry ratings (Elo scale, 1000 = the mean) from this task's votes, with 95% bootstrap "
+                   "intervals and rank intervals")
+        grid(ann.ranking(con, task), width="stretch")
+    if len(result["disputed"]):
+        st.caption("Units annotators disagree on most (for adjudication)")
+        grid(result["disputed"], width="stretch")
+    download(ann.export(con, task.task_id), f"task-{task.task_id}-ratings", "Download the ratings (CSV)")
+    if allowed and task.state in ("open", "closed"):
+        target = "closed" if task.state == "open" else "open"
+        if st.button("Close the task" if target == "closed" else "Reopen the task", key="tk-state"):
+            ann.set_state(con, task.task_id, target)
+            st.rerun()
