@@ -3,9 +3,9 @@ dimension (stored at once), goes back and changes a rating (kept as history), an
 machine), resumes at their next unit; a wrong code is refused."""
 from __future__ import annotations
 
-from conftest import copy_default_store
 from test_app import run
 
+from conftest import copy_default_store
 from evalcore.services.defaults import DEMO_TASK
 from evalcore.store import connect
 from evalcore.store import tasks as stored

@@ -212,18 +212,14 @@ def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now
         fresh = others["claimed_at"].notna() & (others["claimed_at"] > now - CLAIM_TTL)
         holding = others[~others["skipped"].astype(bool) & ((others["dims"] > 0) | fresh)]
         held = holding.groupby("unit")["annotator"].nunique()
-        choice = None
-        for unit in order_for(task, annotator, n):
-            unit = int(unit)
-            if unit in mine.index:
-                row = mine.loc[unit]
-                if row["skipped"] or row["dims"] >= full:
-                    continue          # finished (or skipped) by them
-                choice = unit         # theirs already: started, or claimed
-                break
-            if int(held.get(unit, 0)) < task.per_item:
-                choice = unit
-                break
+        order = [int(u) for u in order_for(task, annotator, n)]
+        finished = {u for u, row in mine.iterrows() if row["skipped"] or row["dims"] >= full}
+        # theirs to resume first: started, or shown to them recently
+        started = {u for u, row in mine.iterrows() if u not in finished and (
+            row["dims"] > 0 or (pd.notna(row["claimed_at"]) and row["claimed_at"] > now - CLAIM_TTL))}
+        choice = next((u for u in order if u in started), None)
+        if choice is None:
+            choice = next((u for u in order if u not in finished and int(held.get(u, 0)) < task.per_item), None)
         if choice is not None:
             _insert(con, task.task_id, choice, annotator, None, None, "claim", None, None, now)
     return choice

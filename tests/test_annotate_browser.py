@@ -1,0 +1,156 @@
+"""Annotation in a real browser (slow): three annotators, each in their own Chromium context, rate an absolute
+task of 20 units with K = 2 on MSDE's CPC track (lic2021/persona), Info and Coh, 0-2. Midway the server is
+SIGKILLed and started again: every rating clicked before the kill is in the store, and each annotator, giving
+their name again, resumes at a unit they have not rated. At the end every unit has two annotators, nobody
+rated a unit twice, and the agreement the task page draws equals `krippendorff.alpha` on the exported ratings."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from test_browser import ARTIFACTS, CHROMIUM, _free_port, _settle, chromium, expect
+
+from conftest import ROOT, shared
+from evalcore.ingest.msde import import_msde
+from evalcore.services import tasks as service
+from evalcore.store import connect
+from evalcore.store import tasks as stored
+
+pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"), pytest.mark.slow]
+ANNOTATORS = ("ann-1", "ann-2", "ann-3")
+
+
+def _start(db, port: int, log_name: str) -> subprocess.Popen:
+    env = {**os.environ, "EVALCORE_DB": str(db)}
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / log_name, "w")
+    proc = subprocess.Popen([sys.executable, "app.py", "--server.port", str(port), "--server.headless", "true",
+                             "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+    for _ in range(240):
+        try:
+            with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    pytest.fail("streamlit did not start")
+
+
+def _login(browser, base: str, task, name: str):
+    context = browser.new_context(viewport={"width": 800, "height": 1000})   # an annotator's narrow window
+    page = context.new_page()
+    page.goto(f"{base}/annotate?task={task.task_id}")
+    page.get_by_label("Your name").fill(name)
+    page.get_by_label("Access code").fill(task.access_code)
+    page.get_by_role("button", name="Start rating").click()
+    _settle(page)
+    return context, page
+
+
+def _unit(page) -> int | None:
+    """The unit on screen (None: nothing left for this annotator)."""
+    for _ in range(200):
+        if page.get_by_text("Nothing left for you").count():
+            return None
+        found = page.get_by_text(re.compile(r"^Unit \d+$"))
+        if found.count():
+            return int(found.first.inner_text().split()[1])
+        page.wait_for_timeout(100)
+    pytest.fail("no unit on the page")
+
+
+def _values(who: str, unit: int) -> tuple[int, int]:
+    """An annotator's Info and Coh for a unit: varied, and not the same for everyone."""
+    i = ANNOTATORS.index(who)
+    return (unit + i) % 3, (2 * unit + i * i) % 3
+
+
+def _rate(page, who: str) -> int:
+    """Rate the unit on screen (one click per dimension) and wait for the next; returns the rated unit."""
+    unit = _unit(page)
+    groups = page.locator('[data-testid="stButtonGroup"]')
+    for i, value in enumerate(_values(who, unit)):
+        groups.nth(i).get_by_role("button", name=str(value), exact=True).click()
+        _settle(page)
+    expect(page.get_by_text(f"Unit {unit}", exact=True)).to_have_count(0, timeout=30_000)
+    return unit
+
+
+def test_three_annotators_rate_survive_a_kill_and_agree_with_krippendorff(tmp_path):
+    krippendorff = pytest.importorskip("krippendorff")
+    pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
+    db = tmp_path / "msde.duckdb"
+    con = connect(db)
+    import_msde(con, shared("msde"), progress=False)
+    task = stored.get(con, service.create_task(con, dataset="msde", mode="absolute", dimensions=["Info", "Coh"],
+                                               items=20, per_item=2, tracks=["lic2021/persona"], seed=0))
+    con.close()
+    rated: dict[str, list[int]] = {a: [] for a in ANNOTATORS}
+    port = _free_port()
+    server = _start(db, port, "streamlit-annotate.log")
+    base = f"http://localhost:{port}"
+    try:
+        with chromium() as browser:
+            sessions = {a: _login(browser, base, task, a) for a in ANNOTATORS}
+            for _ in range(4):                      # four units each, in turns
+                for who, (_, page) in sessions.items():
+                    rated[who].append(_rate(page, who))
+            # one more click on a fifth unit: its first dimension only, then the server dies
+            half = {}
+            for who, (_, page) in sessions.items():
+                half[who] = _unit(page)
+                page.locator('[data-testid="stButtonGroup"]').nth(0).get_by_role(
+                    "button", name=str(_values(who, half[who])[0]), exact=True).click()
+                _settle(page)
+            os.kill(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
+            con = connect(db, read_only=True)
+            latest = stored.latest(con, task.task_id)
+            con.close()
+            assert len(latest) == 3 * (4 * 2 + 1)   # every click before the kill is stored
+            server = _start(db, port, "streamlit-annotate-2.log")
+            for context, _ in sessions.values():
+                context.close()
+            sessions = {a: _login(browser, base, task, a) for a in ANNOTATORS}
+            for who, (_, page) in sessions.items():
+                assert _unit(page) == half[who]      # resumes at the unit left half-rated, not a rated one
+            busy = True
+            while busy:
+                busy = False
+                for who, (_, page) in sessions.items():
+                    if _unit(page) is not None:
+                        rated[who].append(_rate(page, who))
+                        busy = True
+            sessions["ann-1"][1].screenshot(path=str(ARTIFACTS / "annotate-done-800.png"), full_page=True)
+            context = browser.new_context(viewport={"width": 1400, "height": 1200})
+            page = context.new_page()
+            page.goto(f"{base}/tasks?task={task.task_id}")
+            expect(page.get_by_text("Agreement per dimension as ratings arrive")).to_be_visible(timeout=60_000)
+            expect(page.locator('[data-testid="stDataFrame"]').nth(2)).to_be_visible(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "tasks-results-1400.png"), full_page=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    for who, units in rated.items():
+        assert len(units) == len(set(units)), f"{who} rated a unit twice"
+    con = connect(db, read_only=True)
+    latest = stored.latest(con, task.task_id)
+    assert latest.groupby("unit")["annotator"].nunique().tolist() == [2] * 20
+    exported = service.export(con, task.task_id)
+    shown = service.results(con, task.task_id)["agreement"]   # what the task page draws
+    con.close()
+    for dim in ("Info", "Coh"):
+        wide = exported[exported["dimension"] == dim].pivot_table(index="annotator", columns=["item_id", "model"],
+                                                                  values="score")
+        for level in ("ordinal", "interval"):
+            value = shown[(shown["dimension"] == dim) & (shown["statistic"] == f"krippendorff_alpha_{level}")]["value"]
+            reference = krippendorff.alpha(reliability_data=wide.to_numpy(float), level_of_measurement=level)
+            assert value.iloc[0] == pytest.approx(reference, abs=1e-9, nan_ok=True)
