@@ -295,3 +295,12 @@ def test_cli_creates_a_task_and_ranks_votes(lab, tmp_path, capsys):
     con = connect(db)
     assert table(con, "lab", resamples=0)["votes"].sum() == 12   # 6 votes, each counted for both models
     con.close()
+
+
+def test_win_matrix_counts_a_tie_as_half():
+    from evalcore.analysis.bradley_terry import win_matrix
+    v = pd.DataFrame({"model_a": ["x", "x", "y", "x"], "model_b": ["y", "y", "x", "z"], "score": [1.0, 0.5, 1.0, 0.0]})
+    m = win_matrix(v)
+    # x vs y: won 1, tied 1, lost 1 (y won as model_a): (1 + 0.5 + 0) / 3; x vs z: lost its one vote
+    assert m.loc["x", "y"] == pytest.approx(1.5 / 3) and m.loc["y", "x"] == pytest.approx(1.5 / 3)
+    assert m.loc["x", "z"] == 0.0 and m.loc["z", "x"] == 1.0 and math.isnan(m.loc["y", "z"])

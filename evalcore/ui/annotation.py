@@ -160,3 +160,19 @@ def dimensions_table(task: Task) -> pd.DataFrame:
                           else ("left, tie or right" if task.ties else "left or right"),
                           "question": d.question if task.mode == "pairwise" else "", "description": d.description}
                          for d in task.dimensions])
+
+
+def win_rates(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
+    """Pairwise tasks: each model's win rate against each other (a tie counts half), over the task's votes."""
+    latest = stored.latest(con, task.task_id)
+    if latest.empty:
+        return pd.DataFrame()
+    return bradley_terry.win_matrix(latest.rename(columns={"value": "score"})).reset_index()
+
+
+def sources_side_by_side(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    """Bradley-Terry ratings of the dataset's people's votes beside each LLM judge's, where both exist."""
+    found = bradley_terry.sources(con, dataset)
+    if "human" not in found or len(found) < 2:
+        return pd.DataFrame()
+    return pd.concat([bradley_terry.table(con, dataset, source=s, resamples=200) for s in found], ignore_index=True)

@@ -58,18 +58,35 @@ if chosen:
     st.subheader(f"Task {task.task_id}")
     st.text(f"{task.name}\n{task.mode} on {task.dataset}: {', '.join(d.dimension for d in task.dimensions)}; "
             f"{result['units']} units, {task.per_item} annotators each; {task.state}")
-    st.text(f"Annotators open: /annotate?task={task.task_id}   access code: {task.access_code}")
+    if allowed:   # the code is for annotators: shown to whoever may write, not to every reader
+        st.text(f"Annotators open: /annotate?task={task.task_id}   access code: {task.access_code}")
+    else:
+        st.text(f"Annotators open: /annotate?task={task.task_id} (the access code is shown to those who may write)")
     st.progress(min(result["finished"] / max(result["needed"], 1), 1.0),
-                text=f"{result['finished']} of {result['needed']} ratings of units given")
+                text=f"{result['finished']} of {result['needed']} done ({result['units']} units, "
+                     f"{task.per_item} annotators each)")
     st.caption("Progress per annotator (units finished, skipped, flagged; median seconds per unit)")
     grid(result["progress"], width="stretch")
     if task.mode == "absolute":
         st.caption("Agreement per dimension as ratings arrive (95% bootstrap intervals, 200 resamples)")
-        grid(result["agreement"], width="stretch")
+        agreement = result["agreement"]
+        pairs = agreement["statistic"].str.startswith("cohen_kappa") if len(agreement) else []
+        grid(agreement[~pairs] if len(agreement) else agreement, width="stretch")
+        if len(agreement) and pairs.any():
+            with st.expander(f"Cohen's kappa per pair of annotators ({int(pairs.sum())} rows)"):
+                grid(agreement[pairs], width="stretch")
     else:
         st.caption("Bradley-Terry ratings (Elo scale, 1000 = the mean) from this task's votes, with 95% bootstrap "
                    "intervals and rank intervals")
         grid(ann.ranking(con, task), width="stretch")
+        matrix = ann.win_rates(con, task)
+        if len(matrix):
+            st.caption("Win rate of the row's model against the column's (a tie counts half; blank: never met)")
+            grid(matrix, width="stretch")
+        both = ann.sources_side_by_side(con, task.dataset)
+        if len(both):
+            st.caption("People's votes and each LLM judge's pairwise verdicts on this dataset, side by side")
+            grid(both, width="stretch")
     if len(result["disputed"]):
         st.caption("Units annotators disagree on most (for adjudication)")
         grid(result["disputed"], width="stretch")
