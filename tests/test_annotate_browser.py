@@ -78,7 +78,7 @@ def _rate(page, who: str) -> int:
     unit = _unit(page)
     groups = page.locator('[data-testid="stButtonGroup"]')
     for i, value in enumerate(_values(who, unit)):
-        groups.nth(i).get_by_role("button", name=str(value), exact=True).click()
+        groups.nth(i).locator("button").nth(value).click()   # the scale's buttons: 0, 1, 2
         _settle(page)
     expect(page.get_by_text(f"Unit {unit}", exact=True)).to_have_count(0, timeout=30_000)
     return unit
@@ -107,8 +107,8 @@ def test_three_annotators_rate_survive_a_kill_and_agree_with_krippendorff(tmp_pa
             half = {}
             for who, (_, page) in sessions.items():
                 half[who] = _unit(page)
-                page.locator('[data-testid="stButtonGroup"]').nth(0).get_by_role(
-                    "button", name=str(_values(who, half[who])[0]), exact=True).click()
+                page.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(
+                    _values(who, half[who])[0]).click()
                 _settle(page)
             os.kill(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
