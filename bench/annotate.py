@@ -2,7 +2,7 @@
 
     python bench/annotate.py [--annotators 10] [--seconds 120] [--clicks 20] [--skip-browser]
 
-1. Concurrency. A store built with `evalcore init`, a task of 600 demo-zh responses (Info and Coh, K = 2).
+1. Concurrency. A store built with `evalcore init`, a task of 3,000 demo-zh responses (Info and Coh, K = 2).
    N simulated annotators, one thread each on the process's one DuckDB instance (as the dashboard's
    sessions share it), take the next unit and rate it, again and again, for --seconds; each keeps its own
    log of the answers it was told were stored. Then: lost = logged answers missing from the store (or with
@@ -53,7 +53,7 @@ def concurrency(db: Path, annotators: int, seconds: float) -> dict:
 
     con = connect(db)
     task = stored.get(con, create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
-                                       items=600, per_item=2, seed=7, name="bench"))
+                                       items=3000, per_item=2, seed=7, name="bench"))
     logs: dict[str, list[tuple[int, str, float]]] = {}
     errors: list[str] = []
     stop = time.monotonic() + seconds

@@ -146,6 +146,25 @@ def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
     """, [task_id]).df()
 
 
+def mine(con: duckdb.DuckDBPyConnection, task_id: int, unit: int, annotator: str) -> dict[str, float]:
+    """The latest value this annotator gave per dimension on one unit."""
+    return dict(con.execute("""
+        SELECT dimension, arg_max(value, answer_id) FROM task_answers
+        WHERE task_id = ? AND unit = ? AND annotator = ? AND kind IN ('rating', 'vote') GROUP BY dimension
+    """, [task_id, unit, annotator]).fetchall())
+
+
+def done_by(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> tuple[int, int]:
+    """(units this annotator finished or skipped, units in the task), in one query."""
+    return con.execute("""
+        SELECT (SELECT count(*) FROM (
+                    SELECT unit FROM task_answers WHERE task_id = ? AND annotator = ? GROUP BY unit
+                    HAVING count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) >= ?
+                        OR bool_or(kind = 'skip'))),
+               (SELECT count(*) FROM task_units WHERE task_id = ?)
+    """, [task.task_id, annotator, len(task.dimensions), task.task_id]).fetchall()[0]
+
+
 def order_for(task: Task, annotator: str, n_units: int) -> np.ndarray:
     """The annotator's own order of the task's units (1-based), seeded by the task and the name."""
     return np.random.default_rng(_seed(task.seed, "order", annotator)).permutation(n_units) + 1

@@ -18,8 +18,10 @@ SPEAKERS = ("User", "Bot")   # the context alternates, ending with the user's tu
 
 
 def open_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    frame = stored.listing(con)
-    return frame[frame["state"] == "open"].reset_index(drop=True)
+    """The open tasks: id, name, mode, units (one light query: every click of an annotator reruns the page)."""
+    return con.execute("""
+        SELECT t.task_id, t.name, t.mode, (SELECT count(*) FROM task_units u WHERE u.task_id = t.task_id) AS units
+        FROM tasks t WHERE t.state = 'open' ORDER BY t.task_id""").df()
 
 
 def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -73,9 +75,7 @@ def grounding_lines(grounding: dict) -> list[tuple[str, list[str]]]:
 
 def my_answers(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict[str, float]:
     """The latest value this annotator gave per dimension on the unit."""
-    latest = stored.latest(con, task.task_id)
-    mine = latest[(latest["unit"] == unit) & (latest["annotator"] == annotator)]
-    return dict(zip(mine["dimension"], mine["value"]))
+    return stored.mine(con, task.task_id, unit, annotator)
 
 
 def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float) -> None:
@@ -114,10 +114,7 @@ def history_of(con, task: Task, annotator: str) -> list[int]:
 
 def my_progress(con, task: Task, annotator: str) -> tuple[int, int]:
     """(units this annotator finished or skipped, units in the task)."""
-    progress = stored.progress(con, task)
-    mine = progress[progress["annotator"] == annotator]
-    n = len(stored.units(con, task.task_id))
-    return (int(mine["done"].iloc[0]) if len(mine) else 0), n
+    return stored.done_by(con, task, annotator)
 
 
 def results(con: duckdb.DuckDBPyConnection, task_id: int) -> dict:
