@@ -154,3 +154,54 @@ def test_three_annotators_rate_survive_a_kill_and_agree_with_krippendorff(tmp_pa
             value = shown[(shown["dimension"] == dim) & (shown["statistic"] == f"krippendorff_alpha_{level}")]["value"]
             reference = krippendorff.alpha(reliability_data=wide.to_numpy(float), level_of_measurement=level)
             assert value.iloc[0] == pytest.approx(reference, abs=1e-9, nan_ok=True)
+
+
+def test_two_annotators_vote_side_by_side_and_bradley_terry_equals_the_mle(tmp_path):
+    """A pairwise task of 15 pairs on the CPC track (Coh, ties allowed), K = 2: two annotators vote in Chromium
+    (left, tie or right); the exported votes give the Bradley-Terry ratings of FastChat's unregularised fit."""
+    pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
+    from test_tasks import _fastchat_mle
+
+    from evalcore.analysis.bradley_terry import fit
+    db = tmp_path / "msde.duckdb"
+    con = connect(db)
+    import_msde(con, shared("msde"), progress=False)
+    task = stored.get(con, service.create_task(con, dataset="msde", mode="pairwise", dimensions=["Coh"], items=15,
+                                               per_item=2, tracks=["lic2021/persona"], seed=0))
+    con.close()
+    port = _free_port()
+    server = _start(db, port, "streamlit-pairwise.log")
+    try:
+        with chromium() as browser:
+            for who in ("ann-1", "ann-2"):
+                context, page = _login(browser, f"http://localhost:{port}", task, who)
+                for k in range(15):
+                    unit = _unit(page)
+                    assert unit is not None
+                    _settle(page)   # the unit's controls drawn (a click on the previous unit's is lost)
+                    # left, tie or right, varied by unit and annotator
+                    page.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(
+                        (unit + k + len(who)) % 3).click()
+                    try:
+                        expect(page.get_by_text(f"Unit {unit}", exact=True)).to_have_count(0, timeout=30_000)
+                    except AssertionError:
+                        page.screenshot(path=str(ARTIFACTS / f"pairwise-stuck-{who}-{unit}.png"), full_page=True)
+                        raise
+                assert _unit(page) is None
+                if who == "ann-1":
+                    page.screenshot(path=str(ARTIFACTS / "annotate-pairwise-800.png"), full_page=True)
+                context.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    con = connect(db, read_only=True)
+    exported = service.export(con, task.task_id)
+    con.close()
+    assert len(exported) == 30 and set(exported["winner"]) <= {"a", "b", "tie"}
+    votes = exported.assign(score=exported["winner"].map({"a": 1.0, "b": 0.0, "tie": 0.5}))[["model_a", "model_b", "score"]]
+    ours = fit(votes)
+    if ours.ratings is None:
+        pytest.skip(f"these votes have no finite fit: {ours.reason}")
+    reference = _fastchat_mle(votes)
+    for model, rating in zip(ours.models, ours.ratings):
+        assert rating == pytest.approx(reference[model], abs=0.01)
