@@ -141,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--track", help="the track every row answers (else the file's 'track' column: all tracks at once)")
     p.add_argument("--model", help="model name for every row (else a 'model' column)")
     p = _import_kind(kinds, "ratings", _import_ratings,
-                     help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score")
-    p.add_argument("--track", required=True)
+                     help="CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score[, track]")
+    p.add_argument("--track", help="the track every row rates (else the file's 'track' column: all tracks at once)")
     p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
     p = _import_kind(kinds, "scores", _import_scores,
                      help="per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx with item_id, model, "

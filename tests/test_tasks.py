@@ -304,3 +304,28 @@ def test_win_matrix_counts_a_tie_as_half():
     # x vs y: won 1, tied 1, lost 1 (y won as model_a): (1 + 0.5 + 0) / 3; x vs z: lost its one vote
     assert m.loc["x", "y"] == pytest.approx(1.5 / 3) and m.loc["y", "x"] == pytest.approx(1.5 / 3)
     assert m.loc["x", "z"] == 0.0 and m.loc["z", "x"] == 1.0 and math.isnan(m.loc["y", "z"])
+
+
+def test_an_absolute_export_read_back_reproduces_the_ratings(lab, tmp_path):
+    task = stored.get(lab, _absolute(lab, items=8, k=2))
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        for who in ("ann", "bo"):
+            unit = stored.next_unit(lab, task, who)
+            if unit is not None:
+                for dim in ("Info", "Coh"):
+                    stored.answer(lab, task, unit, who, dim, float(rng.integers(0, 3)))
+    stored.flag(lab, task, 1, "ann", "the context is cut")
+    service.export(lab, task.task_id).to_csv(tmp_path / "export.csv", index=False)
+    fresh = tmp_path / "fresh.duckdb"
+    con = connect(fresh)
+    import_items(con, write_jsonl(tmp_path / "items2.jsonl", ITEMS))
+    for track in ("lab/chitchat", "lab/knowledge"):
+        import_responses(con, tmp_path / f"{track.replace('/', '-')}.csv", dataset="lab", track=track)
+    con.close()
+    assert main(["import", "ratings", str(tmp_path / "export.csv"), "--db", str(fresh), "--dataset", "lab",
+                 "--scale", "Info=0:2", "--scale", "Coh=0:2"]) == 0
+    query = "SELECT track, item_id, model, annotator, dimension, score FROM human_ratings ORDER BY ALL"
+    con = connect(fresh)
+    assert con.execute(query).fetchall() == lab.execute(query).fetchall() and len(con.execute(query).fetchall()) == 32
+    con.close()

@@ -46,24 +46,47 @@ def resolve_scales(con, dataset: str, given: dict[str, tuple[float, float]], fil
     return {**stored, **given}, new
 
 
-def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
+def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None,
                    scales: dict[str, tuple[float, float]] | None = None, shown: str | None = None) -> ImportReport:
+    """Ratings into one track, or (track None) into each row's `track` column, all in one transaction. A row
+    with no score but a comment (a rating task's export carries its flags that way) is left out and counted."""
     table = read_table(path)
-    require_track(con, table.file, dataset, track)
+    if track is not None:
+        require_track(con, table.file, dataset, track)
     check = Checker(table.file)
-    check.require_columns(table.columns, ["model", "annotator", "dimension", "score"])
+    check.require_columns(table.columns, ["model", "annotator", "dimension", "score"] + (["track"] if track is None else []))
     if "item_id" not in table.columns and "dialogue_id" not in table.columns:
         check.add("header (row 1)", "item_id", "a column named 'item_id' or 'dialogue_id'", "neither")
     check.refuse_if_any()
     known_scales, new_dims = resolve_scales(con, dataset, scales or {}, table.file)
-    items = {i for i, t in lookup.item_tracks(con, dataset).items() if t == track}
-    dialogues = lookup.dialogue_ids(con, dataset, track)
-    responses = lookup.response_keys(con, dataset, track)
-    stored = lookup.rating_keys(con, dataset, track)
+    item_tracks = lookup.item_tracks(con, dataset)
+    known_tracks = set(lookup.tracks_of(con, dataset))
+    per_track: dict[str, tuple] = {}
+
+    def of_track(name: str) -> tuple:
+        """(items, dialogues, responses, stored rating keys) of a track, read once."""
+        if name not in per_track:
+            per_track[name] = ({i for i, t in item_tracks.items() if t == name}, lookup.dialogue_ids(con, dataset, name),
+                               lookup.response_keys(con, dataset, name), lookup.rating_keys(con, dataset, name))
+        return per_track[name]
+
     unscaled: set[str] = set()
     seen: dict[tuple, str] = {}
+    flags = 0
     batch = Batch()
     for rec, where in zip(table.records, table.places):
+        if track is None and not str(rec.get("score") or "").strip() and str(rec.get("comment") or "").strip():
+            flags += 1
+            continue
+        row_track = track
+        if track is None:
+            row_track = check.ident(rec, where, "track")
+            if row_track is None:
+                continue
+            if row_track not in known_tracks:
+                check.add(where, "track", f"a track of dataset {dataset!r}", repr(row_track))
+                continue
+        items, dialogues, responses, stored = of_track(row_track)
         item_id = check.ident(rec, where, "item_id", required=False)
         dialogue_id = None if item_id else check.ident(rec, where, "dialogue_id", required=False)
         if not item_id and not dialogue_id:
@@ -87,7 +110,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         if item_id:
             target, target_id = "response", item_id
             if item_id not in items:
-                check.add(where, "item_id", f"an item of track {track!r}", f"{item_id!r}, unknown")
+                check.add(where, "item_id", f"an item of track {row_track!r}", f"{item_id!r}, unknown")
                 continue
             if (item_id, model) not in responses:
                 check.add(where, "model", f"a model with a stored response to item {item_id!r}", f"{model!r}")
@@ -95,19 +118,19 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         else:
             target, target_id = "dialogue", dialogue_id
             if dialogue_id not in dialogues:
-                check.add(where, "dialogue_id", f"a dialogue of track {track!r}", f"{dialogue_id!r}, unknown")
+                check.add(where, "dialogue_id", f"a dialogue of track {row_track!r}", f"{dialogue_id!r}, unknown")
                 continue
         key = (target, target_id, model, annotator, dimension)
-        if key in seen:
+        if (row_track, *key) in seen:
             check.add(where, "score", f"one score per {target}, model, annotator and dimension",
-                      f"a second one (first at {seen[key]})")
+                      f"a second one (first at {seen[(row_track, *key)]})")
             continue
-        seen[key] = where
+        seen[(row_track, *key)] = where
         if key in stored:
             check.add(where, "score", "a rating not yet in the store",
                       "one already stored for this target, model, annotator and dimension")
             continue
-        batch.add("human_ratings", dataset=dataset, track=track, target=target,
+        batch.add("human_ratings", dataset=dataset, track=row_track, target=target,
                   item_id=item_id if target == "response" else None,
                   dialogue_id=dialogue_id if target == "dialogue" else None,
                   model=model, annotator=annotator, dimension=dimension, score=score,
@@ -119,5 +142,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     batch.shown = shown
     report = ImportReport(table.file, batch.write(con, source=table.file))
     report.notes.append(f"read as {table.encoding}")
+    if flags:
+        report.notes.append(f"{flags} row(s) without a score but with a comment (a task's flags) left out")
     report.notes += check.notes()
     return report

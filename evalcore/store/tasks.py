@@ -87,6 +87,9 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
                     [task_id, name, dataset, mode, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      per_item, ties, guidelines, seed, sampling, secrets.token_hex(3), created_by,
                      datetime.now().replace(microsecond=0)])
+        for d in dimensions:   # the ratings to come are on these scales (the store's other readers know them)
+            con.execute("INSERT OR IGNORE INTO dimensions VALUES (?, ?, ?, ?, ?)",
+                        [dataset, d.dimension, d.min, d.max, d.description or None])
         frame = units.reset_index(drop=True).assign(task_id=task_id, unit=lambda f: f.index + 1)
         frame = frame.reindex(columns=["task_id", "unit", "item_id", "track", "model_a", "model_b"])
         con.register("_evalcore_units", frame)
