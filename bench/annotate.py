@@ -11,7 +11,8 @@
 2. Click to next unit (Chromium). `python app.py` on that store; an annotator's session in headless Chromium
    rates units; timed from the click on the last dimension until the next unit's caption is drawn. In the
    same loop, a bare Streamlit app whose segmented control reruns it and draws a new caption: the ratio of
-   the medians is the Annotate page's cost over Streamlit's own rerun.
+   the medians is the Annotate page's cost over Streamlit's own rerun. A third app draws the Annotate page's
+   layout with no store behind it: what the page's size alone costs.
 """
 from __future__ import annotations
 
@@ -36,6 +37,41 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 # The text of the caption that names the unit on screen ("Unit 12"), or null.
 CAPTION = """() => { for (const el of document.querySelectorAll('[data-testid="stCaptionContainer"]'))
   if (/^Unit \\d+$/.test(el.innerText.trim())) return el.innerText.trim(); return null; }"""
+# The Annotate page's layout (a fragment with eight turns, the response, two rating controls, buttons,
+# expanders) with no store behind it: what Streamlit and the browser cost for a page of that size.
+LAYOUT = '''import streamlit as st
+st.title("Annotate")
+n = st.session_state.get("n", 0)
+st.text("Demo task: absolute, Info, Coh")
+@st.fragment
+def panel():
+    n = st.session_state.get("n", 0)
+    st.progress(0.3, text=f"{n} rated by you; 10 units in the task")
+    with st.expander("Guidelines"):
+        st.text("guidelines " * 20)
+    st.caption(f"Unit {n}")
+    for i in range(8):
+        with st.chat_message("user" if i % 2 else "assistant"):
+            st.text(f"第{i}句 知道《眼泪》这首歌吗？ {n}")
+    with st.expander("Grounding: knowledge"):
+        st.text("a | b | c")
+    with st.container(border=True):
+        st.caption("Response")
+        st.text("有些了解，是台湾小有名气的一位女歌手与音乐制作人。")
+    for d in ("Info", "Coh"):
+        st.text(f"{d} (0 to 2)")
+        st.caption("丰富度 " * 30)
+        def bump(d=d):
+            if d == "Coh":
+                st.session_state["n"] = n + 1
+        st.segmented_control(d, [0.0, 1.0, 2.0], format_func=lambda v: f"{v:g}", key=f"{d}{n}", on_change=bump,
+                             label_visibility="collapsed")
+    c1, c2, c3 = st.columns(3)
+    c1.button("Skip this unit", key=f"s{n}"); c2.button("Back", key=f"b{n}")
+    with st.expander("Flag a problem with this unit"):
+        st.text_area("What is wrong", key=f"f{n}")
+panel()
+'''
 BARE = '''import streamlit as st
 st.title("bare")
 n = st.session_state.get("n", 0)
@@ -136,9 +172,11 @@ def clicks(db: Path, n: int) -> dict:
     con.close()
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-bare-"))
     (tmp / "bare.py").write_text(BARE, encoding="utf-8")
+    (tmp / "layout.py").write_text(LAYOUT, encoding="utf-8")
     app, app_url = _serve(["app.py"], {**os.environ, "EVALCORE_DB": str(db)}, ROOT)
     bare, bare_url = _serve(["-m", "streamlit", "run", str(tmp / "bare.py")], dict(os.environ), tmp)
-    ours, theirs = [], []
+    layout, layout_url = _serve(["-m", "streamlit", "run", str(tmp / "layout.py")], dict(os.environ), tmp)
+    ours, theirs, shaped = [], [], []
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -148,6 +186,9 @@ def clicks(db: Path, n: int) -> dict:
             page.get_by_label("Access code").fill(task.access_code)
             page.get_by_role("button", name="Start rating").click()
             _idle(page)
+            mock = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            mock.goto(layout_url)
+            mock.wait_for_function(f"({CAPTION})() !== null", timeout=60_000)
             other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             other.goto(bare_url)
             other.get_by_text("Unit 0").wait_for(timeout=60_000)
@@ -167,15 +208,25 @@ def clicks(db: Path, n: int) -> dict:
                 other.wait_for_function(f"old => ({CAPTION})() !== old && ({CAPTION})() !== null", arg=old)
                 theirs.append(time.perf_counter() - start)
                 _idle(other)
+                old = mock.evaluate(CAPTION)
+                mock.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(1).click()
+                _idle(mock)
+                start = time.perf_counter()
+                mock.locator('[data-testid="stButtonGroup"]').nth(1).locator("button").nth(1).click()
+                mock.wait_for_function(f"old => ({CAPTION})() !== old && ({CAPTION})() !== null", arg=old)
+                shaped.append(time.perf_counter() - start)
+                _idle(mock)
             browser.close()
     finally:
-        for proc in (app, bare):
+        for proc in (app, bare, layout):
             proc.terminate()
             proc.wait(timeout=30)
         shutil.rmtree(tmp, ignore_errors=True)
     med_ours, med_bare = statistics.median(ours), statistics.median(theirs)
+    med_shaped = statistics.median(shaped)
     return {"clicks": n, "annotate_median_s": round(med_ours, 3), "bare_median_s": round(med_bare, 3),
-            "ratio": round(med_ours / med_bare, 2), "annotate_max_s": round(max(ours), 3)}
+            "ratio": round(med_ours / med_bare, 2), "annotate_max_s": round(max(ours), 3),
+            "same_layout_no_store_median_s": round(med_shaped, 3), "layout_ratio": round(med_shaped / med_bare, 2)}
 
 
 def main() -> None:
