@@ -201,6 +201,7 @@ def _big_file(path: Path, models: int) -> Path:
     return path
 
 
+@pytest.mark.slow   # SIGKILLs an import at six moments (12 s): the slow set's kind of test
 def test_a_killed_import_leaves_its_job_queued_and_a_server_start_runs_it(toy, tmp_path):
     db = _db(toy)
     toy.close()
