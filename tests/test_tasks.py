@@ -45,6 +45,17 @@ def lab(tmp_path):
     con.close()
 
 
+def _rate_at_random(con, task, *, seed: int, rounds: int) -> None:
+    """Annotators ann and bo, in turns, rate the units they are given on Info and Coh with seeded scores 0-2."""
+    rng = np.random.default_rng(seed)
+    for _ in range(rounds):
+        for who in ("ann", "bo"):
+            unit = stored.next_unit(con, task, who)
+            if unit is not None:
+                for dim in ("Info", "Coh"):
+                    stored.answer(con, task, unit, who, dim, float(rng.integers(0, 3)))
+
+
 def _absolute(con, items=8, k=2, **kw):
     return service.create_task(con, dataset="lab", mode="absolute", dimensions=["Info", "Coh"], items=items,
                                per_item=k, seed=1, **kw)
@@ -145,13 +156,7 @@ def test_comments_are_bounded_text(lab):
 def test_task_ratings_count_as_human_ratings_and_agreement_is_krippendorff(lab):
     krippendorff = pytest.importorskip("krippendorff")
     task = stored.get(lab, _absolute(lab, items=8, k=2))
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        for who in ("ann", "bo"):
-            unit = stored.next_unit(lab, task, who)
-            if unit is not None:
-                for dim in ("Info", "Coh"):
-                    stored.answer(lab, task, unit, who, dim, float(rng.integers(0, 3)))
+    _rate_at_random(lab, task, seed=0, rounds=20)
     out = service.results(lab, task.task_id, bootstrap=0)
     exported = service.export(lab, task.task_id)
     for dim in ("Info", "Coh"):
@@ -308,13 +313,7 @@ def test_win_matrix_counts_a_tie_as_half():
 
 def test_an_absolute_export_read_back_reproduces_the_ratings(lab, tmp_path):
     task = stored.get(lab, _absolute(lab, items=8, k=2))
-    rng = np.random.default_rng(2)
-    for _ in range(10):
-        for who in ("ann", "bo"):
-            unit = stored.next_unit(lab, task, who)
-            if unit is not None:
-                for dim in ("Info", "Coh"):
-                    stored.answer(lab, task, unit, who, dim, float(rng.integers(0, 3)))
+    _rate_at_random(lab, task, seed=2, rounds=10)
     stored.flag(lab, task, 1, "ann", "the context is cut")
     service.export(lab, task.task_id).to_csv(tmp_path / "export.csv", index=False)
     fresh = tmp_path / "fresh.duckdb"
