@@ -328,3 +328,26 @@ def test_an_absolute_export_read_back_reproduces_the_ratings(lab, tmp_path):
     con = connect(fresh)
     assert con.execute(query).fetchall() == lab.execute(query).fetchall() and len(con.execute(query).fetchall()) == 32
     con.close()
+
+
+def test_vote_agreement_counts_agreeing_pairs_and_alpha_is_krippendorff(lab):
+    """Pairwise votes: the share of agreeing pairs, written out by hand, and Krippendorff's nominal alpha over the
+    three categories against the krippendorff package."""
+    krippendorff = pytest.importorskip("krippendorff")
+    task = stored.get(lab, service.create_task(lab, dataset="lab", mode="pairwise", dimensions=["Info"], items=4,
+                                               per_item=3, seed=2, tracks=["lab/chitchat"]))
+    units = list(stored.units(lab, task.task_id)["unit"])
+    # votes per unit by ann, bo, cy (1 = model_a, 0 = model_b, 0.5 = tie)
+    given = {units[0]: (1.0, 1.0, 1.0), units[1]: (1.0, 0.0, 1.0), units[2]: (0.5, 0.0, 0.0), units[3]: (0.5, 0.5, 1.0)}
+    for who_i, who in enumerate(("ann", "bo", "cy")):
+        for _ in units:
+            unit = stored.next_unit(lab, task, who)
+            stored.answer(lab, task, unit, who, "Info", given[unit][who_i])
+    out = service.results(lab, task.task_id, bootstrap=0)["agreement"].set_index("statistic")
+    # pairs per unit: 3. Agreeing: unit0 3, unit1 1 (ann-cy), unit2 1 (bo-cy), unit3 1 (ann-bo) -> 6 of 12.
+    assert out.loc["vote_agreement_with_ties", "value"] == pytest.approx(6 / 12)
+    # without ties: unit0 3 of 3, unit1 1 of 3, unit2 1 of 1 (bo-cy), unit3 0 of 0 -> 5 of 7.
+    assert out.loc["vote_agreement_without_ties", "value"] == pytest.approx(5 / 7)
+    wide = np.array([[given[u][i] for u in units] for i in range(3)])
+    assert out.loc["krippendorff_alpha_nominal", "value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=wide, level_of_measurement="nominal"), abs=1e-9)

@@ -184,8 +184,12 @@ def _draws(n_units: int, bootstrap: int, rng: np.random.Generator) -> np.ndarray
 def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
               bootstrap: int = 1000, seed: int = 0, origin: str | None = None) -> pd.DataFrame:
     """The table of the `agreement` command: COLUMNS, one row per statistic (per pair for Cohen)."""
+    return agreement_of(ratings(con, dataset, track, origin), bootstrap=bootstrap, seed=seed)
+
+
+def agreement_of(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """agreement() over any frame of ratings (track, dimension, unit, annotator, score): a task's votes too."""
     rows = []
-    frame = ratings(con, dataset, track, origin)
     for (tr, dim), group in frame.groupby(["track", "dimension"], sort=True):
         rng = np.random.default_rng(seed)
         wide = group.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
@@ -228,6 +232,41 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
             rows.append({**base, "statistic": f"krippendorff_alpha_{level}", "annotators": "all",
                          "value": alpha_from_coincidences(tables.sum(0), cats, level), "ci_low": lo, "ci_high": hi,
                          "n_items": int(paired.sum()), "n_annotators": len(annotators)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def vote_agreement(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Pairwise votes (score 1 = model_a, 0 = model_b, 0.5 = tie): per track and dimension, the share of
+    pairs of votes by two annotators on the same unit that agree (MT-Bench's human-human agreement), over
+    all pairs ('with ties') and over the pairs where neither voted a tie ('without ties'); the CI resamples
+    units."""
+    rows = []
+    for (tr, dim), group in frame.groupby(["track", "dimension"], sort=True):
+        rng = np.random.default_rng(seed)
+        per_unit = []   # per unit: agreeing pairs, pairs; the same without ties
+        for _, votes in group.groupby("unit"):
+            v = votes["score"].to_numpy(float)
+            if len(v) < 2:
+                continue
+            decided = v[v != 0.5]
+            per_unit.append((sum(a == b for a, b in combinations(v, 2)), len(v) * (len(v) - 1) / 2,
+                             sum(a == b for a, b in combinations(decided, 2)), len(decided) * (len(decided) - 1) / 2))
+        if not per_unit:
+            continue
+        counts = np.array(per_unit)
+        draws = _draws(len(counts), bootstrap, rng)
+        for name, num, den in (("vote_agreement_with_ties", 0, 1), ("vote_agreement_without_ties", 2, 3)):
+            total = counts[:, den].sum()
+            if total == 0:
+                continue
+            lo, hi = (np.nan, np.nan)
+            if draws is not None:
+                sums = draws @ counts
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    lo, hi = _interval(sums[:, num] / sums[:, den])
+            rows.append({"track": tr, "dimension": dim, "statistic": name, "annotators": "all",
+                         "value": counts[:, num].sum() / total, "ci_low": lo, "ci_high": hi,
+                         "n_items": int((counts[:, den] > 0).sum()), "n_annotators": group["annotator"].nunique()})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

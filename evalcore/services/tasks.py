@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.agreement import agreement
+from evalcore.analysis.agreement import agreement, agreement_of, vote_agreement
 from evalcore.core import names
 from evalcore.metrics.judge.prompts import RUBRICS
 from evalcore.scoring import response_scores
@@ -186,8 +186,9 @@ def export(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
 
 
 def results(con: duckdb.DuckDBPyConnection, task_id: int, *, bootstrap: int = 200, seed: int = 0) -> dict:
-    """The live view of a task: progress per annotator, agreement per dimension (absolute; the Human
-    evaluation page's statistics over this task's ratings), and the units most disagreed on."""
+    """The live view of a task: progress per annotator, agreement per dimension (the Human evaluation
+    page's statistics over this task's ratings or votes; for votes also the share of agreeing pairs), and
+    the units most disagreed on."""
     task = stored.get(con, task_id)
     n_units = len(stored.units(con, task_id))
     progress = stored.progress(con, task)
@@ -202,7 +203,11 @@ def results(con: duckdb.DuckDBPyConnection, task_id: int, *, bootstrap: int = 20
         out["disputed"] = spread.rename(columns={"model_a": "model", "std": "spread", "count": "annotators"}).head(20)
     else:
         votes = latest.groupby(["unit", "item_id", "track", "dimension"])["value"].agg(["nunique", "count"])
-        out["agreement"] = pd.DataFrame()
+        # a vote is a category (model_a, tie, model_b) of the unit's fixed pair: the rates people agree at,
+        # then the kappas and alphas over the three categories
+        frame = latest.rename(columns={"value": "score"})[["track", "dimension", "unit", "annotator", "score"]]
+        out["agreement"] = pd.concat([vote_agreement(frame, bootstrap=bootstrap, seed=seed),
+                                      agreement_of(frame, bootstrap=bootstrap, seed=seed)], ignore_index=True)
         out["disputed"] = votes[(votes["count"] >= 2) & (votes["nunique"] > 1)].reset_index().rename(
             columns={"nunique": "different_answers", "count": "annotators"}).head(20)
     return out

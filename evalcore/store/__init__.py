@@ -343,6 +343,10 @@ class Shared:
 
     def __init__(self, db: Path):
         self.db, self.root, self.users, self.lock = db, None, 0, threading.RLock()  # RLock: __del__ may give back
+        # Seconds the instance stays open after its last cursor is back (the dashboard sets it, see
+        # LINGER): opening costs 20-30 ms (the file's catalog read again) and closing a checkpoint, which
+        # an annotator's next click or a page's next run within moments would pay again. 0: close at once.
+        self.linger, self.generation = 0.0, 0
 
     @classmethod
     def of(cls, path: str | os.PathLike | None = None) -> "Shared":
@@ -365,6 +369,7 @@ class Shared:
                 self.root = root
             cur = self.root.cursor()
             self.users += 1
+            self.generation += 1
         return Lease(self, cur)
 
     def _give_back(self, cur: duckdb.DuckDBPyConnection) -> None:
@@ -374,8 +379,19 @@ class Shared:
             finally:
                 self.users -= 1
                 if self.users == 0 and self.root is not None:
-                    root, self.root = self.root, None
-                    root.close()  # the instance is checkpointed and detached here, under the lock
+                    if self.linger > 0:
+                        timer = threading.Timer(self.linger, self._close_idle, args=(self.generation,))
+                        timer.daemon = True
+                        timer.start()
+                    else:
+                        self._close_idle(self.generation)
+
+    def _close_idle(self, generation: int) -> None:
+        """Close the instance if nobody took a cursor since `generation` (a later give-back schedules its own)."""
+        with self.lock:
+            if self.users == 0 and self.generation == generation and self.root is not None:
+                root, self.root = self.root, None
+                root.close()  # the instance is checkpointed and detached here, under the lock
 
     @property
     def is_open(self) -> bool:

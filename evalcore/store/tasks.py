@@ -229,19 +229,18 @@ def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now
         _writable(con, task.task_id)
         status = _status(con, task)
         full = len(task.dimensions)
-        mine = status[status["annotator"] == annotator].set_index("unit")
-        others = status[status["annotator"] != annotator]
-        fresh = others["claimed_at"].notna() & (others["claimed_at"] > now - CLAIM_TTL)
-        holding = others[~others["skipped"].astype(bool) & ((others["dims"] > 0) | fresh)]
-        held = holding.groupby("unit")["annotator"].nunique()
+        fresh = status["claimed_at"].notna() & (status["claimed_at"] > now - CLAIM_TTL)
+        ours = status["annotator"] == annotator
+        others = status[~ours & ~status["skipped"].astype(bool) & ((status["dims"] > 0) | fresh)]
+        held = others.groupby("unit")["annotator"].nunique().to_dict()
         order = [int(u) for u in order_for(task, annotator, n)]
-        finished = {u for u, row in mine.iterrows() if row["skipped"] or row["dims"] >= full}
+        over = status["skipped"].astype(bool) | (status["dims"] >= full)
+        finished = set(status.loc[ours & over, "unit"].astype(int))
         # theirs to resume first: started, or shown to them recently
-        started = {u for u, row in mine.iterrows() if u not in finished and (
-            row["dims"] > 0 or (pd.notna(row["claimed_at"]) and row["claimed_at"] > now - CLAIM_TTL))}
+        started = set(status.loc[ours & ~over & ((status["dims"] > 0) | fresh), "unit"].astype(int))
         choice = next((u for u in order if u in started), None)
         if choice is None:
-            choice = next((u for u in order if u not in finished and int(held.get(u, 0)) < task.per_item), None)
+            choice = next((u for u in order if u not in finished and held.get(u, 0) < task.per_item), None)
         if choice is not None:
             _insert(con, task.task_id, choice, annotator, None, None, "claim", None, None, now)
     return choice

@@ -14,7 +14,7 @@ from evalcore.core.export import safe_csv
 from evalcore.core.malloc import tune
 from evalcore.ingest.readers import sweep_temp
 from evalcore.services.defaults import SLOW, build_default_in_stages
-from evalcore.store import ENV_VAR, lease, resolve_db_path, stamp
+from evalcore.store import ENV_VAR, Shared, lease, resolve_db_path, stamp
 from evalcore.ui import views
 from evalcore.ui.share import ViewState, link, to_query
 
@@ -24,6 +24,10 @@ CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-s
 _BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
 _RUN = threading.local()  # this script run's connection (each run has its own thread)
 PAGE_WAIT = 30.0  # seconds a page waits for a store a command is writing to (a busy notice after that)
+# Seconds the store's instance stays open after the last run gives its cursor back: the next click or page
+# within that time skips reopening it (20-30 ms: the file's catalog read again) and the closing checkpoint.
+# A command of another process waits at most this much longer for the file (it retries for EVALCORE_LOCK_WAIT).
+STORE_LINGER = 2.0
 
 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
@@ -37,6 +41,7 @@ def prepared(path: str, build_default: bool) -> bool:
 
     tune()
     sweep_temp()  # copies of uploads a killed server left in the temp folder
+    Shared.of(path).linger = STORE_LINGER
     con = lease(path, wait=PAGE_WAIT)
     thread = None
     try:

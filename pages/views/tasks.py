@@ -67,15 +67,16 @@ if chosen:
                      f"{task.per_item} annotators each)")
     st.caption("Progress per annotator (units finished, skipped, flagged; median seconds per unit)")
     grid(result["progress"], width="stretch")
-    if task.mode == "absolute":
-        st.caption("Agreement per dimension as ratings arrive (95% bootstrap intervals, 200 resamples)")
-        agreement = result["agreement"]
-        pairs = agreement["statistic"].str.startswith("cohen_kappa") if len(agreement) else []
-        grid(agreement[~pairs] if len(agreement) else agreement, width="stretch")
-        if len(agreement) and pairs.any():
-            with st.expander(f"Cohen's kappa per pair of annotators ({int(pairs.sum())} rows)"):
-                grid(agreement[pairs], width="stretch")
-    else:
+    st.caption("Agreement per dimension as answers arrive (95% bootstrap intervals, 200 resamples)" +
+               ("" if task.mode == "absolute" else "; a vote is one of three categories: the first model, a tie, "
+                "the other model of the unit's pair, whichever side each annotator saw it on"))
+    agreement = result["agreement"]
+    pairs = agreement["statistic"].str.startswith("cohen_kappa") if len(agreement) else []
+    grid(agreement[~pairs] if len(agreement) else agreement, width="stretch")
+    if len(agreement) and pairs.any():
+        with st.expander(f"Cohen's kappa per pair of annotators ({int(pairs.sum())} rows)"):
+            grid(agreement[pairs], width="stretch")
+    if task.mode == "pairwise":
         st.caption("Bradley-Terry ratings (Elo scale, 1000 = the mean) from this task's votes, with 95% bootstrap "
                    "intervals and rank intervals")
         grid(ann.ranking(con, task), width="stretch")
