@@ -23,8 +23,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.annotate import ARGS, CHROMIUM, _port  # noqa: E402
 from bench.browser import Server  # noqa: E402
-from bench.annotate import CHROMIUM, ARGS, _port  # noqa: E402
 
 
 def simulated(db: Path) -> tuple[int, str]:

@@ -13,7 +13,16 @@ import time
 import pandas as pd
 
 from evalcore import __version__
-from evalcore.analysis.options import ADJUSTMENTS, ENSEMBLE_LEVELS, HOLDOUTS, LEVELS, METHODS, ORIGINS, said
+from evalcore.analysis.options import (
+    ADJUSTMENTS,
+    ENSEMBLE_LEVELS,
+    HOLDOUTS,
+    JUDGE_AUDIT_PARTS,
+    LEVELS,
+    METHODS,
+    ORIGINS,
+    said,
+)
 from evalcore.analysis.taskoriented import MAX_TURNS
 from evalcore.core import names
 from evalcore.core.errors import ImportRefused, StoreError
@@ -250,6 +259,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
     _format(p)
+    p = _on_dataset(sub, "judge-audit", "every LLM judge against the lab's people: agreement beside the human "
+                    "ceiling, position consistency, length preference, length-controlled win rates, drift", track=False)
+    p.set_defaults(handler=_cmd_judge_audit)
+    p.add_argument("--judge", metavar="SIGNATURE", help="one judge only: its signature or its name (e.g. Judge-Coh)")
+    p.add_argument("--part", choices=JUDGE_AUDIT_PARTS, default="agreement",
+                   help="which table (default %(default)s; headline: one line per judge and dimension)")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples for the CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0)
+    _format(p)
     p = _on_dataset(sub, "ensemble", "MME-CRS metric ensembling, evaluated on held-out tracks or competitions",
                     track=False)
     p.set_defaults(handler=_cmd_ensemble)
@@ -402,7 +420,8 @@ def _on_wait(msg: str) -> None:
 # Commands that only read the store (or change what is in it already): on a store file that does not
 # exist they are an error naming the path, never a new empty store. init, import, score and learned
 # create the store when it is absent.
-NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "ensemble", "ranking", "winrate", "bt", "task",
+NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "judge-audit", "ensemble", "ranking",
+               "winrate", "bt", "task",
                "summary", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
 WRITERS = {"restore", "purge", "delete-model", "task"}  # of NEEDS_STORE, the ones that write
 
@@ -653,6 +672,24 @@ def _cmd_agreement(con, args) -> None:
 
     frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
              ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
+    emit(frame, args.format, 4)
+
+
+@_opens_store
+def _cmd_judge_audit(con, args) -> None:
+    from evalcore.analysis import judge_audit as ja
+
+    if args.part in ("agreement", "headline"):
+        frame = ja.agreement(con, args.dataset, judge=args.judge, bootstrap=args.bootstrap, seed=args.seed)
+        frame = ja.headline(frame) if args.part == "headline" else frame
+    elif args.part == "pairwise":
+        frame = ja.pairwise(con, args.dataset, judge=args.judge)
+    elif args.part == "length-controlled":
+        frame = ja.length_controlled(con, args.dataset, judge=args.judge)
+    else:
+        frame = ja.drift(con, args.dataset, bootstrap=args.bootstrap, seed=args.seed)
+    if frame.empty:
+        print(f"note: {ja.nothing_to_audit(con, args.dataset, args.part)}", file=sys.stderr)
     emit(frame, args.format, 4)
 
 

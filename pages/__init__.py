@@ -26,6 +26,7 @@ PAGES: tuple[Page, ...] = (
     Page("Correlations", ":material/grid_on:", "correlations", "pages/views/correlations.py"),
     Page("Drill-down", ":material/search:", "drilldown", "pages/views/drilldown.py"),
     Page("Human evaluation", ":material/groups:", "human", "pages/views/human.py"),
+    Page("Judge audit", ":material/gavel:", "judges", "pages/views/judges.py"),
     Page("Ensembles", ":material/join:", "ensemble", "pages/views/ensemble.py"),
     Page("Compare", ":material/compare_arrows:", "compare", "pages/views/compare.py"),
     Page("Upload", ":material/upload:", "upload", "pages/views/upload.py"),

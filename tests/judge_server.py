@@ -8,7 +8,11 @@ Markers, looked for in every message's content, first match wins:
   FAIL400   -> HTTP 400 always          NOCONTENT -> 200 without choices[0].message.content
   MALFORMED -> 200, no rating or verdict in the text
   pairwise prompts (they ask for [[A]], [[B]] and [[C]]): "[[A]]", or "[[B]]" when assistant B's answer
-    holds WIN (so a test can build position bias)
+    holds WIN (so a test can build position bias); with JudgeServer(prefer="longer"): the longer answer
+    ("[[C]]" when both are as long), with prefer="first": always "[[A]]"
+  SCORE@<judge model>=<n> -> "Rating: [[n]]" when the request names that judge model (two judges differ)
+  with JudgeServer(rate="length"), a rating with no marker comes from the answer's length (a toy judge that
+    likes long answers, for benchmarks on real data): G-Eval 0-2, MT-Bench 1-10
   SCORE=<n> -> "Rating: [[n]]"          otherwise "Rating: [[3]]"
 """
 from __future__ import annotations
@@ -20,13 +24,20 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SCORE = re.compile(r"SCORE=(\d+(?:\.\d+)?)")
+SCORE_OF = re.compile(r"SCORE@([\w.-]+)=(\d+(?:\.\d+)?)")
 # Where assistant B's final answer sits in the single-turn and multi-turn pairwise layouts.
 B_ANSWER = (("[The Start of Assistant B's Answer]", "[The End of Assistant B's Answer]"),
             ("### Assistant B:", "<|The End of Assistant B's Conversation with User|>"))
+A_ANSWER = (("[The Start of Assistant A's Answer]", "[The End of Assistant A's Answer]"),
+            ("### Assistant A:", "<|The End of Assistant A's Conversation with User|>"))
 
 
-def answer_b(text: str) -> str:
-    for start, end in B_ANSWER:
+def answer_a(text: str) -> str:
+    return answer_b(text, A_ANSWER)
+
+
+def answer_b(text: str, where=B_ANSWER) -> str:
+    for start, end in where:
         i = text.rfind(start)
         if i >= 0:
             j = text.find(end, i)
@@ -34,9 +45,23 @@ def answer_b(text: str) -> str:
     return ""
 
 
+def length_rating(text: str) -> int:
+    """The toy judge's rating: longer answers score higher (MT-Bench 1-10, else G-Eval's 0-2)."""
+    if "[The Start of Assistant's Answer]" in text:
+        answer = text.split("[The Start of Assistant's Answer]", 1)[1].split("[The End of Assistant's Answer]")[0]
+        return 1 + min(9, len(answer.strip()) // 15)
+    for start in ("待评估的回复：\n\n", "Response to evaluate:\n\n"):
+        if start in text:
+            answer = text.split(start, 1)[1].split("\n\n")[0].strip()
+            cjk = any("\u4e00" <= ch <= "\u9fff" for ch in answer)
+            low, high = (8, 20) if cjk else (40, 100)
+            return 0 if len(answer) < low else 1 if len(answer) < high else 2
+    return 1
+
+
 class JudgeServer:
-    def __init__(self, delay: float = 0.0):
-        self.delay = delay
+    def __init__(self, delay: float = 0.0, prefer: str | None = None, rate: str | None = None):
+        self.delay, self.prefer, self.rate = delay, prefer, rate
         self.requests = 0  # POSTs to /chat/completions
         self.in_flight = 0
         self.max_in_flight = 0
@@ -115,9 +140,19 @@ class JudgeServer:
         if "MALFORMED" in text:
             content = "I cannot decide about this one."
         elif all(token in text for token in ("[[A]]", "[[B]]", "[[C]]")):
-            content = "Both are fine. [[B]]" if "WIN" in answer_b(text) else "Both are fine. [[A]]"
+            if self.prefer == "first":
+                content = "Both are fine. [[A]]"
+            elif self.prefer == "longer":
+                a, b = len(answer_a(text).strip()), len(answer_b(text).strip())
+                content = "Both are fine. " + ("[[A]]" if a > b else "[[B]]" if b > a else "[[C]]")
+            else:
+                content = "Both are fine. [[B]]" if "WIN" in answer_b(text) else "Both are fine. [[A]]"
+        elif own := [v for m, v in SCORE_OF.findall(text) if m == body.get("model")]:
+            content = f"Short explanation. Rating: [[{own[0]}]]"
         elif match := SCORE.search(text):
             content = f"Short explanation. Rating: [[{match.group(1)}]]"
+        elif self.rate == "length":
+            content = f"Short explanation. Rating: [[{length_rating(text)}]]"
         else:
             content = "Short explanation. Rating: [[3]]"
         with self._lock:

@@ -131,6 +131,8 @@ VIEWS = {
     "upload": (q(dataset=DATASET, track=TRACK), [("combobox", "Track", TRACK), ("markdown", f"Already in {TRACK}")]),
     "tasks": (q(task=1), [("grid", HOSTILE)]),            # the task's name, its annotator in the progress
     "annotate": (q(task=1), [("grid", HOSTILE)]),         # the dimensions it asks for
+    "judges": (q(dataset=HOSTILE), [("combobox", "Dataset", HOSTILE),   # no judge scored it: the notice quotes it
+                                    ("markdown", f"no LLM judge has scored '{HOSTILE}'")]),
 }
 
 # Elements the hostile text would make if it were read as markdown, LaTeX or HTML.

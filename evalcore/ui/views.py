@@ -12,6 +12,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis import judge_audit
 from evalcore.analysis.agreement import agreement
 from evalcore.analysis.agreement import annotator_bias as annotator_bias_of
 from evalcore.analysis.correlate import correlations
@@ -550,6 +551,34 @@ def round_to_format(frame: pd.DataFrame, formats: dict[str, str]) -> pd.DataFram
 # ---------------------------------------------------------------- human evaluation page
 def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bootstrap: int = 1000) -> pd.DataFrame:
     return agreement(con, dataset, track, bootstrap=bootstrap, seed=0)
+
+
+def judged_datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Datasets an LLM judge scored (its system scores) or with imported pairwise judgments, in name order."""
+    judges = [n for n, m in registry.of(con).items() if getattr(m, "family", None) == "judge"]
+    return [d for (d,) in con.execute("""
+        SELECT DISTINCT dataset FROM system_scores WHERE origin = 'computed' AND list_contains(?, name)
+        UNION SELECT DISTINCT dataset FROM pairwise_judgments WHERE source = 'judge' ORDER BY 1""", [judges]).fetchall()]
+
+
+def judge_audit_part(con: duckdb.DuckDBPyConnection, dataset: str, part: str, bootstrap: int = 200) -> pd.DataFrame:
+    """One table of the judge audit (evalcore.analysis.judge_audit), as `evalcore judge-audit --part` gives it."""
+    if part in ("agreement", "headline"):
+        table = judge_audit.agreement(con, dataset, bootstrap=bootstrap, seed=0)
+        return judge_audit.headline(table) if part == "headline" else table
+    if part == "pairwise":
+        return judge_audit.pairwise(con, dataset)
+    if part == "length-controlled":
+        return judge_audit.length_controlled(con, dataset)
+    return judge_audit.drift(con, dataset, bootstrap=bootstrap, seed=0)
+
+
+def human_ceiling(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    return judge_audit.ceiling(con, dataset)
+
+
+def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) -> str:
+    return judge_audit.nothing_to_audit(con, dataset, part)
 
 
 def multi_rated_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

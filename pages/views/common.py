@@ -289,7 +289,7 @@ def heatmap(cells: pd.DataFrame, *, x: str, y: str, value: str, label: str, tool
 
 def bar(frame: pd.DataFrame, *, x: str, y: str, key: str, color: str | None = None, facet: str | None = None,
         y_title: str | None = None, y_domain: list[float] | None = None, tooltip: list[str] | None = None,
-        height: int = 320) -> None:
+        height: int = 320, columns: int = 3, facet_width: int = 240) -> None:
     """A (grouped, optionally faceted) bar chart in Vega-Lite; names are drawn as text."""
     tips = tooltip or [c for c in (facet, x, color, y) if c]
     enc: dict = {"x": {"field": x, "type": "nominal", "title": x, "sort": list(dict.fromkeys(frame[x])),
@@ -306,7 +306,8 @@ def bar(frame: pd.DataFrame, *, x: str, y: str, key: str, color: str | None = No
     spec = {"data": {"values": _records(frame, [c for c in (x, y, color, facet, *tips) if c])},
             "config": {"font": CJK_FONT}}
     if facet:
-        spec.update(facet={"field": facet, "type": "nominal", "title": None}, columns=3, spec={**inner, "width": 240})
+        spec.update(facet={"field": facet, "type": "nominal", "title": None}, columns=columns,
+                    spec={**inner, "width": facet_width})
         if color:  # below the facets: at the side it would be cut off
             enc["color"]["legend"] = {"orient": "bottom", "columns": 2, "labelLimit": 320}
         st.vega_lite_chart(spec=spec, width="content", key=key)

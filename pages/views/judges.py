@@ -1,0 +1,101 @@
+"""Judge audit: may an LLM judge stand in for the lab's annotators, on which skill? Its agreement with people
+beside people's agreement with each other, its position and length biases, its length-controlled win rates,
+and how much it moved when its model or prompt changed."""
+import streamlit as st
+
+from evalcore.ui import views
+from pages.views.common import bar, data, download, grid, md_escape, publish, select, start
+
+con, vs = start("Judge audit")
+judged = data(views.judged_datasets)
+datasets = data(views.datasets)
+rated = [d for d, _ in data(views.multi_rated_tracks)]
+dataset = vs.one("dataset", datasets, (judged or rated or datasets or [None])[0])
+with st.columns([1, 2])[0]:
+    dataset = select("Dataset", datasets, dataset, key="ja-dataset")
+publish("judges", {"dataset": dataset}, vs.notices)
+if dataset is None:
+    st.stop()
+if dataset not in judged:
+    st.info(md_escape(data(views.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
+                      + (", ".join(judged) or "none in this store") + "."))
+    # what can be shown without a judge: how well people agree with each other here, the bar a judge must clear
+    bar_ = data(views.human_ceiling, dataset)
+    if len(bar_):
+        st.subheader("The bar a judge must clear here")
+        st.caption("For each annotator, Spearman's correlation with the mean of the other annotators on the responses "
+                   "both rated (turn level), averaged over annotators; a judge audited on this dataset is set beside "
+                   "this number.")
+        grid(bar_, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                                   for c in bar_.columns if bar_[c].dtype.kind == "f"})
+    else:
+        st.caption("No response here is rated by two or more annotators, so there is no human ceiling either.")
+    st.stop()
+
+NUMBERS = {"format": "%.3f"}
+
+
+def show(frame) -> None:
+    """A table of the audit with the long identifying columns (track, signature) last: the numbers first."""
+    last = [c for c in frame.columns if c == "track" or c.startswith("signature")]
+    frame = frame[[c for c in frame.columns if c not in last] + last]
+    grid(frame, width="stretch", column_config={c: st.column_config.NumberColumn(**NUMBERS)
+                                                for c in frame.columns if frame[c].dtype.kind == "f"})
+
+
+def table(part: str, caption: str) -> None:
+    frame = data(views.judge_audit_part, dataset, part)
+    st.caption(caption)
+    if frame.empty:
+        st.text(data(views.nothing_to_audit, dataset, part))
+        return
+    show(frame)
+    download(frame, f"judge-audit-{part}-{dataset}", f"Download {part} (CSV)")
+
+
+# ---------------------------------------------------------------- agreement beside the human ceiling
+st.subheader("Does the judge agree with people as well as people agree with each other?")
+head = data(views.judge_audit_part, dataset, "headline")
+if head.empty:
+    st.text(data(views.nothing_to_audit, dataset, "agreement"))
+else:
+    judge_col, ceiling_col = "judge (leave-one-out)", "human ceiling (leave-one-out)"
+    long = head.melt(id_vars=["skill", "judge", "asked", "dimension"], value_vars=[judge_col, ceiling_col],
+                     var_name="who", value_name="spearman")
+    long["judge"] = long["skill"] + ": " + long["judge"] + " (" + long["asked"] + ")"
+    long = long.dropna(subset=["spearman"])
+    if len(long):   # one panel per judge, in one column: a second column is cut off at 800 px
+        bar(long, x="dimension", y="spearman", color="who", facet="judge", key="ja-ceiling",
+            y_title="Spearman with the others' mean", y_domain=[-1, 1], columns=1, facet_width=360)
+    else:
+        st.caption("No response here is rated by two or more annotators: there is no human ceiling to set a judge "
+                   "beside, only its correlation with the one rating (the table).")
+    st.caption("For each annotator, the judge's Spearman correlation with the mean of the other annotators, and "
+               "that annotator's own, on the same responses; averaged over annotators (FastChat's judge-human vs "
+               "human-human comparison). A judge at or above the ceiling agrees with people as well as they agree "
+               "with each other; below it, it does not (yet). Turn level; one panel per skill and judge.")
+    show(head)
+    download(head, f"judge-audit-headline-{dataset}", "Download headline (CSV)")
+with st.expander("Every agreement statistic (turn and system level, Kendall, weighted kappa, CIs)"):
+    table("agreement", "Spearman and Kendall with people's mean (95% bootstrap CIs, 200 resamples); the leave-one-out "
+          "rows' interval is the range over annotators; quadratic-weighted Cohen's kappa of the judge's values "
+          "rounded to the scale, against each annotator and between annotators.")
+
+# ---------------------------------------------------------------- pairwise judges
+st.subheader("Pairwise judges: position and length")
+table("pairwise", "consistency: the share of pairs whose verdict survives swapping the answers (a flipped verdict "
+      "counts as a tie); p_first: the share of single-order verdicts for the answer shown first (0.5 = none); "
+      "p_longer: among decided pairs of unequal length (characters for Chinese, words for English), the share won "
+      "by the longer answer, by the judge and by people's votes on the same pairs; agreement with people's votes, "
+      "with and without ties.")
+table("length-controlled", "AlpacaEval's length-controlled win rate against the judge's baseline (its "
+      "length_controlled_minimal GLM: logit P(win) = w_len * tanh(standardised length difference) + w_0, fitted "
+      "with cross-validated L1 logistic regression; reported at zero length difference). length_weight > 0: the "
+      "judge favours the shorter answer; < 0: the longer. Where length alone decides the verdicts, the rate is an "
+      "extrapolation and the note says so.")
+
+# ---------------------------------------------------------------- drift
+st.subheader("Drift between two signatures of a judge")
+table("drift", "The same judge under two signatures (another judge model, prompt or temperature) on the same "
+      "responses: their turn-level Spearman, and Kendall's tau between the leaderboards they induce (95% bootstrap "
+      "interval over items).")
