@@ -265,6 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="SIGNATURE", help="one judge only: its signature or its name (e.g. Judge-Coh)")
     p.add_argument("--part", choices=JUDGE_AUDIT_PARTS, default="agreement",
                    help="which table (default %(default)s; headline: one line per judge and dimension)")
+    p.add_argument("--across", choices=("samples", "judges"), default="samples",
+                   help="uncertainty: over the --judge-sample runs of one judge, or over every signature of a judge name")
     p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
     _format(p)
@@ -686,6 +688,8 @@ def _cmd_judge_audit(con, args) -> None:
         frame = ja.pairwise(con, args.dataset, judge=args.judge)
     elif args.part == "length-controlled":
         frame = ja.length_controlled(con, args.dataset, judge=args.judge)
+    elif args.part == "uncertainty":
+        frame = ja.uncertainty(con, args.dataset, across=args.across, bootstrap=args.bootstrap, seed=args.seed)
     else:
         frame = ja.drift(con, args.dataset, bootstrap=args.bootstrap, seed=args.seed)
     if frame.empty:

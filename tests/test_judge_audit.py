@@ -10,6 +10,7 @@ import types
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from judge_server import JudgeServer
 from scipy import stats
@@ -130,6 +131,17 @@ def test_a_judge_that_copies_the_people_s_mean_reaches_the_human_ceiling(tmp_pat
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.get("vega_lite_chart")) == 1 and len(at.dataframe) >= 2 and not at.info
+    # on Metric trust the judge is a row like any metric, its audit on hover
+    trust = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    trust.switch_page("pages/views/trust.py")
+    for key, value in {"dataset": "ja", "level": "turn", "dimension": "Coh"}.items():
+        trust.query_params[key] = value
+    trust.run()
+    assert not trust.exception, [e.value for e in trust.exception]
+    cells = pa.ipc.open_stream(trust.get("vega_lite_chart")[0].proto.data.data).read_all().to_pandas()
+    hovers = dict(zip(cells["metric"], cells["judge audit"]))
+    assert hovers["Judge-Coh"].startswith("audit on Coh (tiny-judge@127.0.0.1:")
+    assert f"leave-one-out r = {judge:.2f} vs the human ceiling {ceiling:.2f}: agrees with people" in hovers["Judge-Coh"]
 
 
 def test_the_length_controlled_win_rate_equals_alpaca_eval(tmp_path, monkeypatch):
@@ -184,3 +196,29 @@ def test_drift_between_two_judge_models_against_scipy(tmp_path):
     assert row["models"] == 3
     assert row["kendall_tau_system"] == pytest.approx(stats.kendalltau(board_one, board_two)[0])
     assert row["ci_low"] <= row["kendall_tau_system"] <= row["ci_high"]
+
+
+def test_uncertainty_over_samples_and_over_judges(tmp_path):
+    one = {"base": [k % 3 for k in range(N)], "test": [2] * N, "mid": [1] * N}
+    two = {"base": [(k + 1) % 3 for k in range(N)], "test": [2 - (k % 2) for k in range(N)], "mid": [1] * N}
+    texts = {m: [f"SCORE@judge-one={one[m][k]} SCORE@judge-two={two[m][k]} 回答{m}{k}" for k in range(N)] for m in one}
+    db = _store(tmp_path, base=texts["base"], test=texts["test"], more={"mid": texts["mid"]})
+    with JudgeServer() as srv:
+        for sample in ("1", "2"):   # the same deterministic judge asked twice: no spread at all
+            assert main(["score", "--db", db, "--metrics", "Judge-Coh", "--judge-base-url", srv.url, "--judge-model",
+                         "judge-one", "--judge-sample", sample, "--judge-retries", "1"]) == 0
+        _judge(srv, db, metrics="Judge-Coh", model="judge-two")
+    con = connect(db)
+    samples = audit.uncertainty(con, "ja", bootstrap=100, seed=0).set_index("model")
+    judges = audit.uncertainty(con, "ja", across="judges", bootstrap=100, seed=0).set_index("model")
+    con.close()
+    assert set(samples["samples"]) == {2} and (samples["judge_sd"] == 0).all()
+    assert (samples["rank_low"] == samples["rank_low_items"]).all() and (samples["rank_high"] == samples["rank_high_items"]).all()
+    assert samples.loc["test", "mean"] == pytest.approx(2.0) and samples.loc["test", "rank"] == 1
+    # across judges: judge-one's two samples and judge-two, three answers per response
+    assert set(judges["samples"]) == {3}
+    for m in one:
+        answers = [[one[m][k], one[m][k], two[m][k]] for k in range(N)]
+        assert judges.loc[m, "mean"] == pytest.approx(np.mean([np.mean(a) for a in answers]))
+        assert judges.loc[m, "judge_sd"] == pytest.approx(np.mean([np.std(a, ddof=1) for a in answers]))
+        assert judges.loc[m, "rank_low"] <= judges.loc[m, "rank"] <= judges.loc[m, "rank_high"]

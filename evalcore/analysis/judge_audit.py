@@ -25,6 +25,8 @@ judgments a store holds with source 'judge' (MT-Bench's imported verdicts).
   judge's baseline (see lc_winrate).
 - drift(): two signatures of one judge over the same responses: their turn-level Spearman, and Kendall's
   tau between the leaderboards (models by mean value) they induce, with a bootstrap CI over items.
+- uncertainty(): a judge sampled k times (`--judge-sample`) or several judges: each model's mean, the judge's
+  spread per response, and rank intervals with and without the judge's own variance.
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ PAIRWISE_COLUMNS = ["track", "skill", "judge", "asked", "signature", "pairs", "c
                     "agreement_without_ties", "note"]
 LC_COLUMNS = ["track", "judge", "asked", "signature", "model", "baseline", "n", "win_rate", "lc_win_rate",
               "length_weight", "note"]
+UNCERTAINTY_COLUMNS = ["track", "judge", "asked", "samples", "model", "items", "mean", "judge_sd", "rank",
+                       "rank_low_items", "rank_high_items", "rank_low", "rank_high"]
 SEPARATED = 10.0   # |w_len| beyond this: the verdicts are (nearly) separable by length (a logit change of 10 per unit)
 DRIFT_COLUMNS = ["track", "judge", "asked_a", "asked_b", "signature_a", "signature_b", "n", "spearman_turn", "models",
                  "kendall_tau_system", "ci_low", "ci_high"]
@@ -457,9 +461,83 @@ def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) ->
         return f"{dataset!r} has no human ratings of responses to audit a rating judge against"
     if part == "drift":
         return "drift needs one judge scored under two signatures (another judge model, prompt or temperature)"
+    if part == "uncertainty":
+        return ("the judge's spread needs it asked k times: score with --judge-temperature 0.7 and --judge-sample 1, "
+                "then 2, ... (or, with --across judges, two judge models)")
     if part in ("pairwise", "length-controlled"):
         return f"no pairwise judge (Judge-Pairwise with --judge-baseline, or imported judgments) on {dataset!r}"
     return f"no rating judge on {dataset!r} has values for responses people rated"
+
+
+# ---------------------------------------------------------------- a judge's own variance in the ranks
+def unsampled(signature: str) -> str:
+    """A signature without its `sample:i` part: the judge that was sampled."""
+    return "|".join(p for p in signature.split("|") if not p.startswith("sample:"))
+
+
+def uncertainty(con: duckdb.DuckDBPyConnection, dataset: str, *, across: str = "samples", bootstrap: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """UNCERTAINTY_COLUMNS: a rating judge asked several times per response, its spread and the ranks it gives.
+    `across`: 'samples' groups the runs of one judge that differ only in `--judge-sample` (k samples at
+    temperature > 0); 'judges' groups every signature of a judge name (several judge models or prompts).
+    Per model: the mean over items of the mean over the group's answers; judge_sd, the mean over the model's
+    responses of the standard deviation between answers; its rank (1 = highest mean) and two 95% rank intervals
+    from `bootstrap` resamples of items: over items only (each response's mean answer), and over items and the
+    judge (each resampled response takes one of its answers at random), which is wider by what the judge's
+    own variance adds."""
+    rows = []
+    rng_seed = seed
+    for track, _ in _tracks(con, dataset):
+        values = judge_values(con, dataset, track)
+        values = values[values["judge"] != "Judge-Pairwise"]
+        if values.empty:
+            continue
+        values["group"] = values["signature"].map(unsampled) if across == "samples" else values["judge"]
+        for (name, group), part in values.groupby(["judge", "group"], sort=True):
+            runs = sorted(part["signature"].unique())
+            if len(runs) < 2:
+                continue
+            wide = part.pivot_table(index=["item_id", "model"], columns="signature", values="value", aggfunc="first")
+            wide = wide.dropna()   # responses every run answered
+            if wide.empty:
+                continue
+            answers = wide.to_numpy(float)                       # responses x runs
+            keys = wide.index.to_frame(index=False)
+            models = sorted(keys["model"].unique())
+            items = sorted(keys["item_id"].unique())
+            m_idx = keys["model"].map({m: i for i, m in enumerate(models)}).to_numpy()
+            i_idx = keys["item_id"].map({it: i for i, it in enumerate(items)}).to_numpy()
+            means = answers.mean(axis=1)
+
+            def board(weights: np.ndarray, per_response: np.ndarray) -> np.ndarray:
+                """Model means given item weights (bootstrap counts) and one value per response."""
+                w = weights[i_idx]
+                total = np.bincount(m_idx, w * per_response, minlength=len(models))
+                count = np.bincount(m_idx, w, minlength=len(models))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    return total / count
+
+            point = board(np.ones(len(items)), means)
+            rank = pd.Series(-point).rank(method="average").to_numpy()
+            rng = np.random.default_rng(rng_seed)
+            only_items, with_judge = [], []
+            for _ in range(bootstrap):
+                weights = rng.multinomial(len(items), np.full(len(items), 1 / len(items))).astype(float)
+                only_items.append(pd.Series(-board(weights, means)).rank(method="average").to_numpy())
+                pick = answers[np.arange(len(answers)), rng.integers(0, answers.shape[1], len(answers))]
+                with_judge.append(pd.Series(-board(weights, pick)).rank(method="average").to_numpy())
+            sd = pd.Series(answers.std(axis=1, ddof=1)).groupby(m_idx).mean().to_numpy()
+            lo_i, hi_i = (np.nanpercentile(only_items, q, axis=0) if bootstrap else np.full(len(models), np.nan)
+                          for q in (2.5, 97.5))
+            lo_j, hi_j = (np.nanpercentile(with_judge, q, axis=0) if bootstrap else np.full(len(models), np.nan)
+                          for q in (2.5, 97.5))
+            for k, model in enumerate(models):
+                rows.append({"track": track, "judge": name, "asked": asked(group) if across == "samples" else
+                             f"{len(runs)} signatures", "samples": len(runs), "model": model,
+                             "items": int((m_idx == k).sum()), "mean": point[k], "judge_sd": sd[k], "rank": rank[k],
+                             "rank_low_items": lo_i[k], "rank_high_items": hi_i[k], "rank_low": lo_j[k],
+                             "rank_high": hi_j[k]})
+    return pd.DataFrame(rows, columns=UNCERTAINTY_COLUMNS)
 
 
 # ---------------------------------------------------------------- drift between two signatures of a judge

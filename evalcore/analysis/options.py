@@ -7,7 +7,7 @@ ORIGINS = ("computed", "published")
 ADJUSTMENTS = ("holm", "none")
 HOLDOUTS = ("track", "competition")
 ENSEMBLE_LEVELS = ("system", "turn")
-JUDGE_AUDIT_PARTS = ("agreement", "headline", "pairwise", "length-controlled", "drift")
+JUDGE_AUDIT_PARTS = ("agreement", "headline", "pairwise", "length-controlled", "drift", "uncertainty")
 
 
 def said(names, last: str = "or") -> str:

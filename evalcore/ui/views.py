@@ -570,7 +570,36 @@ def judge_audit_part(con: duckdb.DuckDBPyConnection, dataset: str, part: str, bo
         return judge_audit.pairwise(con, dataset)
     if part == "length-controlled":
         return judge_audit.length_controlled(con, dataset)
+    if part == "uncertainty":
+        return judge_audit.uncertainty(con, dataset, across="samples", bootstrap=bootstrap, seed=0)
     return judge_audit.drift(con, dataset, bootstrap=bootstrap, seed=0)
+
+
+def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str) -> pd.DataFrame:
+    """For Metric trust's hover: per judge metric and skill, its audit headline against `dimension` (the judge's
+    own dimension where it has one) under the signature its column holds now. Columns metric, skill, audit."""
+    out = pd.DataFrame(columns=["metric", "skill", "audit"])
+    if dataset not in judged_datasets(con):
+        return out
+    head = judge_audit.headline(judge_audit.agreement(con, dataset, bootstrap=0))
+    current = {s for (s,) in con.execute("SELECT DISTINCT signature FROM system_scores WHERE dataset = ? AND "
+                                         "origin = 'computed'", [dataset]).fetchall()}
+    head = head[head["signature"].isin(current)]
+    own = head["judge"].str.removeprefix("Judge-") == head["dimension"]
+    head = head[own | (head["dimension"] == dimension)]
+    if head.empty:
+        return out
+
+    def said(r) -> str:
+        loo, ceiling, mean = r["judge (leave-one-out)"], r["human ceiling (leave-one-out)"], r["judge vs people's mean"]
+        if pd.isna(ceiling):
+            return f"audit on {r['dimension']} ({r['asked']}): r = {mean:.2f} with the one rating per response; no ceiling"
+        return (f"audit on {r['dimension']} ({r['asked']}): leave-one-out r = {loo:.2f} vs the human ceiling "
+                f"{ceiling:.2f}: {r['verdict']}")
+
+    head = head.assign(audit=head.apply(said, axis=1))
+    rows = head.groupby(["judge", "skill"])["audit"].agg("; ".join).reset_index()
+    return rows.rename(columns={"judge": "metric"})[["metric", "skill", "audit"]]
 
 
 def human_ceiling(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:

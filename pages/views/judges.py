@@ -99,3 +99,11 @@ st.subheader("Drift between two signatures of a judge")
 table("drift", "The same judge under two signatures (another judge model, prompt or temperature) on the same "
       "responses: their turn-level Spearman, and Kendall's tau between the leaderboards they induce (95% bootstrap "
       "interval over items).")
+
+# ---------------------------------------------------------------- the judge's own variance
+st.subheader("How sure is the judge? Its spread and the ranks it gives")
+table("uncertainty", "A judge asked k times per response (scored with --judge-temperature > 0 and --judge-sample 1..k): "
+      "each model's mean, judge_sd (the mean over its responses of the spread between the k answers), its rank, "
+      "and 95% rank intervals from 200 bootstrap resamples of items: over items only, and over items and the "
+      "judge's answers (each resampled response takes one of its k answers at random), wider by what the judge's "
+      "own variance adds.")

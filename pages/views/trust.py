@@ -115,9 +115,13 @@ grid["r (exact)"] = fmt(grid["r"], ".3f", "undefined")
 grid["p value"] = fmt(grid["p"], ".3g")
 grid["adjusted p"] = fmt(grid["p_adjusted"], ".3g")
 grid["verdict"] = grid["mark"].map(MARK_WORDS).fillna("")
+# a judge's row: its audit against the lab's people on hover (the Judge audit page has the whole of it)
+audits = data(views.judge_headlines, dataset, dimension)
+grid = grid.merge(audits, on=["metric", "skill"], how="left")
+grid["judge audit"] = grid["audit"].fillna("") if "audit" in grid else ""
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
-                 "dimensions", "note"],
+                 "dimensions", "note", "judge audit"],
         x_order=list(dict.fromkeys(grid["column"])), y_order=list(dict.fromkeys(grid["metric"])), key="trust-matrix")
 n_values = sorted(set(frame.loc[frame["track"] != "pooled", "n"].dropna().astype(int)))
 st.caption(

@@ -40,6 +40,9 @@ def add_arguments(parser) -> None:
     g.add_argument("--judge-retries", type=count(1), default=default("judge_retries"),
                    help=f"attempts per request, with backoff (default {default('judge_retries')})")
     g.add_argument("--judge-baseline", metavar="MODEL", help="Judge-Pairwise: the model every response is compared with")
+    g.add_argument("--judge-sample", type=count(1), metavar="I",
+                   help="this run is sample I of k (with --judge-temperature > 0): stored under its own signature, "
+                        "so `judge-audit --part uncertainty` sees the judge's spread")
 
 
 def endpoint(args) -> Endpoint | None:
@@ -55,4 +58,4 @@ def endpoint(args) -> Endpoint | None:
 def options(args) -> dict:
     """The judge's fields of NeuralOptions, from add_arguments' options."""
     return dict(judge=endpoint(args), judge_baseline=args.judge_baseline, judge_concurrency=args.judge_concurrency,
-                judge_retries=args.judge_retries)
+                judge_retries=args.judge_retries, judge_sample=args.judge_sample)

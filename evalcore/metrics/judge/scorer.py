@@ -29,6 +29,8 @@ def signature_parts(template: str, dimension: str | None, opts, pairwise: bool =
              f"parse:{rule}", f"v:judge-{JUDGE_VERSION}"]
     if pairwise:
         parts.insert(3, f"baseline:{opts.judge_baseline}|orders:both")
+    if opts.judge_sample is not None:   # one of k samples of the same judge: kept apart, compared by judge-audit
+        parts.insert(-1, f"sample:{opts.judge_sample}")
     return tuple(parts)
 
 

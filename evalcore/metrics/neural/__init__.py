@@ -46,6 +46,7 @@ class NeuralOptions:
     judge_baseline: str | None = None      # the model pairwise judging compares against
     judge_concurrency: int = 8             # requests in flight at most
     judge_retries: int = 3                 # attempts per request (backoff between them)
+    judge_sample: int | None = None        # which of k samples this run is (temperature > 0): its own signature
 
     @property
     def layer(self) -> int:
