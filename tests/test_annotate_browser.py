@@ -133,7 +133,7 @@ def test_three_annotators_rate_survive_a_kill_and_agree_with_krippendorff(tmp_pa
             context = browser.new_context(viewport={"width": 1400, "height": 1200})
             page = context.new_page()
             page.goto(f"{base}/tasks?task={task.task_id}")
-            expect(page.get_by_text("Agreement per dimension as ratings arrive")).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Agreement per dimension as answers arrive")).to_be_visible(timeout=60_000)
             expect(page.locator('[data-testid="stDataFrame"]').nth(2)).to_be_visible(timeout=60_000)
             page.screenshot(path=str(ARTIFACTS / "tasks-results-1400.png"), full_page=True)
     finally:

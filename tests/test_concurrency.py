@@ -19,7 +19,17 @@ import pytest
 from conftest import ROOT
 from evalcore.ingest.responses import import_responses
 from evalcore.services import jobs
-from evalcore.store import ServerLockHeld, Shared, WriteConflict, connect, lease, retrying, server_lock, transaction
+from evalcore.store import (
+    ServerLockHeld,
+    Shared,
+    WriteConflict,
+    connect,
+    lease,
+    retrying,
+    server_lock,
+    transaction,
+    waiting,
+)
 
 
 def _db(con) -> str:
@@ -102,6 +112,12 @@ def test_a_lingering_instance_is_reused_then_closed(toy):
             time.sleep(0.05)
         assert not shared.is_open and shared.users == 0
         connect(db).close()   # the file is free for another connection (a command of another process)
+        # a process waiting for the file (it marks <store>.wait while it retries) makes a give-back close at once
+        lease(db).close()
+        assert shared.is_open
+        with lease(db):
+            waiting(Path(db))
+        assert not shared.is_open
     finally:
         shared.linger = 0.0
 

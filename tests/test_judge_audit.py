@@ -116,6 +116,7 @@ def test_a_judge_that_copies_the_people_s_mean_reaches_the_human_ceiling(tmp_pat
     judge = np.mean([stats.spearmanr(pd.Series(mean), frame.drop(columns=[a]).mean(axis=1))[0] for a in scores])
     assert head["human ceiling (leave-one-out)"] == pytest.approx(ceiling)
     assert head["judge (leave-one-out)"] == pytest.approx(judge)
+    assert head["gap (judge - ceiling)"] == pytest.approx(judge - ceiling)
     assert judge >= ceiling and head["verdict"] == "agrees with people as well as people agree with each other"
     kappa = table[(table["statistic"] == "kappa_quadratic") & (table["who"] == "judge vs each annotator")]
     assert len(kappa) == 1 and kappa["value"].iloc[0] > 0

@@ -30,11 +30,13 @@ judgments a store holds with source 'judge' (MT-Bench's imported verdicts).
 """
 from __future__ import annotations
 
+import warnings
 from itertools import combinations
 
 import duckdb
 import numpy as np
 import pandas as pd
+from scipy import stats
 from sklearn import config_context
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.metrics import make_scorer
@@ -146,6 +148,52 @@ def loo(judge: pd.Series | None, ratings: pd.DataFrame, method: str = "spearman"
             "spread": (float(np.min(people)), float(np.max(people))) if people else (np.nan, np.nan)}
 
 
+def loo_gap(judge: pd.Series, ratings: pd.DataFrame, *, bootstrap: int, seed: int) -> tuple[float, float, float]:
+    """The judge's leave-one-out Spearman minus the people's (loo()), and its 95% bootstrap interval over the
+    rated responses (each resample recomputes both on the same responses, in arrays: a page asks this per
+    judge and dimension)."""
+    wide = ratings.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
+    judged = judge.reindex(wide.index)
+    point = loo(judged, ratings)
+    gap = point["judge"] - point["human"]
+    if bootstrap <= 0 or np.isnan(gap):
+        return gap, np.nan, np.nan
+    scores, j = wide.to_numpy(float), judged.to_numpy(float)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(bootstrap):
+        pick = rng.integers(0, len(j), len(j))
+        draws.append(_loo_arrays(scores[pick], j[pick]))
+    draws = np.array(draws)
+    draws = draws[~np.isnan(draws)]
+    return (gap, *np.percentile(draws, [2.5, 97.5])) if len(draws) else (gap, np.nan, np.nan)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return np.nan
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def _loo_arrays(scores: np.ndarray, judge: np.ndarray) -> float:
+    """loo()'s judge minus human mean Spearman on arrays (responses x annotators, NaN = not rated)."""
+    people, judged = [], []
+    for a in range(scores.shape[1]):
+        rest = np.delete(scores, a, axis=1)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # a response no one else rated: NaN, dropped below
+            others = np.nanmean(rest, axis=1)
+        ok = ~np.isnan(scores[:, a]) & ~np.isnan(others) & ~np.isnan(judge)
+        if ok.sum() < 3:
+            continue
+        h, jr = _spearman(scores[ok, a], others[ok]), _spearman(judge[ok], others[ok])
+        if not (np.isnan(h) or np.isnan(jr)):
+            people.append(h)
+            judged.append(jr)
+    return float(np.mean(judged) - np.mean(people)) if people else np.nan
+
+
 def kappas(judge: pd.Series, ratings: pd.DataFrame, lo: float, hi: float) -> dict:
     """Quadratic-weighted Cohen's kappa: the judge's values rounded onto the scale's points against each
     annotator (mean over annotators), and between each pair of annotators (mean over pairs)."""
@@ -208,6 +256,10 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None
                     rows.append({**base, "level": "turn", "statistic": method, "who": "judge (leave-one-out)",
                                  "value": out["judge"], "ci_low": np.nan, "ci_high": np.nan, "n": out["annotators"],
                                  "note": "mean over the same annotators of r(judge, the others' mean)"})
+                gap, lo, hi = loo_gap(judged, rated[["unit", "annotator", "score"]], bootstrap=bootstrap, seed=seed)
+                rows.append({**base, "level": "turn", "statistic": "spearman", "who": "gap (judge - ceiling)",
+                             "value": gap, "ci_low": lo, "ci_high": hi, "n": rated["unit"].nunique(),
+                             "note": "leave-one-out Spearman, judge minus people; 95% bootstrap over responses"})
                 bounds = scale(con, dataset, dim)
                 judge_scale = getattr(registry.of(con).get(name), "scale", None)
                 same = bounds is not None and callable(judge_scale) and tuple(judge_scale()) == bounds
@@ -243,17 +295,27 @@ def ceiling(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
 def headline(table: pd.DataFrame) -> pd.DataFrame:
     """One line per judge, track and dimension: the judge's leave-one-out Spearman against the human ceiling."""
     part = table[(table["statistic"] == "spearman") & (table["level"] == "turn")]
-    wide = part.pivot_table(index=["track", "skill", "judge", "asked", "signature", "dimension"], columns="who",
-                            values="value", aggfunc="first").reset_index()
-    for col in ("judge (leave-one-out)", "human ceiling (leave-one-out)", "judge vs people's mean"):
+    keys = ["track", "skill", "judge", "asked", "signature", "dimension"]
+    if part.empty:
+        return pd.DataFrame(columns=keys + ["verdict"])
+    wide = part.pivot_table(index=keys, columns="who", values="value", aggfunc="first").reset_index()
+    for col in ("judge (leave-one-out)", "human ceiling (leave-one-out)", "judge vs people's mean",
+                "gap (judge - ceiling)"):
         if col not in wide:
             wide[col] = np.nan
-    gap = wide["judge (leave-one-out)"] - wide["human ceiling (leave-one-out)"]
+    gaps = part[part["who"] == "gap (judge - ceiling)"][keys + ["ci_low", "ci_high"]]
+    wide = wide.merge(gaps.rename(columns={"ci_low": "gap_ci_low", "ci_high": "gap_ci_high"}), on=keys, how="left")
+    gap, hi = wide["gap (judge - ceiling)"], wide["gap_ci_high"]
+    # "as well as" on the point estimate; "below" only where the whole interval is below 0 (without an
+    # interval, on the point); else the data cannot tell the judge from the ceiling
+    below = np.where(hi.notna(), hi < 0, gap < 0)
     wide["verdict"] = np.where(gap.isna(), "no ceiling: fewer than two annotators per response",
                                np.where(gap >= 0, "agrees with people as well as people agree with each other",
-                                        "below the human ceiling"))
+                                        np.where(below, "below the human ceiling",
+                                                 "not distinguishable from the human ceiling")))
     first = ["track", "skill", "judge", "asked", "dimension", "verdict", "judge (leave-one-out)",
-             "human ceiling (leave-one-out)", "judge vs people's mean"]
+             "human ceiling (leave-one-out)", "gap (judge - ceiling)", "gap_ci_low", "gap_ci_high",
+             "judge vs people's mean"]
     return wide[first + [c for c in wide.columns if c not in first]]
 
 

@@ -81,11 +81,31 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
                 hint = (f" Waited {wait:g} s: another process kept it (an import, or a scoring job the dashboard "
                         f"runs, holds the store until it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
                 raise StoreError(f"cannot open {db}: {exc}.{hint}") from exc
+            waiting(db)   # a lingering dashboard lets go at once (Shared._give_back)
             if on_wait is not None and not told:
                 on_wait(f"waiting for {db}: another process is using it (the dashboard releases it between "
                         f"page loads); waiting up to {wait:g} s")
                 told = True
             time.sleep(0.05)
+
+
+WAITING_FRESH = 3.0   # seconds a waiter's mark counts (it renews it every retry, 20 times a second)
+
+
+def waiting(db: Path) -> None:
+    """Mark that a process waits for the store's file: `<store>.wait`'s modification time, renewed while it waits.
+    Only a hint that a lingering dashboard reads (someone_waits); nothing is locked by it."""
+    try:
+        Path(f"{db}.wait").touch()
+    except OSError:   # a read-only folder: the dashboard closes after its linger anyway
+        pass
+
+
+def someone_waits(db: Path) -> bool:
+    try:
+        return time.time() - os.stat(f"{db}.wait").st_mtime < WAITING_FRESH
+    except OSError:
+        return False
 
 
 class Handle:
@@ -379,7 +399,7 @@ class Shared:
             finally:
                 self.users -= 1
                 if self.users == 0 and self.root is not None:
-                    if self.linger > 0:
+                    if self.linger > 0 and not someone_waits(self.db):
                         timer = threading.Timer(self.linger, self._close_idle, args=(self.generation,))
                         timer.daemon = True
                         timer.start()

@@ -602,6 +602,11 @@ def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str
     return rows.rename(columns={"judge": "metric"})[["metric", "skill", "audit"]]
 
 
+def judge_headline(agreement_table: pd.DataFrame) -> pd.DataFrame:
+    """The headline from the agreement table a page already has (not computed twice)."""
+    return judge_audit.headline(agreement_table)
+
+
 def human_ceiling(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
     return judge_audit.ceiling(con, dataset)
 

@@ -55,7 +55,7 @@ def table(part: str, caption: str) -> None:
 
 # ---------------------------------------------------------------- agreement beside the human ceiling
 st.subheader("Does the judge agree with people as well as people agree with each other?")
-head = data(views.judge_audit_part, dataset, "headline")
+head = views.judge_headline(data(views.judge_audit_part, dataset, "agreement"))
 if head.empty:
     st.text(data(views.nothing_to_audit, dataset, "agreement"))
 else:
