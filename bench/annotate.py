@@ -133,17 +133,19 @@ def concurrency(db: Path, annotators: int, seconds: float) -> dict:
             "distinct_answers": len(logged), "errors": errors[:5]}
 
 
-def _port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _serve(args: list[str], env: dict, cwd: Path) -> tuple[subprocess.Popen, str]:
-    port = _port()
+def serve(args: list[str], env: dict, cwd: Path, log: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """`python ARGS` as a Streamlit server on a free port, once it answers its health check: (process, base URL)."""
+    port = free_port()
+    out = open(log, "a") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, *args, "--server.port", str(port), "--server.headless", "true",
                              "--browser.gatherUsageStats", "false"], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=out, stderr=subprocess.STDOUT if log else subprocess.DEVNULL)
     for _ in range(240):
         try:
             urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=1)
@@ -173,9 +175,9 @@ def clicks(db: Path, n: int) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-bare-"))
     (tmp / "bare.py").write_text(BARE, encoding="utf-8")
     (tmp / "layout.py").write_text(LAYOUT, encoding="utf-8")
-    app, app_url = _serve(["app.py"], {**os.environ, "EVALCORE_DB": str(db)}, ROOT)
-    bare, bare_url = _serve(["-m", "streamlit", "run", str(tmp / "bare.py")], dict(os.environ), tmp)
-    layout, layout_url = _serve(["-m", "streamlit", "run", str(tmp / "layout.py")], dict(os.environ), tmp)
+    app, app_url = serve(["app.py"], {**os.environ, "EVALCORE_DB": str(db)}, ROOT)
+    bare, bare_url = serve(["-m", "streamlit", "run", str(tmp / "bare.py")], dict(os.environ), tmp)
+    layout, layout_url = serve(["-m", "streamlit", "run", str(tmp / "layout.py")], dict(os.environ), tmp)
     ours, theirs, shaped = [], [], []
     try:
         with sync_playwright() as p:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from judge_server import JudgeServer  # noqa: E402
 
-from bench.annotate import ARGS, CHROMIUM, _port  # noqa: E402
+from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -112,7 +112,7 @@ def main() -> None:
 def shots(db: Path, out: Path, tmp: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    server = Server(str(db), _port(), tmp / "server.log")
+    server = Server(str(db), free_port(), tmp / "server.log")
     server.start()
     try:
         with sync_playwright() as p:

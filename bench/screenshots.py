@@ -23,7 +23,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.annotate import ARGS, CHROMIUM, _port  # noqa: E402
+from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
 
 
@@ -52,6 +52,15 @@ def simulated(db: Path) -> tuple[int, str]:
     return pair, code
 
 
+def sign_in(page, url: str, name: str, code: str, shown: str) -> None:
+    """An annotator opens a task's link, gives a name and the access code, and waits for the unit (`shown`)."""
+    page.goto(url)
+    page.get_by_label("Your name").fill(name)
+    page.get_by_label("Access code").fill(code)
+    page.get_by_role("button", name="Start rating").click()
+    page.get_by_text(shown, exact=True).wait_for(timeout=60_000)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "screenshots"))
@@ -71,7 +80,7 @@ def main() -> None:
     con = connect(db)
     pair_code = stored.get(con, pair).access_code
     con.close()
-    server = Server(str(db), _port(), tmp / "server.log")
+    server = Server(str(db), free_port(), tmp / "server.log")
     server.start()
     wrote = []
 
@@ -92,11 +101,7 @@ def main() -> None:
             shot(wide, "1-rating-tasks-create")
 
             narrow = browser.new_context(viewport={"width": 800, "height": 1000}).new_page()
-            narrow.goto(f"{server.base}/annotate?task=1")
-            narrow.get_by_label("Your name").fill("cy")
-            narrow.get_by_label("Access code").fill(code)
-            narrow.get_by_role("button", name="Start rating").click()
-            narrow.get_by_text("Response", exact=True).wait_for(timeout=60_000)
+            sign_in(narrow, f"{server.base}/annotate?task=1", "cy", code, "Response")
             shot(narrow, "2-annotate-800px")
             narrow.get_by_role("button", name="Skip this unit").scroll_into_view_if_needed()
             shot(narrow, "2b-annotate-800px-rating")
@@ -113,11 +118,7 @@ def main() -> None:
             shot(wide, "3-task-results")
 
             side = browser.new_context(viewport={"width": 1400, "height": 1900}).new_page()
-            side.goto(f"{server.base}/annotate?task={pair}")
-            side.get_by_label("Your name").fill("ann")
-            side.get_by_label("Access code").fill(pair_code)
-            side.get_by_role("button", name="Start rating").click()
-            side.get_by_text("Left response").wait_for(timeout=60_000)
+            sign_in(side, f"{server.base}/annotate?task={pair}", "ann", pair_code, "Left response")
             shot(side, "4-side-by-side")
 
             wide.goto(f"{server.base}/trust?dataset=demo-zh")

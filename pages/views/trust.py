@@ -144,13 +144,13 @@ pooled = frame[frame["track"] == "pooled"].assign(
 table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
 table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                           if s.name == "skill" else s).reset_index(drop=True)
-st.dataframe(table.astype({"note": str}), hide_index=True, width="stretch", column_config={
+st.dataframe(table.astype({"note": str}), hide_index=True, placeholder="", width="stretch", column_config={
     "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
     "ci": st.column_config.TextColumn("95% CI"),
     "p": st.column_config.NumberColumn("p", format="%.3g"),
     "p_adjusted": st.column_config.NumberColumn("adjusted p", format="%.3g")})
 with expander(vs, values, "cells", "Every cell (per track and pooled)"):
     st.dataframe(frame.assign(tied_with_best=frame["tied_with_best"].map({True: "yes", False: "no"}).fillna("")),
-                 hide_index=True, width="stretch")
+                 hide_index=True, placeholder="", width="stretch")
 download(frame, f"trust-{dataset}-{level}-{origin}-{method}-{dimension}")
 publish("trust", values, vs.notices)
