@@ -1,6 +1,7 @@
 """Benchmark: the dashboard's server under N simulated users speaking Streamlit's own protocol (no browser).
 
     python bench/protocol.py [--users 1,25,50,100] [--seconds 60] [--think 5,15] [--post-script-gc on|off|both]
+    python bench/protocol.py --soak 10000 --post-script-gc off     # the server's RSS over 10,000 loads
 
 Each user is one websocket session on /_stcore/stream, as a browser tab opens it: it sends a BackMsg
 `rerun_script` with a page's name and a real query string, reads ForwardMsgs until `script_finished`, then
@@ -120,8 +121,33 @@ def serve_app(db: Path, gc: bool, log: Path) -> tuple[subprocess.Popen, str]:
                  {**os.environ, "EVALCORE_DB": str(db)}, ROOT, log)
 
 
+async def soak(base: str, pid: int, loads: int, users: int, every: int) -> list[tuple[int, float, float]]:
+    """`users` sessions loading the page mix back to back until `loads` loads: (loads so far, RSS MB, seconds)."""
+    done, curve, errors = 0, [(0, rss_mb(pid), 0.0)], 0
+    start = time.monotonic()
+
+    async def user(k: int) -> None:
+        nonlocal done, errors
+        i = k
+        while done < loads:
+            page, query = MIX[i % len(MIX)]
+            i += 1
+            _, error = await load(base, page, query)
+            errors += error is not None
+            done += 1
+            if done % every == 0:
+                curve.append((done, rss_mb(pid), time.monotonic() - start))
+                print(f"soak {done:6d} loads  rss {curve[-1][1]:6.0f} MB  {curve[-1][2]:6.0f} s  errors {errors}",
+                      flush=True)
+
+    await asyncio.gather(*(user(k) for k in range(users)))
+    return curve
+
+
 def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20, method="inclusive")[18] if len(values) >= 2 else (values[0] if values else float("nan"))
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
 def main() -> None:
@@ -131,6 +157,8 @@ def main() -> None:
     parser.add_argument("--think", default="5,15")
     parser.add_argument("--post-script-gc", choices=("on", "off", "both"), default="both")
     parser.add_argument("--db", help="an existing store (default: a fresh `evalcore init`)")
+    parser.add_argument("--soak", type=int, default=0, metavar="LOADS",
+                        help="instead: LOADS loads back to back by 20 sessions, the server's RSS every 1,000")
     args = parser.parse_args()
     think = tuple(float(x) for x in args.think.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-protocol-"))
@@ -139,6 +167,16 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
                        capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     settings = {"on": [True], "off": [False], "both": [True, False]}[args.post_script_gc]
+    if args.soak:
+        for gc in settings:
+            proc, base = serve_app(db, gc, tmp / "server.log")
+            try:
+                print(f"post-script GC {'on' if gc else 'off'}", flush=True)
+                asyncio.run(soak(base, proc.pid, args.soak, 20, 1000))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+        return
     print("gc  users  loads  p50_s  p95_s  max_s  errors  cpu_s/load  rss_mb", flush=True)
     for gc in settings:
         proc, base = serve_app(db, gc, tmp / "server.log")
