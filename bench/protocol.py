@@ -2,6 +2,7 @@
 
     python bench/protocol.py [--users 1,25,50,100] [--seconds 60] [--think 5,15] [--post-script-gc on|off|both]
     python bench/protocol.py --soak 10000 --post-script-gc off     # the server's RSS over 10,000 loads
+    python bench/protocol.py --users 50,100,150 --with-cli 16000     # beside the CLI importing and scoring
 
 Each user is one websocket session on /_stcore/stream, as a browser tab opens it: it sends a BackMsg
 `rerun_script` with a page's name and a real query string, reads ForwardMsgs until `script_finished`, then
@@ -14,19 +15,21 @@ element, a session that never finished in 120 s, a dropped socket), the server's
 first think time, so the first loads do not all land at once.
 
 Server: `python app.py` on a store built with `evalcore init` (the embedded default), with the project's
-.streamlit/config.toml; --post-script-gc off adds `--runner.postScriptGC false` (Streamlit runs a full
-gc.collect(2) after every script run by default).
+.streamlit/config.toml, with `--runner.postScriptGC true` or `false` (Streamlit's default runs a full
+gc.collect(2) after every script run; the project's config turns it off).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -117,7 +120,7 @@ async def crowd(base: str, users: int, seconds: float, think: tuple[float, float
 
 
 def serve_app(db: Path, gc: bool, log: Path) -> tuple[subprocess.Popen, str]:
-    return serve(["app.py"] + ([] if gc else ["--runner.postScriptGC", "false"]),
+    return serve(["app.py", "--runner.postScriptGC", "true" if gc else "false"],   # config.toml's says false
                  {**os.environ, "EVALCORE_DB": str(db)}, ROOT, log)
 
 
@@ -144,6 +147,27 @@ async def soak(base: str, pid: int, loads: int, users: int, every: int) -> list[
     return curve
 
 
+def cli_writer(db: Path, tmp: Path, n: int):
+    """A dataset `load` of n items, and a function that imports n responses of a model into it and scores them
+    (bench/load.py's command), returning its seconds."""
+    from bench.load import cli
+
+    items = tmp / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"load-{i:06d}", "dataset": "load", "track": "load/chitchat",
+                                         "context": [f"你 好 ， 今 天 第 {i} 次 聊 天"], "references": [f"好 的 {i % 97}"]},
+                                        ensure_ascii=False) + "\n" for i in range(n)), encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "evalcore", "import", "items", str(items), "--db", str(db)], cwd=ROOT,
+                   check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    def write(model: str) -> float:
+        path = tmp / f"{model}.csv"
+        path.write_text("item_id,response\n" + "".join(f"load-{i:06d},好 的 呀 {i % 89}\n" for i in range(n)),
+                        encoding="utf-8")
+        return cli(str(db), path, model)[0]
+
+    return write
+
+
 def p95(values: list[float]) -> float:
     if len(values) < 2:
         return values[0] if values else float("nan")
@@ -157,6 +181,9 @@ def main() -> None:
     parser.add_argument("--think", default="5,15")
     parser.add_argument("--post-script-gc", choices=("on", "off", "both"), default="both")
     parser.add_argument("--db", help="an existing store (default: a fresh `evalcore init`)")
+    parser.add_argument("--with-cli", type=int, default=0, metavar="RESPONSES",
+                        help="also, from each N's start, the CLI imports RESPONSES responses of a new model into a "
+                             "dataset `load` and scores them (bench/load.py's command), on the same store")
     parser.add_argument("--soak", type=int, default=0, metavar="LOADS",
                         help="instead: LOADS loads back to back by 20 sessions, the server's RSS every 1,000")
     args = parser.parse_args()
@@ -166,6 +193,10 @@ def main() -> None:
     if not args.db:
         subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
                        capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    writer = None
+    if args.with_cli:
+        writer = cli_writer(db, tmp, args.with_cli)
+        print(f"CLI import + score of {args.with_cli:,} responses, no server: {writer('alone'):.1f} s", flush=True)
     settings = {"on": [True], "off": [False], "both": [True, False]}[args.post_script_gc]
     if args.soak:
         for gc in settings:
@@ -185,8 +216,16 @@ def main() -> None:
                 asyncio.run(load(base, page, query))
             for users in [int(u) for u in args.users.split(",")]:
                 before = cpu_seconds(proc.pid)
+                took: list[float] = []
+                side = None
+                if writer:
+                    side = threading.Thread(target=lambda: took.append(writer(f"m{users}{'gc' if gc else ''}")))
+                    side.start()
                 rows = asyncio.run(crowd(base, users, args.seconds, think, seed=users))
                 cpu = cpu_seconds(proc.pid) - before
+                if side:
+                    side.join()
+                    print(f"    CLI import + score meanwhile: {took[0]:.1f} s" if took else "    CLI failed", flush=True)
                 times = [t for _, t, e in rows if e is None]
                 errors = [e for _, _, e in rows if e is not None]
                 nan = float("nan")
