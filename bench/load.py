@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import multiprocessing as mp
+import os
 import statistics
 import subprocess
 import sys
@@ -58,6 +59,24 @@ def viewer(base: str, loads: int, fresh: bool, out) -> None:
                 times.append((path, seconds, drawn))
         browser.close()
     out.put(times)
+
+
+def load_dataset(db: str, tmp: Path, n: int) -> None:
+    """The dataset `load`: n one-turn items in track load/chitchat, imported into the store."""
+    items = tmp / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"load-{i:06d}", "dataset": "load", "track": "load/chitchat",
+                                         "context": [f"你 好 ， 今 天 第 {i} 次 聊 天"], "references": [f"好 的 {i % 97}"]},
+                                        ensure_ascii=False) + "\n" for i in range(n)), encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "evalcore", "import", "items", str(items), "--db", db], cwd=ROOT,
+                   check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def responses_file(tmp: Path, model: str, n: int) -> Path:
+    """A responses CSV of one model for every item of `load`."""
+    path = tmp / f"{model}.csv"
+    path.write_text("item_id,response\n" + "".join(f"load-{i:06d},好 的 呀 {i % 89}\n" for i in range(n)),
+                    encoding="utf-8")
+    return path
 
 
 def cli(db: str, csv: Path, model: str) -> tuple[float, str]:
@@ -100,18 +119,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-load-"))
     db = str(tmp / "store.duckdb")
     subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", db], cwd=ROOT, check=True, capture_output=True)
-    items = tmp / "items.jsonl"
-    items.write_text("".join(json.dumps({"item_id": f"load-{i:06d}", "dataset": "load", "track": "load/chitchat",
-                                         "context": [f"你 好 ， 今 天 第 {i} 次 聊 天"], "references": [f"好 的 {i % 97}"]},
-                                        ensure_ascii=False) + "\n" for i in range(args.responses)), encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "evalcore", "import", "items", str(items), "--db", db], cwd=ROOT,
-                   check=True, capture_output=True)
+    load_dataset(db, tmp, args.responses)
 
     def responses(model: str) -> Path:
-        path = tmp / f"{model}.csv"
-        path.write_text("item_id,response\n" + "".join(f"load-{i:06d},好 的 呀 {i % 89}\n" for i in range(args.responses)),
-                        encoding="utf-8")
-        return path
+        return responses_file(tmp, model, args.responses)
 
     alone, _ = cli(db, responses("alone"), "alone")
     print(f"CLI import + score of {args.responses:,} responses, no dashboard: {alone:.1f} s", flush=True)

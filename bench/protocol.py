@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import statistics
@@ -148,24 +147,12 @@ async def soak(base: str, pid: int, loads: int, users: int, every: int) -> list[
 
 
 def cli_writer(db: Path, tmp: Path, n: int):
-    """A dataset `load` of n items, and a function that imports n responses of a model into it and scores them
-    (bench/load.py's command), returning its seconds."""
-    from bench.load import cli
+    """bench/load.py's dataset `load` of n items, and a function that imports n responses of a model into it and
+    scores them (bench/load.py's command), returning its seconds."""
+    from bench.load import cli, load_dataset, responses_file
 
-    items = tmp / "items.jsonl"
-    items.write_text("".join(json.dumps({"item_id": f"load-{i:06d}", "dataset": "load", "track": "load/chitchat",
-                                         "context": [f"你 好 ， 今 天 第 {i} 次 聊 天"], "references": [f"好 的 {i % 97}"]},
-                                        ensure_ascii=False) + "\n" for i in range(n)), encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "evalcore", "import", "items", str(items), "--db", str(db)], cwd=ROOT,
-                   check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-    def write(model: str) -> float:
-        path = tmp / f"{model}.csv"
-        path.write_text("item_id,response\n" + "".join(f"load-{i:06d},好 的 呀 {i % 89}\n" for i in range(n)),
-                        encoding="utf-8")
-        return cli(str(db), path, model)[0]
-
-    return write
+    load_dataset(str(db), tmp, n)
+    return lambda model: cli(str(db), responses_file(tmp, model, n), model)[0]
 
 
 def p95(values: list[float]) -> float:

@@ -681,17 +681,8 @@ def _cmd_agreement(con, args) -> None:
 def _cmd_judge_audit(con, args) -> None:
     from evalcore.analysis import judge_audit as ja
 
-    if args.part in ("agreement", "headline"):
-        frame = ja.agreement(con, args.dataset, judge=args.judge, bootstrap=args.bootstrap, seed=args.seed)
-        frame = ja.headline(frame) if args.part == "headline" else frame
-    elif args.part == "pairwise":
-        frame = ja.pairwise(con, args.dataset, judge=args.judge)
-    elif args.part == "length-controlled":
-        frame = ja.length_controlled(con, args.dataset, judge=args.judge)
-    elif args.part == "uncertainty":
-        frame = ja.uncertainty(con, args.dataset, across=args.across, bootstrap=args.bootstrap, seed=args.seed)
-    else:
-        frame = ja.drift(con, args.dataset, bootstrap=args.bootstrap, seed=args.seed)
+    frame = ja.audit_part(con, args.dataset, args.part, judge=args.judge, across=args.across,
+                          bootstrap=args.bootstrap, seed=args.seed)
     if frame.empty:
         print(f"note: {ja.nothing_to_audit(con, args.dataset, args.part)}", file=sys.stderr)
     emit(frame, args.format, 4)

@@ -36,7 +36,6 @@ from itertools import combinations
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy import stats
 from sklearn import config_context
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.metrics import make_scorer
@@ -46,6 +45,7 @@ from evalcore.analysis.agreement import cohen_kappa
 from evalcore.analysis.stats import correlate
 from evalcore.metrics import registry
 from evalcore.metrics.base import Signature
+from evalcore.metrics.judge.metric import Pairwise
 from evalcore.scoring.plan import keys_by_metric, load_track
 from evalcore.store import registered
 
@@ -58,6 +58,7 @@ LC_COLUMNS = ["track", "judge", "asked", "signature", "model", "baseline", "n", 
               "length_weight", "note"]
 UNCERTAINTY_COLUMNS = ["track", "judge", "asked", "samples", "model", "items", "mean", "judge_sd", "rank",
                        "rank_low_items", "rank_high_items", "rank_low", "rank_high"]
+PAIRWISE = Pairwise.name   # the judge whose values are win rates against a baseline, both orders in its stats
 SEPARATED = 10.0   # |w_len| beyond this: the verdicts are (nearly) separable by length (a logit change of 10 per unit)
 DRIFT_COLUMNS = ["track", "judge", "asked_a", "asked_b", "signature_a", "signature_b", "n", "spearman_turn", "models",
                  "kendall_tau_system", "ci_low", "ci_high"]
@@ -77,16 +78,22 @@ def _tracks(con, dataset: str) -> list[tuple[str, str]]:
                        [dataset]).fetchall()
 
 
+def judge_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The names of the judge family's metrics (the store's imported ones included)."""
+    return [n for n, m in registry.of(con).items() if getattr(m, "family", None) == "judge"]
+
+
 def judge_values(con: duckdb.DuckDBPyConnection, dataset: str, track: str, judge: str | None = None,
                  data: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per response, each judge signature's value and statistics: columns item_id, model, judge, signature,
     value, stats (pairwise: [value, score as first, score as second]). `judge`: one signature or name only."""
     known = registry.of(con)
+    names = set(judge_names(con))
     # every signature a judge was ever asked under (the system scores keep only the latest configuration;
     # the per-response values of earlier ones stay cached, which is what drift compares)
     sigs = [(n, s) for n, s in con.execute("SELECT metric, signature FROM metric_signatures ORDER BY metric, signature"
                                            ).fetchall()
-            if getattr(known.get(n), "family", None) == "judge" and judge in (None, n, s)]
+            if n in names and judge in (None, n, s)]
     columns = ["item_id", "model", "judge", "signature", "value", "stats"]
     if not sigs:
         return pd.DataFrame(columns=columns)
@@ -130,68 +137,49 @@ def loo(judge: pd.Series | None, ratings: pd.DataFrame, method: str = "spearman"
     r(a, mean of the others) and r(judge, mean of the others) on those responses; their means over
     annotators. `judge`: values indexed by unit (None: people only); `ratings`: columns unit, annotator, score."""
     wide = ratings.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
-    people, judged, used = [], [], 0
-    for a in wide.columns:
-        others = wide.drop(columns=[a]).mean(axis=1)
-        frame = pd.DataFrame({"a": wide[a], "others": others,
-                              "judge": judge.reindex(wide.index) if judge is not None else 0.0}).dropna()
-        if len(frame) < 3:
-            continue
-        h = correlate(frame["a"], frame["others"], method)
-        j = correlate(frame["judge"], frame["others"], method) if judge is not None else h
-        if h.defined and j.defined:
-            people.append(h.r)
-            judged.append(j.r)
-            used += 1
+    people, judged = _loo_rs(wide.to_numpy(float), None if judge is None else judge.reindex(wide.index).to_numpy(float),
+                             method)
     return {"human": float(np.mean(people)) if people else np.nan,
-            "judge": float(np.mean(judged)) if judged else np.nan, "annotators": used,
+            "judge": float(np.mean(judged)) if judged else np.nan, "annotators": len(people),
             "spread": (float(np.min(people)), float(np.max(people))) if people else (np.nan, np.nan)}
 
 
 def loo_gap(judge: pd.Series, ratings: pd.DataFrame, *, bootstrap: int, seed: int) -> tuple[float, float, float]:
     """The judge's leave-one-out Spearman minus the people's (loo()), and its 95% bootstrap interval over the
-    rated responses (each resample recomputes both on the same responses, in arrays: a page asks this per
-    judge and dimension)."""
+    rated responses (each resample recomputes both on the same responses)."""
     wide = ratings.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
-    judged = judge.reindex(wide.index)
-    point = loo(judged, ratings)
-    gap = point["judge"] - point["human"]
+    scores, j = wide.to_numpy(float), judge.reindex(wide.index).to_numpy(float)
+
+    def gap_of(rows) -> float:
+        people, judged = _loo_rs(scores[rows], j[rows], "spearman")
+        return float(np.mean(judged) - np.mean(people)) if people else np.nan
+
+    gap = gap_of(slice(None))
     if bootstrap <= 0 or np.isnan(gap):
         return gap, np.nan, np.nan
-    scores, j = wide.to_numpy(float), judged.to_numpy(float)
     rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(bootstrap):
-        pick = rng.integers(0, len(j), len(j))
-        draws.append(_loo_arrays(scores[pick], j[pick]))
-    draws = np.array(draws)
+    draws = np.array([gap_of(rng.integers(0, len(j), len(j))) for _ in range(bootstrap)])
     draws = draws[~np.isnan(draws)]
     return (gap, *np.percentile(draws, [2.5, 97.5])) if len(draws) else (gap, np.nan, np.nan)
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> float:
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
-    if rx.std() == 0 or ry.std() == 0:
-        return np.nan
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def _loo_arrays(scores: np.ndarray, judge: np.ndarray) -> float:
-    """loo()'s judge minus human mean Spearman on arrays (responses x annotators, NaN = not rated)."""
+def _loo_rs(scores: np.ndarray, judge: np.ndarray | None, method: str) -> tuple[list[float], list[float]]:
+    """Per annotator (a column of `scores`, responses x annotators, NaN = not rated) with at least 3 responses
+    also rated by others: r(annotator, the others' mean) and r(judge, the others' mean); judge None: people only."""
     people, judged = [], []
     for a in range(scores.shape[1]):
-        rest = np.delete(scores, a, axis=1)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)   # a response no one else rated: NaN, dropped below
-            others = np.nanmean(rest, axis=1)
-        ok = ~np.isnan(scores[:, a]) & ~np.isnan(others) & ~np.isnan(judge)
+            others = np.nanmean(np.delete(scores, a, axis=1), axis=1)
+        ok = ~np.isnan(scores[:, a]) & ~np.isnan(others) & (True if judge is None else ~np.isnan(judge))
         if ok.sum() < 3:
             continue
-        h, jr = _spearman(scores[ok, a], others[ok]), _spearman(judge[ok], others[ok])
+        h = correlate(scores[ok, a], others[ok], method).r   # NaN where undefined (a constant input)
+        jr = h if judge is None else correlate(judge[ok], others[ok], method).r
         if not (np.isnan(h) or np.isnan(jr)):
             people.append(h)
             judged.append(jr)
-    return float(np.mean(judged) - np.mean(people)) if people else np.nan
+    return people, judged
 
 
 def kappas(judge: pd.Series, ratings: pd.DataFrame, lo: float, hi: float) -> dict:
@@ -219,9 +207,10 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None
               seed: int = 0) -> pd.DataFrame:
     """AGREEMENT_COLUMNS: each rating judge against people, beside people against each other."""
     rows = []
+    known = registry.of(con)
     for track, skill in _tracks(con, dataset):
         values = judge_values(con, dataset, track, judge)
-        values = values[values["judge"] != "Judge-Pairwise"]   # its values are win rates: see pairwise()
+        values = values[values["judge"] != PAIRWISE]   # its values are win rates: see pairwise()
         if values.empty:
             continue
         people = human_ratings(con, dataset, track)
@@ -261,7 +250,7 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None
                              "value": gap, "ci_low": lo, "ci_high": hi, "n": rated["unit"].nunique(),
                              "note": "leave-one-out Spearman, judge minus people; 95% bootstrap over responses"})
                 bounds = scale(con, dataset, dim)
-                judge_scale = getattr(registry.of(con).get(name), "scale", None)
+                judge_scale = getattr(known.get(name), "scale", None)
                 same = bounds is not None and callable(judge_scale) and tuple(judge_scale()) == bounds
                 if same:
                     k = kappas(judged, rated[["unit", "annotator", "score"]], *bounds)
@@ -339,7 +328,7 @@ def verdicts(con: duckdb.DuckDBPyConnection, dataset: str, track: str, judge: st
     columns = ["judge", "signature", "item_id", "model_1", "model_2", "first", "second"]
     frames = []
     values = judge_values(con, dataset, track, judge)
-    pw = values[values["stats"].map(lambda s: s is not None and len(s) == 3).astype(bool)]   # bool: an empty mask too
+    pw = values[values["judge"] == PAIRWISE]
     for sig, part in pw.groupby("signature"):
         baseline = Signature.parse(sig).field("baseline")
         baseline = baseline.split("|")[0] if baseline else None
@@ -361,7 +350,8 @@ def verdicts(con: duckdb.DuckDBPyConnection, dataset: str, track: str, judge: st
         frames.append(imported.assign(first=imported["g1_winner"].map(winner),
                                       second=imported["g2_winner"].map(winner))[columns])
     out = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
-    texts = con.execute("SELECT item_id, model, text FROM responses WHERE dataset = ?", [dataset]).df()
+    texts = con.execute("SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id) "
+                        "WHERE r.dataset = ? AND i.track = ?", [dataset, track]).df()
     texts = texts.set_index(["item_id", "model"])["text"]
     out["text_1"] = [texts.get((i, m)) for i, m in zip(out["item_id"], out["model_1"])]
     out["text_2"] = [texts.get((i, m)) for i, m in zip(out["item_id"], out["model_2"])]
@@ -508,10 +498,25 @@ def length_controlled(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: st
     return pd.DataFrame(rows, columns=LC_COLUMNS)
 
 
+def audit_part(con: duckdb.DuckDBPyConnection, dataset: str, name: str, *, judge: str | None = None,
+         across: str = "samples", bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One table of the audit by its name (JUDGE_AUDIT_PARTS): what `judge-audit --part` and the page show."""
+    if name in ("agreement", "headline"):
+        table = agreement(con, dataset, judge=judge, bootstrap=bootstrap, seed=seed)
+        return headline(table) if name == "headline" else table
+    if name == "pairwise":
+        return pairwise(con, dataset, judge=judge)
+    if name == "length-controlled":
+        return length_controlled(con, dataset, judge=judge)
+    if name == "uncertainty":
+        return uncertainty(con, dataset, across=across, bootstrap=bootstrap, seed=seed)
+    return drift(con, dataset, bootstrap=bootstrap, seed=seed)
+
+
 def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) -> str:
     """Why a part of the audit is empty, in one sentence saying what to do."""
-    judged = con.execute("""
-        SELECT count(DISTINCT s.signature) FROM metric_signatures s WHERE starts_with(s.metric, 'Judge-')""").fetchall()[0][0]
+    judged = con.execute("SELECT count(*) FROM metric_signatures WHERE list_contains(?, metric)",
+                         [judge_names(con)]).fetchall()[0][0]
     imported = con.execute("SELECT count(*) FROM pairwise_judgments WHERE dataset = ? AND source = 'judge'",
                            [dataset]).fetchall()[0][0]
     rated = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ? AND target = 'response'",
@@ -551,7 +556,7 @@ def uncertainty(con: duckdb.DuckDBPyConnection, dataset: str, *, across: str = "
     rng_seed = seed
     for track, _ in _tracks(con, dataset):
         values = judge_values(con, dataset, track)
-        values = values[values["judge"] != "Judge-Pairwise"]
+        values = values[values["judge"] != PAIRWISE]
         if values.empty:
             continue
         values["group"] = values["signature"].map(unsampled) if across == "samples" else values["judge"]

@@ -555,24 +555,15 @@ def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bo
 
 def judged_datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Datasets an LLM judge scored (its system scores) or with imported pairwise judgments, in name order."""
-    judges = [n for n, m in registry.of(con).items() if getattr(m, "family", None) == "judge"]
+    judges = judge_audit.judge_names(con)
     return [d for (d,) in con.execute("""
         SELECT DISTINCT dataset FROM system_scores WHERE origin = 'computed' AND list_contains(?, name)
         UNION SELECT DISTINCT dataset FROM pairwise_judgments WHERE source = 'judge' ORDER BY 1""", [judges]).fetchall()]
 
 
 def judge_audit_part(con: duckdb.DuckDBPyConnection, dataset: str, part: str, bootstrap: int = 200) -> pd.DataFrame:
-    """One table of the judge audit (evalcore.analysis.judge_audit), as `evalcore judge-audit --part` gives it."""
-    if part in ("agreement", "headline"):
-        table = judge_audit.agreement(con, dataset, bootstrap=bootstrap, seed=0)
-        return judge_audit.headline(table) if part == "headline" else table
-    if part == "pairwise":
-        return judge_audit.pairwise(con, dataset)
-    if part == "length-controlled":
-        return judge_audit.length_controlled(con, dataset)
-    if part == "uncertainty":
-        return judge_audit.uncertainty(con, dataset, across="samples", bootstrap=bootstrap, seed=0)
-    return judge_audit.drift(con, dataset, bootstrap=bootstrap, seed=0)
+    """One table of the judge audit, as `evalcore judge-audit --part` gives it (fewer resamples: a page)."""
+    return judge_audit.audit_part(con, dataset, part, bootstrap=bootstrap, seed=0)
 
 
 def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str) -> pd.DataFrame:

@@ -6,32 +6,6 @@ import streamlit as st
 from evalcore.ui import views
 from pages.views.common import bar, data, download, grid, md_escape, publish, select, start
 
-con, vs = start("Judge audit")
-judged = data(views.judged_datasets)
-datasets = data(views.datasets)
-rated = [d for d, _ in data(views.multi_rated_tracks)]
-dataset = vs.one("dataset", datasets, (judged or rated or datasets or [None])[0])
-with st.columns([1, 2])[0]:
-    dataset = select("Dataset", datasets, dataset, key="ja-dataset")
-publish("judges", {"dataset": dataset}, vs.notices)
-if dataset is None:
-    st.stop()
-if dataset not in judged:
-    st.info(md_escape(data(views.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
-                      + (", ".join(judged) or "none in this store") + "."))
-    # what can be shown without a judge: how well people agree with each other here, the bar a judge must clear
-    bar_ = data(views.human_ceiling, dataset)
-    if len(bar_):
-        st.subheader("The bar a judge must clear here")
-        st.caption("For each annotator, Spearman's correlation with the mean of the other annotators on the responses "
-                   "both rated (turn level), averaged over annotators; a judge audited on this dataset is set beside "
-                   "this number.")
-        grid(bar_, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                   for c in bar_.columns if bar_[c].dtype.kind == "f"})
-    else:
-        st.caption("No response here is rated by two or more annotators, so there is no human ceiling either.")
-    st.stop()
-
 NUMBERS = {"format": "%.3f"}
 
 
@@ -52,6 +26,31 @@ def table(part: str, caption: str) -> None:
     show(frame)
     download(frame, f"judge-audit-{part}-{dataset}", f"Download {part} (CSV)")
 
+
+con, vs = start("Judge audit")
+judged = data(views.judged_datasets)
+datasets = data(views.datasets)
+rated = [d for d, _ in data(views.multi_rated_tracks)]
+dataset = vs.one("dataset", datasets, (judged or rated or datasets or [None])[0])
+with st.columns([1, 2])[0]:
+    dataset = select("Dataset", datasets, dataset, key="ja-dataset")
+publish("judges", {"dataset": dataset}, vs.notices)
+if dataset is None:
+    st.stop()
+if dataset not in judged:
+    st.info(md_escape(data(views.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
+                      + (", ".join(judged) or "none in this store") + "."))
+    # what can be shown without a judge: how well people agree with each other here, the bar a judge must clear
+    bar_ = data(views.human_ceiling, dataset)
+    if len(bar_):
+        st.subheader("The bar a judge must clear here")
+        st.caption("For each annotator, Spearman's correlation with the mean of the other annotators on the responses "
+                   "both rated (turn level), averaged over annotators; a judge audited on this dataset is set beside "
+                   "this number.")
+        show(bar_)
+    else:
+        st.caption("No response here is rated by two or more annotators, so there is no human ceiling either.")
+    st.stop()
 
 # ---------------------------------------------------------------- agreement beside the human ceiling
 st.subheader("Does the judge agree with people as well as people agree with each other?")

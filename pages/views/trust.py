@@ -117,8 +117,8 @@ grid["adjusted p"] = fmt(grid["p_adjusted"], ".3g")
 grid["verdict"] = grid["mark"].map(MARK_WORDS).fillna("")
 # a judge's row: its audit against the lab's people on hover (the Judge audit page has the whole of it)
 audits = data(views.judge_headlines, dataset, dimension)
-grid = grid.merge(audits, on=["metric", "skill"], how="left")
-grid["judge audit"] = grid["audit"].fillna("") if "audit" in grid else ""
+grid = grid.merge(audits.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
+grid["judge audit"] = grid["judge audit"].fillna("")
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
                  "dimensions", "note", "judge audit"],
