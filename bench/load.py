@@ -1,64 +1,41 @@
-"""Benchmark: the dashboard under N viewers while the CLI writes to the same store.
+"""Benchmark: the dashboard's server under N simulated users (Streamlit's own protocol, no browser), alone or
+beside the CLI importing and scoring, or beside an upload's scoring job.
 
-    python bench/load.py [--viewers 1,5,10] [--loads 3] [--responses 16000] [--out F]
+    python bench/load.py [--users 1,25,50,100,150] [--seconds 60] [--think 5,15] [--side none,job,cli]
+                         [--responses 16000] [--post-script-gc on|off|both]
+    python bench/load.py --soak 10000                  # the server's RSS over 10,000 loads back to back
+    python bench/load.py --browser [--viewers 1,5,10]   # Chromium viewers instead (bench/load_browser.py)
 
-Builds the default store (`python -m evalcore init`) plus a dataset `load` of --responses items,
-starts `python app.py` on it, then per N: N headless Chromium viewers (one process each) load
-/leaderboard and /correlations --loads times each, timed to the first table or chart as
-bench/browser.py does (each viewer is one browser profile whose cache is kept between its loads, as
-a person's browser keeps it; --fresh: a new empty context per load) while, from the moment the
-viewers start, the CLI
-imports --responses responses of a new model into `load` and scores them (`import responses`,
-then `score`), on the same store. Reported per N: median and p95 time to content, loads that
-drew nothing or failed ("errors"), the CLI's time, whether a viewer sees the new model on the
-leaderboard afterwards (no restart), and the server's resident memory before and after.
-The CLI's time alone (no viewers) is measured first.
+Users: bench/protocol.py (a websocket session per page load, as a new tab opens it, timed from the rerun
+request to script_finished; 5-15 s think time; a mix of seven pages with real query strings). Per N and
+side: loads, p50/p95/max seconds, errors, the page server's CPU-seconds per load and its RSS at the end.
+Sides, each started with the N's run on the same store:
+  none  the users alone;
+  cli   `evalcore import responses` + `evalcore score` of --responses responses of a new model (a dataset
+        `load` of that many items), as a lab member would from a terminal;
+  job   an upload's scoring job: --responses responses imported with their job recorded in the same
+        transaction, as the Upload page does; the server starts the job's worker (its check runs every
+        second here, EVALCORE_JOB_CHECK=1: the path of a page closed before it started its job) and the
+        job is timed from the import to done.
+Every response text is new (the model's name is in it), so all of them are scored.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import math
-import multiprocessing as mp
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser import ARGS, CHROMIUM, ROOT, Server, load  # noqa: E402
-
-PAGES = ["/leaderboard", "/correlations"]
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return math.nan
-
-
-def viewer(base: str, loads: int, fresh: bool, out) -> None:
-    """One person's browser: each load opens the page by URL in a new tab of the same profile (its
-    cache kept, as a lab member's browser keeps it), or with `fresh` in a new empty context."""
-    from playwright.sync_api import sync_playwright
-
-    times = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = None if fresh else browser.new_context(viewport={"width": 1400, "height": 1000})
-        for _ in range(loads):
-            for path in PAGES:
-                try:
-                    seconds, drawn, _ = load(browser, base + path, context=context)
-                except Exception as exc:  # a failed load counts as an error, not a crash of the bench
-                    seconds, drawn = math.nan, f"error: {type(exc).__name__}"
-                times.append((path, seconds, drawn))
-        browser.close()
-    out.put(times)
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.protocol import MIX, cpu_seconds, crowd, load, p95, rss_mb, serve_app, soak  # noqa: E402
 
 
 def load_dataset(db: str, tmp: Path, n: int) -> None:
@@ -72,9 +49,10 @@ def load_dataset(db: str, tmp: Path, n: int) -> None:
 
 
 def responses_file(tmp: Path, model: str, n: int) -> Path:
-    """A responses CSV of one model for every item of `load`."""
+    """A responses CSV of one model for every item of `load`: texts of its own (the model's name in each), so
+    every one is scored anew, none found in the cache of an earlier model's."""
     path = tmp / f"{model}.csv"
-    path.write_text("item_id,response\n" + "".join(f"load-{i:06d},好 的 呀 {i % 89}\n" for i in range(n)),
+    path.write_text("item_id,response\n" + "".join(f"load-{i:06d},{model} 说 好 的 呀 {i}\n" for i in range(n)),
                     encoding="utf-8")
     return path
 
@@ -90,71 +68,118 @@ def cli(db: str, csv: Path, model: str) -> tuple[float, str]:
     return time.perf_counter() - start, run.stderr
 
 
-def sees_model(base: str, model: str) -> bool:
-    from playwright.sync_api import sync_playwright
+def job(db: str, tmp: Path, n: int, model: str, server_pid: int) -> tuple[float, str]:
+    """An upload's import and scoring job (see the module's text): (seconds from the import to the job's end, its state)."""
+    from evalcore.ingest.responses import import_responses
+    from evalcore.services import jobs
+    from evalcore.store import connect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        page.goto(f"{base}/leaderboard?dataset=load&track=load/chitchat")
+    csv = responses_file(tmp, model, n)
+    start = time.perf_counter()
+    made = []
+
+    def then(c, tracks):   # the Upload page's record_job, as recorded by the server's process
+        made.append(jobs.create(c, "load", jobs.scoring_steps(c, "load", tracks), model=model))
+        c.execute("UPDATE jobs SET pid = ? WHERE job_id = ?", [server_pid, made[-1]])
+
+    con = connect(db, wait=120)
+    try:
+        import_responses(con, csv, dataset="load", track="load/chitchat", model=model, then=then)
+    finally:
+        con.close()
+    while True:
+        time.sleep(1)
+        con = connect(db, wait=120)
         try:
-            page.get_by_text(model).first.wait_for(timeout=60_000)
-            return True
-        except Exception:
-            return False
+            state = con.execute("SELECT state FROM jobs WHERE job_id = ?", [made[0]]).fetchall()[0][0]
         finally:
-            browser.close()
+            con.close()
+        if state in ("done", "failed"):
+            return time.perf_counter() - start, state
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--viewers", default="1,5,10")
-    ap.add_argument("--loads", type=int, default=3)
-    ap.add_argument("--responses", type=int, default=16_000)
-    ap.add_argument("--port", type=int, default=8765)
-    ap.add_argument("--fresh", action="store_true",
-                    help="every load in a new empty browser context (nothing cached: a first visit each time)")
-    ap.add_argument("--out")
-    args = ap.parse_args()
+    if "--browser" in sys.argv:
+        from bench.load_browser import main as browser
+
+        return browser([a for a in sys.argv[1:] if a != "--browser"])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--users", default="1,25,50,100,150")
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--think", default="5,15")
+    parser.add_argument("--side", default="none", help="comma-separated: none, cli, job (see above)")
+    parser.add_argument("--responses", type=int, default=16_000)
+    parser.add_argument("--post-script-gc", choices=("on", "off", "both"), default="off")
+    parser.add_argument("--db", help="an existing store (default: a fresh `evalcore init`)")
+    parser.add_argument("--soak", type=int, default=0, metavar="LOADS",
+                        help="instead: LOADS loads back to back by 20 sessions, the server's RSS every 1,000")
+    parser.add_argument("--out", help="also write the rows as JSON here")
+    args = parser.parse_args()
+    think = tuple(float(x) for x in args.think.split(","))
+    sides = args.side.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-load-"))
-    db = str(tmp / "store.duckdb")
-    subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", db], cwd=ROOT, check=True, capture_output=True)
-    load_dataset(db, tmp, args.responses)
-
-    def responses(model: str) -> Path:
-        return responses_file(tmp, model, args.responses)
-
-    alone, _ = cli(db, responses("alone"), "alone")
-    print(f"CLI import + score of {args.responses:,} responses, no dashboard: {alone:.1f} s", flush=True)
-    server = Server(db, args.port, tmp / "streamlit.log")
-    server.start()
+    db = Path(args.db) if args.db else tmp / "store.duckdb"
+    if not args.db:
+        subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
+                       capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if set(sides) - {"none"}:
+        load_dataset(str(db), tmp, args.responses)
+    if "cli" in sides:
+        alone, _ = cli(str(db), responses_file(tmp, "alone", args.responses), "alone")
+        print(f"CLI import + score of {args.responses:,} responses, no server: {alone:.1f} s", flush=True)
+    settings = {"on": [True], "off": [False], "both": [True, False]}[args.post_script_gc]
+    env = {"EVALCORE_JOB_CHECK": "1"}
+    if args.soak:
+        for gc in settings:
+            proc, base = serve_app(db, gc, tmp / "server.log", env)
+            try:
+                print(f"post-script GC {'on' if gc else 'off'}", flush=True)
+                asyncio.run(soak(base, proc.pid, args.soak, 20, 1000))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+        return
     rows = []
-    try:
-        for n in [int(x) for x in args.viewers.split(",")]:
-            before = rss_mb(server.proc.pid)
-            model = f"load-n{n}"
-            csv = responses(model)
-            queue: mp.Queue = mp.Queue()
-            procs = [mp.Process(target=viewer, args=(server.base, args.loads, args.fresh, queue)) for _ in range(n)]
-            for p in procs:
-                p.start()
-            took, waited = cli(db, csv, model)
-            times = [t for _ in procs for t in queue.get()]
-            for p in procs:
-                p.join()
-            seen = sees_model(server.base, model)
-            after = rss_mb(server.proc.pid)
-            ok = sorted(s for _, s, _ in times if not math.isnan(s))
-            errors = len(times) - len(ok)
-            p95 = ok[min(len(ok) - 1, math.ceil(0.95 * len(ok)) - 1)] if ok else math.nan
-            row = {"viewers": n, "loads": len(times), "median_s": statistics.median(ok) if ok else math.nan,
-                   "p95_s": p95, "max_s": ok[-1] if ok else math.nan, "errors": errors, "cli_s": took,
-                   "cli_alone_s": alone, "cli_waited": "waiting for" in waited, "new_model_seen": seen,
-                   "rss_before_mb": before, "rss_after_mb": after}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    finally:
-        server.stop()
+    print("gc   side  users  loads  p50_s  p95_s  max_s  errors  cpu_s/load  rss_mb  side_s", flush=True)
+    for gc in settings:
+        proc, base = serve_app(db, gc, tmp / "server.log", env)
+        try:
+            if "job" in sides:   # the server has started its first worker once (as any server soon has)
+                job(str(db), tmp, 10, "warm", proc.pid)
+            for page, query in MIX:   # warm: every page once (caches filled, as on a server that has run a while)
+                asyncio.run(load(base, page, query))
+            for users in [int(u) for u in args.users.split(",")]:
+                for side in sides:
+                    model = f"m{users}-{side}-{'gc' if gc else 'nogc'}"
+                    before = cpu_seconds(proc.pid)
+                    took: list = []
+                    work = {"cli": lambda: took.append(cli(str(db), responses_file(tmp, model, args.responses), model)),
+                            "job": lambda: took.append(job(str(db), tmp, args.responses, model, proc.pid))}.get(side)
+                    thread = threading.Thread(target=work) if work else None
+                    if thread:
+                        thread.start()
+                    out = asyncio.run(crowd(base, users, args.seconds, think, seed=users))
+                    cpu = cpu_seconds(proc.pid) - before
+                    if thread:
+                        thread.join()
+                    times = [t for _, t, e in out if e is None]
+                    errors = [e for _, _, e in out if e is not None]
+                    nan = float("nan")
+                    row = {"gc": gc, "side": side, "users": users, "loads": len(out),
+                           "p50_s": statistics.median(times) if times else nan, "p95_s": p95(times),
+                           "max_s": max(times) if times else nan, "errors": len(errors),
+                           "cpu_s_per_load": cpu / max(len(out), 1), "rss_mb": rss_mb(proc.pid),
+                           "side_s": took[0][0] if took else nan,
+                           "side_state": took[0][1] if took and side == "job" else ""}
+                    rows.append(row)
+                    print(f"{'on ' if gc else 'off'} {side:>5} {users:6d} {len(out):6d} {row['p50_s']:6.2f} "
+                          f"{row['p95_s']:6.2f} {row['max_s']:6.2f} {len(errors):7d} {row['cpu_s_per_load']:11.3f} "
+                          f"{row['rss_mb']:7.0f} {row['side_s']:7.1f} {row['side_state']}", flush=True)
+                    for e in sorted(set(errors))[:3]:
+                        print(f"    error: {e}", flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))
 

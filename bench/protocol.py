@@ -1,8 +1,4 @@
-"""Benchmark: the dashboard's server under N simulated users speaking Streamlit's own protocol (no browser).
-
-    python bench/protocol.py [--users 1,25,50,100] [--seconds 60] [--think 5,15] [--post-script-gc on|off|both]
-    python bench/protocol.py --soak 10000 --post-script-gc off     # the server's RSS over 10,000 loads
-    python bench/protocol.py --users 50,100,150 --with-cli 16000     # beside the CLI importing and scoring
+"""Simulated users speaking Streamlit's own protocol (no browser): bench/load.py's client.
 
 Each user is one websocket session on /_stcore/stream, as a browser tab opens it: it sends a BackMsg
 `rerun_script` with a page's name and a real query string, reads ForwardMsgs until `script_finished`, then
@@ -20,15 +16,12 @@ gc.collect(2) after every script run; the project's config turns it off).
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import random
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -42,8 +35,9 @@ MIX = [("", ""), ("trust", "dataset=msde-paper"), ("leaderboard", "dataset=msde-
 FINISHED = {0, 3}   # FINISHED_SUCCESSFULLY, FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 
 
-async def load(base: str, page: str, query: str, timeout: float = 120.0) -> tuple[float, str | None]:
-    """One page load over the protocol: (seconds from the rerun request to script_finished, error or None)."""
+async def load(base: str, page: str, query: str, timeout: float = 120.0, content: bool = False) -> tuple:
+    """One page load over the protocol: (seconds from the rerun request to script_finished, error or None),
+    and with `content` the bytes of every message the page sent (what a test looks for a name in)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.asyncio.client import connect
@@ -58,16 +52,23 @@ async def load(base: str, page: str, query: str, timeout: float = 120.0) -> tupl
         await conn.send(msg.SerializeToString())
         error = None
         deadline = start + timeout
+        got: list[bytes] = []
+
+        def out(seconds: float, error: str | None) -> tuple:
+            return (seconds, error, b"".join(got)) if content else (seconds, error)
+
         while True:
             left = deadline - time.perf_counter()
             if left <= 0:
-                return time.perf_counter() - start, "no script_finished in time"
+                return out(time.perf_counter() - start, "no script_finished in time")
             try:
                 raw = await asyncio.wait_for(conn.recv(), left)
             except Exception as exc:   # closed by the server
-                return time.perf_counter() - start, f"socket: {type(exc).__name__}"
+                return out(time.perf_counter() - start, f"socket: {type(exc).__name__}")
             if isinstance(raw, str):
                 continue
+            if content:
+                got.append(raw)
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
@@ -78,7 +79,7 @@ async def load(base: str, page: str, query: str, timeout: float = 120.0) -> tupl
                 seconds = time.perf_counter() - start
                 if fwd.script_finished not in FINISHED:
                     error = error or f"script_finished {fwd.script_finished}"
-                return seconds, error
+                return out(seconds, error)
     finally:
         await conn.close()
 
@@ -118,9 +119,9 @@ async def crowd(base: str, users: int, seconds: float, think: tuple[float, float
     return out
 
 
-def serve_app(db: Path, gc: bool, log: Path) -> tuple[subprocess.Popen, str]:
+def serve_app(db: Path, gc: bool, log: Path, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     return serve(["app.py", "--runner.postScriptGC", "true" if gc else "false"],   # config.toml's says false
-                 {**os.environ, "EVALCORE_DB": str(db)}, ROOT, log)
+                 {**os.environ, "EVALCORE_DB": str(db), **(env or {})}, ROOT, log)
 
 
 async def soak(base: str, pid: int, loads: int, users: int, every: int) -> list[tuple[int, float, float]]:
@@ -146,85 +147,7 @@ async def soak(base: str, pid: int, loads: int, users: int, every: int) -> list[
     return curve
 
 
-def cli_writer(db: Path, tmp: Path, n: int):
-    """bench/load.py's dataset `load` of n items, and a function that imports n responses of a model into it and
-    scores them (bench/load.py's command), returning its seconds."""
-    from bench.load import cli, load_dataset, responses_file
-
-    load_dataset(str(db), tmp, n)
-    return lambda model: cli(str(db), responses_file(tmp, model, n), model)[0]
-
-
 def p95(values: list[float]) -> float:
     if len(values) < 2:
         return values[0] if values else float("nan")
     return statistics.quantiles(values, n=20, method="inclusive")[18]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--users", default="1,25,50,100")
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--think", default="5,15")
-    parser.add_argument("--post-script-gc", choices=("on", "off", "both"), default="both")
-    parser.add_argument("--db", help="an existing store (default: a fresh `evalcore init`)")
-    parser.add_argument("--with-cli", type=int, default=0, metavar="RESPONSES",
-                        help="also, from each N's start, the CLI imports RESPONSES responses of a new model into a "
-                             "dataset `load` and scores them (bench/load.py's command), on the same store")
-    parser.add_argument("--soak", type=int, default=0, metavar="LOADS",
-                        help="instead: LOADS loads back to back by 20 sessions, the server's RSS every 1,000")
-    args = parser.parse_args()
-    think = tuple(float(x) for x in args.think.split(","))
-    tmp = Path(tempfile.mkdtemp(prefix="evalcore-protocol-"))
-    db = Path(args.db) if args.db else tmp / "store.duckdb"
-    if not args.db:
-        subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
-                       capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    writer = None
-    if args.with_cli:
-        writer = cli_writer(db, tmp, args.with_cli)
-        print(f"CLI import + score of {args.with_cli:,} responses, no server: {writer('alone'):.1f} s", flush=True)
-    settings = {"on": [True], "off": [False], "both": [True, False]}[args.post_script_gc]
-    if args.soak:
-        for gc in settings:
-            proc, base = serve_app(db, gc, tmp / "server.log")
-            try:
-                print(f"post-script GC {'on' if gc else 'off'}", flush=True)
-                asyncio.run(soak(base, proc.pid, args.soak, 20, 1000))
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
-        return
-    print("gc  users  loads  p50_s  p95_s  max_s  errors  cpu_s/load  rss_mb", flush=True)
-    for gc in settings:
-        proc, base = serve_app(db, gc, tmp / "server.log")
-        try:
-            for page, query in MIX:   # warm: every page once (caches filled, as on a server that has run a while)
-                asyncio.run(load(base, page, query))
-            for users in [int(u) for u in args.users.split(",")]:
-                before = cpu_seconds(proc.pid)
-                took: list[float] = []
-                side = None
-                if writer:
-                    side = threading.Thread(target=lambda: took.append(writer(f"m{users}{'gc' if gc else ''}")))
-                    side.start()
-                rows = asyncio.run(crowd(base, users, args.seconds, think, seed=users))
-                cpu = cpu_seconds(proc.pid) - before
-                if side:
-                    side.join()
-                    print(f"    CLI import + score meanwhile: {took[0]:.1f} s" if took else "    CLI failed", flush=True)
-                times = [t for _, t, e in rows if e is None]
-                errors = [e for _, _, e in rows if e is not None]
-                nan = float("nan")
-                print(f"{'on ' if gc else 'off'} {users:6d} {len(rows):6d} {statistics.median(times) if times else nan:6.2f} "
-                      f"{p95(times):6.2f} {max(times) if times else nan:6.2f} {len(errors):7d} "
-                      f"{cpu / max(len(rows), 1):11.3f} {rss_mb(proc.pid):7.0f}", flush=True)
-                for e in sorted(set(errors))[:3]:
-                    print(f"    error: {e}", flush=True)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-
-
-if __name__ == "__main__":
-    main()

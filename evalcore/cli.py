@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default: Streamlit's, 8501)")
     p.add_argument("--address", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 for "
                    "every interface, e.g. a lab server, with EVALCORE_UPLOAD_PASSWORD set when uploads should need a password)")
+    p.add_argument("--processes", type=names.count(1), default=1,
+                   help="page-serving processes, on ports PORT, PORT+1, ... (default 1): more than one uses more than "
+                        "one core (README, \"More than one page-serving process\")")
 
     imp = sub.add_parser("import", help="import a file; a bad file is refused whole")
     imp.set_defaults(handler=_cmd_import)
@@ -363,6 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset")
     p.add_argument("--limit", type=names.count(1), default=50)
     _format(p)
+    p = sub.add_parser("worker", help="run scoring jobs: one (--job N), or every queued one and every one whose "
+                       "worker ended unfinished (the dashboard starts a worker per job itself)")
+    p.set_defaults(handler=_cmd_worker)
+    _db(p)
+    p.add_argument("--job", type=names.count(1), help="the job to run (default: every job no live process runs)")
     p = sub.add_parser("submissions", help="every import, replace, delete and restore: file, sha256, rows, who; "
                        "what each set aside and whether it can come back")
     p.set_defaults(handler=_cmd_submissions)
@@ -796,6 +804,21 @@ def _cmd_jobs(con, args) -> None:
     emit(listing(con, args.dataset, args.limit).round({"progress": 3}), args.format)
 
 
+def _cmd_worker(args) -> int:
+    """Not through _opens_store: the worker holds the store only to write (jobs.work lets it go meanwhile)."""
+    from evalcore.services import jobs
+
+    path = resolve_db_path(args.db)
+    if not path.exists():
+        raise StoreError(f"no store at {path}; give --db the store whose jobs to run")
+    done = jobs.work(path, args.job, on_wait=_on_wait)
+    for job, state in done:
+        print(f"job {job}: {state}")
+    if not done:
+        print("no job to run")
+    return 0
+
+
 @_opens_store
 def _cmd_delete_model(con, args) -> int | None:
     footprint = queries.model_footprint(con, args.model, args.dataset)
@@ -857,6 +880,8 @@ def _cmd_intent(args) -> int:
 
 def _cmd_app(args) -> int:
     """The dashboard opens the store itself, page by page: not opened here."""
+    if args.processes > 1:
+        return run_group(args.db, args.port or 8501, args.address, args.processes)
     return run_app(args.db, args.port, args.address)
 
 
@@ -886,6 +911,44 @@ def run_app(db: str | None, port: int | None, address: str | None, extra: list[s
         sys.stderr.flush()
         os.execve(sys.executable, args, env)  # does not return
     return _child(args, env)
+
+
+def run_group(db: str | None, port: int, address: str | None, processes: int) -> int:
+    """`evalcore app --processes N`: N dashboard servers on one store, on ports port..port+N-1, each its own
+    process (its own core: one Python process serves pages on one core). They share the store as the CLI
+    shares it with a server: DuckDB lets one process at a time open the file, each page run holds it only
+    while it queries (a page whose tables are cached never does), and every write is a transaction. This
+    process holds the one-server-per-store lock for the group and hands it down (store.GROUP_VAR), waits,
+    and passes on SIGTERM/SIGINT; when one server ends, the others are stopped. A reverse proxy in front
+    (README) must keep each browser on one server: a session and its uploads live in one process."""
+    from evalcore.core.paths import app_root, streamlit_flags
+    from evalcore.store import GROUP_VAR, lock_descriptor, server_lock
+
+    path = resolve_db_path(db)
+    lock = server_lock(path)   # refused here when another server already serves the store
+    fd = lock_descriptor(lock)
+    root = app_root()
+    env = {**os.environ, "EVALCORE_DB": str(path), GROUP_VAR: str(fd)}
+    procs = [subprocess.Popen([sys.executable, str(root / "app.py"), *streamlit_flags(root), f"--server.port={port + i}",
+                               f"--server.address={address or LOCAL}"], env=env, pass_fds=(fd,))
+             for i in range(processes)]
+    print(f"evalcore: {processes} servers on {path}: " + ", ".join(f"http://{address or LOCAL}:{port + i}"
+                                                                   for i in range(processes)), flush=True)
+
+    def stop(signum, _frame=None) -> None:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while all(proc.poll() is None for proc in procs):
+            time.sleep(0.2)
+        stop(signal.SIGTERM)
+        return max((abs(proc.wait()) for proc in procs), default=0)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def _child(args: list[str], env: dict) -> int:

@@ -370,3 +370,73 @@ def test_a_server_start_runs_a_killed_imports_job_and_a_second_server_is_refused
         first.terminate()
         first.wait(timeout=30)
         log.close()
+
+
+def _loads(base: str, pages: list[tuple[str, str]]) -> list[tuple[float, str | None, bytes]]:
+    """Page loads over Streamlit's protocol, all at once (bench/protocol.py's client): (seconds, error, content)."""
+    import asyncio
+
+    from bench.protocol import load
+
+    async def every():
+        return await asyncio.gather(*(load(base, page, query, content=True) for page, query in pages))
+
+    return asyncio.run(every())
+
+
+@pytest.mark.slow   # three servers and a CLI import: ~40 s
+def test_two_page_servers_share_one_store_and_a_third_is_refused(default_store_file, tmp_path):
+    """`evalcore app --processes 2`: two page-serving processes on one store (README, "More than one page-serving
+    process"). Both serve every page at once without an error; a model the CLI imports meanwhile is on both
+    servers' Upload page ("Already in lccc/chitchat") at their next load; a further server on the store is
+    refused; SIGTERM to the group stops both."""
+    from conftest import copy_default_store
+
+    db = str(copy_default_store(default_store_file, tmp_path / "store.duckdb"))
+    port = _free_port()
+    while _free_port() == port + 1:   # the second server's port must be free too
+        port = _free_port()
+    log = open(tmp_path / "group.log", "w")
+    group = subprocess.Popen([sys.executable, "-m", "evalcore", "app", "--db", db, "--port", str(port),
+                              "--processes", "2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    bases = [f"http://localhost:{port}", f"http://localhost:{port + 1}"]
+    try:
+        for base in bases:
+            for _ in range(240):
+                try:
+                    urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                pytest.fail((tmp_path / "group.log").read_text())
+        mix = [("", ""), ("leaderboard", "dataset=msde-paper&track=luge%2Fchitchat"), ("trust", "dataset=msde-paper"),
+               ("correlations", "dataset=msde-paper&track=luge%2Fchitchat"), ("human", "dataset=engagement-en")]
+        out = [_loads(base, mix * 2) for base in bases]
+        assert [e for runs in out for _, e, _ in runs if e] == []
+        csv = tmp_path / "new.csv"
+        con = connect(db, wait=60)
+        try:
+            items = [r[0] for r in con.execute("SELECT item_id FROM items WHERE dataset = 'demo-zh' AND "
+                                               "track = 'lccc/chitchat' ORDER BY item_id LIMIT 5").fetchall()]
+        finally:
+            con.close()
+        csv.write_text("item_id,response\n" + "".join(f"{i},好的 {i}\n" for i in items), encoding="utf-8")
+        cli = subprocess.run([sys.executable, "-m", "evalcore", "import", "responses", str(csv), "--db", db,
+                              "--dataset", "demo-zh", "--track", "lccc/chitchat", "--model", "second-process-model"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert cli.returncode == 0, cli.stderr
+        for base in bases:
+            (_, error, content), = _loads(base, [("upload", "dataset=demo-zh&track=lccc%2Fchitchat")])
+            assert error is None and b"second-process-model" in content
+        third = subprocess.run([sys.executable, "app.py", "--server.port", str(_free_port()), "--server.headless", "true"],
+                               cwd=ROOT, env={**os.environ, "EVALCORE_DB": db}, capture_output=True, text=True, timeout=120)
+        assert third.returncode == 2 and "another dashboard server" in third.stderr
+    finally:
+        group.send_signal(signal.SIGTERM)
+        code = group.wait(timeout=60)
+        log.close()
+    assert code == 0, (tmp_path / "group.log").read_text()
+    for base in bases:
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)

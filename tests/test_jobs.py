@@ -3,6 +3,7 @@ progress per batch, state visible to `evalcore jobs`; a job whose process died s
 from __future__ import annotations
 
 import io
+import os
 
 import pandas as pd
 
@@ -10,6 +11,7 @@ from evalcore.cli import main
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
 from evalcore.services import jobs
+from evalcore.store import connect
 
 
 def _computed(con, model: str) -> set[tuple[str, str]]:
@@ -59,13 +61,20 @@ def test_a_failed_job_says_why_and_a_dead_one_is_interrupted(toy):
 def test_background_job_and_cli_listing(toy, tmp_path, capsys):
     job = jobs.create(toy, "toy", jobs.scoring_steps(toy, "toy", ["toy/chitchat"]), model="m1")
     db = toy.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
-    jobs.start(db, job).join(timeout=120)   # its own connection: the same process shares the database
-    assert ("F1", "default") in _computed(toy, "m1")
-    toy.close()
+    toy.close()   # the job runs in a worker process: DuckDB lets one process at a time hold the file
+    worker = jobs.start(db, job)
+    worker.join(timeout=120)
+    assert worker.proc.returncode == 0 and worker.pid != os.getpid()
     assert main(["jobs", "--db", db, "--format", "csv"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert frame.loc[0, "state"] == "done" and frame.loc[0, "tracks"] == "toy/chitchat"
     assert frame.loc[0, "model"] == "m1"
+    con = connect(db)
+    try:
+        assert ("F1", "default") in _computed(con, "m1")
+        assert con.execute("SELECT pid, attempts FROM jobs WHERE job_id = ?", [job]).fetchall() == [(worker.pid, 1)]
+    finally:
+        con.close()
 
 
 def test_the_job_check_ends_cleanly_when_the_process_exits(tmp_path):
@@ -83,3 +92,134 @@ def test_the_job_check_ends_cleanly_when_the_process_exits(tmp_path):
     codes = [subprocess.run([sys.executable, "-c", script, str(db)], cwd=ROOT, capture_output=True).returncode
              for _ in range(5)]
     assert codes == [0] * 5  # before the fix: 134 in 10 of 10 runs
+
+
+SERVER = ("import sys, time; from evalcore.services import jobs; jobs.start(sys.argv[1], int(sys.argv[2])); "
+          "print('started', flush=True); time.sleep(600)")
+
+
+def _two_tracks(tmp_path, n: int) -> str:
+    """A store with n one-turn items in each of two tracks and one model's responses to all of them."""
+    from conftest import write_jsonl
+    from evalcore.ingest.items import import_items
+
+    db = str(tmp_path / "two.duckdb")
+    rows = [{"item_id": f"{t}-{i:05d}", "dataset": "big", "track": f"big/{t}", "context": [f"第 {i} 轮 {t}"],
+             "references": [f"好 的 {i % 97} 呀"]} for t in ("a", "b") for i in range(n)]
+    con = connect(db)
+    try:
+        import_items(con, write_jsonl(tmp_path / "items.jsonl", rows))
+        (tmp_path / "r.csv").write_text("item_id,model,track,response\n" + "".join(
+            f"{r['item_id']},new,{r['track']},好 的 呀 {i} 啊 {i % 89}\n" for i, r in enumerate(rows)), encoding="utf-8")
+        import_responses(con, tmp_path / "r.csv", dataset="big")
+    finally:
+        con.close()
+    return db
+
+
+def _state(db: str, job: int) -> tuple:
+    con = connect(db, wait=60)
+    try:
+        return con.execute("SELECT state, detail, pid, attempts FROM jobs WHERE job_id = ?", [job]).fetchall()[0]
+    finally:
+        con.close()
+
+
+def _outcome(db: str) -> tuple[list, int, int]:
+    con = connect(db, wait=60)
+    try:
+        system = con.execute("SELECT track, name, signature, count(*), min(value), max(value) FROM system_scores "
+                             "WHERE model = 'new' GROUP BY ALL ORDER BY ALL").fetchall()
+        values = con.execute("SELECT count(*) FROM metric_scores").fetchall()[0][0]
+        return system, values, con.execute("SELECT n FROM revision").fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def test_a_job_cut_short_by_a_killed_server_is_resumed_once_after_the_restart(tmp_path):
+    """The server (a process that started the job's worker, as the Upload page does) and the worker are
+    both SIGKILLed while the job's second step runs, as a machine restart would; another job waits queued.
+    On restart (jobs.recover: what the server does at start and every EVALCORE_JOB_CHECK s) both run to
+    done. Nothing is scored twice: the first step's committed values are not written again (the store's
+    revision, bumped by every scoring write, moves by exactly the second step's one write), and every
+    system score is one row, equal to an uninterrupted run's on a copy of the store."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    db = _two_tracks(tmp_path, 15_000)
+    con = connect(db)
+    try:
+        steps = jobs.scoring_steps(con, "big", ["big/a", "big/b"])
+        job = jobs.create(con, "big", steps, model="new")
+        waiting = jobs.create(con, "big", steps, model="new")  # recorded by a server killed before it ran it
+        con.execute("UPDATE jobs SET pid = 999999999 WHERE job_id = ?", [waiting])
+    finally:
+        con.close()
+    reference = str(tmp_path / "reference.duckdb")
+    shutil.copy(db, reference)
+    con = connect(reference)
+    try:
+        jobs.run(con, job)   # the same job, never interrupted
+    finally:
+        con.close()
+    before = _outcome(db)[2]
+
+    server = subprocess.Popen([sys.executable, "-c", SERVER, db, str(job)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline().strip() == "started"
+    deadline = time.monotonic() + 120
+    while True:   # until the worker is into the second step (the first one committed)
+        state, detail, pid, attempts = _state(db, job)
+        assert state == "queued" or state == "running", state
+        if state == "running" and detail.startswith("step 2 of 2"):   # step 1's write is in
+            break
+        assert time.monotonic() < deadline, "the worker never reached its second step"
+        time.sleep(0.05)
+    server.kill()
+    os.kill(pid, signal.SIGKILL)   # the worker, in its own session: killed too, as by a machine restart
+    server.wait()
+    time.sleep(0.2)
+    at_kill = _outcome(db)[2]
+    assert at_kill == before + 1, "killed after its second step was written: nothing left to resume"
+    assert _state(db, job)[0] == "running"   # what the killed worker left: shown as interrupted
+    con = connect(db)
+    try:
+        assert jobs.listing(con).set_index("job_id").loc[job, "state"] == "interrupted"
+    finally:
+        con.close()
+
+    started = jobs.recover(db)   # the restarted server's check
+    assert sorted(w.key[1] for w in started) == [job, waiting]
+    for w in started:
+        w.join(timeout=300)
+        assert w.proc.returncode == 0
+    assert _state(db, job)[0] == "done" and _state(db, job)[3] == 2   # resumed: its second claim
+    assert _state(db, waiting)[0] == "done" and _state(db, waiting)[3] == 1
+    system, values, rev = _outcome(db)
+    ref_system, ref_values, _ = _outcome(reference)
+    assert system == ref_system and all(row[3] == 1 for row in system)   # one row per score, the same values
+    assert {row[0] for row in system} == {"big/a", "big/b"}
+    assert values == ref_values   # each value cached once
+    # one scoring write per step in all, as uninterrupted: the resumed job wrote step 2 only, and the
+    # queued one found every value cached and wrote nothing
+    assert rev == at_kill + 1 == before + 2
+    assert jobs.recover(db) == []
+
+
+def test_a_job_that_keeps_killing_its_worker_is_failed_with_the_reason(toy):
+    job = jobs.create(toy, "toy", jobs.scoring_steps(toy, "toy", ["toy/chitchat"]), model="m1")
+    toy.execute("UPDATE jobs SET state = 'running', pid = 999999999, attempts = ?, detail = 'step 1 of 1: toy/chitchat' "
+                "WHERE job_id = ?", [jobs.MAX_ATTEMPTS, job])
+    assert jobs.run(toy, job) is False
+    state, detail = toy.execute("SELECT state, detail FROM jobs WHERE job_id = ?", [job]).fetchall()[0]
+    assert state == "failed"
+    assert detail == (f"interrupted {jobs.MAX_ATTEMPTS} times: its worker process ended before finishing each time "
+                      "(killed, out of memory, or the machine restarted); last seen: step 1 of 1: toy/chitchat")
+    assert _computed(toy, "m1") == set()
+    live = jobs.create(toy, "toy", [], model="m1")   # running in a live process (this one): not taken again
+    toy.execute("UPDATE jobs SET state = 'running', pid = 1 WHERE job_id = ?", [live])
+    assert jobs.claim(toy, live) is False

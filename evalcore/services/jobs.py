@@ -1,30 +1,35 @@
-"""Scoring jobs: what an upload needs scored, run in the background, recorded in the store.
+"""Scoring jobs: what an upload needs scored, run in a worker process of its own, recorded in the store.
 
 A job's steps are one `score` call each: (track, flavor, tokenizer, metrics). After an upload the
 steps are every lexical configuration the track has been scored with before (so the new model
 appears on the leaderboard under each flavor), the default one on a track never scored, and the
-model-based metrics when asked. The job updates its row per batch; pages read the row."""
+model-based metrics when asked. The job updates its row as it goes; pages read the row. The dashboard
+starts one worker per job (start); its check (watch) resumes a job whose worker is gone; `evalcore worker`
+runs them by hand."""
 from __future__ import annotations
 
 import atexit
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
+import time
 import traceback
+from contextlib import nullcontext
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 import pandas as pd
 
 from evalcore.core.errors import StoreError
-from evalcore.core.malloc import give_back
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
-from evalcore.store import WRITE_LOCK, lease, lock_wait
+from evalcore.store import WRITE_LOCK, Handle, connect, lease, lock_wait, transaction
 
 BATCH = 1_000  # responses per progress step of a job
 COLUMNS = ["job_id", "kind", "dataset", "model", "state", "progress", "detail", "created_at", "finished_at", "tracks"]
@@ -70,82 +75,185 @@ def set_fields(con, job_id: int, **values) -> None:
         con.execute(f"UPDATE jobs SET {cols} WHERE job_id = ?", [*values.values(), job_id])
 
 
-def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | None = None) -> None:
-    """Run a job's steps in order on this connection, recording progress per batch; a failure is
-    recorded with its message (the scores of finished steps stay: each step is its own transaction)."""
-    dataset, steps = con.execute("SELECT dataset, steps FROM jobs WHERE job_id = ?", [job_id]).fetchall()[0]
+MAX_ATTEMPTS = 3      # claims of one job: a job whose worker ended unfinished this often is marked failed
+PROGRESS_EVERY = 2.0  # seconds between progress writes within a step: each write is a commit, and a commit
+                      # changes the store's stamp, which every page's cache is keyed on (pages/views/common.data)
+
+
+def claim(con: duckdb.DuckDBPyConnection, job_id: int) -> bool:
+    """Take the job for this process, in one transaction: a queued job, or a running one whose process is
+    gone (resumed: the values its worker cached are not computed or written again). False, and nothing
+    changed, for a job that is done, failed, or running in a live process (two workers never run one job:
+    DuckDB lets one process at a time write, so the read and the update below cannot interleave with
+    another process's). A job claimed MAX_ATTEMPTS times already is marked failed, with the reason."""
+    with transaction(con):
+        row = con.execute("SELECT state, pid, host, coalesce(attempts, 0), detail FROM jobs WHERE job_id = ?",
+                          [job_id]).fetchall()
+        if not row:
+            raise StoreError(f"no job {job_id} in the store; `evalcore jobs` lists them")
+        state, pid, host, attempts, detail = row[0]
+        if state in ("done", "failed") or (state == "running" and pid != os.getpid() and _alive(pid, host)):
+            return False
+        if state == "running" and attempts >= MAX_ATTEMPTS:
+            con.execute("UPDATE jobs SET state = 'failed', finished_at = ?, detail = ? WHERE job_id = ?", [
+                datetime.now(), (f"interrupted {attempts} times: its worker process ended before finishing each "
+                                 f"time (killed, out of memory, or the machine restarted); last seen: {detail}")[:2000],
+                job_id])
+            return False
+        note = f"resumed after an interruption (attempt {attempts + 1} of {MAX_ATTEMPTS})" if state == "running" else detail
+        con.execute("UPDATE jobs SET state = 'running', pid = ?, host = ?, attempts = ?, detail = ? WHERE job_id = ?",
+                    [os.getpid(), socket.gethostname(), attempts + 1, note, job_id])
+        return True
+
+
+def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | None = None,
+        handle: Handle | None = None) -> bool:
+    """Claim the job (see claim) and run its steps in order, recording progress per batch (at most every
+    PROGRESS_EVERY s within a step); a failure is recorded with its message (the scores of finished steps
+    stay: each step is its own transaction). With a `handle` (a worker process), the store is let go while
+    values are computed, as the CLI's `score` does. False: the job was not this process's to run."""
+    def store():
+        return handle.con if handle is not None else con
+
+    def write(**values):
+        with (handle.now() if handle is not None else nullcontext(con)) as c:
+            set_fields(c, job_id, **values)
+
+    if not claim(store(), job_id):
+        return False
+    dataset, steps = store().execute("SELECT dataset, steps FROM jobs WHERE job_id = ?", [job_id]).fetchall()[0]
     steps = json.loads(steps)
-    set_fields(con, job_id, state="running", pid=os.getpid(), host=socket.gethostname())
+    last = [0.0]
     try:
         for i, step in enumerate(steps):
             where = f"{step['track']} ({', '.join(step['metrics'])}; flavor {step['flavor']})"
-            set_fields(con, job_id, progress=i / len(steps), detail=f"step {i + 1} of {len(steps)}: {where}")
+            write(progress=i / len(steps), detail=f"step {i + 1} of {len(steps)}: {where}")
 
             def moved(done, total, label, i=i, where=where):
-                set_fields(con, job_id, progress=(i + done / max(total, 1)) / len(steps),
-                     detail=f"step {i + 1} of {len(steps)}: {where}: {done:,} of {total:,} responses")
+                if done < total and time.monotonic() - last[0] < PROGRESS_EVERY:
+                    return
+                last[0] = time.monotonic()
+                write(progress=(i + done / max(total, 1)) / len(steps),
+                      detail=f"step {i + 1} of {len(steps)}: {where}: {done:,} of {total:,} responses")
 
-            report = score(con, dataset=dataset, track=step["track"], metrics=step["metrics"], flavor=step["flavor"],
-                           tokenizer=step["tokenizer"], neural=neural, progress=False, on_progress=moved, chunk=BATCH)
-            notes = [n for n in report.notes]
-            if notes:
-                set_fields(con, job_id, detail="; ".join(notes)[:2000])
-        set_fields(con, job_id, state="done", progress=1.0, finished_at=datetime.now(),
-             detail=f"{len(steps)} step(s) done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
+            report = score(store(), dataset=dataset, track=step["track"], metrics=step["metrics"],
+                           flavor=step["flavor"], tokenizer=step["tokenizer"], neural=neural, progress=False,
+                           on_progress=moved, chunk=BATCH, handle=handle)
+            if report.notes:
+                write(detail="; ".join(report.notes)[:2000])
+        write(state="done", progress=1.0, finished_at=datetime.now(),
+              detail=f"{len(steps)} step(s) done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
     except Exception as exc:  # recorded for the user; the traceback goes to the server log
         traceback.print_exc()
-        set_fields(con, job_id, state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
+        write(state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
+    return True
 
 
 CHECK_VAR = "EVALCORE_JOB_CHECK"  # seconds between the server's checks for jobs no process runs (default 30)
-_CLAIMED: dict[tuple[str, int], threading.Thread] = {}  # (store, job) this process runs or ran: never twice
+_CLAIMED: dict[tuple[str, int], "Worker"] = {}  # (store, job) this process started a worker for: never twice
 _CLAIM = threading.Lock()
 _WATCHING: dict[str, threading.Thread] = {}
+_HERE = Path(__file__).resolve().parents[2]   # where `python -m evalcore` finds the package
 
 
-def start(path: str, job_id: int, neural: NeuralOptions | None = None) -> threading.Thread:
-    """Run the job in a background thread of this process on a cursor of the process's shared store
-    instance: it goes on when the page that started it is left or closed. A job this process already
-    runs is not started again: its thread is returned."""
+class Worker:
+    """A job's worker process, as the server that started it sees it. A thread waits for it, so its exit is
+    reaped (a zombie would keep its pid 'alive'); one that ended with an error (killed, out of memory) is
+    let go, so the server's next check (watch) claims the job again: resumed, or failed after MAX_ATTEMPTS."""
+
+    def __init__(self, key: tuple[str, int], proc: subprocess.Popen):
+        self.key, self.proc = key, proc
+        self._reaper = threading.Thread(target=self._reap, name=f"evalcore-job-{key[1]}", daemon=True)
+        self._reaper.start()
+
+    def _reap(self) -> None:
+        if self.proc.wait() != 0:
+            with _CLAIM:
+                if _CLAIMED.get(self.key) is self:
+                    del _CLAIMED[self.key]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def is_alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        self._reaper.join(timeout)
+
+
+def start(path: str, job_id: int) -> Worker:
+    """Run the job in a worker process of its own (`python -m evalcore worker --job N`): its CPU is not the
+    page server's (one core for every page, Python's GIL), and it goes on when the page that started it
+    is left or closed, or the server is stopped (its own session: a Ctrl-C to the server does not reach
+    it). It reports progress through the store. A job this process started already is not started again."""
     key = (os.path.abspath(path), int(job_id))
     with _CLAIM:
         if key in _CLAIMED:
             return _CLAIMED[key]
-
-        def work():
-
-            con = lease(path, wait=lock_wait())
-            try:
-                run(con, job_id, neural)
-            finally:
-                con.close()
-                give_back()  # the dashboard lives on: its memory returns near where it was
-
-        worker = _CLAIMED[key] = threading.Thread(target=work, name=f"evalcore-job-{job_id}", daemon=True)
-    worker.start()
+        proc = subprocess.Popen([sys.executable, "-m", "evalcore", "worker", "--db", key[0], "--job", str(job_id)],
+                                cwd=_HERE, stdin=subprocess.DEVNULL, start_new_session=True)
+        worker = _CLAIMED[key] = Worker(key, proc)
     return worker
 
 
-def orphans(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
+def work(path: str | os.PathLike, job: int | None = None, neural: NeuralOptions | None = None,
+         on_wait=None) -> list[tuple[int, str]]:
+    """`evalcore worker`: run one job (`job`), or every job no live process runs (queued, or running in a
+    process that is gone), on a connection of its own that lets the store go while values are computed.
+    (job, state after) for each job looked at; a job another live process runs is left to it.
+
+    Workers of one store run one after another (`<store>.jobs.lock`, an OS lock their process holds while
+    it runs; a killed one's goes with it): the page server keeps one core to itself on a two-core machine,
+    and two jobs on one track never compute the same values side by side."""
+    import fcntl
+
+    gate = os.open(f"{os.path.abspath(path)}.jobs.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)   # waits for the worker before it
+        return _work(path, job, neural, on_wait)
+    finally:
+        os.close(gate)   # the lock with it
+
+
+def _work(path, job, neural, on_wait) -> list[tuple[int, str]]:
+    con = connect(path, wait=lock_wait(), on_wait=on_wait)
+    handle = Handle(path, con, lock_wait(), on_wait)
+    out = []
+    try:
+        todo = [job] if job is not None else orphans(con, str(path), everyone=True)
+        for j in todo:
+            ran = run(handle.con, j, neural or NeuralOptions(), handle=handle)
+            state = handle.con.execute("SELECT state FROM jobs WHERE job_id = ?", [j]).fetchall()[0][0]
+            out.append((j, state if ran else f"not run here ({state})"))
+    finally:
+        handle.con.close()
+    return out
+
+
+def orphans(con: duckdb.DuckDBPyConnection, path: str, everyone: bool = False) -> list[int]:
     """Jobs no live process runs: queued or running, recorded by this machine, by a process that is gone
     or by this one (a job this process recorded but has not started: the page that recorded it was closed,
-    or a process before it had the same pid), and not run by this process already."""
-    rows = con.execute("SELECT job_id, pid, host FROM jobs WHERE state IN ('queued', 'running') "
+    or a process before it had the same pid), and not started by this process already. `everyone`: every
+    queued job too, whoever recorded it (`evalcore worker` run by hand)."""
+    rows = con.execute("SELECT job_id, state, pid, host FROM jobs WHERE state IN ('queued', 'running') "
                        "ORDER BY job_id").fetchall()
     me, here, store = os.getpid(), socket.gethostname(), os.path.abspath(path)
     with _CLAIM:
-        return [int(j) for j, pid, host in rows
-                if (store, int(j)) not in _CLAIMED and host == here and (pid == me or not _alive(pid, host))]
+        return [int(j) for j, state, pid, host in rows
+                if (store, int(j)) not in _CLAIMED and host == here
+                and (pid == me or not _alive(pid, host) or (everyone and state == "queued"))]
 
 
-def recover(path: str, neural: NeuralOptions | None = None, wait: float = 0.0) -> list[threading.Thread]:
-    """Start every orphaned job of the store (see orphans); the threads started."""
+def recover(path: str, wait: float = 0.0) -> list[Worker]:
+    """Start a worker for every orphaned job of the store (see orphans); the workers started."""
     con = lease(path, wait=wait)
     try:
         found = orphans(con, path)
     finally:
         con.close()
-    return [start(path, job, neural) for job in found]
+    return [start(path, job) for job in found]
 
 
 _STOP = threading.Event()
@@ -173,7 +281,7 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
         while not _STOP.is_set():
             if os.path.exists(path):  # a store not created yet has no jobs: not created here
                 try:
-                    recover(path, NeuralOptions())
+                    recover(path)
                 except StoreError as exc:
                     print(f"evalcore: job check skipped: {exc}", file=sys.stderr)
                 except Exception:  # the check never dies; the next one tries again
@@ -197,7 +305,17 @@ def _alive(pid: int | None, host: str | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    """A process that ended and nobody reaped (a killed server's worker, in a container whose first process
+    reaps nothing): kill(pid, 0) still finds it, Linux's /proc says Z."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, limit: int = 50) -> pd.DataFrame:

@@ -115,14 +115,26 @@ class Handle:
 
     def __init__(self, path: str | os.PathLike, con: duckdb.DuckDBPyConnection, wait: float = 60.0, on_wait=None):
         self.path, self.con, self.wait, self.on_wait = Path(path), con, wait, on_wait
+        self.away = False   # let go: `con` is closed, a write takes the store briefly()
 
     @contextmanager
     def let_go(self) -> Iterator[None]:
         self.con.close()
+        self.away = True
         try:
             yield
         finally:
             self.con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
+            self.away = False
+
+    @contextmanager
+    def now(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one short write whether let go or not (a job's progress)."""
+        if not self.away:
+            yield self.con
+            return
+        with self.briefly() as con:
+            yield con
 
     @contextmanager
     def briefly(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -436,12 +448,17 @@ def server_lock(path: str | os.PathLike | None = None) -> Path:
     per store. A second server on the same store is refused with a message naming the first one's pid;
     the lock goes with its holder's process, however it ends (SIGKILL included). CLI commands do not take
     it: they share the store with a running server as before. Taking it again in the holding process is
-    a no-op. The lock file's path."""
+    a no-op. The servers of `evalcore app --processes N` share their parent's lock (GROUP_VAR): N page-serving
+    processes on one store, by intent, and a further server is still refused. The lock file's path."""
     import fcntl
 
     db = Path(os.path.abspath(resolve_db_path(path)))
     lock = Path(f"{db}.server.lock")
     if str(lock) in _SERVER_LOCKS:
+        return lock
+    group = _group_lock(lock)
+    if group is not None:   # one of `evalcore app --processes N`'s servers: the group's lock, inherited
+        _SERVER_LOCKS[str(lock)] = group
         return lock
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -457,6 +474,25 @@ def server_lock(path: str | os.PathLike | None = None) -> Path:
     os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
     _SERVER_LOCKS[str(lock)] = fd
     return lock
+
+
+def lock_descriptor(lock: Path) -> int:
+    """The open file that holds a server lock this process took (server_lock), to hand down to a group."""
+    return _SERVER_LOCKS[str(lock)]
+
+
+GROUP_VAR = "EVALCORE_SERVER_LOCK_FD"   # set by `evalcore app --processes N` for the servers it starts
+
+
+def _group_lock(lock: Path) -> int | None:
+    """The descriptor of `lock` this process inherited from `evalcore app --processes N` (which holds the
+    OS lock on it for the group: an flock belongs to the open file, shared by every process given it), or None."""
+    try:
+        fd = int(os.environ.get(GROUP_VAR, ""))
+        held, here = os.fstat(fd), os.stat(lock)
+    except (ValueError, OSError):
+        return None
+    return fd if (held.st_dev, held.st_ino) == (here.st_dev, here.st_ino) else None
 
 
 @contextmanager

@@ -11,7 +11,6 @@ from evalcore.core.malloc import give_back
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.readers import temp_dir
 from evalcore.ingest.responses import PAGE, import_responses
-from evalcore.metrics.neural import NeuralOptions
 from evalcore.services import jobs
 from evalcore.store import WriteConflict, history, resolve_db_path, retrying, transaction
 from evalcore.ui import views
@@ -71,9 +70,9 @@ def record_job(c, tracks: list[str], model: str | None) -> int:
 
 
 def start_job() -> None:
-    """Run the job recorded in this run in a background thread: it goes on if the page is left."""
+    """Run the job recorded in this run in a worker process of its own: it goes on if the page is left."""
     job = recorded["job"]
-    jobs.start(str(resolve_db_path()), job, NeuralOptions())
+    jobs.start(str(resolve_db_path()), job)
     st.session_state["up-job"] = job
     st.info(f"Scoring runs as job {job} ({recorded['steps']} step(s)). It goes on if you leave this page; "
             "its progress is below, under Scoring jobs.")
