@@ -35,7 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.protocol import MIX, cpu_seconds, crowd, load, p95, rss_mb, serve_app, soak  # noqa: E402
+from bench.annotate import free_port  # noqa: E402
+from bench.protocol import MIX, cpu_seconds, crowd, load, p95, rss_mb, serve_app, servers, soak  # noqa: E402
 
 
 def load_dataset(db: str, tmp: Path, n: int) -> None:
@@ -98,6 +99,27 @@ def job(db: str, tmp: Path, n: int, model: str, server_pid: int) -> tuple[float,
             return time.perf_counter() - start, state
 
 
+def serve_group(db: Path, processes: int, log: Path, env: dict) -> tuple[subprocess.Popen, list[str]]:
+    """`evalcore app --processes N` (README, "More than one page-serving process") on free ports: (its process, bases)."""
+    import urllib.request
+
+    port = free_port()
+    while any(free_port() == port + i for i in range(1, processes)):
+        port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "evalcore", "app", "--db", str(db), "--port", str(port),
+                             "--processes", str(processes)], cwd=ROOT, env={**os.environ, **env},
+                            stdout=open(log, "a"), stderr=subprocess.STDOUT)
+    bases = [f"http://localhost:{port + i}" for i in range(processes)]
+    for base in bases:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+    return proc, bases
+
+
 def main() -> None:
     if "--browser" in sys.argv:
         from bench.load_browser import main as browser
@@ -111,6 +133,9 @@ def main() -> None:
     parser.add_argument("--responses", type=int, default=16_000)
     parser.add_argument("--post-script-gc", choices=("on", "off", "both"), default="off")
     parser.add_argument("--db", help="an existing store (default: a fresh `evalcore init`)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="page-serving processes (`evalcore app --processes N`, with the project's config: "
+                             "post-script GC off); users are spread over them")
     parser.add_argument("--soak", type=int, default=0, metavar="LOADS",
                         help="instead: LOADS loads back to back by 20 sessions, the server's RSS every 1,000")
     parser.add_argument("--out", help="also write the rows as JSON here")
@@ -141,25 +166,34 @@ def main() -> None:
         return
     rows = []
     print("gc   side  users  loads  p50_s  p95_s  max_s  errors  cpu_s/load  rss_mb  side_s", flush=True)
+    if args.processes > 1:
+        settings = [False]   # the group runs with config.toml's settings
     for gc in settings:
-        proc, base = serve_app(db, gc, tmp / "server.log", env)
+        if args.processes > 1:
+            proc, base = serve_group(db, args.processes, tmp / "server.log", env)
+            time.sleep(2)
+        else:
+            proc, base = serve_app(db, gc, tmp / "server.log", env)
+        pids = servers(proc.pid)
+        first = pids[0]
         try:
             if "job" in sides:   # the server has started its first worker once (as any server soon has)
-                job(str(db), tmp, 10, "warm", proc.pid)
-            for page, query in MIX:   # warm: every page once (caches filled, as on a server that has run a while)
-                asyncio.run(load(base, page, query))
+                job(str(db), tmp, 10, "warm", first)
+            for b in [base] if isinstance(base, str) else base:
+                for page, query in MIX:   # warm: every page once (caches filled, as on a server that has run a while)
+                    asyncio.run(load(b, page, query))
             for users in [int(u) for u in args.users.split(",")]:
                 for side in sides:
                     model = f"m{users}-{side}-{'gc' if gc else 'nogc'}"
-                    before = cpu_seconds(proc.pid)
+                    before = sum(cpu_seconds(p) for p in pids)
                     took: list = []
                     work = {"cli": lambda: took.append(cli(str(db), responses_file(tmp, model, args.responses), model)),
-                            "job": lambda: took.append(job(str(db), tmp, args.responses, model, proc.pid))}.get(side)
+                            "job": lambda: took.append(job(str(db), tmp, args.responses, model, first))}.get(side)
                     thread = threading.Thread(target=work) if work else None
                     if thread:
                         thread.start()
                     out = asyncio.run(crowd(base, users, args.seconds, think, seed=users))
-                    cpu = cpu_seconds(proc.pid) - before
+                    cpu = sum(cpu_seconds(p) for p in pids) - before
                     if thread:
                         thread.join()
                     times = [t for _, t, e in out if e is None]
@@ -168,7 +202,8 @@ def main() -> None:
                     row = {"gc": gc, "side": side, "users": users, "loads": len(out),
                            "p50_s": statistics.median(times) if times else nan, "p95_s": p95(times),
                            "max_s": max(times) if times else nan, "errors": len(errors),
-                           "cpu_s_per_load": cpu / max(len(out), 1), "rss_mb": rss_mb(proc.pid),
+                           "cpu_s_per_load": cpu / max(len(out), 1), "rss_mb": sum(rss_mb(p) for p in pids),
+                           "processes": len(pids),
                            "side_s": took[0][0] if took else nan,
                            "side_state": took[0][1] if took and side == "job" else ""}
                     rows.append(row)
@@ -177,6 +212,13 @@ def main() -> None:
                           f"{row['rss_mb']:7.0f} {row['side_s']:7.1f} {row['side_state']}", flush=True)
                     for e in sorted(set(errors))[:3]:
                         print(f"    error: {e}", flush=True)
+                    by_page = {}
+                    for page, t, e in out:
+                        if e is None:
+                            by_page.setdefault(page, []).append(t)
+                    row["pages_p95"] = {page: round(p95(ts), 3) for page, ts in sorted(by_page.items())}
+                    print("    per page p50/p95: " + ", ".join(f"{page} {statistics.median(ts):.2f}/{p95(ts):.2f}"
+                                                             for page, ts in sorted(by_page.items())), flush=True)
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -96,8 +96,19 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def crowd(base: str, users: int, seconds: float, think: tuple[float, float], seed: int) -> list[tuple]:
-    """`users` users loading pages for `seconds`: [(page, seconds, error)]."""
+def servers(pid: int) -> list[int]:
+    """The page-serving processes behind `pid`: itself, or the servers `evalcore app --processes N` started."""
+    try:
+        kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        kids = []
+    return [k for k in kids if b"app.py" in Path(f"/proc/{k}/cmdline").read_bytes()] or [pid]
+
+
+async def crowd(base: str | list[str], users: int, seconds: float, think: tuple[float, float], seed: int) -> list[tuple]:
+    """`users` users loading pages for `seconds`: [(page, seconds, error)]. Several bases (servers): user k
+    uses base k mod n, as a proxy that keeps each browser on one server spreads them."""
+    bases = [base] if isinstance(base, str) else base
     out: list[tuple] = []
     stop = time.monotonic() + seconds
 
@@ -109,7 +120,7 @@ async def crowd(base: str, users: int, seconds: float, think: tuple[float, float
             page, query = MIX[i % len(MIX)]
             i += 1
             try:
-                took, error = await load(base, page, query)
+                took, error = await load(bases[k % len(bases)], page, query)
             except Exception as exc:   # counted, not hidden
                 took, error = float("nan"), f"{type(exc).__name__}: {exc}"
             out.append((page or "overview", took, error))

@@ -328,3 +328,29 @@ def test_engagement_en_alpha_and_fleiss_from_the_amt_file(con):
     pairs = table.loc["cohen_kappa_linear"]
     shared_pairs = {"|".join(sorted((a, b))) for s in scores.values() for a in s for b in s if a < b}
     assert set(pairs["annotators"]) == shared_pairs and (pairs["n_items"] > 0).all()
+
+
+def test_agreement_over_one_unit_is_withheld_with_the_reason():
+    """Three annotators on one unit: Fleiss' kappa of that one unit is -0.5 here (p_e from its own
+    proportions: (1/3)^2 + (2/3)^2 = 5/9, P = 1/3, (1/3 - 5/9) / (1 - 5/9) = -1/2), a number that says nothing
+    about the people; it is withheld with the reason. Two units: shown."""
+    from evalcore.analysis.agreement import MIN_UNITS, agreement_of, vote_agreement
+
+    one = pd.DataFrame({"track": "t", "dimension": "Coh", "unit": "u1", "annotator": ["a", "b", "c"],
+                        "score": [1.0, 2.0, 2.0]})
+    assert A.fleiss_from_counts(np.array([[1.0, 2.0]])) == pytest.approx(-0.5)
+    out = agreement_of(one, bootstrap=50).set_index("statistic")
+    assert MIN_UNITS == 2
+    assert np.isnan(out.loc["fleiss_kappa", "value"]) and np.isnan(out.loc["fleiss_kappa", "ci_low"])
+    assert out.loc["fleiss_kappa", "note"] == ("withheld: over 1 unit(s); agreement needs at least 2 units rated "
+                                               "by the same people")
+    assert out["value"].isna().all()   # every kappa and alpha over the one unit
+    two = pd.concat([one, one.assign(unit="u2", score=[1.0, 1.0, 2.0])], ignore_index=True)
+    shown = agreement_of(two, bootstrap=50).set_index("statistic")
+    assert shown.loc["fleiss_kappa", "n_items"] == 2 and not np.isnan(shown.loc["fleiss_kappa", "value"])
+    assert shown["note"].isna().all()
+    votes = vote_agreement(one.assign(score=[1.0, 0.0, 1.0]), bootstrap=50).set_index("statistic")
+    # pairs (a,b) (a,c) (b,c): one agrees; a share keeps its value, its interval is withheld
+    assert votes.loc["vote_agreement_with_ties", "value"] == pytest.approx(1 / 3)
+    assert np.isnan(votes.loc["vote_agreement_with_ties", "ci_low"])
+    assert votes.loc["vote_agreement_with_ties", "note"].endswith("for an interval")

@@ -18,7 +18,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["track", "dimension", "statistic", "annotators", "value", "ci_low", "ci_high", "n_items", "n_annotators"]
+COLUMNS = ["track", "dimension", "statistic", "annotators", "value", "ci_low", "ci_high", "n_items", "n_annotators", "note"]
+MIN_UNITS = 2   # a chance-corrected statistic over one unit says nothing (Fleiss' kappa of one unit can be -1)
 WEIGHTS = ("unweighted", "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
 
@@ -232,7 +233,7 @@ def agreement_of(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -
             rows.append({**base, "statistic": f"krippendorff_alpha_{level}", "annotators": "all",
                          "value": alpha_from_coincidences(tables.sum(0), cats, level), "ci_low": lo, "ci_high": hi,
                          "n_items": int(paired.sum()), "n_annotators": len(annotators)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return _withheld(pd.DataFrame(rows, columns=COLUMNS))
 
 
 def vote_agreement(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -267,7 +268,23 @@ def vote_agreement(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0)
             rows.append({"track": tr, "dimension": dim, "statistic": name, "annotators": "all",
                          "value": counts[:, num].sum() / total, "ci_low": lo, "ci_high": hi,
                          "n_items": int((counts[:, den] > 0).sum()), "n_annotators": group["annotator"].nunique()})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return _withheld(pd.DataFrame(rows, columns=COLUMNS), chance_corrected=False)
+
+
+def _withheld(frame: pd.DataFrame, *, chance_corrected: bool = True) -> pd.DataFrame:
+    """Rows over fewer than MIN_UNITS units: a kappa's or alpha's value and interval are withheld (NaN) with the
+    reason in `note`; a share of agreeing votes keeps its value (a plain proportion) but not its interval (a
+    resample of one unit is that unit)."""
+    few = frame["n_items"] < MIN_UNITS
+    if not few.any():
+        return frame
+    frame = frame.astype({"note": object})
+    cols = ["value", "ci_low", "ci_high"] if chance_corrected else ["ci_low", "ci_high"]
+    frame.loc[few, cols] = np.nan
+    why = "" if chance_corrected else " for an interval"
+    frame.loc[few, "note"] = [f"withheld: over {n} unit(s); agreement needs at least {MIN_UNITS} units rated by the "
+                              f"same people{why}" for n in frame.loc[few, "n_items"]]
+    return frame
 
 
 def annotator_bias(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:

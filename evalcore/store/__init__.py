@@ -281,9 +281,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     """All or nothing: commit on success, roll back on any exception. Holds WRITE_LOCK throughout."""
     with WRITE_LOCK:
         con.execute("BEGIN TRANSACTION")
+        _CHANGED.depth = getattr(_CHANGED, "depth", 0) + 1
         try:
             yield con
         except BaseException as exc:
+            _changed_by_this_transaction()   # rolled back: nothing changed
             try:
                 con.execute("ROLLBACK")
             except duckdb.Error:
@@ -291,8 +293,13 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
             if _disk_full(exc):
                 raise _full(exc) from exc
             raise
+        finally:
+            _CHANGED.depth -= 1
+        changed = _changed_by_this_transaction()
         try:
             con.execute("COMMIT")
+            for db in changed:   # after the commit: a page that reads the new mark finds the new rows
+                _mark_changed(db)
         except duckdb.Error as exc:
             if not _disk_full(exc):
                 raise
@@ -516,8 +523,37 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
 
 
 def bump_revision(con: duckdb.DuckDBPyConnection) -> None:
-    """Mark the store as changed (call inside the writing transaction)."""
+    """Mark the store as changed (call inside the writing transaction): its revision, and, once the
+    transaction commits, `<store>.rev`, the mark pages' caches are keyed on (stamp)."""
     con.execute("UPDATE revision SET n = n + 1")
+    db = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    if not db:   # an in-memory database: no file to mark
+        return
+    if getattr(_CHANGED, "depth", 0):
+        _CHANGED.__dict__.setdefault("dbs", set()).add(db)
+    else:   # outside transaction(): the UPDATE is committed already
+        _mark_changed(db)
+
+
+_CHANGED = threading.local()   # per thread: transaction() depth, and the stores its transaction changed
+
+
+def _changed_by_this_transaction() -> set[str]:
+    dbs = _CHANGED.__dict__.get("dbs", set())
+    _CHANGED.dbs = set()
+    return dbs
+
+
+def _mark_changed(db: str) -> None:
+    """Write `<store>.rev` anew: a fresh token, replaced atomically (a reader sees the old one or the new one)."""
+    mark = f"{db}.rev"
+    tmp = f"{mark}.{os.getpid()}.{threading.get_ident()}"
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(f"{time.time_ns()} {os.getpid()} {threading.get_ident()}\n")
+        os.replace(tmp, mark)
+    except OSError:   # a read-only folder: pages fall back to the files' own stamp
+        pass
 
 
 def revision(con: duckdb.DuckDBPyConnection) -> int:
@@ -525,9 +561,18 @@ def revision(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def stamp(path: str | Path) -> tuple:
-    """What changes whenever a commit lands in the store, read from its files without opening it:
-    (mtime_ns, size) of the file and of its write-ahead log. DuckDB appends every commit to the
-    .wal and folds it into the file at a checkpoint (which rewrites the file and removes the .wal)."""
+    """What changes whenever the store's data changes, read without opening it: the store file's identity
+    (another file put in its place is another store) and `<store>.rev`, written after every commit that
+    bumped the revision (bump_revision: every import, score, undo, rating). A job's progress and its claim
+    do not bump it, so they do not empty every page's cache. A store without the mark yet (written by an
+    older version, or never changed since): (mtime_ns, size) of the file and of its write-ahead log, which
+    every commit and checkpoint changes."""
+    try:
+        ident = os.stat(path)
+        with open(f"{path}.rev") as fh:
+            return ("rev", ident.st_dev, ident.st_ino, fh.read())
+    except FileNotFoundError:
+        pass
     out = []
     for name in (str(path), f"{path}.wal"):
         try:

@@ -32,6 +32,8 @@ else:
     slot = st.empty()
 
     def show_agreement(table, note: str, final: bool) -> None:
+        if "note" in table and table["note"].isna().all():   # the column says why a value is withheld: only then
+            table = table.drop(columns=["note"])
         with slot.container():
             st.caption(note)
             numbers = {k: st.column_config.NumberColumn(format="%.3f") for k in ("value", "ci_low", "ci_high")}

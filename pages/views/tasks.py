@@ -71,6 +71,8 @@ if chosen:
                ("" if task.mode == "absolute" else "; a vote is one of three categories: the first model, a tie, "
                 "the other model of the unit's pair, whichever side each annotator saw it on"))
     agreement = result["agreement"]
+    if "note" in agreement and agreement["note"].isna().all():   # shown only where a value is withheld, and why
+        agreement = agreement.drop(columns=["note"])
     pairs = agreement["statistic"].str.startswith("cohen_kappa") if len(agreement) else []
     grid(agreement[~pairs] if len(agreement) else agreement, width="stretch")
     if len(agreement) and pairs.any():
