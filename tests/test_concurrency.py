@@ -116,7 +116,10 @@ def test_a_lingering_instance_is_reused_then_closed(toy):
         lease(db).close()
         assert shared.is_open
         with lease(db):
-            waiting(Path(db))
+            waiting(Path(db))   # this process's own mark: not a reason to let go
+        assert shared.is_open
+        with lease(db):
+            Path(f"{db}.wait").write_text("1")   # another process's mark (pid 1)
         assert not shared.is_open
     finally:
         shared.linger = 0.0
@@ -440,3 +443,35 @@ def test_two_page_servers_share_one_store_and_a_third_is_refused(default_store_f
     for base in bases:
         with pytest.raises(OSError):
             urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+
+
+def test_a_busy_server_lets_a_waiting_process_in(toy):
+    """A server with a page run always in flight (six threads whose leases overlap) keeps its instance open
+    for good; another process that waits for the file (a second server, a worker, the CLI) marks it, the
+    busy one stops handing out cursors until its runs end, and the waiter gets in within moments (before:
+    never, until its wait ran out)."""
+    db = _db(toy)
+    toy.close()
+    stop = threading.Event()
+
+    def busy(k: int):
+        time.sleep(k * 0.02)   # staggered: some run always holds a cursor
+        while not stop.is_set():
+            with lease(db, wait=30) as con:
+                con.execute("SELECT count(*) FROM items").fetchall()
+                time.sleep(0.1)
+
+    threads = [threading.Thread(target=busy, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    try:
+        script = ("import sys, time; from evalcore.store import connect; t = time.monotonic(); "
+                  "connect(sys.argv[1], wait=20).close(); print(round(time.monotonic() - t, 2))")
+        out = subprocess.run([sys.executable, "-c", script, db], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) < 5, out.stdout

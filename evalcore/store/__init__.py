@@ -66,9 +66,13 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
     deadline = time.monotonic() + wait
     told = False
     settling = time.monotonic() + handover
+    waited = False
     while True:
         try:
-            return duckdb.connect(str(db), read_only=read_only)
+            con = duckdb.connect(str(db), read_only=read_only)
+            if waited:
+                done_waiting(db)
+            return con
         except duckdb.ResourceInUseException as exc:
             # This process's last connection to the file is closing in another thread (the database is
             # being checkpointed and detached): the file is free again within moments.
@@ -81,7 +85,8 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
                 hint = (f" Waited {wait:g} s: another process kept it (an import, or a scoring job the dashboard "
                         f"runs, holds the store until it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
                 raise StoreError(f"cannot open {db}: {exc}.{hint}") from exc
-            waiting(db)   # a lingering dashboard lets go at once (Shared._give_back)
+            waiting(db)   # a server lets go at once (Shared.lease, Shared._give_back)
+            waited = True
             if on_wait is not None and not told:
                 on_wait(f"waiting for {db}: another process is using it (the dashboard releases it between "
                         f"page loads); waiting up to {wait:g} s")
@@ -93,17 +98,31 @@ WAITING_FRESH = 3.0   # seconds a waiter's mark counts (it renews it every retry
 
 
 def waiting(db: Path) -> None:
-    """Mark that a process waits for the store's file: `<store>.wait`'s modification time, renewed while it waits.
-    Only a hint that a lingering dashboard reads (someone_waits); nothing is locked by it."""
+    """Mark that this process waits for the store's file: `<store>.wait` holds its pid, renewed (and so its
+    modification time) while it waits. A hint that other processes' servers read (someone_waits): they stop
+    handing out cursors of their open instance, so it closes once their runs end and the waiter gets in.
+    Nothing is locked by it."""
     try:
-        Path(f"{db}.wait").touch()
-    except OSError:   # a read-only folder: the dashboard closes after its linger anyway
+        Path(f"{db}.wait").write_text(str(os.getpid()))
+    except OSError:   # a read-only folder: the waiter gets in when the holder's runs happen to pause
+        pass
+
+
+def done_waiting(db: Path) -> None:
+    """This process got the file: its mark goes (another waiter's stays; it renews its own anyway)."""
+    try:
+        mark = Path(f"{db}.wait")
+        if mark.read_text() == str(os.getpid()):
+            mark.unlink()
+    except OSError:
         pass
 
 
 def someone_waits(db: Path) -> bool:
+    """Another process waits for the file now (its mark is fresh and not this process's own)."""
     try:
-        return time.time() - os.stat(f"{db}.wait").st_mtime < WAITING_FRESH
+        mark = Path(f"{db}.wait")
+        return time.time() - mark.stat().st_mtime < WAITING_FRESH and mark.read_text() != str(os.getpid())
     except OSError:
         return False
 
@@ -395,6 +414,13 @@ class Shared:
             return cls._all.setdefault(key, cls(Path(key)))
 
     def lease(self, wait: float = 0.0, on_wait=None) -> Lease:
+        # Fairness between processes (servers of one store, a worker, a CLI command): while another process
+        # waits for the file, no new cursor of the open instance is handed out, so the instance closes when
+        # this process's runs in flight end and the waiter gets in; this run then waits its turn in _open.
+        # Without it a busy server (a run always in flight) kept the file and the others waited out their 30 s.
+        deadline = time.monotonic() + wait
+        while self.root is not None and someone_waits(self.db) and time.monotonic() < deadline:
+            time.sleep(0.02)
         with self.lock:
             if self.root is None:
                 check_store_path(self.db)
