@@ -90,3 +90,44 @@ def test_a_command_waits_for_a_store_another_process_holds(tmp_path):
     out, err = patient.communicate(timeout=60)
     assert patient.returncode == 0, err
     assert "another process is using it" in line
+
+
+def test_the_stamp_pages_cache_on_moves_with_the_data_and_per_dataset(con, tmp_path):
+    """Pages' caches are keyed on store.stamp, read without opening the store: a write to dataset b leaves
+    dataset a's stamp as it was; a write to a moves a's; a write not confined to one dataset moves both; the
+    whole-store stamp moves with every write; a job's progress (no revision bump) moves none."""
+    from conftest import write_jsonl
+    from evalcore.ingest.items import import_items
+    from evalcore.services import jobs
+    from evalcore.store import bump_revision, stamp
+
+    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+
+    def items(dataset: str, n: int) -> None:
+        import_items(con, write_jsonl(tmp_path / f"{dataset}{n}.jsonl", [
+            {"item_id": f"{dataset}{n}", "dataset": dataset, "track": f"{dataset}/chitchat", "context": ["你好"],
+             "references": ["好"]}]))
+
+    items("a", 1)
+    items("b", 1)
+    a, b, every = stamp(path, "a"), stamp(path, "b"), stamp(path)
+    items("b", 2)
+    assert stamp(path, "a") == a and stamp(path, "b") != b and stamp(path) != every
+    a, b, every = stamp(path, "a"), stamp(path, "b"), stamp(path)
+    items("a", 2)
+    assert stamp(path, "a") != a and stamp(path, "b") == b and stamp(path) != every
+    a, b, every = stamp(path, "a"), stamp(path, "b"), stamp(path)
+    job = jobs.create(con, "a", [])
+    jobs.set_fields(con, job, progress=0.5, detail="half way")   # committed, but no data changed
+    assert (stamp(path, "a"), stamp(path, "b"), stamp(path)) == (a, b, every)
+    with transaction(con):
+        bump_revision(con)   # anything may have changed (an undo, a model deleted everywhere)
+    assert stamp(path, "a") != a and stamp(path, "b") != b and stamp(path) != every
+    a = stamp(path, "a")
+    try:
+        with transaction(con):
+            bump_revision(con, "a")
+            raise RuntimeError("rolled back")
+    except RuntimeError:
+        pass
+    assert stamp(path, "a") == a   # nothing committed: nothing marked

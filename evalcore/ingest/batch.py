@@ -77,7 +77,8 @@ class Batch:
         """Everything in one transaction, recorded as one submission (history) naming `source`."""
         counts: dict[str, int] = {}
         with transaction(con):
-            bump_revision(con)
+            # one dataset: only its pages recompute; a new external metric changes the registry every page reads
+            bump_revision(con, None if self.rows.get("external_metrics") else self._dataset())
             sid = history.record(con, kind=self.kind, dataset=self._dataset(),
                                  models=sorted({r["model"] for t in ("responses", "human_ratings", "system_scores")
                                                 for r in self.rows.get(t, [])}),

@@ -204,7 +204,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             # Another process wrote while the store was let go: keep the values (keyed by text and
             # signature, right whatever changed) and score the track again as the store is now.
             with transaction(con):
-                bump_revision(con)
+                bump_revision(con, ds)
                 stored = _write_values(con, plan, _value_frames(plan, keys, missing_here, values, stats, con, reasons))
             report.computed[label] = report.computed.get(label, 0) + stored
             return True
@@ -215,7 +215,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         report.system[label] = 0
         return False
     with transaction(con):
-        bump_revision(con)
+        bump_revision(con, ds)
         stored = _write_values(con, plan, frames)
         for row in system_rows:
             # a model-based column holds the last configuration scored (its signature says which)

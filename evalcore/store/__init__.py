@@ -2,6 +2,7 @@
 process), and transactions. Below it only evalcore.core; migrations/, history.py and queries.py beside it."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -95,6 +96,7 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
 
 
 WAITING_FRESH = 3.0   # seconds a waiter's mark counts (it renews it every retry, 20 times a second)
+FAIR_WAIT = 1.0       # seconds a new cursor waits for this process's runs to let a waiting process in (Shared.lease)
 
 
 def waiting(db: Path) -> None:
@@ -317,8 +319,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         changed = _changed_by_this_transaction()
         try:
             con.execute("COMMIT")
-            for db in changed:   # after the commit: a page that reads the new mark finds the new rows
-                _mark_changed(db)
+            if changed:   # after the commit: a page that reads the new mark finds the new rows
+                _mark_changed(changed)
         except duckdb.Error as exc:
             if not _disk_full(exc):
                 raise
@@ -418,7 +420,9 @@ class Shared:
         # waits for the file, no new cursor of the open instance is handed out, so the instance closes when
         # this process's runs in flight end and the waiter gets in; this run then waits its turn in _open.
         # Without it a busy server (a run always in flight) kept the file and the others waited out their 30 s.
-        deadline = time.monotonic() + wait
+        # Bounded (FAIR_WAIT): a run in flight may itself wait for this one (Streamlit's lock on a cached value
+        # this run is computing), and an unbounded wait stalled both for the page's whole 30 s.
+        deadline = time.monotonic() + min(wait, FAIR_WAIT)
         while self.root is not None and someone_waits(self.db) and time.monotonic() < deadline:
             time.sleep(0.02)
         with self.lock:
@@ -548,57 +552,86 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
                                "SELECT * FROM _evalcore_frame").fetchall()[0][0])
 
 
-def bump_revision(con: duckdb.DuckDBPyConnection) -> None:
+def bump_revision(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> None:
     """Mark the store as changed (call inside the writing transaction): its revision, and, once the
-    transaction commits, `<store>.rev`, the mark pages' caches are keyed on (stamp)."""
+    transaction commits, `<store>.rev`, the mark pages' caches are keyed on (stamp). `dataset`: the one
+    dataset whose rows this write changed (an import into it, its scores, an answer to its task), so only
+    that dataset's pages (and the pages about every dataset) are computed anew; None: anything may have
+    changed (every page is)."""
     con.execute("UPDATE revision SET n = n + 1")
     db = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
     if not db:   # an in-memory database: no file to mark
         return
     if getattr(_CHANGED, "depth", 0):
-        _CHANGED.__dict__.setdefault("dbs", set()).add(db)
+        _CHANGED.__dict__.setdefault("marks", set()).add((db, dataset))
     else:   # outside transaction(): the UPDATE is committed already
-        _mark_changed(db)
+        with WRITE_LOCK:
+            _mark_changed({(db, dataset)})
 
 
-_CHANGED = threading.local()   # per thread: transaction() depth, and the stores its transaction changed
+_CHANGED = threading.local()   # per thread: transaction() depth, and the (store, dataset) its transaction changed
 
 
-def _changed_by_this_transaction() -> set[str]:
-    dbs = _CHANGED.__dict__.get("dbs", set())
-    _CHANGED.dbs = set()
-    return dbs
+def _changed_by_this_transaction() -> set[tuple[str, str | None]]:
+    marks = _CHANGED.__dict__.get("marks", set())
+    _CHANGED.marks = set()
+    return marks
 
 
-def _mark_changed(db: str) -> None:
-    """Write `<store>.rev` anew: a fresh token, replaced atomically (a reader sees the old one or the new one)."""
-    mark = f"{db}.rev"
-    tmp = f"{mark}.{os.getpid()}.{threading.get_ident()}"
+def _read_marks(db: str) -> dict:
     try:
-        with open(tmp, "w") as fh:
-            fh.write(f"{time.time_ns()} {os.getpid()} {threading.get_ident()}\n")
-        os.replace(tmp, mark)
-    except OSError:   # a read-only folder: pages fall back to the files' own stamp
-        pass
+        with open(f"{db}.rev") as fh:
+            marks = json.load(fh)
+        return marks if isinstance(marks, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
+def _mark_changed(changes: set[tuple[str, str | None]]) -> None:
+    """Write `<store>.rev` anew, replaced atomically (a reader sees the old marks or the new ones): a fresh
+    token under "all" (every change), under "global" (a change not confined to one dataset) and under each
+    changed dataset. Only a process holding the store writes it (the marks are written after the commit, the
+    connection still open, under WRITE_LOCK), so two writers never interleave."""
+    token = f"{time.time_ns()}-{os.getpid()}-{threading.get_ident()}"
+    for db in {d for d, _ in changes}:
+        marks = _read_marks(db)
+        marks["all"] = token
+        per = marks.setdefault("datasets", {})
+        for d, dataset in changes:
+            if d != db:
+                continue
+            if dataset is None:
+                marks["global"] = token
+            else:
+                per[dataset] = token
+        tmp = f"{db}.rev.{os.getpid()}.{threading.get_ident()}"
+        try:
+            with open(tmp, "w") as fh:
+                json.dump(marks, fh, ensure_ascii=False)
+            os.replace(tmp, f"{db}.rev")
+        except OSError:   # a read-only folder: pages fall back to the files' own stamp
+            pass
 def revision(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT n FROM revision").fetchall()[0][0]
 
 
-def stamp(path: str | Path) -> tuple:
+def stamp(path: str | Path, dataset: str | None = None) -> tuple:
     """What changes whenever the store's data changes, read without opening it: the store file's identity
-    (another file put in its place is another store) and `<store>.rev`, written after every commit that
-    bumped the revision (bump_revision: every import, score, undo, rating). A job's progress and its claim
-    do not bump it, so they do not empty every page's cache. A store without the mark yet (written by an
-    older version, or never changed since): (mtime_ns, size) of the file and of its write-ahead log, which
-    every commit and checkpoint changes."""
-    try:
-        ident = os.stat(path)
-        with open(f"{path}.rev") as fh:
-            return ("rev", ident.st_dev, ident.st_ino, fh.read())
-    except FileNotFoundError:
-        pass
+    (another file put in its place is another store) and a token of `<store>.rev`, written after every
+    commit that bumped the revision (bump_revision: every import, score, undo, rating). A job's progress
+    and its claim do not bump it, so they do not empty every page's cache. With `dataset`: the tokens of
+    changes to that dataset and of changes not confined to one dataset, so a write to another dataset leaves
+    it alone. A store without the mark yet (written by an older version, or never changed since): (mtime_ns,
+    size) of the file and of its write-ahead log, which every commit and checkpoint changes."""
+    marks = _read_marks(str(path))
+    if "all" in marks:
+        try:
+            ident = os.stat(path)
+        except FileNotFoundError:
+            return (None,)
+        if dataset is None:
+            return ("rev", ident.st_dev, ident.st_ino, marks["all"])
+        return ("rev", ident.st_dev, ident.st_ino, marks.get("global"), marks.get("datasets", {}).get(dataset))
     out = []
     for name in (str(path), f"{path}.wal"):
         try:

@@ -279,7 +279,7 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
         seconds = (now - shown).total_seconds() if shown else None
         kind = "rating" if task.mode == "absolute" else "vote"
         answer_id = _insert(con, task.task_id, unit, annotator, dimension, float(value), kind, None, seconds, now)
-        bump_revision(con)
+        bump_revision(con, task.dataset)
         if task.mode == "absolute":
             con.execute("DELETE FROM human_ratings WHERE origin = ? AND item_id = ? AND model = ? AND annotator = ? "
                         "AND dimension = ?", [task.origin, item_id, model_a, annotator, dimension])

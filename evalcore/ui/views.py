@@ -36,6 +36,20 @@ FRONT = ["track", "model", "origin", *RANK_COLUMNS]
 OFFICIAL = "official rule"  # rank-by choice of tracks whose skill has an official ranking
 
 
+# Views whose first argument is a dataset and which read only that dataset's rows (and what no write
+# confined to one dataset changes: the metric registry, signatures' descriptions): the dashboard caches
+# them until that dataset changes (store.stamp with the dataset), not until anything does. The text-keyed
+# value cache is shared: a value another dataset's scoring adds for identical texts shows here at this
+# dataset's next change. Every other view is cached until any change.
+DATASET_SCOPED = frozenset({
+    "tracks", "track_options", "tracks_of", "board", "board_columns", "rank_choices", "across_choices",
+    "models_ranked", "model_ranks", "signatures", "rated_dimensions", "across_tracks", "correlation_view",
+    "across_correlations", "has_published_correlations", "models_of", "template_csv", "track_models",
+    "dimensions_of", "response_table", "item_detail", "compare", "agreement_table", "annotator_bias",
+    "score_distribution", "ensemble_view", "trust_view", "trust_dimensions", "submissions",
+})
+
+
 def value_columns(frame: pd.DataFrame) -> list[str]:
     """A leaderboard's metric and human-dimension columns."""
     return [c for c in frame.columns if c not in FRONT and c not in (N_COLUMN, "rank 95% CI", "note")]

@@ -124,7 +124,9 @@ def data(fn, *args, **kwargs):
     path = str(resolve_db_path())
     cursor()  # the store prepared (migrated, or the default one built) before its stamp is read
     name = f"{fn.__module__}.{fn.__qualname__}"
-    return _memo(fn, name, path, stamp(path), args, tuple(sorted(kwargs.items())))
+    # a view of one dataset waits only for changes to it (views.DATASET_SCOPED)
+    scoped = fn.__module__ == views.__name__ and fn.__name__ in views.DATASET_SCOPED and args
+    return _memo(fn, name, path, stamp(path, args[0]) if scoped else stamp(path), args, tuple(sorted(kwargs.items())))
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
