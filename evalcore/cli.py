@@ -811,6 +811,8 @@ def _cmd_worker(args) -> int:
     path = resolve_db_path(args.db)
     if not path.exists():
         raise StoreError(f"no store at {path}; give --db the store whose jobs to run")
+    if hasattr(os, "nice"):
+        os.nice(jobs.NICE)   # background work: the page servers' runs come first when the cores are busy
     done = jobs.work(path, args.job, on_wait=_on_wait)
     for job, state in done:
         print(f"job {job}: {state}")
