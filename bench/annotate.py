@@ -146,14 +146,21 @@ def serve(args: list[str], env: dict, cwd: Path, log: Path | None = None) -> tup
     proc = subprocess.Popen([sys.executable, *args, "--server.port", str(port), "--server.headless", "true",
                              "--browser.gatherUsageStats", "false"], cwd=cwd, env=env,
                             stdout=out, stderr=subprocess.STDOUT if log else subprocess.DEVNULL)
-    for _ in range(240):
-        try:
-            urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=1)
-            return proc, f"http://localhost:{port}"
-        except OSError:
-            time.sleep(0.5)
+    if healthy(f"http://localhost:{port}"):
+        return proc, f"http://localhost:{port}"
     proc.kill()
     raise SystemExit("a server did not start")
+
+
+def healthy(base: str, tries: int = 240) -> bool:
+    """Whether the Streamlit server at `base` answers its health check within `tries` half-seconds."""
+    for _ in range(tries):
+        try:
+            urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+            return True
+        except OSError:
+            time.sleep(0.5)
+    return False
 
 
 def _idle(page) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.annotate import free_port  # noqa: E402
+from bench.annotate import free_port, healthy  # noqa: E402
 from bench.protocol import MIX, cpu_seconds, crowd, load, p95, rss_mb, serve_app, servers, soak  # noqa: E402
 
 
@@ -101,8 +101,6 @@ def job(db: str, tmp: Path, n: int, model: str, server_pid: int) -> tuple[float,
 
 def serve_group(db: Path, processes: int, log: Path, env: dict) -> tuple[subprocess.Popen, list[str]]:
     """`evalcore app --processes N` (README, "More than one page-serving process") on free ports: (its process, bases)."""
-    import urllib.request
-
     port = free_port()
     while any(free_port() == port + i for i in range(1, processes)):
         port = free_port()
@@ -110,13 +108,9 @@ def serve_group(db: Path, processes: int, log: Path, env: dict) -> tuple[subproc
                              "--processes", str(processes)], cwd=ROOT, env={**os.environ, **env},
                             stdout=open(log, "a"), stderr=subprocess.STDOUT)
     bases = [f"http://localhost:{port + i}" for i in range(processes)]
-    for base in bases:
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+    if not all(healthy(base) for base in bases):
+        proc.kill()
+        raise SystemExit(f"the servers did not start; see {log}")
     return proc, bases
 
 

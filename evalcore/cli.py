@@ -937,7 +937,12 @@ def run_group(db: str | None, port: int, address: str | None, processes: int) ->
     print(f"evalcore: {processes} servers on {path}: " + ", ".join(f"http://{address or LOCAL}:{port + i}"
                                                                    for i in range(processes)), flush=True)
 
+    stopping: list[int] = []
+
     def stop(signum, _frame=None) -> None:
+        if stopping:   # once: a second signal cuts a server's own orderly shutdown short
+            return
+        stopping.append(signum)
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signum)
@@ -946,8 +951,10 @@ def run_group(db: str | None, port: int, address: str | None, processes: int) ->
     try:
         while all(proc.poll() is None for proc in procs):
             time.sleep(0.2)
-        stop(signal.SIGTERM)
-        return max((abs(proc.wait()) for proc in procs), default=0)
+        stop(signal.SIGTERM)   # one server ended (or we were told to stop): the others follow
+        codes = [proc.wait() for proc in procs]
+        # a server that ended on the signal it was sent stopped as asked
+        return max((0 if stopping and c in (-signal.SIGTERM, -signal.SIGINT) else abs(c) for c in codes), default=0)
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from bench.annotate import healthy
 from conftest import ROOT
 from evalcore.ingest.responses import import_responses
 from evalcore.services import jobs
@@ -358,12 +359,7 @@ def test_a_server_start_runs_a_killed_imports_job_and_a_second_server_is_refused
                 break
             time.sleep(1)
         assert state == "done", (tmp_path / "server.log").read_text()
-        for _ in range(60):
-            try:
-                urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+        healthy(f"http://localhost:{port}", tries=60)
         second = subprocess.run([sys.executable, "app.py", "--server.port", str(_free_port()),
                                  "--server.headless", "true"], cwd=ROOT, env=env, capture_output=True,
                                 text=True, timeout=120)
@@ -405,13 +401,7 @@ def test_two_page_servers_share_one_store_and_a_third_is_refused(default_store_f
     bases = [f"http://localhost:{port}", f"http://localhost:{port + 1}"]
     try:
         for base in bases:
-            for _ in range(240):
-                try:
-                    urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.5)
-            else:
+            if not healthy(base):
                 pytest.fail((tmp_path / "group.log").read_text())
         mix = [("", ""), ("leaderboard", "dataset=msde-paper&track=luge%2Fchitchat"), ("trust", "dataset=msde-paper"),
                ("correlations", "dataset=msde-paper&track=luge%2Fchitchat"), ("human", "dataset=engagement-en")]
