@@ -378,6 +378,11 @@ def sort_table(vs: ViewState, values: dict, frame: pd.DataFrame, key: str, *, de
     return frame.sort_values(col, ascending=order == "ascending", na_position="last", kind="stable")
 
 
+def unless_empty(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The frame without `column` when no row fills it (a `note` that says why a value is withheld)."""
+    return frame.drop(columns=[column]) if column in frame and frame[column].isna().all() else frame
+
+
 def grid(frame, **kwargs) -> None:
     """st.dataframe as every page shows a table: no index, and a missing value as a blank cell (Streamlit
     otherwise prints "None")."""

@@ -3,7 +3,7 @@ import streamlit as st
 
 from evalcore.analysis.humans import AGGREGATES
 from evalcore.ui import views
-from pages.views.common import bar, data, download, expander, grid, md_escape, pick_track, publish, select, start
+from pages.views.common import bar, data, download, expander, grid, md_escape, pick_track, publish, select, start, unless_empty
 
 con, vs = start("Human evaluation")
 rated = data(views.multi_rated_tracks)
@@ -32,8 +32,7 @@ else:
     slot = st.empty()
 
     def show_agreement(table, note: str, final: bool) -> None:
-        if "note" in table and table["note"].isna().all():   # the column says why a value is withheld: only then
-            table = table.drop(columns=["note"])
+        table = unless_empty(table, "note")   # the column says why a value is withheld: only then
         with slot.container():
             st.caption(note)
             numbers = {k: st.column_config.NumberColumn(format="%.3f") for k in ("value", "ci_low", "ci_high")}

@@ -6,7 +6,7 @@ from evalcore.core.errors import StoreError
 from evalcore.store.tasks import MODES, SAMPLINGS
 from evalcore.ui import annotation as ann
 from evalcore.ui import views
-from pages.views.common import data, download, grid, may_write, md_escape, publish, select, start
+from pages.views.common import data, download, grid, may_write, md_escape, publish, select, start, unless_empty
 
 con, vs = start("Rating tasks")
 tasks = ann.all_tasks(con)
@@ -70,9 +70,7 @@ if chosen:
     st.caption("Agreement per dimension as answers arrive (95% bootstrap intervals, 200 resamples)" +
                ("" if task.mode == "absolute" else "; a vote is one of three categories: the first model, a tie, "
                 "the other model of the unit's pair, whichever side each annotator saw it on"))
-    agreement = result["agreement"]
-    if "note" in agreement and agreement["note"].isna().all():   # shown only where a value is withheld, and why
-        agreement = agreement.drop(columns=["note"])
+    agreement = unless_empty(result["agreement"], "note")   # shown only where a value is withheld, and why
     pairs = agreement["statistic"].str.startswith("cohen_kappa") if len(agreement) else []
     grid(agreement[~pairs] if len(agreement) else agreement, width="stretch")
     if len(agreement) and pairs.any():
