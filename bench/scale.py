@@ -14,9 +14,9 @@ Files are written first (not timed); then each step runs as the user runs it, on
 process, with its wall time and peak resident memory (ru_maxrss of that process):
 1. `evalcore import items` (one JSONL), `import responses` (one CSV per track), `import ratings`;
 2. `evalcore score --metrics lexical` (the 10 lexical metrics, every track);
-3. the store's size on disk;
-4. the leaderboard, correlations and trust pages' server-side run (Streamlit AppTest, as
-   bench/dashboard.py): 'cold' the first run in a fresh process, 'warm' the median of the next ones.
+3. the store's size on disk, and what takes it (`evalcore storage`);
+4. every page's server-side run (Streamlit AppTest, as bench/dashboard.py): 'cold' the first run in a
+   fresh process, 'warm' the median of the next ones (--pages-only --keep DIR: again on a kept store).
 """
 from __future__ import annotations
 
@@ -107,15 +107,25 @@ def step(label: str, args: list[str], log: list) -> tuple[float, float]:
 
 
 def pages(db: str, track: str, runs: int) -> None:
-    params = {"leaderboard": {"dataset": DATASET, "track": track},
-              "correlations": {"dataset": DATASET, "track": track, "method": "spearman", "level": "system",
-                               "origin": "computed"},
-              "trust": {"dataset": DATASET, "level": "system"}}
+    """Every page's server-side run, cold (first run in a fresh process) and warm, on the first track."""
+    at = {"dataset": DATASET, "track": track}
+    params = {"overview": {"dataset": DATASET}, "trust": {"dataset": DATASET, "level": "system"},
+              "leaderboard": at,
+              "correlations": {**at, "method": "spearman", "level": "system", "origin": "computed"},
+              "drilldown": {**at, "model": "model-00"}, "human": at, "ensemble": at, "compare": at,
+              "judges": at, "tasks": {}, "upload": {"dataset": DATASET}}
     for page, query in params.items():
         code = (f"import sys, resource; sys.path.insert(0, {str(ROOT)!r}); from bench.dashboard import time_page; "
                 f"time_page({db!r}, {page!r}, {runs}, {query!r}); "
                 "print(f'  peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB')")
         subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def storage(db: str) -> None:
+    """What takes the space in the store's file (evalcore storage)."""
+    out = subprocess.run([sys.executable, "-m", "evalcore", "storage", "--db", db], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    print(out.stdout, flush=True)
 
 
 def main() -> None:
@@ -131,7 +141,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=6, help="page runs: the first is cold")
     ap.add_argument("--keep", help="build in this folder and keep it (default: a temporary folder)")
     ap.add_argument("--skip-pages", action="store_true")
+    ap.add_argument("--pages-only", action="store_true", help="time the pages of the store built in --keep DIR")
     args = ap.parse_args()
+    if args.pages_only:
+        db = str(Path(args.keep) / "scale.duckdb")
+        storage(db)
+        pages(db, "c00/chitchat", args.runs)
+        return
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="evalcore-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -153,6 +169,7 @@ def main() -> None:
     step("score --metrics lexical (all tracks)", ["score", "--db", db, "--dataset", DATASET, "--metrics", "lexical"], log)
     size = sum(p.stat().st_size for p in folder.glob("scale.duckdb*"))
     print(f"store on disk: {size / 1e9:.2f} GB", flush=True)
+    storage(db)
     if not args.skip_pages:
         pages(db, tracks[0], args.runs)
     if not args.keep:

@@ -355,6 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     _db(p)
     p.add_argument("--dataset")
     _format(p)
+    p = sub.add_parser("storage", help="what takes the space in the store's file: bytes per table and column, "
+                                       "indexes, free blocks")
+    p.set_defaults(handler=_cmd_storage)
+    _db(p)
+    _format(p)
     p = sub.add_parser("models", help="models and where they have data")
     p.set_defaults(handler=_cmd_models)
     _db(p)
@@ -432,7 +437,7 @@ def _on_wait(msg: str) -> None:
 # create the store when it is absent.
 NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "judge-audit", "ensemble", "ranking",
                "winrate", "bt", "task",
-               "summary", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
+               "summary", "storage", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
 WRITERS = {"restore", "purge", "delete-model", "task"}  # of NEEDS_STORE, the ones that write
 
 
@@ -790,6 +795,11 @@ def _cmd_winrate(con, args) -> None:
 @_opens_store
 def _cmd_summary(con, args) -> None:
     emit(queries.summary(con, args.dataset), args.format)
+
+
+@_opens_store
+def _cmd_storage(con, args) -> None:
+    emit(queries.storage(con), args.format)
 
 
 @_opens_store

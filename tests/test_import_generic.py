@@ -173,3 +173,25 @@ def test_scale_may_not_contradict_the_stored_one(toy, tmp_path):
     message = refused(toy, import_ratings, path, dataset="toy", track="toy/chitchat", scales={"Coh": (1, 5)})
     assert "--scale" in message and "stored scale of 'Coh' (0:2)" in message
     import_ratings(toy, path, dataset="toy", track="toy/chitchat")  # the stored scale applies
+
+
+def test_items_are_written_as_they_are_read_and_a_late_refusal_rolls_all_back(con, tmp_path, monkeypatch):
+    """import items writes every STREAM_ROWS items inside its one transaction (a million items are never
+    held at once); a bad line after items were written refuses the file whole, the store as before."""
+    import evalcore.ingest.items as items
+
+    monkeypatch.setattr(items, "STREAM_ROWS", 3)
+    rows = [{"item_id": f"s{i}", "dataset": "big", "track": "big/chitchat", "context": [f"第 {i} 句"],
+             "references": [f"回答 {i}", "另一个"]} for i in range(10)]
+    bad = [*rows[:8], {**rows[8], "references": "not a list"}, rows[9]]
+    message = refused(con, import_items, write_jsonl(tmp_path / "bad.jsonl", bad))
+    assert "line 9" in message and "references" in message
+    report = import_items(con, write_jsonl(tmp_path / "good.jsonl", rows))
+    assert con.execute("SELECT count(*), count(DISTINCT track) FROM items WHERE dataset = 'big'").fetchall() == [(10, 1)]
+    assert con.execute("SELECT count(*) FROM item_references WHERE dataset = 'big'").fetchall() == [(20,)]
+    assert con.execute("SELECT language FROM datasets WHERE dataset = 'big'").fetchall() == [("zh",)]   # detected
+    written, tracks = con.execute("SELECT rows_written, tracks FROM submissions ORDER BY submission_id DESC LIMIT 1"
+                                  ).fetchall()[0]
+    assert json.loads(written)["items"] == 10 and json.loads(written)["item_references"] == 20
+    assert "big/chitchat" in str(tracks)   # the history names the track of items written before the end
+    assert report.counts["items"] == 10

@@ -117,3 +117,36 @@ def test_leaderboard_cli_has_rank_columns(ranked, tmp_path, capsys):
     assert {"rank", "rank_ci_low", "rank_ci_high", "coverage", "origin"} <= set(frame.columns)
     m1 = frame[frame["model"] == "m1"].iloc[0]
     assert (m1["rank"], m1["rank_ci_low"], m1["rank_ci_high"], m1["coverage"]) == (1, 1, 1, 1.0)
+
+
+def test_rank_statistics_are_stored_at_scoring_time(ranked, tmp_path):
+    """A rank's bootstrap reads the per-item statistics `score` stored beside each system score (item_stats),
+    not every response of the track joined to the value cache; a stale row is never read."""
+    from evalcore.analysis.rank_ci import per_item_stats
+
+    def f1(con):
+        return per_item_stats(con, "toy", "toy/chitchat", "F1", ["m1", "m2"], ["t2", "t1"], flavor="default",
+                              tokenizer=None)
+
+    # F1's statistics are (hits, response length, reference length) in characters against 今天天气不错:
+    # m1's 天气很好 shares 天 and 气 (2 of 4 against 6); m2's 嗯 shares nothing (0 of 1); t2 has no reference.
+    got = f1(ranked)
+    assert list(got) == ["m1", "m2"]
+    assert np.isnan(got["m1"][0]).all() and got["m1"][1].tolist() == [2, 4, 6]
+    assert np.isnan(got["m2"][0]).all() and got["m2"][1].tolist() == [0, 1, 6]
+    rows = ranked.execute("SELECT model, n, width FROM item_stats WHERE track = 'toy/chitchat' "
+                          "AND starts_with(signature, 'F1|') ORDER BY model").fetchall()
+    assert rows == [("m1", 1, 3), ("m2", 1, 3)]   # n: the responses with a reference
+    # the same statistics as the value cache gives (the rows set aside, the reader falls back to it)
+    ranked.execute("CREATE TABLE aside AS SELECT * FROM item_stats; DELETE FROM item_stats")
+    cached = f1(ranked)
+    assert list(cached) == ["m1", "m2"] and all(np.array_equal(cached[m], got[m], equal_nan=True) for m in got)
+    ranked.execute("INSERT INTO item_stats SELECT * FROM aside")
+    # a row whose system score no longer stands (another n) is not read: the value cache answers
+    ranked.execute("UPDATE item_stats SET stats = [9.0, 9, 9] WHERE model = 'm2' AND starts_with(signature, 'F1|')")
+    ranked.execute("UPDATE system_scores SET n = 3 WHERE model = 'm2' AND name = 'F1'")
+    assert f1(ranked)["m2"][1].tolist() == [0, 1, 6]
+    # scored again, m2's F1 system score is formed anew and its row replaced: one row per score
+    score(ranked, dataset="toy", progress=False)
+    assert ranked.execute("SELECT n, stats FROM item_stats WHERE model = 'm2' AND starts_with(signature, 'F1|')"
+                          ).fetchall() == [(1, [0.0, 1.0, 6.0])]

@@ -172,3 +172,47 @@ def test_the_same_inputs_are_computed_once(toy, tmp_path, monkeypatch):
     assert rows[("m3", "DIST1")][2] == 2 and rows[("m4", "DIST1")][2] == 1
     # one cached value per distinct key: F1 2 (t2 has no reference), DIST1 3 (keyed by the text alone)
     assert report.computed["toy:toy/chitchat"] == 2 + 3
+
+
+def test_a_large_track_writes_its_values_batch_by_batch(toy, tmp_path, monkeypatch):
+    """Over WRITE_EVERY responses, values are written as they are computed (each batch its own short
+    transaction), then the system scores: the same values as scored at once; a run that dies after a
+    batch leaves that batch cached and no system score, and the next run computes only the rest."""
+    import shutil
+
+    import evalcore.scoring.run as S
+    from evalcore.store import connect
+
+    texts = ["天气很好", "嗯", "今天天气不错", "你好", "天气不错啊", "不好"]
+    (tmp_path / "more.csv").write_text("item_id,model,response\n" + "".join(
+        f"t1,x{i},{t}\n" for i, t in enumerate(texts)), encoding="utf-8")
+    import_responses(toy, tmp_path / "more.csv", dataset="toy", track="toy/chitchat")
+    db = toy.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    toy.execute("CHECKPOINT")
+    shutil.copy(db, tmp_path / "once.duckdb")
+    once = connect(tmp_path / "once.duckdb")
+    score(once, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False)
+
+    monkeypatch.setattr(S, "WRITE_EVERY", 2)
+    calls = []
+    real = S.compute
+
+    def dies_on_the_third_batch(plan, hyps, *a, **k):
+        calls.append(len(hyps))
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return real(plan, hyps, *a, **k)
+
+    monkeypatch.setattr(S, "compute", dies_on_the_third_batch)
+    with pytest.raises(RuntimeError):
+        score(toy, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False, chunk=2)
+    # two batches of two responses each, F1 and BLEU2 for each: cached; no system score yet
+    assert toy.execute("SELECT count(*) FROM metric_scores").fetchall() == [(8,)]
+    assert toy.execute("SELECT count(*) FROM system_scores WHERE origin = 'computed'").fetchall() == [(0,)]
+    monkeypatch.setattr(S, "compute", real)
+    rest = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False, chunk=2)
+    # t1's 8 responses (m1, m2 and six more) hold 6 distinct texts (天气很好 and 嗯 twice); 4 were done
+    assert rest.computed["toy:toy/chitchat"] == 2 * (6 - 4)
+    assert computed(toy) == computed(once)
+    assert sorted(toy.execute("SELECT signature, text_key, value FROM metric_scores").fetchall()) == \
+        sorted(once.execute("SELECT signature, text_key, value FROM metric_scores").fetchall())

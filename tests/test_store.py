@@ -131,3 +131,18 @@ def test_the_stamp_pages_cache_on_moves_with_the_data_and_per_dataset(con, tmp_p
     except RuntimeError:
         pass
     assert stamp(path, "a") == a   # nothing committed: nothing marked
+
+
+def test_storage_says_what_takes_the_space(toy):
+    """evalcore storage: every used and free block of the file is accounted for, per table and column."""
+    from evalcore.scoring import score
+    from evalcore.store.queries import storage
+
+    score(toy, dataset="toy", progress=False)
+    toy.execute("CHECKPOINT")   # written to the file's blocks
+    out = storage(toy)
+    size = toy.execute("PRAGMA database_size").df().iloc[0]
+    assert out["bytes"].sum() == (size["used_blocks"] + size["free_blocks"]) * size["block_size"]
+    cols = out.set_index(["table", "column"])
+    assert cols.loc[("metric_scores", "text_key"), "rows"] == toy.execute("SELECT count(*) FROM metric_scores").fetchall()[0][0]
+    assert cols.loc[("responses", "text"), "rows"] == 3 and cols.loc[("responses", "text"), "bytes"] > 0

@@ -50,6 +50,9 @@ class Batch:
         self.uploader: str | None = None
         self.shown: str | None = None  # the file's name as its uploader knows it (not a temporary copy's path)
         self.then = None  # then(con): more writes that belong to this import (its scoring job), same transaction
+        self.written: dict[str, int] = {}   # rows flush() wrote already (inside the import's transaction)
+        self.flushed_tracks: set[str] = set()
+        self._shared_seen: set[tuple] = set()
 
     def delete(self, sql: str, params: list) -> None:
         """A parameterised statement (SQL written in evalcore, values as parameters) run before the
@@ -59,7 +62,29 @@ class Batch:
     def add(self, table: str, **row) -> None:
         if table not in ORDER:
             raise ValueError(f"unknown table {table!r}; known: {', '.join(ORDER)}")
+        if table in SHARED:   # the same dataset or track named by every record of a large file: kept once
+            seen = (table, *((k, v if isinstance(v, (str, int, float, type(None))) else repr(v)) for k, v in row.items()))
+            if seen in self._shared_seen:
+                return
+            self._shared_seen.add(seen)
         self.rows[table].append(row)
+
+    def pending(self, table: str) -> int:
+        return len(self.rows.get(table, ()))
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Inside the import's open transaction (write_in ends it): write the rows gathered so far of the
+        tables no other row depends on (items, references, ratings...) and let them go, so that a large
+        file is never held whole. Shared rows (datasets, tracks) and responses (they carry the submission's
+        id) wait for write_in."""
+        if self.deletes:
+            raise ValueError("a batch that sets rows aside writes them all at once (no flush)")
+        self.flushed_tracks |= self._tracks_of_rows()
+        for table in ORDER:
+            if table in SHARED or table == "responses" or not self.rows.get(table):
+                continue
+            rows = self.rows.pop(table)
+            self.written[table] = self.written.get(table, 0) + self._insert(con, table, rows, None)
 
     def dataset(self, dataset: str, **meta) -> None:
         self.add("datasets", dataset=dataset, **meta)
@@ -75,45 +100,55 @@ class Batch:
 
     def write(self, con: duckdb.DuckDBPyConnection, source: str | Path | None = None) -> dict[str, int]:
         """Everything in one transaction, recorded as one submission (history) naming `source`."""
-        counts: dict[str, int] = {}
         with transaction(con):
-            # one dataset: only its pages recompute; a new external metric changes the registry every page reads
-            bump_revision(con, None if self.rows.get("external_metrics") else self._dataset())
-            sid = history.record(con, kind=self.kind, dataset=self._dataset(),
-                                 models=sorted({r["model"] for t in ("responses", "human_ratings", "system_scores")
-                                                for r in self.rows.get(t, [])}),
-                                 tracks=self._tracks(con), file=self.shown or (str(source) if source else None),
-                                 sha256=history.sha256_of(source) if source else None, scope=self.scope,
-                                 uploader=self.uploader or current_user())
-            history.run_statements(con, self.deletes, sid)
-            for table in ORDER:
-                rows = self.rows.pop(table, None)  # a batch is written once: its rows go as they are sent
-                if not rows:
-                    continue
-                if table in SHARED:
-                    counts[table] = insert_frame(con, table, pd.DataFrame(rows, dtype=object), ignore=True)
-                    continue
-                counts[table] = 0
-                # In slices, each freed once sent: a large file never exists as one more full copy.
-                for start in range(0, len(rows), WRITE_SLICE):
-                    part = rows[start:start + WRITE_SLICE]
-                    rows[start:start + WRITE_SLICE] = [None] * len(part)
-                    frame = pd.DataFrame(part, dtype=object)
-                    if table == "responses":
-                        frame["submission_id"] = sid
-                    counts[table] += insert_frame(con, table, frame)
-            con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
-                        [json.dumps({t: n for t, n in counts.items() if n}), sid])
-            if self.then is not None:
-                self.then(con)
+            return self.write_in(con, source)
+
+    def write_in(self, con: duckdb.DuckDBPyConnection, source: str | Path | None = None) -> dict[str, int]:
+        """write's body, inside a transaction the caller opened (and flushed into)."""
+        counts: dict[str, int] = dict(self.written)
+        # one dataset: only its pages recompute; a new external metric changes the registry every page reads
+        bump_revision(con, None if self.rows.get("external_metrics") else self._dataset())
+        sid = history.record(con, kind=self.kind, dataset=self._dataset(),
+                             models=sorted({r["model"] for t in ("responses", "human_ratings", "system_scores")
+                                            for r in self.rows.get(t, [])}),
+                             tracks=self._tracks(con), file=self.shown or (str(source) if source else None),
+                             sha256=history.sha256_of(source) if source else None, scope=self.scope,
+                             uploader=self.uploader or current_user())
+        history.run_statements(con, self.deletes, sid)
+        for table in ORDER:
+            rows = self.rows.pop(table, None)  # a batch is written once: its rows go as they are sent
+            if rows:
+                counts[table] = counts.get(table, 0) + self._insert(con, table, rows, sid)
+        con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
+                    [json.dumps({t: n for t, n in counts.items() if n}), sid])
+        if self.then is not None:
+            self.then(con)
         return counts
+
+    @staticmethod
+    def _insert(con, table: str, rows: list[dict], sid) -> int:
+        if table in SHARED:
+            return insert_frame(con, table, pd.DataFrame(rows, dtype=object), ignore=True)
+        n = 0
+        # In slices, each freed once sent: a large file never exists as one more full copy.
+        for start in range(0, len(rows), WRITE_SLICE):
+            part = rows[start:start + WRITE_SLICE]
+            rows[start:start + WRITE_SLICE] = [None] * len(part)
+            frame = pd.DataFrame(part, dtype=object)
+            if table == "responses":
+                frame["submission_id"] = sid
+            n += insert_frame(con, table, frame)
+        return n
 
     def _dataset(self) -> str | None:
         names = {r["dataset"] for rows in self.rows.values() for r in rows if "dataset" in r}
         return names.pop() if len(names) == 1 else None
 
+    def _tracks_of_rows(self) -> set[str]:
+        return {r["track"] for t in ("items", "human_ratings", "system_scores", "tracks") for r in self.rows.get(t, [])}
+
     def _tracks(self, con) -> list[str]:
-        tracks = {r["track"] for t in ("items", "human_ratings", "system_scores", "tracks") for r in self.rows.get(t, [])}
+        tracks = self._tracks_of_rows() | self.flushed_tracks
         ids = [r["item_id"] for r in self.rows.get("responses", [])]
         if ids and not self.rows.get("items"):   # a responses file: its items' tracks
             with registered(con, "_evalcore_ids", pd.DataFrame({"item_id": list(dict.fromkeys(ids))})):

@@ -10,63 +10,82 @@ from evalcore.core import language as detection
 from evalcore.core.errors import short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import SKILLS, Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.readers import Checker, stream_jsonl
+from evalcore.store import transaction
 
 GROUNDING_KEYS = ("knowledge", "persona", "goal")
 FIELDS = ("item_id", "dataset", "track", "dialogue_id", "context", "references", "grounding", "skill", "language")
 
 
+STREAM_ROWS = 50_000   # items checked before they are written (inside the import's one transaction)
+COUNT_EVERY = 20_000   # texts gathered before their letters are counted (language detection)
+
+
 def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportReport:
-    table = read_table(path, kinds=("jsonl",))
-    check = Checker(table.file)
+    """Items of a JSONL file, read as a stream and written every STREAM_ROWS items inside one transaction
+    that a refusal rolls back whole: a million items never sit in memory at once."""
+    file = str(path)
+    check = Checker(file)
     batch = Batch()
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str], int] = {}   # (dataset, item_id) -> line number
     known: dict[str, dict[str, str]] = {}
     languages: dict[str, tuple[str | None, str]] = {}  # dataset -> (language, where it was set)
-    texts: dict[str, list[str]] = {}  # dataset -> its records' contexts and references (language detection)
-    for rec, where in zip(table.records, table.places):
-        unknown = [k for k in rec if k not in FIELDS]
-        if unknown:
-            check.add(where, unknown[0], "one of the fields " + ", ".join(FIELDS), "an unknown field")
-        item_id = check.ident(rec, where, "item_id")
-        dataset = check.ident(rec, where, "dataset")
-        track = check.ident(rec, where, "track")
-        context = check.string_list(rec, where, "context")
-        references = check.string_list(rec, where, "references")
-        dialogue_id = check.ident(rec, where, "dialogue_id", required=False)
-        grounding = _grounding(check, rec, where)
-        skill = rec.get("skill")
-        if skill is not None and skill not in SKILLS:
-            check.add(where, "skill", "one of " + ", ".join(SKILLS), short(skill))
-        language = check.ident(rec, where, "language", required=False)
-        if None in (item_id, dataset, track, context, references):
-            continue
-        if dataset not in languages:
-            languages[dataset] = lookup.dataset_language(con, dataset)
-        check_language(check, where, dataset, language, languages)
-        key = (dataset, item_id)
-        if key in seen:
-            check.add(where, "item_id", "each item_id once per dataset", f"{item_id!r} again (first at {seen[key]})")
-            continue
-        seen[key] = where
-        texts.setdefault(dataset, []).extend((*context, *references))
-        if dataset not in known:
-            known[dataset] = lookup.item_tracks(con, dataset)
-        if item_id in known[dataset]:
-            check.add(where, "item_id", f"an item_id not yet in dataset {dataset!r}", f"{item_id!r}, already stored")
-            continue
-        batch.track(dataset, track, skill=skill)
-        batch.add("items", dataset=dataset, item_id=item_id, track=track, dialogue_id=dialogue_id,
-                  context=json.dumps(context, ensure_ascii=False),
-                  grounding=json.dumps(grounding, ensure_ascii=False) if grounding else None,
-                  skill=skill, origin=f"{Path(table.file).name} {where}")
-        for i, ref in enumerate(references):
-            batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
-    notes = settle_languages(batch, languages, {d: detection.count(t) for d, t in texts.items()
-                                                if languages[d] == (None, "new")})
-    check.refuse_if_any()
-    report = ImportReport(table.file, batch.write(con, source=table.file))
-    report.notes.append(f"read as {table.encoding}")
+    texts: dict[str, list[str]] = {}  # dataset -> contexts and references not yet counted (language detection)
+    counts: dict[str, detection.Counts] = {}
+    with stream_jsonl(path) as (encoding, records), transaction(con):
+        for rec, lineno in records:
+            where = f"line {lineno}"
+            unknown = [k for k in rec if k not in FIELDS]
+            if unknown:
+                check.add(where, unknown[0], "one of the fields " + ", ".join(FIELDS), "an unknown field")
+            item_id = check.ident(rec, where, "item_id")
+            dataset = check.ident(rec, where, "dataset")
+            track = check.ident(rec, where, "track")
+            context = check.string_list(rec, where, "context")
+            references = check.string_list(rec, where, "references")
+            dialogue_id = check.ident(rec, where, "dialogue_id", required=False)
+            grounding = _grounding(check, rec, where)
+            skill = rec.get("skill")
+            if skill is not None and skill not in SKILLS:
+                check.add(where, "skill", "one of " + ", ".join(SKILLS), short(skill))
+            language = check.ident(rec, where, "language", required=False)
+            if None in (item_id, dataset, track, context, references):
+                continue
+            if dataset not in languages:
+                languages[dataset] = lookup.dataset_language(con, dataset)
+            check_language(check, where, dataset, language, languages)
+            key = (dataset, item_id)
+            if key in seen:
+                check.add(where, "item_id", "each item_id once per dataset",
+                          f"{item_id!r} again (first at line {seen[key]})")
+                continue
+            seen[key] = lineno
+            if languages[dataset] == (None, "new"):   # its texts say its language, unless a record does
+                bucket = texts.setdefault(dataset, [])
+                bucket.extend((*context, *references))
+                if len(bucket) >= COUNT_EVERY:
+                    counts[dataset] = counts.get(dataset, detection.Counts()) + detection.count(bucket)
+                    bucket.clear()
+            if dataset not in known:
+                known[dataset] = lookup.item_tracks(con, dataset)
+            if item_id in known[dataset]:
+                check.add(where, "item_id", f"an item_id not yet in dataset {dataset!r}", f"{item_id!r}, already stored")
+                continue
+            batch.track(dataset, track, skill=skill)
+            batch.add("items", dataset=dataset, item_id=item_id, track=track, dialogue_id=dialogue_id,
+                      context=json.dumps(context, ensure_ascii=False),
+                      grounding=json.dumps(grounding, ensure_ascii=False) if grounding else None,
+                      skill=skill, origin=f"{Path(file).name} {where}")
+            for i, ref in enumerate(references):
+                batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
+            if batch.pending("items") >= STREAM_ROWS and not check.problems:
+                batch.flush(con)   # a refusal later rolls these back with the rest
+        for dataset, bucket in texts.items():
+            counts[dataset] = counts.get(dataset, detection.Counts()) + detection.count(bucket)
+        notes = settle_languages(batch, languages, {d: c for d, c in counts.items() if languages[d] == (None, "new")})
+        check.refuse_if_any()
+        report = ImportReport(file, batch.write_in(con, source=file))
+    report.notes.append(f"read as {encoding}")
     report.notes += notes
     report.notes += check.notes()
     return report

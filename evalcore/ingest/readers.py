@@ -42,6 +42,7 @@ import unicodedata
 import zipfile
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -162,15 +163,7 @@ def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jso
     bounded readline, rows counted against MAX_ROWS as they come)."""
     path = Path(path)
     name = str(path)
-    suffix = path.suffix.lower().lstrip(".")
-    if suffix == "json":
-        suffix = "jsonl"
-    if suffix not in kinds:
-        raise ImportRefused([Problem(
-            name, "", "", "a file ending in " + ", ".join("." + k for k in kinds), f".{suffix or '(none)'}"
-        )])
-    if not path.is_file():
-        raise ImportRefused([Problem(name, "", "", "an existing file", "no such file")])
+    suffix = _suffix(path, kinds)
     if suffix == "xlsx":
         return _read_xlsx(path)
     enc = sniff_encoding(path, name)
@@ -182,6 +175,32 @@ def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jso
             table = _read_csv(lines, name, "\t" if suffix == "tsv" else ",")
     table.encoding = enc
     return table
+
+
+def _suffix(path: Path, kinds: tuple[str, ...]) -> str:
+    """The file's kind by its extension ('.json' reads as JSONL); refused when not one of `kinds` or absent."""
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix == "json":
+        suffix = "jsonl"
+    if suffix not in kinds:
+        raise ImportRefused([Problem(
+            str(path), "", "", "a file ending in " + ", ".join("." + k for k in kinds), f".{suffix or '(none)'}"
+        )])
+    if not path.is_file():
+        raise ImportRefused([Problem(str(path), "", "", "an existing file", "no such file")])
+    return suffix
+
+
+@contextlib.contextmanager
+def stream_jsonl(path: str | Path) -> Iterator[tuple[str, Iterator[tuple[dict, int]]]]:
+    """(encoding, records): a JSONL file's records with their line numbers, yielded as they are read, for
+    an import that writes as it goes (no record is held after it is used). The problems of unreadable lines
+    are raised together once the last line is read: the caller's transaction must be open until then."""
+    path = Path(path)
+    _suffix(path, ("jsonl",))
+    enc = sniff_encoding(path, str(path))
+    with path.open(encoding=enc, newline="") as fh:
+        yield enc, _jsonl_records(Lines(fh, str(path)), str(path))
 
 
 class Lines:
@@ -295,8 +314,19 @@ def read_json(path: Path, shape: str) -> tuple[object, str]:
 
 def _read_jsonl(lines, name: str) -> Table:
     """Records from an iterable of lines (an open file's Lines, or text.splitlines())."""
-    records, places, problems = [], [], []
+    records, places = [], []
     columns: dict[str, None] = {}
+    for obj, lineno in _jsonl_records(lines, name):
+        columns.update(dict.fromkeys(obj))
+        records.append(obj)
+        places.append(lineno)
+    return Table(name, list(columns), records, Places("line", places))
+
+
+def _jsonl_records(lines, name: str) -> Iterator[tuple[dict, int]]:
+    """(record, line number) of each JSON object line as it is read; after the last line, every line that
+    is not one (or a file without any) is refused together."""
+    problems = []
     rows = Rows(name)
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -310,14 +340,12 @@ def _read_jsonl(lines, name: str) -> Table:
             problems.append(Problem(name, f"line {lineno}", "", "a JSON object", type(obj).__name__))
             continue
         rows.add(f"line {lineno:,}")
-        columns.update(dict.fromkeys(obj))
-        records.append(obj)
-        places.append(lineno)
+        if not problems:   # once a line is refused, the rest are only checked
+            yield obj, lineno
     if problems:
         raise ImportRefused(problems)
-    if not records:
+    if not rows.n:
         raise ImportRefused([Problem(name, "", "", "at least one JSON object", "an empty file")])
-    return Table(name, list(columns), records, Places("line", places))
 
 
 def _open_quote(lines: list[str], first: int, delimiter: str) -> int | None:

@@ -20,6 +20,7 @@ for reference-based metrics (they are unavailable there, not zero).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 
@@ -454,9 +455,16 @@ class Distinct(Lexical):
         return distinct_value(stats)
 
     def pooled_value(self, plan, texts, idx, memo):
-        if "pooled" not in memo:   # pooled n-grams need every response's tokens, not only new ones
-            memo["pooled"] = pooled_texts(plan, texts)
-        return distinct_corpus(memo["pooled"], self.n, idx) if len(idx) else None
+        if not len(idx):
+            return None
+        # pooled n-grams need every one of the model's responses, not only new ones; they are encoded one
+        # model at a time (a whole 500,000-response track at once took gigabytes) and every DIST order
+        # is counted on them then, so the encoding is let go at once
+        key = ("DIST", hashlib.md5(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest())
+        if key not in memo:
+            enc = pooled_texts(plan, [texts[i] for i in idx])
+            memo[key] = {n: distinct_corpus(enc, n, np.arange(enc.P)) for n in DIST_ORDERS}
+        return memo[key][self.n]
 
 
 def pooled_texts(plan, texts: list[str]) -> Encoded:
@@ -496,4 +504,6 @@ class Cider(Lexical):
         return cider(enc)
 
 
-METRICS = [F1(), *(BLEU(n) for n in (1, 2, 3, 4)), Distinct(1), Distinct(2), MeteorExact(), Rouge(), Cider()]
+DIST_ORDERS = (1, 2)
+METRICS = [F1(), *(BLEU(n) for n in (1, 2, 3, 4)), *(Distinct(n) for n in DIST_ORDERS), MeteorExact(), Rouge(),
+           Cider()]

@@ -21,8 +21,16 @@ from evalcore.scoring.plan import (
                                    needs_docs,
 )
 from evalcore.scoring.run import ScoreReport, language_note, score
-from evalcore.scoring.stored import cached_stats, computed_config, computed_filter, elsewhere, response_scores
+from evalcore.scoring.stored import (
+                                   cached_stats,
+                                   computed_config,
+                                   computed_filter,
+                                   elsewhere,
+                                   response_scores,
+                                   stored_item_stats,
+                                   write_item_stats,
+)
 
 __all__ = ["ANY", "CHUNK", "SENTENCE_MEAN", "SYSTEM_AGGREGATES", "Plan", "ScoreReport", "cached_stats", "compute",
            "computed_config", "computed_filter", "elsewhere", "item_key", "keys_by_metric", "language_note",
-           "load_track", "needs_docs", "response_scores", "score"]
+           "load_track", "needs_docs", "response_scores", "score", "stored_item_stats", "write_item_stats"]

@@ -31,10 +31,11 @@ from evalcore.scoring.plan import (
     track_documents,
 )
 from evalcore.scoring.ray import RayOptions
-from evalcore.scoring.stored import cached_stats
+from evalcore.scoring.stored import cached_matrix, forget_item_stats, write_item_stats
 from evalcore.store import Handle, bump_revision, insert_frame, registered, revision, transaction
 
 LET_GO = 2_000  # responses to compute before the CLI lets the store go meanwhile (reopening costs ~20 ms)
+WRITE_EVERY = 100_000  # values computed before they are written (a short transaction): memory stays per batch
 ATTEMPTS = 3  # tracks scored again when the store changed while let go; the last attempt keeps it
 
 
@@ -185,38 +186,57 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     bar = tqdm(total=len(todo), desc=f"scoring {label}", unit="resp", disable=not progress or len(todo) == 0)
     let_go = handle is not None and len(todo) + len(far) >= LET_GO
     rev = revision(con) if let_go else None
+    # A track of up to WRITE_EVERY responses is written in one transaction with its system scores (all or
+    # nothing); a larger one (or one scored on Ray) writes its values as they are computed, every WRITE_EVERY
+    # (memory stays per batch; an interrupted run leaves them cached, so the next computes only the rest),
+    # then its system scores in one transaction.
+    batched = len(todo) > WRITE_EVERY or len(far) > 0
+    if batched and any(m.retries_failures for m in plan.metrics):
+        with transaction(con):   # failed requests are asked again: their old rows make way, before new ones
+            _clear_failures(con, plan)
+    written = 0
     with handle.let_go() if let_go else nullcontext():
+        target = None if let_go else con   # while let go, each write takes the store briefly
         if remote:  # written batch by batch as they come back: what an interruption leaves stays
-            written = _score_on_ray(None if let_go else con, handle, plan, remote, data, far, keys, missing,
-                                    ray, progress, on_progress, label)
-            report.computed[label] = report.computed.get(label, 0) + written
-        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local)
+            written += _score_on_ray(target, handle, plan, remote, data, far, keys, missing, ray, progress,
+                                     on_progress, label)
+        sub = copy(plan)
+        sub.metrics = local
+
+        def write(rows: np.ndarray) -> None:
+            nonlocal written
+            written += _write_rows(target, handle, sub, rows, keys, missing, values, stats, reasons)
+
+        _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local,
+                      write if batched else None)
     bar.close()
-    _copy_rows(copies, sources, values, stats, reasons)
+    computed_here = todo
+    _copy_rows(copies, sources, values, stats, reasons)   # a copy's key is its source's: one value for both
     todo = np.concatenate([todo, copies])
     _run_notes(plan, report, label, todo, reasons, stats)   # notes are the local metrics' (judges)
-    # the Ray-scored values are in the cache already: what is left to write is the local metrics'
-    missing_here = {name: (mask if name not in {m.name for m in remote} else np.zeros(n, bool))
-                    for name, mask in missing.items()}
+    frames = [] if batched else _row_frames(sub, computed_here, keys, missing, values, stats, reasons)
     if let_go:
         con = handle.con
         if revision(con) != rev:
             # Another process wrote while the store was let go: keep the values (keyed by text and
             # signature, right whatever changed) and score the track again as the store is now.
-            with transaction(con):
-                bump_revision(con, ds)
-                stored = _write_values(con, plan, _value_frames(plan, keys, missing_here, values, stats, con, reasons))
-            report.computed[label] = report.computed.get(label, 0) + stored
+            if frames:
+                with transaction(con):
+                    _clear_failures(con, sub)
+                    written += _write_values(con, sub, frames)
+            report.computed[label] = report.computed.get(label, 0) + written
             return True
-    frames = _value_frames(plan, keys, missing_here, values, stats, reasons=reasons)
-    system_rows = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
+    system_rows, per_item = _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats)
     if not frames and not system_rows:  # nothing new: the store (and its revision) stays as it was
-        report.computed.setdefault(label, 0)
+        report.computed[label] = report.computed.get(label, 0) + written
         report.system[label] = 0
         return False
     with transaction(con):
         bump_revision(con, ds)
-        stored = _write_values(con, plan, frames)
+        if not batched:
+            _clear_failures(con, sub)
+        _write_signatures(con, plan)
+        written += _write_values(con, sub, frames)
         for row in system_rows:
             # a model-based column holds the last configuration scored (its signature says which)
             # (of the same system aggregate: corpus and sentence-mean rows stand side by side)
@@ -226,7 +246,9 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
                          SENTENCE_MEAN, row["signature"].endswith(SENTENCE_MEAN)])
         if system_rows:
             insert_frame(con, "system_scores", pd.DataFrame(system_rows))
-    report.computed[label] = report.computed.get(label, 0) + stored
+            forget_item_stats(con, ds, tr, [(row["model"], row["signature"]) for row in system_rows])
+            write_item_stats(con, ds, tr, per_item)
+    report.computed[label] = report.computed.get(label, 0) + written
     report.system[label] = len(system_rows)
     return False
 
@@ -286,12 +308,10 @@ def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric],
     def on_batch(rows: np.ndarray, result: dict, why: dict) -> None:
         nonlocal done, written
         # the batch's own rows only: work per batch, not per track
-        frames = _value_frames(sub, {m.name: keys[m.name][rows] for m in metrics},
+        written += _write_rows(con, handle, sub, np.arange(len(rows)), {m.name: keys[m.name][rows] for m in metrics},
                                {m.name: missing[m.name][rows] for m in metrics},
                                {name: vals for name, (vals, _) in result.items()},
-                               {name: st for name, (_, st) in result.items()}, reasons=why)
-        with (nullcontext(con) if con is not None else handle.briefly()) as c, transaction(c):
-            written += _write_values(c, sub, frames)
+                               {name: st for name, (_, st) in result.items()}, why)
         done += len(rows)
         bar.update(len(rows))
         if on_progress:
@@ -305,10 +325,13 @@ def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric],
 
 
 def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
-                  on_progress, label: str, reasons: dict | None = None, metrics: list[Metric] | None = None) -> None:
+                  on_progress, label: str, reasons: dict | None = None, metrics: list[Metric] | None = None,
+                  write=None) -> None:
     """Values and statistics of the rows `todo` for `metrics` (default: the plan's), in batches of
-    `size`, into `values` and `stats` (and judge metrics' reasons into `reasons`)."""
+    `size`, into `values` and `stats` (and judge metrics' reasons into `reasons`); `write(rows)`, when
+    given, is handed the rows computed since its last call every WRITE_EVERY rows and at the end."""
     n = len(data)
+    since = 0
     for start in range(0, len(todo), size):
         rows = todo[start:start + size]
         why: dict = {}
@@ -323,14 +346,18 @@ def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, v
                 stats[name] = np.full((n, st.shape[1]), np.nan)
             values[name][rows] = vals
             stats[name][rows] = st
+        end = start + len(rows)
+        if write is not None and (end - since >= WRITE_EVERY or end == len(todo)):
+            write(todo[since:end])
+            since = end
         bar.update(len(rows))
         if on_progress:
-            on_progress(start + len(rows), len(todo), label)
+            on_progress(end, len(todo), label)
 
 
-def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict, con=None,
+def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict,
                   reasons: dict | None = None) -> list[pd.DataFrame]:
-    """The value cache's new rows; with `con`, less those another process cached meanwhile."""
+    """The value cache's new rows (one per key; a key cached meanwhile is left to INSERT OR IGNORE)."""
     frames = []
     for m in plan.metrics:
         idx = np.flatnonzero(missing[m.name])
@@ -338,12 +365,9 @@ def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: di
         if len(idx) == 0:
             continue
         why = (reasons or {}).get(m.name)
-        frame = pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
-                              "value": values[m.name][idx], "stats": _list_column(stats[m.name][idx]),
-                              "reason": why[idx] if why is not None else None})
-        if con is not None:
-            frame = frame[~frame["text_key"].isin(_cached_keys(con, plan.signatures[m.name], frame["text_key"]))]
-        frames.append(frame)
+        frames.append(pd.DataFrame({"signature": plan.signatures[m.name], "text_key": keys[m.name][idx],
+                                    "value": values[m.name][idx], "stats": _list_column(stats[m.name][idx]),
+                                    "reason": why[idx] if why is not None else None}))
     return frames
 
 
@@ -358,19 +382,49 @@ def _list_column(mat: np.ndarray):
     return pd.arrays.ArrowExtensionArray(pa.FixedSizeListArray.from_arrays(flat, mat.shape[1]).cast(pa.list_(pa.float64())))
 
 
-def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> int:
-    """The value cache's new rows and their signatures' descriptions; the number of values stored."""
+def _write_rows(con, handle: Handle | None, plan: Plan, rows: np.ndarray, keys: dict, missing: dict, values: dict,
+                stats: dict, reasons: dict | None) -> int:
+    """The values of `rows` (indexes into keys, missing, values, stats and reasons) for the plan's metrics,
+    written in one short transaction: on `con`, or on the store taken briefly from a let-go `handle`."""
+    frames = _row_frames(plan, rows, keys, missing, values, stats, reasons)
+    if not frames:
+        return 0
+    with (nullcontext(con) if con is not None else handle.briefly()) as c, transaction(c):
+        return _write_values(c, plan, frames)
+
+
+def _row_frames(plan: Plan, rows: np.ndarray, keys: dict, missing: dict, values: dict, stats: dict,
+                reasons: dict | None) -> list[pd.DataFrame]:
+    """The value cache's new rows for `rows` (indexes into the other arguments)."""
+    return _value_frames(plan, {m.name: keys[m.name][rows] for m in plan.metrics},
+                         {m.name: missing[m.name][rows] for m in plan.metrics},
+                         {m.name: values[m.name][rows] for m in plan.metrics},
+                         {m.name: stats[m.name][rows] if stats.get(m.name) is not None else None for m in plan.metrics},
+                         reasons={name: why[rows] for name, why in (reasons or {}).items()})
+
+
+def _clear_failures(con, plan: Plan) -> None:
+    """Judgments whose request failed are asked again: their old rows make way (once per run, before
+    the run writes its own)."""
+    for m in plan.metrics:
+        if m.retries_failures:
+            con.execute("DELETE FROM metric_scores WHERE signature = ? AND starts_with(reason, ?)",
+                        [plan.signatures[m.name], TRANSIENT])
+
+
+def _write_signatures(con, plan: Plan) -> None:
     for m in plan.metrics:
         fl, tk = plan.config(m)
         con.execute("INSERT OR IGNORE INTO metric_signatures VALUES (?, ?, ?)", [
             plan.signatures[m.name], m.name,
             json.dumps({"tokenizer": tk, "flavor": fl, "corpus": m.corpus, "sentence": m.sentence,
                         "description": m.description}, ensure_ascii=False)])
+
+
+def _write_values(con, plan: Plan, frames: list[pd.DataFrame]) -> int:
+    """The value cache's new rows and their signatures' descriptions; the number of values stored."""
+    _write_signatures(con, plan)
     frames = [f for f in frames if len(f)]
-    for m in plan.metrics:   # judgments whose request failed are asked again: their old rows make way
-        if m.retries_failures:
-            con.execute("DELETE FROM metric_scores WHERE signature = ? AND starts_with(reason, ?)",
-                        [plan.signatures[m.name], TRANSIENT])
     if frames:
         # a value cached meanwhile (another process, an earlier Ray batch with the same text) stands
         return insert_frame(con, "metric_scores", pd.concat(frames, ignore_index=True), ignore=True)
@@ -388,41 +442,41 @@ def _run_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, re
             report.note(f"{label}: {note}")
 
 
-def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[dict]:
+def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> tuple[list[dict], list[dict]]:
+    """The system scores to write, and the per-item statistics each was formed from (item_stats: what a
+    rank's bootstrap resamples) where it has them."""
     # a system score stands only when it was formed from as many responses as the model has now: values
     # cached without one (a Ray run or a let-go run interrupted after writing them) are not "nothing new"
     existing = {(model, sig): n for model, sig, n in con.execute(
         "SELECT model, signature, n FROM system_scores WHERE dataset = ? AND track = ? AND origin = 'computed'",
         [ds, tr]).fetchall()}
     models = data["model"].to_numpy()
-    rows = []
+    rows, per_item = [], []
     memo: dict = {}   # what pooled metrics make once per track
+    texts = data["text"].tolist() if any(m.pools for m in plan.metrics) else []
     mean_of_sentences = plan.system_aggregate == "sentence-mean"
     for m in plan.metrics:
         sig = plan.signatures[m.name]  # the per-response cache's signature
         system_sig = sig + SENTENCE_MEAN if mean_of_sentences else sig
+        pooled = m.pools and not mean_of_sentences
+        due = []   # (model, its rows) whose system score is formed anew
         for model in pd.unique(models):
             mine = (models == model) & usable[m.name]
             if not mine.any():
                 continue
             if existing.get((model, system_sig)) == int(mine.sum()) and not missing[m.name][mine].any():
                 continue  # nothing new for this model: its system score stands
-            idx = np.flatnonzero(mine)
-            if m.pools and not mean_of_sentences:
-                value = m.pooled_value(plan, data["text"].tolist(), idx, memo)
+            due.append((model, np.flatnonzero(mine)))
+        if not due:
+            continue
+        # responses scored in an earlier run: their statistics come from the cache, in one read per metric
+        full = None if pooled else _with_cached(con, sig, keys[m.name], stats[m.name],
+                                                np.concatenate([idx for _, idx in due]))
+        for model, idx in due:
+            mat = None if pooled else full[idx]
+            if pooled:
+                value = m.pooled_value(plan, texts, idx, memo)
             else:
-                mat = stats[m.name][idx] if stats[m.name] is not None else None
-                gaps = idx if mat is None else idx[np.isnan(mat).all(axis=1)]
-                if len(gaps):  # responses scored in an earlier run: their statistics come from the cache
-                    cached = cached_stats(con, sig, list(dict.fromkeys(keys[m.name][gaps])))
-                    # a response without a value (a judge's failed answer) stays a gap
-                    width = mat.shape[1] if mat is not None else len(next(iter(cached.values()), [np.nan]))
-                    filled = np.array([cached.get(k, np.full(width, np.nan)) for k in keys[m.name][gaps]])
-                    if mat is None:
-                        mat = filled
-                    else:
-                        mat = mat.copy()
-                        mat[np.isnan(mat).all(axis=1)] = filled
                 value = m.sentence_mean(mat) if mean_of_sentences else m.corpus_value(mat)
             if value is None:
                 continue
@@ -430,4 +484,19 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats) -> list[
             rows.append({"dataset": ds, "track": tr, "model": model, "name": m.name, "value": value,
                          "origin": "computed", "signature": system_sig, "source": "evalcore score",
                          "flavor": fl, "tokenizer": tk, "n": int(len(idx))})
-    return rows
+            if not pooled and mat.ndim == 2 and mat.shape[1]:
+                per_item.append({"model": model, "signature": system_sig, "n": int(len(idx)),
+                                 "item_ids": data["item_id"].to_numpy()[idx], "stats": mat})
+    return rows, per_item
+
+
+def _with_cached(con, sig: str, keys: np.ndarray, computed: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    """Statistics of every row (NaN where unknown): those computed in this run, and for `rows` computed
+    in an earlier one, the cached ones (a response without a value, a judge's failed answer, stays NaN)."""
+    gaps = rows if computed is None else rows[np.isnan(computed[rows]).all(axis=1)]
+    if not len(gaps):
+        return computed
+    filled = cached_matrix(con, sig, keys[gaps], None if computed is None else computed.shape[1])
+    out = np.full((len(keys), filled.shape[1]), np.nan) if computed is None else computed.copy()
+    out[gaps] = filled
+    return out

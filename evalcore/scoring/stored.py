@@ -2,9 +2,12 @@
 computed scores used, and the per-response values of a track as the analysis layer reads them."""
 from __future__ import annotations
 
+import hashlib
+
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import registry
@@ -20,6 +23,24 @@ def cached_stats(con, sig: str, keys: list[str]) -> dict[str, np.ndarray]:
                            "WHERE m.signature = ?", [sig]).fetchall()
     return {k: np.asarray(s, dtype=float) for k, s in rows}
 
+
+
+def cached_matrix(con, sig: str, keys, width: int | None = None) -> np.ndarray:
+    """The cached statistics of each of `keys` as the rows of a matrix (keys may repeat; NaN rows for keys
+    without any), read as one Arrow column: no Python object per response (millions at scale)."""
+    with registered(con, "_evalcore_keys", pd.DataFrame({"text_key": keys, "pos": np.arange(len(keys))})):
+        found = con.execute("SELECT k.pos, m.stats FROM _evalcore_keys k JOIN metric_scores m USING (text_key) "
+                            "WHERE m.signature = ? AND m.stats IS NOT NULL", [sig]).to_arrow_table()
+    lists = found.column("stats").combine_chunks()
+    lengths = lists.value_lengths().to_numpy(zero_copy_only=False)
+    if width is None:
+        width = int(lengths.max()) if len(lengths) else 1
+    keep = lengths == width   # a metric's statistics have one width
+    out = np.full((len(keys), width), np.nan)
+    if keep.any():
+        flat = lists.filter(pa.array(keep)).flatten().to_numpy(zero_copy_only=False)
+        out[found.column("pos").to_numpy()[keep]] = np.asarray(flat, dtype=float).reshape(-1, width)
+    return out
 
 
 def computed_config(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
@@ -77,3 +98,72 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
             """, [name, sig]).df()
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else empty
+
+
+def forget_item_stats(con, dataset: str, track: str, replaced: list[tuple[str, str]]) -> None:
+    """Drop the per-item statistics behind the system scores (model, signature) being replaced on a
+    track, and those of the same models no stored system score stands on any more (an older
+    configuration's signature); derived rows, made again by the next score."""
+    if not replaced:
+        return
+    with registered(con, "_evalcore_replaced", pd.DataFrame(replaced, columns=["model", "signature"])):
+        con.execute("""DELETE FROM item_stats s WHERE s.dataset = ? AND s.track = ?
+                       AND s.model IN (SELECT model FROM _evalcore_replaced)
+                       AND ((s.model, s.signature) IN (SELECT (model, signature) FROM _evalcore_replaced)
+                            OR NOT EXISTS (SELECT 1 FROM system_scores ss WHERE ss.dataset = s.dataset
+                                           AND ss.track = s.track AND ss.model = s.model
+                                           AND ss.signature = s.signature AND ss.n = s.n))""", [dataset, track])
+
+
+def write_item_stats(con, dataset: str, track: str, entries: list[dict]) -> None:
+    """Each entry's per-item statistics (model, signature, n, item_ids, stats: n x width); called in the
+    transaction that writes those system scores, after forget_item_stats."""
+    if not entries:
+        return
+    orders: dict[str, list[str]] = {}
+    rows = []
+    for e in entries:
+        ids = [str(i) for i in e["item_ids"]]
+        key = hashlib.md5("\x1f".join(ids).encode("utf-8")).hexdigest()
+        orders.setdefault(key, ids)
+        rows.append((e["model"], e["signature"], int(e["n"]), key, int(e["stats"].shape[1]),
+                     np.ascontiguousarray(e["stats"], dtype=float).ravel()))
+    with registered(con, "_evalcore_orders", pd.DataFrame({"order_key": list(orders), "item_ids": pd.arrays.ArrowExtensionArray(
+            pa.array(list(orders.values()), pa.list_(pa.string())))})):
+        con.execute("INSERT OR IGNORE INTO item_orders BY NAME SELECT * FROM _evalcore_orders")
+    frame = pd.DataFrame({"dataset": dataset, "track": track, "model": [r[0] for r in rows],
+                          "signature": [r[1] for r in rows], "n": [r[2] for r in rows], "order_key": [r[3] for r in rows],
+                          "width": [r[4] for r in rows],
+                          "stats": pd.arrays.ArrowExtensionArray(pa.array([r[5] for r in rows], pa.list_(pa.float64())))})
+    with registered(con, "_evalcore_item_stats", frame):
+        con.execute("INSERT INTO item_stats BY NAME SELECT * FROM _evalcore_item_stats")
+
+
+def stored_item_stats(con, dataset: str, track: str, name: str, models: list[str], items: list[str],
+                      cond: str, params: list) -> dict[str, np.ndarray]:
+    """model -> (items x width) statistics of `name` from item_stats, in the order of `items` (NaN rows
+    for items the model has no value on), for the models whose computed system score (chosen by `cond`)
+    still stands on the row's responses (same signature and n); the others are absent."""
+    rows = con.execute(f"""
+        WITH ss AS (SELECT model, signature, n FROM system_scores WHERE dataset = ? AND track = ? AND name = ?
+                    AND origin = 'computed' AND list_contains(?, model) AND {cond})
+        SELECT s.model, s.order_key, s.width, s.stats FROM item_stats s JOIN ss USING (model, signature, n)
+        WHERE s.dataset = ? AND s.track = ?""", [dataset, track, name, list(models), *params, dataset, track]).to_arrow_table()
+    if rows.num_rows == 0:
+        return {}
+    keys = rows.column("order_key").to_pylist()
+    orders = {k: ids for k, ids in con.execute("SELECT order_key, item_ids FROM item_orders WHERE list_contains(?, order_key)",
+                                               [sorted(set(keys))]).fetchall()}
+    wanted = pd.Index(items)
+    places = {k: wanted.get_indexer(ids) for k, ids in orders.items()}
+    out = {}
+    for j, (model, key, width) in enumerate(zip(rows.column("model").to_pylist(), keys, rows.column("width").to_pylist())):
+        if key not in places:
+            continue
+        flat = rows.column("stats")[j].values.to_numpy(zero_copy_only=False)
+        mat = flat.reshape(-1, width)
+        where = places[key]
+        arr = np.full((len(items), width), np.nan)
+        arr[where[where >= 0]] = mat[where >= 0]
+        out[model] = arr
+    return out

@@ -114,3 +114,40 @@ def reference_copies(con: duckdb.DuckDBPyConnection, dataset: str, track: str | 
         )
         SELECT c.model, c.identical, (SELECT count(*) FROM mine WHERE mine.model = c.model) AS responses
         FROM copies c ORDER BY c.model""", [dataset, track, track, dataset]).df()
+
+
+def storage(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """What takes the space in the store's file: bytes per table and column (from DuckDB's storage_info:
+    each segment's share of its block, up to the next segment's offset), then the rest of the used blocks
+    (indexes: primary keys' ART, and catalog) and the free blocks. Columns: table, column, rows, bytes, MB,
+    share."""
+    size = con.execute("PRAGMA database_size").df().iloc[0]
+    block = int(size["block_size"])
+    tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+                                         "AND schema_name = 'main' ORDER BY 1").fetchall()]
+    segments = []
+    for t in tables:
+        info = con.execute("SELECT column_name, column_path, count, block_id, block_offset, additional_block_ids, "
+                           "persistent FROM pragma_storage_info(?)", [t]).df()
+        info = info[info["persistent"] & (info["block_id"] >= 0)]
+        info["table"] = t
+        segments.append(info)
+    seg = pd.concat(segments, ignore_index=True) if segments else pd.DataFrame()
+    rows = []
+    if not seg.empty:
+        seg = seg.sort_values(["block_id", "block_offset"], ignore_index=True)
+        nxt = seg.groupby("block_id")["block_offset"].shift(-1).fillna(block)
+        seg["bytes"] = (nxt - seg["block_offset"]) + seg["additional_block_ids"].map(len) * block
+        # validity masks and a list column's child (its values) count towards the column
+        seg["column"] = seg["column_name"]
+        counts = seg[seg["column_path"].astype(str).str.count(",") == 0].groupby(["table", "column"])["count"].sum()
+        for (t, c), part in seg.groupby(["table", "column"]):
+            rows.append({"table": t, "column": c, "rows": int(counts.get((t, c), 0)), "bytes": int(part["bytes"].sum())})
+    used = int(size["used_blocks"]) * block - sum(r["bytes"] for r in rows)
+    rows.append({"table": "(indexes, catalog)", "column": "", "rows": None, "bytes": max(used, 0)})
+    rows.append({"table": "(free blocks)", "column": "", "rows": None, "bytes": int(size["free_blocks"]) * block})
+    out = pd.DataFrame(rows)
+    out["rows"] = out["rows"].astype("Int64")
+    out["MB"] = (out["bytes"] / 1e6).round(1)
+    out["share"] = (out["bytes"] / max(out["bytes"].sum(), 1)).round(4)
+    return out.sort_values("bytes", ascending=False, ignore_index=True)
