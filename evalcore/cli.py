@@ -999,8 +999,10 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from evalcore.core.malloc import tune
+    from evalcore.core.threads import one_blas_thread
 
     tune()
+    one_blas_thread()
     try:
         return run(args)
     except ImportRefused as exc:

@@ -150,3 +150,14 @@ def test_rank_statistics_are_stored_at_scoring_time(ranked, tmp_path):
     score(ranked, dataset="toy", progress=False)
     assert ranked.execute("SELECT n, stats FROM item_stats WHERE model = 'm2' AND starts_with(signature, 'F1|')"
                           ).fetchall() == [(1, [0.0, 1.0, 6.0])]
+
+
+def test_the_cli_and_the_dashboard_use_one_blas_thread():
+    """OpenBLAS's spinning threads beside a busy core made a bootstrap 13x slower (evalcore/core/threads.py)."""
+    import subprocess
+    import sys
+
+    code = ("from evalcore.core.threads import one_blas_thread; one_blas_thread(); "
+            "from threadpoolctl import threadpool_info; "
+            "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[1]"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from evalcore.store import bump_revision, history, insert_frame, registered, transaction
 from evalcore.store.history import current_user
@@ -137,7 +138,9 @@ class Batch:
             frame = pd.DataFrame(part, dtype=object)
             if table == "responses":
                 frame["submission_id"] = sid
-            n += insert_frame(con, table, frame)
+            # as Arrow: DuckDB keeps the Python strings of a scanned DataFrame alive until the transaction
+            # ends (a streamed import's million items would all stay); Arrow's copy frees them at once
+            n += insert_frame(con, table, pa.Table.from_pandas(frame, preserve_index=False))
         return n
 
     def _dataset(self) -> str | None:

@@ -8,6 +8,7 @@ import duckdb
 
 from evalcore.core import language as detection
 from evalcore.core.errors import short
+from evalcore.core.malloc import give_back
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import SKILLS, Batch, ImportReport
 from evalcore.ingest.readers import Checker, stream_jsonl
@@ -80,6 +81,7 @@ def import_items(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRepo
                 batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
             if batch.pending("items") >= STREAM_ROWS and not check.problems:
                 batch.flush(con)   # a refusal later rolls these back with the rest
+                give_back()   # the CLI's raised trim threshold would keep each written slice's memory
         for dataset, bucket in texts.items():
             counts[dataset] = counts.get(dataset, detection.Counts()) + detection.count(bucket)
         notes = settle_languages(batch, languages, {d: c for d, c in counts.items() if languages[d] == (None, "new")})

@@ -544,8 +544,9 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame) -> Iterator[Non
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ignore: bool = False) -> int:
     """Bulk insert a DataFrame by column name; the rows inserted. `table` is always a literal from our
-    code. `ignore`: rows whose primary key is stored already are left out (the stored row stands)."""
-    if frame.empty:
+    code (an Arrow table too). `ignore`: rows whose primary key is stored already are left out (the stored
+    row stands)."""
+    if len(frame) == 0:
         return 0
     with registered(con, "_evalcore_frame", frame):
         return int(con.execute(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} BY NAME "

@@ -12,6 +12,7 @@ import streamlit as st
 
 from evalcore.core.export import safe_csv
 from evalcore.core.malloc import tune
+from evalcore.core.threads import one_blas_thread
 from evalcore.ingest.readers import sweep_temp
 from evalcore.services.defaults import SLOW, build_default_in_stages
 from evalcore.store import ENV_VAR, Shared, lease, resolve_db_path, stamp
@@ -40,6 +41,7 @@ def prepared(path: str, build_default: bool) -> bool:
     from evalcore.services import jobs
 
     tune()
+    one_blas_thread()
     sweep_temp()  # copies of uploads a killed server left in the temp folder
     Shared.of(path).linger = STORE_LINGER
     con = lease(path, wait=PAGE_WAIT)
