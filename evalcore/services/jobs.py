@@ -32,7 +32,9 @@ from evalcore.scoring import ANY, score
 from evalcore.store import WRITE_LOCK, Handle, connect, lease, lock_wait, transaction
 
 BATCH = 1_000  # responses per progress step of a job
-COLUMNS = ["job_id", "kind", "dataset", "model", "state", "progress", "detail", "created_at", "finished_at", "tracks"]
+# attempts: how many times a worker claimed the job (more than one: it was resumed after its worker ended)
+COLUMNS = ["job_id", "kind", "dataset", "model", "state", "attempts", "progress", "detail", "created_at", "finished_at",
+           "tracks"]
 
 
 def scoring_steps(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str], *, neural: bool = False) -> list[dict]:
@@ -322,8 +324,8 @@ def _zombie(pid: int) -> bool:
 def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, limit: int = 50) -> pd.DataFrame:
     """Recent jobs, newest first; a queued or running job whose process is gone shows as interrupted."""
     frame = con.execute("""
-        SELECT job_id, kind, dataset, model, state, progress, detail, created_at, finished_at, steps, pid, host
-        FROM jobs WHERE (? IS NULL OR dataset = ?) ORDER BY job_id DESC LIMIT ?""", [dataset, dataset, limit]).df()
+        SELECT job_id, kind, dataset, model, state, attempts, progress, detail, created_at, finished_at, steps, pid,
+               host FROM jobs WHERE (? IS NULL OR dataset = ?) ORDER BY job_id DESC LIMIT ?""", [dataset, dataset, limit]).df()
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
     gone = frame["state"].isin(["queued", "running"]) & ~pd.Series(
