@@ -65,19 +65,28 @@ def keys_by_metric(names: list[str], data: pd.DataFrame, known: dict[str, Metric
 
 def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, full: bool = False) -> pd.DataFrame:
     """Responses of a track with their references (a list, empty when the item has none); `full` adds
-    each item's whole context and grounding (JSON), which judges read."""
-    frame = con.execute(f"""
+    each item's whole context and grounding (JSON), which judges read. An item's references and last
+    turn are one object shared by its responses' rows (ten models' rows do not hold ten copies: a
+    500,000-response track took 1.5 GB)."""
+    items = con.execute(f"""
         WITH refs AS (
             SELECT item_id, list(text ORDER BY ref_index) AS refs
             FROM item_references WHERE dataset = ? GROUP BY item_id)
-        SELECT r.item_id, r.model, r.text, refs.refs, json_extract_string(i.context, '$[#-1]') AS last_turn
+        SELECT i.item_id, refs.refs, json_extract_string(i.context, '$[#-1]') AS last_turn
                {", i.context, i.grounding" if full else ""}
-        FROM responses r JOIN items i USING (dataset, item_id) LEFT JOIN refs USING (item_id)
+        FROM items i LEFT JOIN refs USING (item_id)
+        WHERE i.dataset = ? AND i.track = ?
+    """, [dataset, dataset, track]).df()
+    frame = con.execute("""
+        SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id)
         WHERE r.dataset = ? AND i.track = ?
         ORDER BY r.model, r.item_id
-    """, [dataset, dataset, track]).df()
-    frame["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in frame["refs"]]
-    frame["last_turn"] = frame["last_turn"].fillna("")   # an item without context
+    """, [dataset, track]).df()
+    items["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in items["refs"]]
+    items["last_turn"] = items["last_turn"].fillna("")   # an item without context
+    at = pd.Index(items["item_id"]).get_indexer(frame["item_id"])
+    for col in items.columns.drop("item_id"):
+        frame[col] = items[col].to_numpy(dtype=object)[at] if len(frame) else pd.Series(dtype=object)
     return frame
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from evalcore.core.malloc import give_back
 from evalcore.metrics import registry
 from evalcore.metrics.base import TRANSIENT, Metric
 from evalcore.metrics.neural import NeuralOptions
@@ -206,6 +207,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
         def write(rows: np.ndarray) -> None:
             nonlocal written
             written += _write_rows(target, handle, sub, rows, keys, missing, values, stats, reasons)
+            give_back()   # the CLI's raised trim threshold would keep every batch's freed memory
 
         _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local,
                       write if batched else None)
