@@ -139,9 +139,9 @@ def storage(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         nxt = seg.groupby("block_id")["block_offset"].shift(-1).fillna(block)
         seg["bytes"] = (nxt - seg["block_offset"]) + seg["additional_block_ids"].map(len) * block
         # validity masks and a list column's child (its values) count towards the column
-        seg["column"] = seg["column_name"]
-        counts = seg[seg["column_path"].astype(str).str.count(",") == 0].groupby(["table", "column"])["count"].sum()
-        for (t, c), part in seg.groupby(["table", "column"]):
+        top = seg["column_path"].astype(str).str.count(",") == 0
+        counts = seg[top].groupby(["table", "column_name"])["count"].sum()
+        for (t, c), part in seg.groupby(["table", "column_name"]):
             rows.append({"table": t, "column": c, "rows": int(counts.get((t, c), 0)), "bytes": int(part["bytes"].sum())})
     used = int(size["used_blocks"]) * block - sum(r["bytes"] for r in rows)
     rows.append({"table": "(indexes, catalog)", "column": "", "rows": None, "bytes": max(used, 0)})
