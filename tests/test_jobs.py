@@ -223,3 +223,39 @@ def test_a_job_that_keeps_killing_its_worker_is_failed_with_the_reason(toy):
     live = jobs.create(toy, "toy", [], model="m1")   # running in a live process (this one): not taken again
     toy.execute("UPDATE jobs SET state = 'running', pid = 1 WHERE job_id = ?", [live])
     assert jobs.claim(toy, live) is False
+
+
+def test_a_steps_progress_does_not_wait_for_a_store_page_runs_hold(toy, monkeypatch):
+    """While the worker has let the store go to compute, a progress report within a step tries the store once:
+    with another process holding it (page runs, 150 viewers) the report is skipped and the computing goes
+    on, instead of waiting up to the handle's wait; the step's start and the job's end are still written."""
+    import subprocess
+    import sys
+    import time
+
+    from evalcore.store import Handle
+
+    db = toy.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    job = jobs.create(toy, "toy", jobs.scoring_steps(toy, "toy", ["toy/chitchat"]), model="m1")
+    handle = Handle(db, toy, wait=30)
+    took = []
+
+    def fake_score(con, **kw):   # the store let go while computing, as score() does for a large track
+        with handle.let_go():
+            holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({db!r}); "
+                                       "print('held', flush=True); sys.stdin.readline(); c.close()"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline().strip() == "held"
+            start = time.monotonic()
+            kw["on_progress"](1, 4, "toy:toy/chitchat")
+            kw["on_progress"](4, 4, "toy:toy/chitchat")
+            took.append(time.monotonic() - start)
+            holder.communicate("go\n", timeout=30)
+        return type("Report", (), {"notes": []})()
+
+    monkeypatch.setattr(jobs, "score", fake_score)
+    assert jobs.run(toy, job, handle=handle)
+    assert took[0] < 5   # two tries, not two waits of up to 30 s
+    row = handle.con.execute("SELECT state, progress FROM jobs WHERE job_id = ?", [job]).fetchall()
+    assert row == [("done", 1.0)]
+    handle.con.close()

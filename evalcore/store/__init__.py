@@ -149,18 +149,19 @@ class Handle:
             self.away = False
 
     @contextmanager
-    def now(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one short write whether let go or not (a job's progress)."""
+    def now(self, wait: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one short write whether let go or not (a job's progress). `wait`: how long to
+        wait for the store while let go (default the handle's; 0: one try, StoreError if it is busy)."""
         if not self.away:
             yield self.con
             return
-        with self.briefly() as con:
+        with self.briefly(wait) as con:
             yield con
 
     @contextmanager
-    def briefly(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def briefly(self, wait: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """While let go: the store taken for one short write (a batch of values), then let go again."""
-        con = connect(self.path, wait=self.wait, on_wait=self.on_wait)
+        con = connect(self.path, wait=self.wait if wait is None else wait, on_wait=self.on_wait)
         try:
             yield con
         finally:
