@@ -40,6 +40,7 @@ DEFERRED_OTHER = {
     "ray": "the `ray` extra: `score --engine ray` only",
     "pyarrow": "0.3 s to import, needed only to hand batches to Ray actors",
     "fcntl": "POSIX only (the server lock); Windows has no fcntl",
+    "sklearn": "0.45 s to import (beyond scipy), on every page's first run; only the length-controlled win rate uses it",
 }
 
 

@@ -161,3 +161,44 @@ def test_the_cli_and_the_dashboard_use_one_blas_thread():
             "from threadpoolctl import threadpool_info; "
             "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[1]"
+
+
+def test_coverage_in_sql_equals_coverage_from_the_item_list(ranked):
+    """coverage() without an item list counts in the store; with answerable_items' list it counts against it:
+    the same answered, items and coverage per track and model."""
+    from evalcore.store.queries import answerable_items
+
+    sql = coverage(ranked, "toy").sort_values(["track", "model"], ignore_index=True)
+    listed = coverage(ranked, "toy", items=answerable_items(ranked, "toy")).sort_values(["track", "model"], ignore_index=True)
+    pd.testing.assert_frame_equal(sql[["track", "model", "answered", "items", "coverage"]],
+                                  listed[["track", "model", "answered", "items", "coverage"]], check_dtype=False)
+
+
+def test_every_track_ranked_at_once_equals_one_track_at_a_time(con, tmp_path, monkeypatch):
+    """The leaderboard of every track reads the stored statistics of several tracks in one query and runs the
+    tracks' bootstraps on two threads: each track's ranks and intervals are those of its own leaderboard, read
+    one track per query."""
+    from conftest import write_jsonl
+    from evalcore.analysis import rank_ci
+    from evalcore.ingest.items import import_items
+
+    tracks = ["m/chitchat", "m/knowledge", "m/persona"]
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", [
+        {"item_id": f"{t[2]}{i}", "dataset": "m", "track": t, "context": ["你好"], "references": [f"今天 天气 很 好 {i}"]}
+        for t in tracks for i in range(8)]))
+    words = ["今天", "天气", "很", "好", "不", "错", "呀", "吗"]
+    rows = [f"{t[2]}{i},m{k},{' '.join(words[(i * (k + 1) + j) % 8] for j in range(2 + k + i % 3))}"
+            for t in tracks for i in range(8) for k in range(3)]
+    for t in tracks:
+        path = tmp_path / f"{t[2]}.csv"
+        path.write_text("item_id,model,response\n" + "\n".join(r for r in rows if r.startswith(t[2])) + "\n",
+                        encoding="utf-8")
+        import_responses(con, path, dataset="m", track=t)
+    score(con, dataset="m", metrics="F1", progress=False)
+    cols = ["track", "model", "rank", "rank_ci_low", "rank_ci_high", "rank_ci"]
+    every = leaderboard(con, "m", rank_by="F1")
+    assert every["rank_ci_low"].notna().sum() == 9   # three models on each of three tracks
+    monkeypatch.setattr(rank_ci, "TRACKS_PER_READ", 1)
+    for track, mine in every.groupby("track"):
+        alone = leaderboard(con, "m", track, rank_by="F1")
+        pd.testing.assert_frame_equal(mine[cols].reset_index(drop=True), alone[cols].reset_index(drop=True))

@@ -36,10 +36,6 @@ from itertools import combinations
 import duckdb
 import numpy as np
 import pandas as pd
-from sklearn import config_context
-from sklearn.linear_model import LogisticRegressionCV
-from sklearn.metrics import make_scorer
-from sklearn.model_selection import GroupKFold
 
 from evalcore.analysis.agreement import cohen_kappa
 from evalcore.analysis.stats import correlate
@@ -467,6 +463,12 @@ def lc_winrate(preference, len_model, len_baseline, *, n_splits: int = 5) -> dic
         target = np.where(y_true == 1, true_prob, 1 - true_prob)
         pred = np.clip(y_pred, 1e-15, 1 - 1e-15)
         return -np.mean(target * np.log(pred) + (1 - target) * np.log(1 - pred))
+
+    # imported here: scikit-learn takes ~0.7 s to import, on the first run of every page that imports this module
+    from sklearn import config_context
+    from sklearn.linear_model import LogisticRegressionCV
+    from sklearn.metrics import make_scorer
+    from sklearn.model_selection import GroupKFold
 
     with config_context(enable_metadata_routing=True):
         scorer = make_scorer(loss, response_method="predict_proba", greater_is_better=False

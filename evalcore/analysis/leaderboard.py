@@ -1,6 +1,8 @@
 """Leaderboards: one row per track, model and origin; a column per metric and per human dimension."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -11,7 +13,7 @@ from evalcore.metrics import registry
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
 from evalcore.scoring import computed_filter
 from evalcore.store import registered
-from evalcore.store.queries import answerable_items
+from evalcore.store.queries import ANSWERABLE, answerable_items
 
 # Tracks whose skill has an official ranking get a `rank` column: (column, ascending) in order of
 # precedence. SMP2018-ECDT (seed 001): task-oriented systems by completion ratio C, then fewer
@@ -49,13 +51,20 @@ def _humans(con, dataset: str, track: str | None, aggregate: str = "mean") -> pd
 def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | None = None) -> pd.DataFrame:
     """Share of a track's answerable items each model answered: track, model, answered, items, coverage.
     `items` is answerable_items(con, dataset, track) when the caller has it already."""
-    items = answerable_items(con, dataset, track) if items is None else items
-    with registered(con, "_evalcore_items", items):
-        frame = con.execute("""
-            SELECT a.track, r.model, count(*) AS answered FROM responses r JOIN _evalcore_items a USING (item_id)
-            WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
-    totals = items.groupby("track").size().rename("items").reset_index()
-    frame = frame.merge(totals, on="track", how="left")
+    if items is None:   # all in the store: no round trip of every item id (a million at scale)
+        frame = con.execute(f"""
+            WITH a AS ({ANSWERABLE}), totals AS (SELECT track, count(*) AS items FROM a GROUP BY track)
+            SELECT a.track, r.model, count(*) AS answered, any_value(t.items) AS items
+            FROM responses r JOIN a USING (item_id) JOIN totals t USING (track)
+            WHERE r.dataset = ? GROUP BY a.track, r.model ORDER BY a.track, r.model""",
+                            [dataset, track, track, dataset]).df()
+    else:
+        with registered(con, "_evalcore_items", items):
+            frame = con.execute("""
+                SELECT a.track, r.model, count(*) AS answered FROM responses r JOIN _evalcore_items a USING (item_id)
+                WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
+        totals = items.groupby("track").size().rename("items").reset_index()
+        frame = frame.merge(totals, on="track", how="left")
     frame["coverage"] = frame["answered"] / frame["items"]
     return frame
 
@@ -79,7 +88,8 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
     human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
     wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
     wide.columns.name = None
-    items = answerable_items(con, dataset, track)  # once: coverage and every track's bootstrap use it
+    # the bootstrap's item order, when there is one to run (fetched once: coverage uses it too)
+    items = answerable_items(con, dataset, track) if rank_by is not None else None
     cov = coverage(con, dataset, track, items)[["track", "model", "coverage"]].assign(origin="computed")
     wide = wide.merge(cov, on=["track", "model", "origin"], how="left")
     if rank_by is not None and rank_by not in wide.columns:
@@ -92,6 +102,7 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
 
 
 RANK_COLUMNS = ["coverage", "rank", "rank_ci_low", "rank_ci_high", "rank_by", "rank_ci"]
+BOOTSTRAP_THREADS = 2
 
 
 def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: pd.DataFrame, *, partial: bool, flavor: str,
@@ -99,7 +110,13 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
     """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
     Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
     skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
-    parts = []
+    # every ranked track's stored per-item statistics in one read (see item_stats_rows)
+    stored = None
+    if rank_by is not None and rank_by in wide.columns:
+        ranked = wide.loc[(wide["origin"] == "computed") & wide[rank_by].notna(), "track"]
+        stored = rank_ci.stored_rows(con, dataset, sorted(set(ranked)), rank_by, flavor=flavor, tokenizer=tokenizer)
+    parts, bootstraps = [], []   # bootstraps: (group, its ranked rows, their per-item statistics, direction)
+    ids_of = {} if items is None else {t: ids.tolist() for t, ids in items.groupby("track", sort=False)["item_id"]}
     for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
         group = group.assign(rank=np.nan, rank_ci_low=np.nan, rank_ci_high=np.nan, rank_by=None, rank_ci=None)
         # coverage is blank where a row stands on no stored responses (published tables, task-oriented
@@ -122,25 +139,34 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             if origin == "published":
                 group.loc[pool.index, "rank_ci"] = "published value: no per-item data to resample"
             elif len(pool):
-                ids = items.loc[items["track"] == track, "item_id"].tolist()
+                ids = ids_of.get(track, [])
                 stats = rank_ci.per_item_stats(con, dataset, track, rank_by, pool["model"].tolist(), ids,
-                                               flavor=flavor, tokenizer=tokenizer, aggregate=aggregate)
+                                               flavor=flavor, tokenizer=tokenizer, aggregate=aggregate, stored=stored)
                 if isinstance(stats, str):
                     group.loc[pool.index, "rank_ci"] = stats
                 else:
-                    cis = rank_ci.bootstrap_ranks(stats, rank_by, better, resamples=resamples, seed=seed)
-                    for idx, model in zip(pool.index, pool["model"]):
-                        low, high = cis.get(model, (np.nan, np.nan))
-                        group.loc[idx, ["rank_ci_low", "rank_ci_high"]] = [low, high]
-                        group.loc[idx, "rank_ci"] = (rank_ci.describe(resamples, seed) if model in cis
-                                                     else f"no cached per-response {rank_by} statistics")
+                    bootstraps.append((group, pool, stats, better))
         unranked = group["rank"].isna()
         if rank_by is not None:
             group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
         partial_rows = group["coverage"].fillna(1.0) < 1.0
         group.loc[partial_rows & unranked, "rank_ci"] = "partial submission: not ranked (--partial ranks it)"
-        group = group.sort_values(["rank", "model"], na_position="last", kind="stable")
         parts.append(group)
+
+    def interval(job):
+        _, pool, stats, better = job
+        return rank_ci.bootstrap_ranks(stats, rank_by, better, resamples=resamples, seed=seed)
+
+    # the tracks' bootstraps two at a time: their matrix products and draws let go of the GIL, so a page
+    # ranking a model on every track uses both cores (seeded per track: the same intervals either way)
+    with ThreadPoolExecutor(max_workers=BOOTSTRAP_THREADS) as pool_of_threads:
+        for (group, pool, _, _), cis in zip(bootstraps, pool_of_threads.map(interval, bootstraps)):
+            found = pool["model"].map(lambda m: m in cis).to_numpy()
+            group.loc[pool.index, "rank_ci_low"] = [cis.get(m, (np.nan, np.nan))[0] for m in pool["model"]]
+            group.loc[pool.index, "rank_ci_high"] = [cis.get(m, (np.nan, np.nan))[1] for m in pool["model"]]
+            group.loc[pool.index, "rank_ci"] = np.where(found, rank_ci.describe(resamples, seed),
+                                                        f"no cached per-response {rank_by} statistics")
+    parts = [g.sort_values(["rank", "model"], na_position="last", kind="stable") for g in parts]
     out = pd.concat(parts, ignore_index=True)
     for col in ("rank", "rank_ci_low", "rank_ci_high"):
         out[col] = out[col].astype("Int64")

@@ -26,11 +26,12 @@ from evalcore.scoring.stored import (
                                    computed_config,
                                    computed_filter,
                                    elsewhere,
+                                   item_stats_rows,
                                    response_scores,
                                    stored_item_stats,
                                    write_item_stats,
 )
 
 __all__ = ["ANY", "CHUNK", "SENTENCE_MEAN", "SYSTEM_AGGREGATES", "Plan", "ScoreReport", "cached_stats", "compute",
-           "computed_config", "computed_filter", "elsewhere", "item_key", "keys_by_metric", "language_note",
+           "computed_config", "computed_filter", "elsewhere", "item_key", "item_stats_rows", "keys_by_metric", "language_note",
            "load_track", "needs_docs", "response_scores", "score", "stored_item_stats", "write_item_stats"]

@@ -90,13 +90,21 @@ def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFram
     """The items a submission is expected to answer, per track: every item except those made only to
     hold a rating of a text that is not a stored response (MSDE's human-sheet rows matching no
     generated row), which no model can answer. Columns: track, item_id."""
-    return con.execute("""
+    return con.execute(ANSWERABLE + " ORDER BY i.track, i.item_id", [dataset, track, track]).df()
+
+
+# answerable_items' rows (track, item_id) as SQL, with its parameters [dataset, track, track]
+ANSWERABLE = """
         SELECT i.track, i.item_id FROM items i WHERE i.dataset = ? AND (? IS NULL OR i.track = ?)
         AND (EXISTS (SELECT 1 FROM responses r WHERE r.dataset = i.dataset AND r.item_id = i.item_id)
              OR NOT EXISTS (SELECT 1 FROM human_ratings h WHERE h.dataset = i.dataset AND h.item_id = i.item_id
-                            AND h.rated_response IS NOT NULL))
-        ORDER BY i.track, i.item_id
-    """, [dataset, track, track]).df()
+                            AND h.rated_response IS NOT NULL))"""
+
+
+def answered_tracks(con, dataset: str, model: str) -> set[str]:
+    """The tracks of a dataset where a model has at least one response."""
+    return {t for (t,) in con.execute("""SELECT DISTINCT i.track FROM responses r JOIN items i USING (dataset, item_id)
+                                         WHERE r.dataset = ? AND r.model = ?""", [dataset, model]).fetchall()}
 
 
 def reference_copies(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from evalcore.analysis.agreement import agreement
 from evalcore.analysis.agreement import annotator_bias as annotator_bias_of
 from evalcore.analysis.correlate import correlations
 from evalcore.analysis.ensemble import ensemble
-from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, coverage, leaderboard
+from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard
 from evalcore.analysis.leaderboard import signatures as signatures_of
 from evalcore.analysis.trust import POOLED, choices, dimensions, report
 from evalcore.ingest.template import render, template
@@ -142,7 +142,7 @@ def board(con: duckdb.DuckDBPyConnection, dataset: str, choice: str, flavor: str
     frame = frame[frame["track"].isin(wanted)].reset_index(drop=True)
     counts = con.execute("""
         SELECT i.track, r.model, 'computed' AS origin, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id)
-        WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
+        WHERE r.dataset = ? AND list_contains(?, i.track) GROUP BY ALL""", [dataset, wanted]).df()
     frame = frame.merge(counts, on=["track", "model", "origin"], how="left").rename(columns={"n": N_COLUMN})
     # the page's words for the CLI's flag
     frame["rank_ci"] = frame["rank_ci"].str.replace("(--partial ranks it)", "('Show partial submissions' ranks it)",
@@ -240,7 +240,7 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
     skills = tracks(con, dataset).set_index("track")["skill"]
     ranked = frame.groupby("track")["rank"].count()
 
-    answered = set(coverage(con, dataset).query("model == @model")["track"])
+    answered = queries.answered_tracks(con, dataset, model)
     rows = []
     for track in sorted(skills.index, key=lambda t: (str(skills[t]), t)):
         mine = frame[(frame["track"] == track) & (frame["model"] == model)]

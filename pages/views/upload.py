@@ -14,7 +14,19 @@ from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.services import jobs
 from evalcore.store import WriteConflict, history, resolve_db_path, retrying, transaction
 from evalcore.ui import views
-from pages.views.common import cursor, data, expander, may_write, md_escape, pick_track, publish, release, safe_filename, start
+from pages.views.common import (
+    cursor,
+    data,
+    deferred,
+    expander,
+    may_write,
+    md_escape,
+    pick_track,
+    publish,
+    release,
+    safe_filename,
+    start,
+)
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -33,9 +45,9 @@ if kind == "responses":
                "has a `track` column: filled in, it goes into every track it names, in one transaction).")
     t1, t2 = st.columns(2)  # half the row each: a quarter cut the labels to "Template f…" at 800 px
     if track:
-        t1.download_button("Template for this track", data(views.template_csv, dataset, track),
+        t1.download_button("Template for this track", deferred(views.template_csv, dataset, track),
                            file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
-    t2.download_button("Template for every track", data(views.template_csv, dataset, None),
+    t2.download_button("Template for every track", deferred(views.template_csv, dataset, None),
                        file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
