@@ -178,8 +178,22 @@ def test_every_track_ranked_at_once_equals_one_track_at_a_time(con, tmp_path, mo
     """The leaderboard of every track reads the stored statistics of several tracks in one query and runs the
     tracks' bootstraps on two threads: each track's ranks and intervals are those of its own leaderboard, read
     one track per query."""
-    from conftest import write_jsonl
     from evalcore.analysis import rank_ci
+
+    _three_tracks(con, tmp_path)
+    score(con, dataset="m", metrics="F1", progress=False)
+    cols = ["track", "model", "rank", "rank_ci_low", "rank_ci_high", "rank_ci"]
+    every = leaderboard(con, "m", rank_by="F1")
+    assert every["rank_ci_low"].notna().sum() == 9   # three models on each of three tracks
+    monkeypatch.setattr(rank_ci, "TRACKS_PER_READ", 1)
+    for track, mine in every.groupby("track"):
+        alone = leaderboard(con, "m", track, rank_by="F1")
+        pd.testing.assert_frame_equal(mine[cols].reset_index(drop=True), alone[cols].reset_index(drop=True))
+
+
+def _three_tracks(con, tmp_path) -> list[str]:
+    """Dataset m: three tracks of eight items, three models answering every item differently."""
+    from conftest import write_jsonl
     from evalcore.ingest.items import import_items
 
     tracks = ["m/chitchat", "m/knowledge", "m/persona"]
@@ -194,11 +208,27 @@ def test_every_track_ranked_at_once_equals_one_track_at_a_time(con, tmp_path, mo
         path.write_text("item_id,model,response\n" + "\n".join(r for r in rows if r.startswith(t[2])) + "\n",
                         encoding="utf-8")
         import_responses(con, path, dataset="m", track=t)
-    score(con, dataset="m", metrics="F1", progress=False)
-    cols = ["track", "model", "rank", "rank_ci_low", "rank_ci_high", "rank_ci"]
-    every = leaderboard(con, "m", rank_by="F1")
-    assert every["rank_ci_low"].notna().sum() == 9   # three models on each of three tracks
-    monkeypatch.setattr(rank_ci, "TRACKS_PER_READ", 1)
-    for track, mine in every.groupby("track"):
-        alone = leaderboard(con, "m", track, rank_by="F1")
-        pd.testing.assert_frame_equal(mine[cols].reset_index(drop=True), alone[cols].reset_index(drop=True))
+    return tracks
+
+
+def test_per_response_values_from_stored_statistics_equal_the_value_cache(con, tmp_path, monkeypatch):
+    """response_scores reads a lexical metric's per-response values from the per-item statistics stored at
+    scoring time (their sentence values) instead of joining the track's texts to the value cache: the same
+    rows and the same floats. A model whose system score no longer stands (a response added after scoring)
+    is read through the value cache, as before."""
+    from evalcore.scoring import response_scores, stored
+
+    tracks = _three_tracks(con, tmp_path)
+    score(con, dataset="m", metrics="F1,BLEU2,ROUGE,DIST1", progress=False)
+    (tmp_path / "late.csv").write_text("item_id,model,response\nc0,late,今天 天气\n", encoding="utf-8")
+    import_responses(con, tmp_path / "late.csv", dataset="m", track=tracks[0])   # cached text, no system score
+    read = []
+    monkeypatch.setattr(stored, "_stored_values", lambda *a, f=stored._stored_values: read.append(1) or f(*a))
+    keys = ["metric", "model", "item_id"]
+    fast = response_scores(con, "m", tracks[0]).sort_values(keys, ignore_index=True)
+    monkeypatch.setattr(stored, "_value_of_stats", lambda metric: False)
+    slow = response_scores(con, "m", tracks[0]).sort_values(keys, ignore_index=True)
+    assert read and len(fast) == len(slow) > 0
+    assert set(fast["metric"]) == {"F1", "BLEU2", "ROUGE", "DIST1"}
+    assert len(fast[fast["model"] == "late"]) == 4   # through the value cache: its text is m0's on c0
+    assert (fast[keys] == slow[keys]).all().all() and (fast["value"].to_numpy() == slow["value"].to_numpy()).all()
