@@ -63,9 +63,10 @@ def keys_by_metric(names: list[str], data: pd.DataFrame, known: dict[str, Metric
     return out
 
 
-def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, full: bool = False) -> pd.DataFrame:
-    """Responses of a track with their references (a list, empty when the item has none); `full` adds
-    each item's whole context and grounding (JSON), which judges read. An item's references and last
+def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, full: bool = False,
+               models: list[str] | None = None) -> pd.DataFrame:
+    """Responses of a track (of `models` only, when given) with their references (a list, empty when the
+    item has none); `full` adds each item's whole context and grounding (JSON), which judges read. An item's references and last
     turn are one object shared by its responses' rows (ten models' rows do not hold ten copies: a
     500,000-response track took 1.5 GB)."""
     items = con.execute(f"""
@@ -79,9 +80,9 @@ def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, full: b
     """, [dataset, dataset, track]).df()
     frame = con.execute("""
         SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id)
-        WHERE r.dataset = ? AND i.track = ?
+        WHERE r.dataset = ? AND i.track = ? AND (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], r.model))
         ORDER BY r.model, r.item_id
-    """, [dataset, track]).df()
+    """, [dataset, track, models, models]).df()
     items["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in items["refs"]]
     items["last_turn"] = items["last_turn"].fillna("")   # an item without context
     at = pd.Index(items["item_id"]).get_indexer(frame["item_id"])

@@ -412,10 +412,11 @@ def range_grid(lo: float, hi: float, steps: int = 100) -> tuple[float, float, fl
     return low, high, round(step, decimals), decimals
 
 
-def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default") -> pd.DataFrame:
-    """One row per response: item_id, model, text, a column per computed metric and per human dimension
-    (mean over annotators)."""
-    track_data = load_track(con, dataset, track)
+def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",
+                   models: list[str] | None = None) -> pd.DataFrame:
+    """One row per response (of `models` only, when given): item_id, model, text, a column per computed
+    metric and per human dimension (mean over annotators)."""
+    track_data = load_track(con, dataset, track, models=models)
     values = response_scores(con, dataset, track, flavor=flavor, data=track_data)
     data = track_data[["item_id", "model", "text"]]
     if not values.empty:
@@ -485,7 +486,7 @@ def compare(con: duckdb.DuckDBPyConnection, dataset: str, track: str, a: str, b:
             bootstrap: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(metric deltas with paired-bootstrap CIs, human wins/ties/losses, per-item table) for models a and b
     on the items both answered. Deltas are of per-response means (b minus a)."""
-    table = response_table(con, dataset, track, flavor=flavor)
+    table = response_table(con, dataset, track, flavor=flavor, models=[a, b])
     left = table[table["model"] == a].set_index("item_id")
     right = table[table["model"] == b].set_index("item_id")
     common = left.index.intersection(right.index)
