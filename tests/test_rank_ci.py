@@ -223,10 +223,10 @@ def test_per_response_values_from_stored_statistics_equal_the_value_cache(con, t
     (tmp_path / "late.csv").write_text("item_id,model,response\nc0,late,今天 天气\n", encoding="utf-8")
     import_responses(con, tmp_path / "late.csv", dataset="m", track=tracks[0])   # cached text, no system score
     read = []
-    monkeypatch.setattr(stored, "_stored_values", lambda *a, f=stored._stored_values: read.append(1) or f(*a))
+    monkeypatch.setattr(stored, "stored_values", lambda *a, f=stored.stored_values: read.append(1) or f(*a))
     keys = ["metric", "model", "item_id"]
     fast = response_scores(con, "m", tracks[0]).sort_values(keys, ignore_index=True)
-    monkeypatch.setattr(stored, "_value_of_stats", lambda metric: False)
+    monkeypatch.setattr(stored, "value_of_stats", lambda metric: False)
     slow = response_scores(con, "m", tracks[0]).sort_values(keys, ignore_index=True)
     assert read and len(fast) == len(slow) > 0
     assert set(fast["metric"]) == {"F1", "BLEU2", "ROUGE", "DIST1"}

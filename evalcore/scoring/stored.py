@@ -91,7 +91,7 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     here = set(data["model"]) if data is not None else {m for (m,) in con.execute(
         "SELECT DISTINCT r.model FROM responses r JOIN items i USING (dataset, item_id) WHERE r.dataset = ? "
         "AND i.track = ?", [dataset, track]).fetchall()}
-    frames, covered = _stored_values(con, dataset, track, [n for n, _ in sigs if _value_of_stats(known.get(n))],
+    frames, covered = stored_values(con, dataset, track, [n for n, _ in sigs if value_of_stats(known.get(n))],
                                      here, known, cond, params)
     # the rest through the value cache, keyed by each response's text: a metric without stored per-item
     # statistics, and the models whose system score no longer stands on their responses (or has none)
@@ -111,12 +111,12 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     return pd.concat(frames, ignore_index=True) if frames else empty
 
 
-def _value_of_stats(metric) -> bool:
+def value_of_stats(metric) -> bool:
     """Is a response's cached value its metric's sentence value of its statistics (the lexical metrics)?"""
     return metric is not None and type(metric).compute is Lexical.compute
 
 
-def _stored_values(con, dataset: str, track: str, names: list[str], models: set[str], known: dict, cond: str,
+def stored_values(con, dataset: str, track: str, names: list[str], models: set[str], known: dict, cond: str,
                    params: list):
     """Per-response values of `names` from the per-item statistics stored at scoring time (item_stats, one
     read for the track): their sentence values, as the value cache holds them, without reading the track's
