@@ -161,11 +161,10 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
     # ranking a model on every track uses both cores (seeded per track: the same intervals either way)
     with ThreadPoolExecutor(max_workers=BOOTSTRAP_THREADS) as pool_of_threads:
         for (group, pool, _, _), cis in zip(bootstraps, pool_of_threads.map(interval, bootstraps)):
-            found = pool["model"].map(lambda m: m in cis).to_numpy()
-            group.loc[pool.index, "rank_ci_low"] = [cis.get(m, (np.nan, np.nan))[0] for m in pool["model"]]
-            group.loc[pool.index, "rank_ci_high"] = [cis.get(m, (np.nan, np.nan))[1] for m in pool["model"]]
-            group.loc[pool.index, "rank_ci"] = np.where(found, rank_ci.describe(resamples, seed),
-                                                        f"no cached per-response {rank_by} statistics")
+            models = pool["model"].tolist()
+            group.loc[pool.index, ["rank_ci_low", "rank_ci_high"]] = [cis.get(m, (np.nan, np.nan)) for m in models]
+            group.loc[pool.index, "rank_ci"] = [rank_ci.describe(resamples, seed) if m in cis
+                                                else f"no cached per-response {rank_by} statistics" for m in models]
     parts = [g.sort_values(["rank", "model"], na_position="last", kind="stable") for g in parts]
     out = pd.concat(parts, ignore_index=True)
     for col in ("rank", "rank_ci_low", "rank_ci_high"):

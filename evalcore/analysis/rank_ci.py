@@ -95,7 +95,7 @@ def stored_rows(con, dataset: str, tracks: list[str], name: str, *, flavor: str,
     cond, params = computed_filter(con, dataset, flavor, tokenizer)
     out: dict = {}
     for start in range(0, len(tracks), TRACKS_PER_READ):
-        out.update(item_stats_rows(con, dataset, tracks[start:start + TRACKS_PER_READ], name, cond, params))
+        out.update(item_stats_rows(con, dataset, tracks[start:start + TRACKS_PER_READ], [name], cond, params))
     return out
 
 

@@ -177,19 +177,18 @@ def write_item_stats(con, dataset: str, track: str, entries: list[dict]) -> None
         con.execute("INSERT INTO item_stats BY NAME SELECT * FROM _evalcore_item_stats")
 
 
-def item_stats_rows(con, dataset: str, tracks: list[str], name: str | list[str], cond: str, params: list) -> dict:
-    """The item_stats rows of metric `name` (or of several) on `tracks` whose computed system score (chosen by
+def item_stats_rows(con, dataset: str, tracks: list[str], names: list[str], cond: str, params: list) -> dict:
+    """The item_stats rows of the metrics `names` on `tracks` whose computed system score (chosen by
     `cond`) still stands on the row's responses (same signature and n), read in one query: track -> [(model,
     order_key, width, flat statistics, metric)]. One query for many tracks, because DuckDB decompresses the
     whole list column of the table's row group for any read of it (0.17 s per read on a 20-track,
     1M-response store, whichever rows are asked for)."""
-    names = [name] if isinstance(name, str) else list(name)
     rows = con.execute(f"""
         WITH ss AS (SELECT track, model, name, signature, n FROM system_scores WHERE dataset = ?
                     AND list_contains(?, track) AND list_contains(?, name) AND origin = 'computed' AND {cond})
         SELECT s.track, s.model, ss.name, s.order_key, s.width, s.stats FROM item_stats s
         JOIN ss USING (track, model, signature, n) WHERE s.dataset = ?""",
-                       [dataset, list(tracks), names, *params, dataset]).to_arrow_table()
+                       [dataset, list(tracks), list(names), *params, dataset]).to_arrow_table()
     out: dict[str, list] = {}
     stats = rows.column("stats")
     for j, (track, model, metric, key, width) in enumerate(zip(*(rows.column(c).to_pylist()
@@ -211,8 +210,9 @@ def stored_item_stats(con, dataset: str, track: str, name: str, models: list[str
     still stands on the row's responses (same signature and n); the others are absent. `rows`: the
     track's item_stats_rows when the caller read them already (with other tracks')."""
     if rows is None:
-        rows = item_stats_rows(con, dataset, [track], name, cond, params).get(track, [])
-    rows = [r for r in rows if r[0] in set(models)]
+        rows = item_stats_rows(con, dataset, [track], [name], cond, params).get(track, [])
+    wanted_models = set(models)
+    rows = [r for r in rows if r[0] in wanted_models]
     if not rows:
         return {}
     orders = item_orders(con, {r[1] for r in rows})

@@ -142,7 +142,7 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
                 if done < total and time.monotonic() - last[0] < PROGRESS_EVERY:
                     return
                 last[0] = time.monotonic()
-                write(True, progress=(i + done / max(total, 1)) / len(steps),
+                write(skippable=True, progress=(i + done / max(total, 1)) / len(steps),
                       detail=f"step {i + 1} of {len(steps)}: {where}: {done:,} of {total:,} responses")
 
             report = score(store(), dataset=dataset, track=step["track"], metrics=step["metrics"],
