@@ -232,3 +232,80 @@ def test_per_response_values_from_stored_statistics_equal_the_value_cache(con, t
     assert set(fast["metric"]) == {"F1", "BLEU2", "ROUGE", "DIST1"}
     assert len(fast[fast["model"] == "late"]) == 4   # through the value cache: its text is m0's on c0
     assert (fast[keys] == slow[keys]).all().all() and (fast["value"].to_numpy() == slow["value"].to_numpy()).all()
+
+
+def test_item_stats_are_stored_in_parts_and_read_back_whole(tmp_path):
+    """Statistics are stored in rows of at most 4,096 values (whole items), so a read of one track skips the
+    other tracks' rows (migration 14); a reader gets back exactly the doubles written, in item order."""
+    from evalcore.scoring.stored import item_stats_rows, stored_item_stats, write_item_stats
+    from evalcore.store import connect
+
+    con = connect(tmp_path / "s.duckdb")
+    con.execute("INSERT INTO system_scores (dataset, track, model, name, value, n, signature, origin, flavor, tokenizer) "
+                "VALUES ('d', 't/chitchat', 'a', 'F1', 0.5, 3000, 'F1|x', 'computed', 'default', 'char'), "
+                "('d', 't/chitchat', 'b', 'F1', 0.5, 2, 'F1|x', 'computed', 'default', 'char'), "
+                "('d', 'u/chitchat', 'a', 'F1', 0.5, 1, 'F1|x', 'computed', 'default', 'char')")
+    # model a: 3,000 items x 3 values = 9,000 values; 4,096 // 3 = 1,365 items (4,095 values) per row -> 3 rows
+    big = np.arange(9000, dtype=float).reshape(3000, 3) + 0.25
+    items = [f"i{k}" for k in range(3000)]
+    write_item_stats(con, "d", "t/chitchat", [
+        {"model": "a", "signature": "F1|x", "n": 3000, "item_ids": items, "stats": big},
+        {"model": "b", "signature": "F1|x", "n": 2, "item_ids": ["i0", "i1"], "stats": np.array([[1.0, 2, 3], [4, 5, 6]])}])
+    write_item_stats(con, "d", "u/chitchat", [
+        {"model": "a", "signature": "F1|x", "n": 1, "item_ids": ["i0"], "stats": np.array([[7.0, 8, 9]])}])
+    parts = con.execute("SELECT model, part, len(stats) FROM item_stats WHERE track = 't/chitchat' "
+                        "ORDER BY model, part").fetchall()
+    assert parts == [("a", 0, 4095), ("a", 1, 4095), ("a", 2, 810), ("b", 0, 6)]
+    cond = "flavor = ?"
+    rows = item_stats_rows(con, "d", ["t/chitchat", "u/chitchat"], ["F1"], cond, ["default"])
+    got = {(t, r[0]): r[3] for t, rs in rows.items() for r in rs}
+    assert got[("t/chitchat", "a")].tolist() == (np.arange(9000) + 0.25).tolist()
+    assert got[("t/chitchat", "b")].tolist() == [1, 2, 3, 4, 5, 6]
+    assert got[("u/chitchat", "a")].tolist() == [7, 8, 9]
+    # in the order asked for, items a model has no value on as NaN rows
+    out = stored_item_stats(con, "d", "t/chitchat", "F1", ["a", "b"], ["i2999", "i1", "zz"], cond, ["default"])
+    assert out["a"][0].tolist() == [8997.25, 8998.25, 8999.25] and out["a"][1].tolist() == [3.25, 4.25, 5.25]
+    assert out["b"][1].tolist() == [4, 5, 6] and np.isnan(out["b"][0]).all() and np.isnan(out["b"][2]).all()
+    # a width wider than a row's 4,096 values still stores one item per row
+    con.execute("INSERT INTO system_scores (dataset, track, model, name, value, n, signature, origin, flavor, tokenizer) "
+                "VALUES ('d', 'w/chitchat', 'a', 'F1', 0.5, 2, 'F1|x', 'computed', 'default', 'char')")
+    wide = np.arange(2 * 5000, dtype=float).reshape(2, 5000)
+    write_item_stats(con, "d", "w/chitchat", [{"model": "a", "signature": "F1|x", "n": 2, "item_ids": ["i0", "i1"],
+                                                "stats": wide}])
+    assert con.execute("SELECT part, len(stats) FROM item_stats WHERE track = 'w/chitchat' ORDER BY part").fetchall() \
+        == [(0, 5000), (1, 5000)]
+    assert item_stats_rows(con, "d", ["w/chitchat"], ["F1"], cond, ["default"])["w/chitchat"][0][3].tolist() \
+        == list(range(10000))
+    con.close()
+
+
+def test_migration_14_splits_stored_statistics_into_parts(tmp_path):
+    """A store at schema 13 holds one list of statistics per system score; opened by this version, each is
+    split into rows of at most 4,096 values (whole items), the doubles unchanged and in order."""
+    import duckdb
+
+    from evalcore.store import connect, schema_version
+    from evalcore.store.migrations import all_migrations
+
+    path = tmp_path / "old.duckdb"
+    old = duckdb.connect(str(path))
+    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, "
+                "evalcore VARCHAR)")
+    for m in all_migrations()[:13]:
+        old.execute(m.sql)
+        old.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp, 'old')", [m.version, m.name])
+    # 2,000 items x width 4 (1,024 items per row -> 1,024 + 976 items); 3 items x width 1; none (n = 0)
+    old.execute("INSERT INTO item_stats VALUES ('d', 't', 'a', 's1', 2000, 'k', 4, ?), ('d', 't', 'b', 's1', 3, 'k', 1, "
+                "[1.5, 2.5, 3.5]), ('d', 't', 'c', 's1', 0, 'k', 4, []), ('d', 'u', 'a', 's1', 1, 'k', 2, [7, 8])",
+                [[float(v) for v in range(8000)]])
+    old.close()
+
+    con = connect(path)
+    assert schema_version(con) == len(all_migrations()) >= 14
+    assert con.execute("SELECT track, model, part, len(stats) FROM item_stats ORDER BY ALL").fetchall() == [
+        ("t", "a", 0, 4096), ("t", "a", 1, 3904), ("t", "b", 0, 3), ("t", "c", 0, 0), ("u", "a", 0, 2)]
+    joined = con.execute("SELECT flatten(list(stats ORDER BY part)) FROM item_stats WHERE track = 't' AND model = 'a'"
+                         ).fetchone()[0]
+    assert joined == [float(v) for v in range(8000)]
+    assert con.execute("SELECT stats FROM item_stats WHERE model = 'b'").fetchone()[0] == [1.5, 2.5, 3.5]
+    con.close()

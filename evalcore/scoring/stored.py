@@ -8,6 +8,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import registry
@@ -153,47 +154,68 @@ def forget_item_stats(con, dataset: str, track: str, replaced: list[tuple[str, s
                                            AND ss.signature = s.signature AND ss.n = s.n))""", [dataset, track])
 
 
+VALUES_PER_ROW = 4096
+"""At most this many statistics per item_stats row (whole items): a read of one track then skips the other
+tracks' rows instead of decompressing every list (migration 14)."""
+
+
 def write_item_stats(con, dataset: str, track: str, entries: list[dict]) -> None:
-    """Each entry's per-item statistics (model, signature, n, item_ids, stats: n x width); called in the
-    transaction that writes those system scores, after forget_item_stats."""
+    """Each entry's per-item statistics (model, signature, n, item_ids, stats: n x width), in parts of at
+    most VALUES_PER_ROW values; called in the transaction that writes those system scores, after
+    forget_item_stats."""
     if not entries:
         return
     orders: dict[str, list[str]] = {}
-    rows = []
+    heads, flats, lengths = [], [], []
     for e in entries:
         ids = [str(i) for i in e["item_ids"]]
         key = hashlib.md5("\x1f".join(ids).encode("utf-8")).hexdigest()
         orders.setdefault(key, ids)
-        rows.append((e["model"], e["signature"], int(e["n"]), key, int(e["stats"].shape[1]),
-                     np.ascontiguousarray(e["stats"], dtype=float).ravel()))
+        width = int(e["stats"].shape[1])
+        flat = np.ascontiguousarray(e["stats"], dtype=float).ravel()
+        step = max(1, VALUES_PER_ROW // width) * width
+        sizes = [min(step, flat.size - start) for start in range(0, flat.size, step)] or [0]
+        heads += [(e["model"], e["signature"], int(e["n"]), key, width, part) for part in range(len(sizes))]
+        flats.append(flat)
+        lengths += sizes
     with registered(con, "_evalcore_orders", pd.DataFrame({"order_key": list(orders), "item_ids": pd.arrays.ArrowExtensionArray(
             pa.array(list(orders.values()), pa.list_(pa.string())))})):
         con.execute("INSERT OR IGNORE INTO item_orders BY NAME SELECT * FROM _evalcore_orders")
-    frame = pd.DataFrame({"dataset": dataset, "track": track, "model": [r[0] for r in rows],
-                          "signature": [r[1] for r in rows], "n": [r[2] for r in rows], "order_key": [r[3] for r in rows],
-                          "width": [r[4] for r in rows],
-                          "stats": pd.arrays.ArrowExtensionArray(pa.array([r[5] for r in rows], pa.list_(pa.float64())))})
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    stats = pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.concatenate(flats)))
+    columns = list(zip(*heads))
+    frame = pd.DataFrame({"dataset": dataset, "track": track, "model": columns[0], "signature": columns[1],
+                          "n": columns[2], "order_key": columns[3], "width": columns[4], "part": columns[5],
+                          "stats": pd.arrays.ArrowExtensionArray(stats)})
     with registered(con, "_evalcore_item_stats", frame):
         con.execute("INSERT INTO item_stats BY NAME SELECT * FROM _evalcore_item_stats")
 
 
 def item_stats_rows(con, dataset: str, tracks: list[str], names: list[str], cond: str, params: list) -> dict:
     """The item_stats rows of the metrics `names` on `tracks` whose computed system score (chosen by
-    `cond`) still stands on the row's responses (same signature and n), read in one query: track -> [(model,
-    order_key, width, flat statistics, metric)]. One query for many tracks, because DuckDB decompresses the
-    whole list column of the table's row group for any read of it (0.17 s per read on a 20-track,
-    1M-response store, whichever rows are asked for)."""
+    `cond`) still stands on the row's responses (same signature and n), read in one query and their parts
+    joined: track -> [(model, order_key, width, flat statistics, metric)]."""
     rows = con.execute(f"""
         WITH ss AS (SELECT track, model, name, signature, n FROM system_scores WHERE dataset = ?
                     AND list_contains(?, track) AND list_contains(?, name) AND origin = 'computed' AND {cond})
         SELECT s.track, s.model, ss.name, s.order_key, s.width, s.stats FROM item_stats s
-        JOIN ss USING (track, model, signature, n) WHERE s.dataset = ?""",
+        JOIN ss USING (track, model, signature, n) WHERE s.dataset = ?
+        ORDER BY s.track, s.model, ss.name, s.part""",
                        [dataset, list(tracks), list(names), *params, dataset]).to_arrow_table()
     out: dict[str, list] = {}
-    stats = rows.column("stats")
-    for j, (track, model, metric, key, width) in enumerate(zip(*(rows.column(c).to_pylist()
-                                                                 for c in ("track", "model", "name", "order_key", "width")))):
-        out.setdefault(track, []).append((model, key, width, stats[j].values.to_numpy(zero_copy_only=False), metric))
+    if not rows.num_rows:
+        return out
+    stats = rows.column("stats").combine_chunks()
+    values = stats.flatten().to_numpy(zero_copy_only=False)
+    ends = np.cumsum(pc.list_value_length(stats).fill_null(0).to_numpy())
+    heads = list(zip(*(rows.column(c).to_pylist() for c in ("track", "model", "name", "order_key", "width"))))
+    start = 0
+    for j, head in enumerate(heads):
+        if j + 1 < len(heads) and heads[j + 1][:3] == head[:3]:
+            continue   # the next row is this statistics' next part
+        track, model, metric, key, width = head
+        out.setdefault(track, []).append((model, key, width, values[start:ends[j]], metric))
+        start = ends[j]
     return out
 
 

@@ -71,6 +71,7 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
     while True:
         try:
             con = duckdb.connect(str(db), read_only=read_only)
+            con.execute("SET enable_progress_bar = false")   # DuckDB's bar would go into a command's output
             if waited:
                 done_waiting(db)
             return con
@@ -213,6 +214,8 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
             continue
         with transaction(con):
             con.execute(m.sql)
+            if m.run is not None:
+                m.run(con)
             con.execute(
                 "INSERT INTO schema_version VALUES (?, ?, current_timestamp, ?)",
                 [m.version, m.name, __version__],
