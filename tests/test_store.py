@@ -146,3 +146,54 @@ def test_storage_says_what_takes_the_space(toy):
     cols = out.set_index(["table", "column"])
     assert cols.loc[("metric_scores", "text_key"), "rows"] == toy.execute("SELECT count(*) FROM metric_scores").fetchall()[0][0]
     assert cols.loc[("responses", "text"), "rows"] == 3 and cols.loc[("responses", "text"), "bytes"] > 0
+
+
+def test_the_value_cache_keeps_one_row_per_key_without_an_index(tmp_path):
+    """metric_scores has no index (migration 15: DuckDB holds a written table's whole index in memory); its
+    writer keeps (signature, text_key) unique: a key stored already, or repeated in one write, is one row."""
+    import pandas as pd
+
+    from evalcore.store import insert_frame
+
+    con = connect(tmp_path / "s.duckdb")
+    assert con.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'metric_scores' "
+                       "AND constraint_type = 'PRIMARY KEY'").fetchall()[0][0] == 0
+    first = pd.DataFrame({"signature": ["s", "s"], "text_key": ["a", "b"], "value": [0.5, 0.25]})
+    assert insert_frame(con, "metric_scores", first, ignore=True) == 2
+    # a and b stored already (their stored values stand); c twice in this write; d once; c under another signature
+    second = pd.DataFrame({"signature": ["s", "s", "s", "s", "s", "t"], "text_key": ["a", "b", "c", "c", "d", "c"],
+                           "value": [9.0, 9.0, 0.75, 0.75, 1.0, 0.5]})
+    assert insert_frame(con, "metric_scores", second, ignore=True) == 3
+    assert con.execute("SELECT signature, text_key, value FROM metric_scores ORDER BY ALL").fetchall() == [
+        ("s", "a", 0.5), ("s", "b", 0.25), ("s", "c", 0.75), ("s", "d", 1.0), ("t", "c", 0.5)]
+    con.close()
+
+
+def test_migration_15_moves_the_value_cache_out_of_its_index(tmp_path):
+    """A store at schema 14 (the value cache under a primary key) opened by this version: the same rows, no
+    index, grouped by signature."""
+    import duckdb
+
+    from evalcore.store.migrations import all_migrations
+
+    path = tmp_path / "old.duckdb"
+    old = duckdb.connect(str(path))
+    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, "
+                "evalcore VARCHAR)")
+    for m in all_migrations()[:14]:
+        old.execute(m.sql)
+        if m.run is not None:
+            m.run(old)
+        old.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp, 'old')", [m.version, m.name])
+    rows = [("BLEU|x", "k2", 0.5, [1.0, 2.0], None), ("F1|x", "k1", None, None, "no reference"),
+            ("BLEU|x", "k1", 0.25, [3.0], None)]
+    old.executemany("INSERT INTO metric_scores VALUES (?, ?, ?, ?, ?)", rows)
+    old.close()
+
+    con = connect(path)
+    assert schema_version(con) == len(all_migrations()) >= 15
+    assert con.execute("SELECT * FROM metric_scores").fetchall() == [  # one signature after the other
+        ("BLEU|x", "k2", 0.5, [1.0, 2.0], None), ("BLEU|x", "k1", 0.25, [3.0], None), ("F1|x", "k1", None, None, "no reference")]
+    assert con.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'metric_scores' "
+                       "AND constraint_type = 'PRIMARY KEY'").fetchall()[0][0] == 0
+    con.close()
