@@ -35,9 +35,16 @@ def time_page(db: str, page: str, runs: int, params: dict | None = None) -> list
     os.environ["EVALCORE_DB"] = db
     from streamlit.testing.v1 import AppTest
 
+    from streamlit.components.v2.component_manager import BidiComponentManager
+
+    # A server scans the installed packages for components once, at start; AppTest does it on every run of a
+    # new AppTest (0.15-0.2 s of reading package metadata), which no page view of a running server pays.
+    components = BidiComponentManager()
+    components.discover_and_register_components(start_file_watching=False)
     times = []
     for _ in range(runs):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+        at._bidi_component_manager = components
         at.switch_page(f"pages/views/{page}.py")
         for k, v in (PAGES[page] if params is None else params).items():
             at.query_params[k] = v

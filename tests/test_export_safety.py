@@ -187,7 +187,7 @@ def test_leaderboard_csv_download_neutralises_a_model_name(tmp_path, monkeypatch
     real = st.download_button
 
     def capture(label, data, *args, **kwargs):
-        got[label] = data
+        got[label] = data() if callable(data) else data   # made on click (common.download)
         return real(label, data, *args, **kwargs)
 
     monkeypatch.setattr(st, "download_button", capture)

@@ -406,8 +406,10 @@ def deferred(fn, *args, **kwargs):
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe,
-    and so are the cells (evalcore.core.export.safe_csv: a text cell that would start a formula gets a quote)."""
-    st.download_button(label, safe_csv(frame), file_name=f"{safe_filename(name)}.csv",
+    and so are the cells (evalcore.core.export.safe_csv: a text cell that would start a formula gets a quote).
+    The CSV is made when the button is clicked: made on every run, the drilldown's 500,000 responses at ten
+    million were written out (and sent to every viewer) each time a control moved."""
+    st.download_button(label, lambda: safe_csv(frame), file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")
 
 
