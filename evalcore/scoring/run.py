@@ -359,7 +359,7 @@ def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, v
 
 def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: dict,
                   reasons: dict | None = None) -> list[pd.DataFrame]:
-    """The value cache's new rows (one per key; a key cached meanwhile is left to INSERT OR IGNORE)."""
+    """The value cache's new rows (one per key; a key cached meanwhile is left out by insert_frame(ignore=True))."""
     frames = []
     for m in plan.metrics:
         idx = np.flatnonzero(missing[m.name])
