@@ -33,9 +33,8 @@ def time_page(db: str, page: str, runs: int, params: dict | None = None) -> list
     """In a fresh process: time the page `runs` times (query parameters `params`, default PAGES');
     print cold and warm; the times in seconds."""
     os.environ["EVALCORE_DB"] = db
-    from streamlit.testing.v1 import AppTest
-
     from streamlit.components.v2.component_manager import BidiComponentManager
+    from streamlit.testing.v1 import AppTest
 
     # A server scans the installed packages for components once, at start; AppTest does it on every run of a
     # new AppTest (0.15-0.2 s of reading package metadata), which no page view of a running server pays.

@@ -36,6 +36,24 @@ def read_cpc_pairs(per_model: int) -> dict[str, tuple[list[str], list[list[str]]
     return out
 
 
+def store_at_version(path, version: int):
+    """A store at schema `version`, as an evalcore of that version left it (migrations 1..version applied),
+    open for the test to fill as it stood then; opening it with connect() migrates it to this version."""
+    import duckdb
+
+    from evalcore.store.migrations import all_migrations
+
+    old = duckdb.connect(str(path))
+    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, "
+                "evalcore VARCHAR)")
+    for m in all_migrations()[:version]:
+        old.execute(m.sql)
+        if m.run is not None:
+            m.run(old)
+        old.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp, 'old')", [m.version, m.name])
+    return old
+
+
 def fingerprint(con) -> dict[str, list[tuple]]:
     """Every row of every table, sorted: equal fingerprints mean an identical store."""
     out = {}

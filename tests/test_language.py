@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from conftest import shared, write_jsonl
+from conftest import shared, store_at_version, write_jsonl
 from evalcore.core import language as L
 from evalcore.metrics import meteor15
 
@@ -200,12 +200,7 @@ def test_migration_detects_datasets_stored_without_a_language(tmp_path):
     src.close()
 
     path = tmp_path / "old.duckdb"
-    old = duckdb.connect(str(path))
-    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, "
-                "evalcore VARCHAR)")
-    for m in all_migrations()[:9]:
-        old.execute(m.sql)
-        old.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp, 'old')", [m.version, m.name])
+    old = store_at_version(path, 9)
     old.executemany("INSERT INTO datasets (dataset, language) VALUES (?, ?)",
                     [["usr-tc", None], ["lccc", None], ["declared-zh", "zh"], ["published-only", None]])
     old.executemany("INSERT INTO items (dataset, item_id, track, context) VALUES (?, ?, ?, ?)", items)

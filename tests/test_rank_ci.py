@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import store_at_version
 from evalcore.analysis.leaderboard import coverage, leaderboard
 from evalcore.analysis.rank_ci import bootstrap_ranks, competition_ranks, corpus_from_sums
 from evalcore.cli import main
@@ -282,18 +283,11 @@ def test_item_stats_are_stored_in_parts_and_read_back_whole(tmp_path):
 def test_migration_14_splits_stored_statistics_into_parts(tmp_path):
     """A store at schema 13 holds one list of statistics per system score; opened by this version, each is
     split into rows of at most 4,096 values (whole items), the doubles unchanged and in order."""
-    import duckdb
-
     from evalcore.store import connect, schema_version
     from evalcore.store.migrations import all_migrations
 
     path = tmp_path / "old.duckdb"
-    old = duckdb.connect(str(path))
-    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, "
-                "evalcore VARCHAR)")
-    for m in all_migrations()[:13]:
-        old.execute(m.sql)
-        old.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp, 'old')", [m.version, m.name])
+    old = store_at_version(path, 13)
     # 2,000 items x width 4 (1,024 items per row -> 1,024 + 976 items); 3 items x width 1; none (n = 0)
     old.execute("INSERT INTO item_stats VALUES ('d', 't', 'a', 's1', 2000, 'k', 4, ?), ('d', 't', 'b', 's1', 3, 'k', 1, "
                 "[1.5, 2.5, 3.5]), ('d', 't', 'c', 's1', 0, 'k', 4, []), ('d', 'u', 'a', 's1', 1, 'k', 2, [7, 8])",

@@ -1,5 +1,6 @@
 import pytest
 
+from conftest import store_at_version
 from evalcore.core.errors import StoreError
 from evalcore.store import connect, resolve_db_path, schema_version, transaction
 from evalcore.store.migrations import LATEST
@@ -172,19 +173,10 @@ def test_the_value_cache_keeps_one_row_per_key_without_an_index(tmp_path):
 def test_migration_15_moves_the_value_cache_out_of_its_index(tmp_path):
     """A store at schema 14 (the value cache under a primary key) opened by this version: the same rows, no
     index, grouped by signature."""
-    import duckdb
-
     from evalcore.store.migrations import all_migrations
 
     path = tmp_path / "old.duckdb"
-    old = duckdb.connect(str(path))
-    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, "
-                "evalcore VARCHAR)")
-    for m in all_migrations()[:14]:
-        old.execute(m.sql)
-        if m.run is not None:
-            m.run(old)
-        old.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp, 'old')", [m.version, m.name])
+    old = store_at_version(path, 14)
     rows = [("BLEU|x", "k2", 0.5, [1.0, 2.0], None), ("F1|x", "k1", None, None, "no reference"),
             ("BLEU|x", "k1", 0.25, [3.0], None)]
     old.executemany("INSERT INTO metric_scores VALUES (?, ?, ?, ?, ?)", rows)
