@@ -189,3 +189,15 @@ def test_migration_15_moves_the_value_cache_out_of_its_index(tmp_path):
     assert con.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'metric_scores' "
                        "AND constraint_type = 'PRIMARY KEY'").fetchall()[0][0] == 0
     con.close()
+
+
+def test_a_memory_limit_for_duckdb_comes_from_the_environment(tmp_path, monkeypatch):
+    """EVALCORE_DUCKDB_MEMORY bounds DuckDB's memory (its cache of read blocks included) in this process; a value
+    that is not a size is refused with the variable's name, before any SQL sees it."""
+    monkeypatch.setenv("EVALCORE_DUCKDB_MEMORY", "300MB")
+    con = connect(tmp_path / "s.duckdb")
+    assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == "286.1 MiB"   # 300e6 / 2**20
+    con.close()
+    monkeypatch.setenv("EVALCORE_DUCKDB_MEMORY", "1GB'; SELECT 1; --")
+    with pytest.raises(StoreError, match="EVALCORE_DUCKDB_MEMORY"):
+        connect(tmp_path / "s.duckdb")

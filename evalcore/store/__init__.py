@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -21,6 +22,12 @@ from evalcore.store.migrations import LATEST, all_migrations
 
 ENV_VAR = "EVALCORE_DB"
 WAIT_VAR = "EVALCORE_LOCK_WAIT"  # seconds a command waits for a store another process holds (default 60)
+MEMORY_VAR = "EVALCORE_DUCKDB_MEMORY"
+"""DuckDB's memory limit in this process (e.g. 1GB), when set. DuckDB's default, 80% of the machine's memory,
+lets it keep every block it has read cached: scoring 50,000 new responses on the 10M store peaked at 3.6 GB
+with the default and 2.6 GB under 1GB, in the same time. Unset by default: a query that needs more than the
+limit fails instead of using the machine's memory."""
+_MEMORY = re.compile(r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$", re.IGNORECASE)
 HANDOVER_WAIT = 30.0  # seconds to wait for this process's own closing connection to let the file go
 MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 
@@ -73,6 +80,12 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
         try:
             con = duckdb.connect(str(db), read_only=read_only)
             con.execute("SET enable_progress_bar = false")   # DuckDB's bar would go into a command's output
+            limit = os.environ.get(MEMORY_VAR, "").strip()
+            if limit:
+                if not _MEMORY.match(limit):
+                    con.close()
+                    raise StoreError(f"{MEMORY_VAR}={limit!r} is not a memory size such as 1GB or 512MB")
+                con.execute(f"SET memory_limit = '{limit}'")   # checked above: digits and a unit
             if waited:
                 done_waiting(db)
             return con
