@@ -127,13 +127,14 @@ def stored_values(con, dataset: str, track: str, names: list[str], models: set[s
         return [], {}
     rows = item_stats_rows(con, dataset, [track], names, cond, params).get(track, [])
     orders = item_orders(con, {r[1] for r in rows}) if rows else {}
+    ids = {k: pd.array(v, dtype="string") for k, v in orders.items()}   # made once per order, not per row
     frames, covered = [], {}
     for model, key, width, flat, name in rows:
         if key not in orders or model not in models:
             continue
         values = known[name].sentence_values(flat.reshape(-1, width))
         ok = ~np.isnan(values)
-        frames.append(pd.DataFrame({"item_id": np.asarray(orders[key], dtype=object)[ok], "model": model,
+        frames.append(pd.DataFrame({"item_id": ids[key][ok], "model": model,
                                     "metric": name, "value": values[ok]}))
         covered.setdefault(name, set()).add(model)
     return frames, covered

@@ -418,11 +418,25 @@ def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, 
     metric and per human dimension (mean over annotators)."""
     track_data = load_track(con, dataset, track, models=models)
     values = response_scores(con, dataset, track, flavor=flavor, data=track_data)
-    data = track_data[["item_id", "model", "text"]]
+    data = track_data[["item_id", "model", "text"]].reset_index(drop=True)
     if not values.empty:
-        wide = values.pivot_table(index=["item_id", "model"], columns="metric", values="value").reset_index()
-        wide.columns.name = None
-        data = data.merge(wide, on=["item_id", "model"], how="left")
+        # one value per response and metric: placed by position, not pivoted (pivot_table's group-by took
+        # 3.2 of 12.5 s for a 500,000-response track)
+        items = pd.Index(pd.unique(data["item_id"]))
+        models = pd.Index(pd.unique(data["model"]))
+        row = np.full((len(items), len(models)), -1)
+        row[items.get_indexer(data["item_id"]), models.get_indexer(data["model"])] = np.arange(len(data))
+        at_item, at_model = items.get_indexer(values["item_id"]), models.get_indexer(values["model"])
+        at = np.where((at_item >= 0) & (at_model >= 0), row[at_item, at_model], -1)
+        metric = values["metric"].to_numpy()
+        value = values["value"].to_numpy(dtype=float)
+        columns = {}
+        for name in sorted(pd.unique(metric)):
+            mine = (metric == name) & (at >= 0)
+            col = np.full(len(data), np.nan)
+            col[at[mine]] = value[mine]
+            columns[name] = col
+        data = pd.concat([data, pd.DataFrame(columns, index=data.index)], axis=1)
     humans = con.execute("""
         SELECT item_id, model, dimension, avg(score) AS score FROM human_ratings
         WHERE dataset = ? AND track = ? AND target = 'response' GROUP BY ALL""", [dataset, track]).df()
