@@ -303,3 +303,23 @@ def test_migration_14_splits_stored_statistics_into_parts(tmp_path):
     assert joined == [float(v) for v in range(8000)]
     assert con.execute("SELECT stats FROM item_stats WHERE model = 'b'").fetchone()[0] == [1.5, 2.5, 3.5]
     con.close()
+
+
+def test_the_drilldown_table_has_a_row_per_response_and_a_column_per_metric(ranked):
+    """response_table places each response's values in its own row (no pivot): F1 in characters against
+    今天天气不错, written out: m1's 天气很好 shares 天 and 气, P = 2/4, R = 2/6, F1 = 2PR/(P+R) = 0.4; m2's 嗯
+    shares nothing; t2 has no reference, so no value."""
+    from evalcore.ui.views import response_table
+
+    table = response_table(ranked, "toy", "toy/chitchat")
+    assert sorted(zip(table["item_id"], table["model"], table["text"])) == [
+        ("t1", "m1", "天气很好"), ("t1", "m2", "嗯"), ("t2", "m1", "你好")]
+    metrics = [c for c in table.columns if c not in ("item_id", "model", "text")]
+    assert metrics == sorted(metrics) and "F1" in metrics
+    f1 = table.set_index(["item_id", "model"])["F1"]
+    assert f1[("t1", "m1")] == pytest.approx(2 * (2 / 4) * (2 / 6) / (2 / 4 + 2 / 6))
+    assert f1[("t1", "m2")] == 0.0
+    assert np.isnan(f1[("t2", "m1")])
+    # one model asked for: its rows only, the same values
+    only = response_table(ranked, "toy", "toy/chitchat", models=["m2"])
+    assert only["model"].tolist() == ["m2"] and only["F1"].tolist() == [0.0]
