@@ -71,8 +71,8 @@ grid(shown.head(500), width="stretch", column_config={
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}")
 
-items = list(dict.fromkeys(shown["item_id"].tolist()))
-item = vs.one("item", items + sorted(set(table["item_id"]) - set(items)), items[0] if items else None)
+items = shown["item_id"].unique().tolist()   # in order of first appearance; unique() before any Python strings
+item = vs.one("item", items + sorted(set(table["item_id"].unique().tolist()) - set(items)), items[0] if items else None)
 item = select("Open item", items if item in items or item is None else [item] + items, item, key=f"dd-item-{track}",
               empty="no response passes the filters above.")
 values["item"] = item
