@@ -31,7 +31,7 @@ from evalcore.metrics import judge, neural
 from evalcore.scoring import ray
 from evalcore.scoring.plan import SYSTEM_AGGREGATES
 from evalcore.services.tasks import SAMPLINGS
-from evalcore.store import Handle, connect, history, queries, resolve_db_path
+from evalcore.store import Handle, bound_memory, connect, history, queries, resolve_db_path
 from evalcore.store.tasks import MODES as TASK_MODES
 
 FORMATS = ("table", "json", "csv")
@@ -438,6 +438,7 @@ def _on_wait(msg: str) -> None:
 NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "judge-audit", "ensemble", "ranking",
                "winrate", "bt", "task",
                "summary", "storage", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
+SCORERS = {"score", "worker"}   # their stores are opened under store.SCORING_MEMORY (store.bound_memory)
 WRITERS = {"restore", "purge", "delete-model", "task"}  # of NEEDS_STORE, the ones that write
 
 
@@ -1003,6 +1004,9 @@ def main(argv: list[str] | None = None) -> int:
 
     tune()
     one_blas_thread()
+    scorer = getattr(args, "command", None) in SCORERS
+    if scorer:
+        bound_memory()
     try:
         return run(args)
     except ImportRefused as exc:
@@ -1014,3 +1018,6 @@ def main(argv: list[str] | None = None) -> int:
     except (StoreError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if scorer:
+            bound_memory("")   # main() may run again in this process (the tests, the API) for another command

@@ -323,3 +323,24 @@ def test_the_drilldown_table_has_a_row_per_response_and_a_column_per_metric(rank
     # one model asked for: its rows only, the same values
     only = response_table(ranked, "toy", "toy/chitchat", models=["m2"])
     assert only["model"].tolist() == ["m2"] and only["F1"].tolist() == [0.0]
+
+
+def test_the_drilldowns_rated_view_reads_only_the_rated_items(ranked, tmp_path):
+    """rated_only: the items a person rated a response of (t1: m2's 嗯 rated Coh 1 and 0, so 0.5), with every
+    model's response to them and the same values as the whole table; items=(...): those items only."""
+    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ui.views import response_table
+
+    (tmp_path / "r.csv").write_text("item_id,dialogue_id,model,annotator,dimension,score\n"
+                                    "t1,,m2,a,Coh,1\nt1,,m2,b,Coh,0\n", encoding="utf-8")
+    import_ratings(ranked, tmp_path / "r.csv", dataset="toy", track="toy/chitchat", scales={"Coh": (0, 2)})
+    rated = response_table(ranked, "toy", "toy/chitchat", rated_only=True).set_index(["item_id", "model"]).sort_index()
+    assert rated.index.tolist() == [("t1", "m1"), ("t1", "m2")]
+    assert rated.loc[("t1", "m1"), "F1"] == pytest.approx(0.4) and rated.loc[("t1", "m2"), "F1"] == 0.0
+    assert np.isnan(rated.loc[("t1", "m1"), "Coh"]) and rated.loc[("t1", "m2"), "Coh"] == 0.5
+    whole = response_table(ranked, "toy", "toy/chitchat").set_index(["item_id", "model"]).sort_index()
+    pd.testing.assert_frame_equal(rated, whole.loc[rated.index, rated.columns])
+    one = response_table(ranked, "toy", "toy/chitchat", items=("t2",))
+    assert one[["item_id", "model", "text"]].values.tolist() == [["t2", "m1", "你好"]]
+    assert np.isnan(one.get("F1", pd.Series([np.nan]))[0])   # no reference, no F1 (and no column when no row has one)
+    assert response_table(ranked, "toy", "toy/chitchat", items=("nope",)).empty

@@ -201,3 +201,44 @@ def test_a_memory_limit_for_duckdb_comes_from_the_environment(tmp_path, monkeypa
     monkeypatch.setenv("EVALCORE_DUCKDB_MEMORY", "1GB'; SELECT 1; --")
     with pytest.raises(StoreError, match="EVALCORE_DUCKDB_MEMORY"):
         connect(tmp_path / "s.duckdb")
+
+
+def test_the_scoring_commands_hold_duckdb_to_a_gigabyte_unless_told_otherwise(tmp_path, monkeypatch):
+    """`score` and `worker` open stores under 1GB (DuckDB's default let the 10M scoring reach 6 GB by caching
+    what it read); other commands keep DuckDB's default; EVALCORE_DUCKDB_MEMORY overrides both, `default`
+    meaning DuckDB's own. An upgrade runs under DuckDB's default and the limit holds again after it."""
+    from evalcore import cli
+    from evalcore import store as store_module
+    from evalcore.store import memory_limit
+
+    monkeypatch.delenv("EVALCORE_DUCKDB_MEMORY", raising=False)
+    seen = {}
+    monkeypatch.setattr(cli, "run", lambda args: seen.setdefault(args.command, memory_limit()) and 0)
+    db = str(tmp_path / "s.duckdb")
+    cli.main(["score", "--db", db])
+    cli.main(["worker", "--db", db])
+    cli.main(["leaderboard", "--db", db, "--dataset", "d"])
+    assert seen == {"score": "1GB", "worker": "1GB", "leaderboard": ""}
+    assert memory_limit() == ""   # not left behind for the next command in this process
+    monkeypatch.setenv("EVALCORE_DUCKDB_MEMORY", "default")
+    seen.clear()
+    cli.main(["score", "--db", db])
+    assert seen == {"score": ""}
+
+    monkeypatch.delenv("EVALCORE_DUCKDB_MEMORY")
+    old = tmp_path / "old.duckdb"
+    store_at_version(old, 13).close()
+    during, real_migrate = [], store_module.run_migrations
+    monkeypatch.setattr(store_module, "run_migrations", lambda con, pending: during.append(
+        con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) or real_migrate(con, pending))
+
+    def upgraded(args):
+        con = connect(old)
+        seen["upgraded"] = [con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0], schema_version(con)]
+        con.close()
+        return 0
+
+    monkeypatch.setattr(cli, "run", upgraded)
+    cli.main(["score", "--db", str(old)])
+    assert during and during[0] != "953.6 MiB"   # the upgrade under DuckDB's default
+    assert seen["upgraded"] == ["953.6 MiB", LATEST]   # 1e9 / 2**20, once migrated 13 -> latest

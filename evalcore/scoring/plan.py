@@ -64,30 +64,33 @@ def keys_by_metric(names: list[str], data: pd.DataFrame, known: dict[str, Metric
 
 
 def load_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, full: bool = False,
-               models: list[str] | None = None) -> pd.DataFrame:
-    """Responses of a track (of `models` only, when given) with their references (a list, empty when the
-    item has none); `full` adds each item's whole context and grounding (JSON), which judges read. An item's references and last
-    turn are one object shared by its responses' rows (ten models' rows do not hold ten copies: a
-    500,000-response track took 1.5 GB)."""
-    items = con.execute(f"""
+               models: list[str] | None = None, items: list[str] | None = None) -> pd.DataFrame:
+    """Responses of a track (of `models` and of `items` only, when given) with their references (a list,
+    empty when the item has none); `full` adds each item's whole context and grounding (JSON), which judges
+    read. An item's references and last turn are one object shared by its responses' rows (ten models' rows
+    do not hold ten copies: a 500,000-response track took 1.5 GB)."""
+    only = "AND (?::VARCHAR[] IS NULL OR {col} IN (SELECT unnest(?::VARCHAR[])))"   # a semi-join, not a scan per row
+    chosen = None if items is None else list(items)
+    items_frame = con.execute(f"""
         WITH refs AS (
             SELECT item_id, list(text ORDER BY ref_index) AS refs
-            FROM item_references WHERE dataset = ? GROUP BY item_id)
+            FROM item_references WHERE dataset = ? {only.format(col="item_id")} GROUP BY item_id)
         SELECT i.item_id, refs.refs, json_extract_string(i.context, '$[#-1]') AS last_turn
                {", i.context, i.grounding" if full else ""}
         FROM items i LEFT JOIN refs USING (item_id)
-        WHERE i.dataset = ? AND i.track = ?
-    """, [dataset, dataset, track]).df()
-    frame = con.execute("""
+        WHERE i.dataset = ? AND i.track = ? {only.format(col="i.item_id")}
+    """, [dataset, chosen, chosen, dataset, track, chosen, chosen]).df()
+    frame = con.execute(f"""
         SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id)
         WHERE r.dataset = ? AND i.track = ? AND (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], r.model))
+              {only.format(col="r.item_id")}
         ORDER BY r.model, r.item_id
-    """, [dataset, track, models, models]).df()
-    items["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in items["refs"]]
-    items["last_turn"] = items["last_turn"].fillna("")   # an item without context
-    at = pd.Index(items["item_id"]).get_indexer(frame["item_id"])
-    for col in items.columns.drop("item_id"):
-        frame[col] = items[col].to_numpy(dtype=object)[at] if len(frame) else pd.Series(dtype=object)
+    """, [dataset, track, models, models, chosen, chosen]).df()
+    items_frame["refs"] = [list(r) if isinstance(r, (list, np.ndarray)) else [] for r in items_frame["refs"]]
+    items_frame["last_turn"] = items_frame["last_turn"].fillna("")   # an item without context
+    at = pd.Index(items_frame["item_id"]).get_indexer(frame["item_id"])
+    for col in items_frame.columns.drop("item_id"):
+        frame[col] = items_frame[col].to_numpy(dtype=object)[at] if len(frame) else pd.Series(dtype=object)
     return frame
 
 

@@ -31,8 +31,9 @@ def cached_matrix(con, sig: str, keys, width: int | None = None) -> np.ndarray:
     """The cached statistics of each of `keys` as the rows of a matrix (keys may repeat; NaN rows for keys
     without any), read as one Arrow column: no Python object per response (millions at scale)."""
     with registered(con, "_evalcore_keys", pd.DataFrame({"text_key": keys, "pos": np.arange(len(keys))})):
-        found = con.execute("SELECT k.pos, m.stats FROM _evalcore_keys k JOIN metric_scores m USING (text_key) "
-                            "WHERE m.signature = ? AND m.stats IS NOT NULL", [sig]).to_arrow_table()
+        # con.sql, not con.execute: DuckDB 2 copies a DB-API result's rows once more to give Arrow
+        found = con.sql("SELECT k.pos, m.stats FROM _evalcore_keys k JOIN metric_scores m USING (text_key) "
+                        "WHERE m.signature = ? AND m.stats IS NOT NULL", params=[sig]).to_arrow_table()
     lists = found.column("stats").combine_chunks()
     lengths = lists.value_lengths().to_numpy(zero_copy_only=False)
     if width is None:
@@ -76,10 +77,12 @@ def computed_filter(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str,
 
 
 def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, flavor: str = "default",
-                    tokenizer: str | None = None, data: pd.DataFrame | None = None) -> pd.DataFrame:
+                    tokenizer: str | None = None, data: pd.DataFrame | None = None,
+                    items: list[str] | None = None) -> pd.DataFrame:
     """Per-response values of every metric computed for a track under a flavor (and tokenizer):
     columns item_id, model, metric, value. Responses without a value (no reference) are absent.
-    `data` is the track as load_track gives it, when the caller has it already."""
+    `data` is the track as load_track gives it, when the caller has it already (load_track(items=items)
+    when `items` is given: the values of those items only)."""
     cond, params = computed_filter(con, dataset, flavor, tokenizer)
     sigs = con.execute(f"""
         SELECT DISTINCT name, signature FROM system_scores
@@ -93,12 +96,12 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
         "SELECT DISTINCT r.model FROM responses r JOIN items i USING (dataset, item_id) WHERE r.dataset = ? "
         "AND i.track = ?", [dataset, track]).fetchall()}
     frames, covered = stored_values(con, dataset, track, [n for n, _ in sigs if value_of_stats(known.get(n))],
-                                     here, known, cond, params)
+                                     here, known, cond, params, items)
     # the rest through the value cache, keyed by each response's text: a metric without stored per-item
     # statistics, and the models whose system score no longer stands on their responses (or has none)
     rest = [(name, sig) for name, sig in sigs if here - covered.get(name, set())]
     if rest:
-        data = load_track(con, dataset, track) if data is None else data
+        data = load_track(con, dataset, track, items=items) if data is None else data
         keys = keys_by_metric(list(dict.fromkeys(name for name, _ in rest)), data, known)
         for name, sig in rest:
             mine = ~data["model"].isin(covered.get(name, set())).to_numpy()
@@ -118,21 +121,24 @@ def value_of_stats(metric) -> bool:
 
 
 def stored_values(con, dataset: str, track: str, names: list[str], models: set[str], known: dict, cond: str,
-                   params: list):
+                   params: list, items: list[str] | None = None):
     """Per-response values of `names` from the per-item statistics stored at scoring time (item_stats, one
     read for the track): their sentence values, as the value cache holds them, without reading the track's
     texts or joining the value cache (2.6 of 2.9 s for a 50,000-response track on a 1M store). Returns
-    the frames of `models` and, per metric, the models they cover."""
+    the frames of `models` (and of `items`, when given) and, per metric, the models they cover."""
     if not names:
         return [], {}
     rows = item_stats_rows(con, dataset, [track], names, cond, params).get(track, [])
     orders = item_orders(con, {r[1] for r in rows}) if rows else {}
-    ids = {k: pd.array(v, dtype="string") for k, v in orders.items()}   # made once per order, not per row
+    # the rows of `items` in each order (all of them without), and their ids: made once per order, not per row
+    keep = {k: slice(None) if items is None else np.flatnonzero(np.isin(np.asarray(v, dtype=object), list(items)))
+            for k, v in orders.items()}
+    ids = {k: pd.array(v, dtype="string")[keep[k]] for k, v in orders.items()}
     frames, covered = [], {}
     for model, key, width, flat, name in rows:
         if key not in orders or model not in models:
             continue
-        values = known[name].sentence_values(flat.reshape(-1, width))
+        values = known[name].sentence_values(flat.reshape(-1, width)[keep[key]])
         ok = ~np.isnan(values)
         frames.append(pd.DataFrame({"item_id": ids[key][ok], "model": model,
                                     "metric": name, "value": values[ok]}))
@@ -196,13 +202,13 @@ def item_stats_rows(con, dataset: str, tracks: list[str], names: list[str], cond
     """The item_stats rows of the metrics `names` on `tracks` whose computed system score (chosen by
     `cond`) still stands on the row's responses (same signature and n), read in one query and their parts
     joined: track -> [(model, order_key, width, flat statistics, metric)]."""
-    rows = con.execute(f"""
+    rows = con.sql(f"""
         WITH ss AS (SELECT track, model, name, signature, n FROM system_scores WHERE dataset = ?
                     AND list_contains(?, track) AND list_contains(?, name) AND origin = 'computed' AND {cond})
         SELECT s.track, s.model, ss.name, s.order_key, s.width, s.stats FROM item_stats s
         JOIN ss USING (track, model, signature, n) WHERE s.dataset = ?
         ORDER BY s.track, s.model, ss.name, s.part""",
-                       [dataset, list(tracks), list(names), *params, dataset]).to_arrow_table()
+                   params=[dataset, list(tracks), list(names), *params, dataset]).to_arrow_table()   # con.sql: no extra copy
     out: dict[str, list] = {}
     if not rows.num_rows:
         return out

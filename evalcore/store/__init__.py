@@ -23,13 +23,41 @@ from evalcore.store.migrations import LATEST, all_migrations
 ENV_VAR = "EVALCORE_DB"
 WAIT_VAR = "EVALCORE_LOCK_WAIT"  # seconds a command waits for a store another process holds (default 60)
 MEMORY_VAR = "EVALCORE_DUCKDB_MEMORY"
-"""DuckDB's memory limit in this process (e.g. 1GB), when set. DuckDB's default, 80% of the machine's memory,
-lets it keep every block it has read cached: scoring 50,000 new responses on the 10M store peaked at 3.6 GB
-with the default and 2.6 GB under 1GB, in the same time. Unset by default: a query that needs more than the
-limit fails instead of using the machine's memory."""
+"""DuckDB's memory limit in this process (e.g. 1GB; `default`: DuckDB's own, 80% of the machine's memory).
+DuckDB's default lets it keep every block it has read cached: scoring the 10M store's 10 million responses
+peaked at 6.0 GB with it and 2.45 GB under 1GB, in the same time. So the commands that score (`score`,
+`worker`) run under SCORING_MEMORY unless this says otherwise (bound_memory); everything else under DuckDB's
+default, because a query that needs more than the limit fails instead of using the machine's memory."""
+SCORING_MEMORY = "1GB"
+_MEMORY_DEFAULT = ""   # this process's limit when MEMORY_VAR is unset (bound_memory)
 _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$", re.IGNORECASE)
 HANDOVER_WAIT = 30.0  # seconds to wait for this process's own closing connection to let the file go
 MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def bound_memory(limit: str = SCORING_MEMORY) -> None:
+    """Stores this process opens from now on hold DuckDB to `limit` unless MEMORY_VAR says otherwise: the
+    scoring commands call it (a scoring process reads and writes whole tracks, and DuckDB's default let it keep
+    every block it had read)."""
+    global _MEMORY_DEFAULT
+    _MEMORY_DEFAULT = limit
+
+
+def memory_limit() -> str:
+    """The memory limit stores are opened with in this process: MEMORY_VAR, else bound_memory's, else ''
+    (DuckDB's default)."""
+    limit = os.environ.get(MEMORY_VAR, "").strip() or _MEMORY_DEFAULT
+    if limit.lower() == "default":
+        return ""
+    if limit and not _MEMORY.match(limit):
+        raise StoreError(f"{MEMORY_VAR}={limit!r} is not a memory size such as 1GB or 512MB (or `default`)")
+    return limit
+
+
+def _limit_memory(con: duckdb.DuckDBPyConnection) -> None:
+    limit = memory_limit()
+    if limit:
+        con.execute(f"SET memory_limit = '{limit}'")   # checked by memory_limit: digits and a unit
 
 
 def lock_wait(default: float = 60.0) -> float:
@@ -80,12 +108,11 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
         try:
             con = duckdb.connect(str(db), read_only=read_only)
             con.execute("SET enable_progress_bar = false")   # DuckDB's bar would go into a command's output
-            limit = os.environ.get(MEMORY_VAR, "").strip()
-            if limit:
-                if not _MEMORY.match(limit):
-                    con.close()
-                    raise StoreError(f"{MEMORY_VAR}={limit!r} is not a memory size such as 1GB or 512MB")
-                con.execute(f"SET memory_limit = '{limit}'")   # checked above: digits and a unit
+            try:
+                _limit_memory(con)
+            except StoreError:
+                con.close()
+                raise
             if waited:
                 done_waiting(db)
             return con
@@ -223,9 +250,22 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
             "CREATE TABLE IF NOT EXISTS schema_version "
             "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP, evalcore VARCHAR)"
         )
-    for m in all_migrations():
-        if m.version <= current:
-            continue
+    pending = [m for m in all_migrations() if m.version > current]
+    if pending and memory_limit():
+        # An upgrade moves whole tables (migration 14 reads a track's old statistics whole): DuckDB's default
+        # for it, this process's limit again after.
+        con.execute("RESET memory_limit")
+    try:
+        run_migrations(con, pending)
+    finally:
+        if pending:
+            _limit_memory(con)
+    return LATEST
+
+
+def run_migrations(con: duckdb.DuckDBPyConnection, pending: list) -> None:
+    """Apply `pending` migrations in order, each in its own transaction (migrate() decides which)."""
+    for m in pending:
         with transaction(con):
             con.execute(m.sql)
             if m.run is not None:
@@ -234,7 +274,6 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str = "the store") -> int:
                 "INSERT INTO schema_version VALUES (?, ?, current_timestamp, ?)",
                 [m.version, m.name, __version__],
             )
-    return LATEST
 
 
 def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, wait: float = 0.0,

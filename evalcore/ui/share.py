@@ -22,6 +22,10 @@ class ViewState:
             value = value[-1] if value else None
         return value if value not in (None, "") else None
 
+    def peek(self, name: str) -> str | None:
+        """The link's value of `name` as given, unchecked (None when absent): to learn which options to offer."""
+        return self._raw(name)
+
     def one(self, name: str, options: Sequence[str], default: str | None = None, *,
             unavailable: str | None = None, known: Collection[str] | None = None) -> str | None:
         """The parameter if it is one of options; else the default (first option) and a notice.

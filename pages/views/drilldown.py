@@ -15,20 +15,27 @@ with c[2]:
     flavor = st.radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="dd-flavor")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
-table = data(views.response_table, dataset, track, flavor=flavor) if track else None
+dims = data(views.dimensions_of, dataset, track) if track else []
+models_box = st.container()   # drawn above the row below, filled once the table is loaded
+c = st.columns([2, 2, 3])  # the toggle's label needs the room in a narrow window
+rated = vs.one("rated", ["1", "0"], "1" if dims else "0") == "1"
+rated_only = c[2].toggle("Rated responses only", value=rated, key="dd-rated") if dims else False
+# Rated only, the table holds just the rated items' responses: on a 50,000-item track, 1,000 items
+# instead of every response (what a disagreement sort can use anyway).
+table = data(views.response_table, dataset, track, flavor=flavor, rated_only=rated_only) if track else None
 if table is None or table.empty:
-    st.warning("This track has no responses.")
+    st.warning("No response on this track has a person's rating now; turn off 'Rated responses only' to see every "
+               "response." if rated_only else "This track has no responses.")
     publish("drilldown", values, vs.notices)
     st.stop()
 
-dims = data(views.dimensions_of, dataset, track)
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
-models = sorted(table["model"].unique())
-chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
+models = data(views.models_of, dataset, track)
+with models_box:
+    chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
 metric = vs.one("metric", metrics, metrics[0] if metrics else None, unavailable="is not scored on this track",
                 known=metrics_here)
 dim = vs.one("dim", dims, dims[0] if dims else None)
-c = st.columns([2, 2, 3])  # the toggle's label needs the room in a narrow window
 with c[0]:
     metric = select("Metric", metrics, metric, key=f"dd-metric-{track}",
                     empty="none scored on this track yet (the Upload page's 'Score what is missing on this track' "
@@ -36,8 +43,6 @@ with c[0]:
 with c[1]:
     dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}",
                  empty="no human ratings on this track, so no disagreement sort.")
-rated = vs.one("rated", ["1", "0"], "1" if dims else "0") == "1"
-rated_only = c[2].toggle("Rated responses only", value=rated, key="dd-rated") if dims else False
 values.update(models=chosen if len(chosen) < len(models) else None, metric=metric, dim=dim,
               rated="1" if rated_only else "0")
 
@@ -72,7 +77,11 @@ st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}")
 
 items = shown["item_id"].unique().tolist()   # in order of first appearance; unique() before any Python strings
-item = vs.one("item", items + sorted(set(table["item_id"].unique().tolist()) - set(items)), items[0] if items else None)
+# A linked item the filters leave out still opens, when the track has it (its responses are read alone).
+asked = vs.peek("item")
+extra = [asked] if asked and asked not in set(items) and not data(
+    views.response_table, dataset, track, flavor=flavor, items=(asked,)).empty else []
+item = vs.one("item", items + extra, items[0] if items else None)
 item = select("Open item", items if item in items or item is None else [item] + items, item, key=f"dd-item-{track}",
               empty="no response passes the filters above.")
 values["item"] = item
@@ -102,7 +111,7 @@ if detail:
                     st.json(value)
     st.markdown("**Responses** (tokens shared with a reference highlighted)")
     language = "zh"
-    for _, row in table[table["item_id"] == item].iterrows():
+    for _, row in data(views.response_table, dataset, track, flavor=flavor, items=(item,)).iterrows():
         with st.container(border=True):
             st.markdown(f"**{md_escape(row['model'])}**")
             st.markdown(highlighted(views.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
