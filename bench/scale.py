@@ -109,12 +109,15 @@ def step(label: str, args: list[str], log: list) -> tuple[float, float]:
 def pages(db: str, track: str, runs: int) -> None:
     """Every page's server-side run, cold (first run in a fresh process) and warm, on the first track."""
     at = {"dataset": DATASET, "track": track}
-    params = {"overview": {"dataset": DATASET}, "trust": {"dataset": DATASET, "level": "system"},
-              "leaderboard": at,
-              "correlations": {**at, "method": "spearman", "level": "system", "origin": "computed"},
-              "drilldown": {**at, "model": "model-00"}, "human": at, "ensemble": at, "compare": at,
-              "judges": at, "tasks": {}, "upload": {"dataset": DATASET}}
-    for page, query in params.items():
+    views = [("overview", {"dataset": DATASET}), ("trust", {"dataset": DATASET, "level": "system"}),
+             ("leaderboard", at),
+             ("correlations", {**at, "method": "spearman", "level": "system", "origin": "computed"}),
+             ("drilldown", at),   # its first view: the responses to the items a person rated
+             ("drilldown", {**at, "rated": "0"}),   # every response of the track
+             ("human", at), ("ensemble", at), ("compare", at), ("judges", at), ("tasks", {}),
+             ("upload", {"dataset": DATASET})]
+    for page, query in views:
+        print(f"{page} {query}", flush=True)
         code = (f"import sys, resource; sys.path.insert(0, {str(ROOT)!r}); from bench.dashboard import time_page; "
                 f"time_page({db!r}, {page!r}, {runs}, {query!r}); "
                 "print(f'  peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB')")

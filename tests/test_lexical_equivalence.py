@@ -108,3 +108,21 @@ def test_meteor_equals_nltk_exact_stage(cpc_pairs, model):
     # On Chinese char tokens nltk's Porter stemming stage changes nothing either.
     stemmed = [meteor_score(rs, h, wordnet=_NoWordNet(), stemmer=PorterStemmer()) for h, rs in toks]
     np.testing.assert_allclose(got, stemmed, atol=TOL, rtol=0)
+
+
+def test_meteor_equals_nltk_with_repeats_cases_and_several_references():
+    """Whitespace tokens, words repeated on both sides (the k-th last occurrence aligns with the k-th last),
+    upper and lower case (nltk lower-cases), several references (the best one), an empty hypothesis (0) and
+    a response without references (no value)."""
+    from nltk.translate.meteor_score import meteor_score
+
+    hyps = ["the cat sat on the mat the end", "The Cat the cat", "", "a b c d e f", "no refs here",
+            "x y x y x", "same words same order"]
+    refs = [["on the mat sat the cat", "the end of the mat"], ["the cat THE CAT the", "cat"], ["something"],
+            ["f e d c b a", "a b c", "d e f a b c"], [], ["y x y x y x", "x"], ["same words same order"]]
+    enc = Encoded.from_texts(get_tokenizer("space"), hyps, refs)
+    got = L.meteor(enc)[:, 0]
+    want = [meteor_score([r.split() for r in rs], h.split(), wordnet=_NoWordNet(), stemmer=_NoStemmer())
+            if rs else np.nan for h, rs in zip(hyps, refs)]
+    np.testing.assert_allclose(got, want, atol=1e-12, rtol=0)
+    assert got[2] == 0.0 and np.isnan(got[4])

@@ -194,6 +194,7 @@ def test_a_large_track_writes_its_values_batch_by_batch(toy, tmp_path, monkeypat
     score(once, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False)
 
     monkeypatch.setattr(S, "WRITE_EVERY", 2)
+    monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")   # every batch in this process, where it is counted
     calls = []
     real = S.compute
 
@@ -216,3 +217,41 @@ def test_a_large_track_writes_its_values_batch_by_batch(toy, tmp_path, monkeypat
     assert computed(toy) == computed(once)
     assert sorted(toy.execute("SELECT signature, text_key, value FROM metric_scores").fetchall()) == \
         sorted(once.execute("SELECT signature, text_key, value FROM metric_scores").fetchall())
+
+
+def test_batches_computed_in_forked_helpers_write_what_one_process_writes(tmp_path, monkeypatch):
+    """With EVALCORE_SCORING_PROCESSES=2 and a batch per response, the lexical metrics' batches alternate
+    between this process and a forked helper; every cached value, statistic, system score and per-item
+    statistic is what one process writes, and m3's F1 is 0.8 (今天天气 against 今天天气不错: P = 4/4,
+    R = 4/6, 2PR/(P+R) = 0.8; t2 has no reference). Metrics that are not pure CPU work never fork."""
+    import multiprocessing
+
+    from conftest import TOY_ITEMS, write_jsonl
+    from evalcore.ingest.items import import_items
+    from evalcore.metrics.registry import resolve_metrics
+    from evalcore.scoring import run
+    from evalcore.store import connect
+
+    forks = []
+    real = multiprocessing.get_context
+    monkeypatch.setattr(run.multiprocessing, "get_context", lambda kind: forks.append(kind) or real(kind))
+    tables = {}
+    for processes in ("1", "2"):
+        monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", processes)
+        con = connect(tmp_path / f"p{processes}.duckdb")
+        import_items(con, write_jsonl(tmp_path / "items.jsonl", TOY_ITEMS))
+        (tmp_path / "r.csv").write_text("item_id,model,response\nt1,m1,天气很好\nt2,m1,你好\nt1,m2,嗯\nt1,m3,今天天气\n"
+                                        "t2,m2,你好你好\nt2,m3,好的\n", encoding="utf-8")
+        import_responses(con, tmp_path / "r.csv", dataset="toy", track="toy/chitchat")
+        score(con, dataset="toy", progress=False, chunk=1)
+        tables[processes] = {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+                             for t in ("metric_scores", "system_scores", "item_stats")}
+        if processes == "2":
+            f1 = con.execute("SELECT value FROM system_scores WHERE name = 'F1' AND model = 'm3'").fetchall()
+        con.close()
+    assert forks == ["fork"]   # the one track with more than one batch, with helpers only when asked
+    assert tables["1"] == tables["2"] and len(tables["2"]["metric_scores"]) > 20
+    assert f1 == [(pytest.approx(2 * 1 * (4 / 6) / (1 + 4 / 6)),)]   # 今天天气: its 4 chars all in the reference's 6
+    assert run.helpers(resolve_metrics("lexical"), batches=3) == 1
+    assert run.helpers(resolve_metrics("lexical"), batches=1) == 0
+    assert run.helpers(resolve_metrics("METEOR"), batches=3) == 0   # METEOR 1.5 runs Java: it stays here

@@ -99,6 +99,7 @@ class Metric:
     pools: bool = False           # its corpus value is pooled from the texts, not formed from statistics
     no_resample: str | None = None  # why a per-item bootstrap cannot rebuild its corpus value
     scale_out: bool = False       # `score --engine ray` runs it on Ray actors (heavy models); else it stays local
+    forks: bool = False           # pure CPU work (no model, server or thread of its own): computed in forked helpers too
 
     # ------------------------------------------------------------------ what the scorer asks first
     def availability(self, opts) -> str | None:

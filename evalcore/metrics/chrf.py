@@ -76,6 +76,7 @@ class CharF(Metric):
     corpus, sentence = "summed-statistics", "best-reference"
     groups = ("chrf",)
     tokenized = False   # characters and whitespace-split words: no tokenizer, no flavor
+    forks = True
 
     def __init__(self, name: str, word_order: int, description: str):
         self.name, self.word_order, self.description = name, word_order, description
