@@ -90,7 +90,9 @@ def child(args: list[str]) -> None:
     from evalcore.cli import main
 
     rc = main(args)
-    print(f"PEAK_MB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    # the largest child process's peak too (a scoring run's forked helpers, EVALCORE_SCORING_PROCESSES)
+    print(f"PEAK_MB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} "
+          f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f}")
     sys.exit(rc or 0)
 
 
@@ -100,8 +102,9 @@ def step(label: str, args: list[str], log: list) -> tuple[float, float]:
     took = time.perf_counter() - start
     if out.returncode:
         raise SystemExit(f"{label} failed:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
-    peak = float(out.stdout.strip().splitlines()[-1].split()[1])
-    print(f"{label:40s} {took:8.1f} s   peak {peak:7.0f} MB", flush=True)
+    peak, helper = (float(x) for x in out.stdout.strip().splitlines()[-1].split()[1:3])
+    print(f"{label:40s} {took:8.1f} s   peak {peak:7.0f} MB" + (f" (its largest child process {helper:.0f} MB, "
+          "pages they share counted in both)" if helper else ""), flush=True)
     log.append((label, took, peak))
     return took, peak
 

@@ -219,8 +219,9 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
             written += _write_rows(target, handle, sub, rows, keys, missing, values, stats, reasons)
             give_back()   # the CLI's raised trim threshold would keep every batch's freed memory
 
+        # no forked helpers beside Ray: its driver's threads (gRPC) are not safe to fork
         _compute_rows(plan, data, todo, size, values, stats, bar, on_progress, label, reasons, local,
-                      write if batched else None)
+                      write if batched else None, forks=ray is None)
     bar.close()
     computed_here = todo
     _copy_rows(copies, sources, values, stats, reasons)   # a copy's key is its source's: one value for both
@@ -338,25 +339,31 @@ def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric],
 
 def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, values: dict, stats: dict, bar,
                   on_progress, label: str, reasons: dict | None = None, metrics: list[Metric] | None = None,
-                  write=None) -> None:
+                  write=None, forks: bool = True) -> None:
     """Values and statistics of the rows `todo` for `metrics` (default: the plan's), in batches of
     `size`, into `values` and `stats` (and judge metrics' reasons into `reasons`); `write(rows)`, when
     given, is handed the rows computed since its last call every WRITE_EVERY rows and at the end.
-    With helper processes (helpers()), each round computes one batch here and one in each helper."""
+    With helper processes (helpers(); `forks` False: none), each round computes one batch here and one in
+    each helper."""
     n = len(data)
     since = 0
     chosen = plan.metrics if metrics is None else metrics
     batches = [todo[start:start + size] for start in range(0, len(todo), size)]
-    extra = helpers(chosen, len(batches))
+    extra = helpers(chosen, len(batches)) if forks else 0
     pool = None
     if extra:
         pool = _fork_helpers(extra, (plan, data, metrics))
+    rounds = [batches[first:first + 1 + extra] for first in range(0, len(batches), 1 + extra)]
+
+    def ask(r: int) -> list:   # round r's batches after its first, handed to the helpers
+        return [pool.apply_async(_helper_batch, (rows,)) for rows in rounds[r][1:]] if pool and r < len(rounds) else []
+
     try:
         end = 0
-        for first in range(0, len(batches), 1 + extra):
-            group = batches[first:first + 1 + extra]
-            asked = [pool.apply_async(_helper_batch, (rows,)) for rows in group[1:]] if pool else []
+        asked = ask(0)
+        for r, group in enumerate(rounds):
             done = [_batch(plan, data, group[0], metrics)] + [a.get() for a in asked]
+            asked = ask(r + 1)   # the helpers go on while this process stores and writes this round
             for rows, (result, why) in zip(group, done):
                 for name, arr in why.items():
                     if reasons is not None:
