@@ -404,7 +404,7 @@ def deferred(fn, *args, **kwargs):
     return make
 
 
-DEFERRED_ROWS = 10_000
+DEFERRED_ROWS = 2_000
 
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
@@ -412,7 +412,8 @@ def download(frame: pd.DataFrame, name: str, label: str = "Download CSV") -> Non
     and so are the cells (evalcore.core.export.safe_csv: a text cell that would start a formula gets a quote).
     A table over DEFERRED_ROWS rows is made into CSV when the button is clicked: made on every run, the
     drilldown's 500,000 responses at ten million were written out (and sent to every viewer) each time a
-    control moved. A smaller one goes with the page (a click then needs no round trip to a busy server)."""
+    control moved, and its rated view's 10,000 took 0.19 s of a 0.26 s run. A smaller one goes with the page
+    (a click then needs no round trip to a busy server)."""
     contents = (lambda: safe_csv(frame)) if len(frame) > DEFERRED_ROWS else safe_csv(frame)
     st.download_button(label, contents, file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")

@@ -111,7 +111,10 @@ if detail:
                     st.json(value)
     st.markdown("**Responses** (tokens shared with a reference highlighted)")
     language = "zh"
-    for _, row in data(views.response_table, dataset, track, flavor=flavor, items=(item,)).iterrows():
+    # from the table when it holds the item (an item picked from it); else read alone (a link's item)
+    mine = table[table["item_id"] == item] if item in set(items) else data(views.response_table, dataset, track,
+                                                                           flavor=flavor, items=(item,))
+    for _, row in mine.iterrows():
         with st.container(border=True):
             st.markdown(f"**{md_escape(row['model'])}**")
             st.markdown(highlighted(views.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
