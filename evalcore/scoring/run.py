@@ -3,6 +3,7 @@
 a batch computes."""
 from __future__ import annotations
 
+import ctypes
 import json
 import multiprocessing
 import os
@@ -427,8 +428,6 @@ def _helper_start(parent: int) -> None:
     """A helper ends with the process that forked it (a scoring run killed does not leave it waiting)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle; it ends the helpers
     try:
-        import ctypes
-
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
