@@ -131,7 +131,8 @@ def stored_values(con, dataset: str, track: str, names: list[str], models: set[s
     rows = item_stats_rows(con, dataset, [track], names, cond, params).get(track, [])
     orders = item_orders(con, {r[1] for r in rows}) if rows else {}
     # the rows of `items` in each order (all of them without), and their ids: made once per order, not per row
-    keep = {k: slice(None) if items is None else np.flatnonzero(pd.Index(v).isin(list(items)))   # hashed, not sorted
+    wanted = None if items is None else list(items)
+    keep = {k: slice(None) if wanted is None else np.flatnonzero(pd.Index(v).isin(wanted))   # hashed, not sorted
             for k, v in orders.items()}
     ids = {k: pd.array(v, dtype="string")[keep[k]] for k, v in orders.items()}
     frames, covered = [], {}

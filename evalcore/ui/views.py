@@ -419,13 +419,13 @@ def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, 
     computed metric and per human dimension (mean over annotators). `rated_only`: only the items with a
     response rated by a person, the drill-down's first view (on the 10M store, 1,000 of a track's 50,000
     items: the whole track's table took 15.8 s to appear)."""
+    chosen = None if items is None else list(items)
     if rated_only:
         rated = [i for (i,) in con.execute("SELECT DISTINCT item_id FROM human_ratings WHERE dataset = ? AND track = ? "
                                             "AND target = 'response' ORDER BY 1", [dataset, track]).fetchall()]
-        items = tuple(rated) if items is None else tuple(i for i in items if i in set(rated))
-    track_data = load_track(con, dataset, track, models=models, items=None if items is None else list(items))
-    values = response_scores(con, dataset, track, flavor=flavor, data=track_data,
-                             items=None if items is None else list(items))
+        chosen = rated if chosen is None else sorted(set(chosen) & set(rated))
+    track_data = load_track(con, dataset, track, models=models, items=chosen)
+    values = response_scores(con, dataset, track, flavor=flavor, data=track_data, items=chosen)
     data = track_data[["item_id", "model", "text"]].reset_index(drop=True)
     if not values.empty:
         # one value per response and metric: placed by position, not pivoted (pivot_table's group-by took

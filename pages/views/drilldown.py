@@ -77,10 +77,17 @@ st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}")
 
 items = shown["item_id"].unique().tolist()   # in order of first appearance; unique() before any Python strings
-# A linked item the filters leave out still opens, when the track has it (its responses are read alone).
+
+
+def item_rows(item_id: str):
+    """The item's responses: from the table when it holds them, else read alone (a link's item outside it)."""
+    rows = table[table["item_id"] == item_id]
+    return rows if len(rows) else data(views.response_table, dataset, track, flavor=flavor, items=(item_id,))
+
+
+# A linked item the filters leave out still opens, when the track has it.
 asked = vs.peek("item")
-extra = [asked] if asked and asked not in set(items) and not data(
-    views.response_table, dataset, track, flavor=flavor, items=(asked,)).empty else []
+extra = [asked] if asked and asked not in set(items) and not item_rows(asked).empty else []
 item = vs.one("item", items + extra, items[0] if items else None)
 item = select("Open item", items if item in items or item is None else [item] + items, item, key=f"dd-item-{track}",
               empty="no response passes the filters above.")
@@ -111,10 +118,7 @@ if detail:
                     st.json(value)
     st.markdown("**Responses** (tokens shared with a reference highlighted)")
     language = "zh"
-    # from the table when it holds the item (an item picked from it); else read alone (a link's item)
-    mine = table[table["item_id"] == item] if item in set(items) else data(views.response_table, dataset, track,
-                                                                           flavor=flavor, items=(item,))
-    for _, row in mine.iterrows():
+    for _, row in item_rows(item).iterrows():
         with st.container(border=True):
             st.markdown(f"**{md_escape(row['model'])}**")
             st.markdown(highlighted(views.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
