@@ -235,6 +235,7 @@ def test_batches_computed_in_forked_helpers_write_what_one_process_writes(tmp_pa
     forks = []
     real = multiprocessing.get_context
     monkeypatch.setattr(run.multiprocessing, "get_context", lambda kind: forks.append(kind) or real(kind))
+    monkeypatch.setattr(run, "FORK_POOLED_FROM", 0)   # each model's DIST over its texts in a helper too
     tables = {}
     for processes in ("1", "2"):
         monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", processes)
@@ -249,9 +250,66 @@ def test_batches_computed_in_forked_helpers_write_what_one_process_writes(tmp_pa
         if processes == "2":
             f1 = con.execute("SELECT value FROM system_scores WHERE name = 'F1' AND model = 'm3'").fetchall()
         con.close()
-    assert forks == ["fork"]   # the one track with more than one batch, with helpers only when asked
+    # the one track with more than one batch (its batches, then its models' DIST), with helpers only when asked
+    assert forks == ["fork", "fork"]
     assert tables["1"] == tables["2"] and len(tables["2"]["metric_scores"]) > 20
     assert f1 == [(pytest.approx(2 * 1 * (4 / 6) / (1 + 4 / 6)),)]   # 今天天气: its 4 chars all in the reference's 6
     assert run.helpers(resolve_metrics("lexical"), batches=3) == 1
     assert run.helpers(resolve_metrics("lexical"), batches=1) == 0
     assert run.helpers(resolve_metrics("METEOR"), batches=3) == 0   # METEOR 1.5 runs Java: it stays here
+
+
+def _more_answers(toy, tmp_path):
+    """m3 and m4 answer both items with the same texts: 你好 and 嗯 to t1 (a reference) and to t2 (none).
+    DIST1's key is the text alone, so its 你好 and 嗯 come twice in one run (rows that differ for F1)."""
+    (tmp_path / "more.csv").write_text("item_id,model,response\nt1,m3,你好\nt2,m3,嗯\nt1,m4,嗯\nt2,m4,你好\n",
+                                       encoding="utf-8")
+    import_responses(toy, tmp_path / "more.csv", dataset="toy", track="toy/chitchat")
+
+
+def test_each_new_key_is_written_once_across_batches_by_plain_appends(toy, tmp_path, monkeypatch):
+    """A track written batch by batch writes each new (signature, text) key once, though rows with the same
+    DIST1 key fall in different batches; while nobody else writes, without reading the cache again."""
+    import evalcore.scoring.run as S
+
+    _more_answers(toy, tmp_path)
+    monkeypatch.setattr(S, "WRITE_EVERY", 1)
+    monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")
+    checked = []
+    real = S.insert_frame
+    monkeypatch.setattr(S, "insert_frame", lambda con, table, frame, ignore=False:
+                        checked.append(ignore) or real(con, table, frame, ignore=ignore))
+    report = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST1", progress=False, chunk=1)
+    # texts of the 7 responses: 天气很好 嗯 你好 (m1, m2), 你好 嗯 嗯 你好 (m3, m4). DIST1: 3 distinct texts.
+    # F1 needs a reference, so only t1's responses: 天气很好, 嗯, 你好 (m3), 嗯 (m4, the same as m2's): 3.
+    assert report.computed["toy:toy/chitchat"] == 3 + 3
+    assert toy.execute("SELECT count(*), count(DISTINCT (signature, text_key)) FROM metric_scores").fetchall() == [(6, 6)]
+    assert checked and not any(checked)   # plain appends: the cache was read once, before computing
+
+
+def test_a_value_cached_by_another_writer_meanwhile_stands_and_is_not_written_twice(toy, tmp_path, monkeypatch):
+    """Another writer caches a key of this run between two of its batches: the run notices (the cache's row
+    count and last row id moved) and checks every later write against the cache; the other's row stands."""
+    import evalcore.scoring.run as S
+    from evalcore.scoring.plan import response_key
+
+    _more_answers(toy, tmp_path)
+    monkeypatch.setattr(S, "WRITE_EVERY", 1)
+    monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")
+    sig = {}
+    real = S.compute
+
+    def another_writer_on_the_second_batch(plan, hyps, *a, **k):
+        sig.setdefault("calls", 0)
+        sig["calls"] += 1
+        if sig["calls"] == 2:   # DIST1 of 你好 (keyed by the text alone), before this run gets to it
+            toy.execute("INSERT INTO metric_scores (signature, text_key, value, stats) VALUES (?, ?, 0.25, [0.25])",
+                        [plan.signatures["DIST1"], response_key("你好", None)])
+        return real(plan, hyps, *a, **k)
+
+    monkeypatch.setattr(S, "compute", another_writer_on_the_second_batch)
+    score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST1", progress=False, chunk=1)
+    assert sig["calls"] >= 3
+    assert toy.execute("SELECT count(*), count(DISTINCT (signature, text_key)) FROM metric_scores").fetchall() == [(6, 6)]
+    assert toy.execute("SELECT value FROM metric_scores WHERE text_key = ? AND signature LIKE 'DIST1|%'",
+                       [response_key("你好", None)]).fetchall() == [(0.25,)]
