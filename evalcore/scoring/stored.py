@@ -92,7 +92,7 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     if not sigs:
         return empty
     known = registry.of(con)   # imported metrics too
-    here = set(data["model"]) if data is not None else {m for (m,) in con.execute(
+    here = set(pd.unique(data["model"])) if data is not None else {m for (m,) in con.execute(
         "SELECT DISTINCT r.model FROM responses r JOIN items i USING (dataset, item_id) WHERE r.dataset = ? "
         "AND i.track = ?", [dataset, track]).fetchall()}
     frames, covered = stored_values(con, dataset, track, [n for n, _ in sigs if value_of_stats(known.get(n))],

@@ -432,14 +432,16 @@ def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, 
         # 3.2 of 12.5 s for a 500,000-response track)
         item_ix, model_ix = pd.Index(pd.unique(data["item_id"])), pd.Index(pd.unique(data["model"]))
         width = len(model_ix)   # a response's code: its item's number * width + its model's number
-        rows = pd.Index(item_ix.get_indexer(data["item_id"]) * width + model_ix.get_indexer(data["model"]))
-        at_item, at_model = item_ix.get_indexer(values["item_id"]), model_ix.get_indexer(values["model"])
+        rows = pd.Index(_positions(data["item_id"], item_ix) * width + _positions(data["model"], model_ix))
+        at_item, at_model = _positions(values["item_id"], item_ix), _positions(values["model"], model_ix)
         at = np.where((at_item >= 0) & (at_model >= 0), rows.get_indexer(at_item * width + at_model), -1)
-        metric = values["metric"].to_numpy()
+        # metric names as codes: comparing 5.5 million names per metric took 0.9 s of 8.1 at 550,000 responses
+        metric, names = pd.factorize(values["metric"])
         value = values["value"].to_numpy(dtype=float)
         columns = {}
-        for name in sorted(pd.unique(metric)):
-            mine = (metric == name) & (at >= 0)
+        for code in np.argsort(np.asarray(names, dtype=object)):
+            name = names[code]
+            mine = (metric == code) & (at >= 0)
             col = np.full(len(data), np.nan)
             col[at[mine]] = value[mine]
             columns[name] = col
@@ -452,6 +454,17 @@ def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, 
         wide.columns.name = None
         data = data.merge(wide, on=["item_id", "model"], how="left")
     return data
+
+
+def _positions(column: pd.Series, uniques: pd.Index) -> np.ndarray:
+    """Each value's position in `uniques` (-1 where absent), hashed by Arrow on its own strings: Index.get_indexer
+    made a Python string of each first (0.85 s against 0.10 s for the 5.5 million values of a 550,000-response
+    track)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    at = pc.index_in(pa.array(column), value_set=pa.array(uniques))
+    return pc.fill_null(at, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def disagreement(frame: pd.DataFrame, metric: str, dimension: str) -> pd.Series:

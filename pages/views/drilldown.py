@@ -3,7 +3,21 @@ import streamlit as st
 
 from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
-from pages.views.common import data, download, grid, highlighted, md_escape, pick_track, publish, select, sort_table, start
+from pages.views.common import (
+    data,
+    download,
+    grid,
+    highlighted,
+    md_escape,
+    pick_track,
+    publish,
+    select,
+    shared,
+    sort_table,
+    start,
+)
+
+ITEM_CHOICES = 1_000   # items offered under "Open item" (a track's 50,000 ids went to the browser on every run)
 
 con, vs = start("Drill-down")
 metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
@@ -22,7 +36,7 @@ rated = vs.one("rated", ["1", "0"], "1" if dims else "0") == "1"
 rated_only = c[2].toggle("Rated responses only", value=rated, key="dd-rated") if dims else False
 # Rated only, the table holds just the rated items' responses: on a 50,000-item track, 1,000 items
 # instead of every response (what a disagreement sort can use anyway).
-table = data(views.response_table, dataset, track, flavor=flavor, rated_only=rated_only) if track else None
+table = shared(views.response_table, dataset, track, flavor=flavor, rated_only=rated_only) if track else None
 if table is None or table.empty:
     st.warning("No response on this track has a person's rating now; turn off 'Rated responses only' to see every "
                "response." if rated_only else "This track has no responses.")
@@ -46,7 +60,8 @@ with c[1]:
 values.update(models=chosen if len(chosen) < len(models) else None, metric=metric, dim=dim,
               rated="1" if rated_only else "0")
 
-shown = table[table["model"].isin(chosen)].copy()
+# filtered and sorted without the texts (a track's 550,000 were copied twice a run); the shown rows take theirs
+shown = table.loc[table["model"].isin(chosen), [col for col in table.columns if col != "text"]]
 if rated_only and dim:
     shown = shown[shown[dim].notna()]
 if metric and shown[metric].notna().any():
@@ -65,16 +80,25 @@ if metric and shown[metric].notna().any():
             shown = shown[shown[metric] <= high]
         values.update(min=f"{low:.{digits}f}" if use_low else None, max=f"{high:.{digits}f}" if use_high else None)
 if metric and dim:
-    shown["disagreement"] = views.disagreement(shown, metric, dim)
+    shown = shown.assign(disagreement=views.disagreement(shown, metric, dim))
     st.caption(f"disagreement: |percentile rank of {md_escape(metric)} − percentile rank of {md_escape(dim)}|.")
 shown = sort_table(vs, values, shown, "dd", default="disagreement" if "disagreement" in shown else None,
                    descending=True, columns=["disagreement", *metrics, *dims, "model", "item_id"])
-grid(shown.head(500), width="stretch", column_config={
+
+
+def with_texts(frame):
+    """The frame with its rows' texts, where the table has them (after model)."""
+    out = frame.copy()
+    out.insert(out.columns.get_loc("model") + 1, "text", table["text"].reindex(frame.index))
+    return out
+
+
+grid(with_texts(shown.head(500)), width="stretch", column_config={
     "text": st.column_config.TextColumn("response", width="large"),
     **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col, metrics_here))
        for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
-download(shown, f"drilldown-{dataset}-{track}")
+download(shown, f"drilldown-{dataset}-{track}", complete=with_texts)
 
 items = shown["item_id"].unique().tolist()   # in order of first appearance; unique() before any Python strings
 
@@ -89,8 +113,10 @@ def item_rows(item_id: str):
 asked = vs.peek("item")
 extra = [asked] if asked and asked not in set(items) and not item_rows(asked).empty else []
 item = vs.one("item", items + extra, items[0] if items else None)
-item = select("Open item", items if item in items or item is None else [item] + items, item, key=f"dd-item-{track}",
-              empty="no response passes the filters above.")
+listed = items[:ITEM_CHOICES]
+item = select("Open item", listed if item in listed or item is None else [item] + listed, item, key=f"dd-item-{track}",
+              empty="no response passes the filters above.",
+              help=f"The first {ITEM_CHOICES:,} items of the table, in its order." if len(items) > ITEM_CHOICES else None)
 values["item"] = item
 detail = data(views.item_detail, dataset, item) if item else None
 if detail:
