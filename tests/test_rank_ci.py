@@ -344,3 +344,15 @@ def test_the_drilldowns_rated_view_reads_only_the_rated_items(ranked, tmp_path):
     assert one[["item_id", "model", "text"]].values.tolist() == [["t2", "m1", "你好"]]
     assert np.isnan(one.get("F1", pd.Series([np.nan]))[0])   # no reference, no F1 (and no column when no row has one)
     assert response_table(ranked, "toy", "toy/chitchat", items=("nope",)).empty
+
+
+def test_the_drilldown_table_reads_the_value_cache_by_references_when_no_item_stats_stand(ranked):
+    """Without per-item statistics (a store scored before they were stored), F1 comes from the value cache,
+    keyed by the text and its references: the table reads the track bare (texts only), then again with
+    references for those keys, and holds the same F1 as written out above (0.4 for 天气很好 on t1)."""
+    from evalcore.ui.views import response_table
+
+    ranked.execute("DELETE FROM item_stats")
+    table = response_table(ranked, "toy", "toy/chitchat").set_index(["item_id", "model"])
+    assert table.loc[("t1", "m1"), "F1"] == pytest.approx(2 * (2 / 4) * (2 / 6) / (2 / 4 + 2 / 6))
+    assert table.loc[("t1", "m2"), "F1"] == 0.0 and np.isnan(table.loc[("t2", "m1"), "F1"])

@@ -101,7 +101,10 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
     # statistics, and the models whose system score no longer stands on their responses (or has none)
     rest = [(name, sig) for name, sig in sigs if here - covered.get(name, set())]
     if rest:
-        data = load_track(con, dataset, track, items=items) if data is None else data
+        if data is None or ("refs" not in data and any(_reads_item(known.get(name)) for name, _ in rest)):
+            # a bare track (load_track(bare=True)) read again with what these metrics' keys are made of
+            data = load_track(con, dataset, track, items=items,
+                              models=None if data is None else list(pd.unique(data["model"])))
         keys = keys_by_metric(list(dict.fromkeys(name for name, _ in rest)), data, known)
         for name, sig in rest:
             mine = ~data["model"].isin(covered.get(name, set())).to_numpy()
@@ -113,6 +116,11 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
                     JOIN metric_scores m ON m.text_key = k.text_key AND m.signature = ? WHERE m.value IS NOT NULL
                 """, [name, sig]).df())
     return pd.concat(frames, ignore_index=True) if frames else empty
+
+
+def _reads_item(metric) -> bool:
+    """Is a metric's cache key made of its item's references or last turn (plan.metric_keys)?"""
+    return metric is None or (not metric.per_item and (metric.needs_context or metric.needs_references))
 
 
 def value_of_stats(metric) -> bool:

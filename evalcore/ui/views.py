@@ -424,7 +424,7 @@ def response_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, 
         rated = [i for (i,) in con.execute("SELECT DISTINCT item_id FROM human_ratings WHERE dataset = ? AND track = ? "
                                             "AND target = 'response' ORDER BY 1", [dataset, track]).fetchall()]
         chosen = rated if chosen is None else sorted(set(chosen) & set(rated))
-    track_data = load_track(con, dataset, track, models=models, items=chosen)
+    track_data = load_track(con, dataset, track, models=models, items=chosen, bare=True)
     values = response_scores(con, dataset, track, flavor=flavor, data=track_data, items=chosen)
     data = track_data[["item_id", "model", "text"]].reset_index(drop=True)
     if not values.empty:
