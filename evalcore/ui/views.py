@@ -200,9 +200,11 @@ def board_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 def models_ranked(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
     """Models with responses in the dataset, newest first (a submitter looks for the one just uploaded)."""
+    # the dataset's models first, then their rows of `models` (one each): joined per response, 10 million
+    # responses took 1.7 s
     return [m for (m,) in con.execute("""
-        SELECT r.model FROM responses r LEFT JOIN models m USING (model) WHERE r.dataset = ?
-        GROUP BY r.model ORDER BY max(m.added_at) DESC NULLS LAST, r.model""", [dataset]).fetchall()]
+        SELECT d.model FROM (SELECT DISTINCT model FROM responses WHERE dataset = ?) d LEFT JOIN models m USING (model)
+        ORDER BY m.added_at DESC NULLS LAST, d.model""", [dataset]).fetchall()]
 
 
 def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str,
