@@ -822,16 +822,8 @@ def _cmd_worker(args) -> int:
     path = resolve_db_path(args.db)
     if not path.exists():
         raise StoreError(f"no store at {path}; give --db the store whose jobs to run")
-    from evalcore.scoring import run as scoring
-
-    # background work: while the cores are busy, the page servers' runs come first. Only the computing is
-    # niced (scoring.run.COMPUTE_NICENESS; on other systems than Linux the whole process): the thread that
-    # holds the store keeps normal priority, so a page run waiting for the store does not wait on a worker
-    # that gets no core.
-    if sys.platform.startswith("linux"):
-        scoring.COMPUTE_NICENESS = jobs.NICE
-    elif hasattr(os, "nice"):
-        os.nice(jobs.NICE)
+    if hasattr(os, "nice"):
+        os.nice(jobs.NICE)   # background work: the page servers' runs come first when the cores are busy
     done = jobs.work(path, args.job, on_wait=_on_wait)
     for job, state in done:
         print(f"job {job}: {state}")

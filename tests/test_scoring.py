@@ -313,29 +313,3 @@ def test_a_value_cached_by_another_writer_meanwhile_stands_and_is_not_written_tw
     assert toy.execute("SELECT count(*), count(DISTINCT (signature, text_key)) FROM metric_scores").fetchall() == [(6, 6)]
     assert toy.execute("SELECT value FROM metric_scores WHERE text_key = ? AND signature LIKE 'DIST1|%'",
                        [response_key("你好", None)]).fetchall() == [(0.25,)]
-
-
-@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="niceness per thread is Linux's")
-def test_a_worker_computes_at_lower_priority_but_holds_the_store_at_its_own(toy, monkeypatch):
-    """`evalcore worker` sets COMPUTE_NICENESS: batches are computed on a thread niced by it, while the
-    thread that reads and writes the store keeps the process's priority (a worker niced as a whole held the
-    store slowly when page runs kept the cores busy). The values are what an un-niced run computes."""
-    import os
-    import threading
-
-    import evalcore.scoring.run as S
-
-    def priority():
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    seen = []
-    real = S.compute
-    monkeypatch.setattr(S, "compute", lambda *a, **k: seen.append((threading.get_native_id(), priority()))
-                        or real(*a, **k))
-    monkeypatch.setattr(S, "COMPUTE_NICENESS", 10)
-    monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")
-    before = priority()
-    score(toy, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False)
-    assert priority() == before
-    assert seen and all(tid != threading.get_native_id() and nice == min(before + 10, 19) for tid, nice in seen)
-    assert computed(toy)[("m1", "F1")][0] == pytest.approx(2 * (2 / 4) * (2 / 6) / (2 / 4 + 2 / 6))

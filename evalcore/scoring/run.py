@@ -49,11 +49,6 @@ PROCESSES_VAR = "EVALCORE_SCORING_PROCESSES"
 MAX_PROCESSES; 1: this process alone). Only metrics that are pure CPU work (Metric.forks) are computed in
 the forked helpers, and only on Linux, where fork shares the loaded track without copying it."""
 MAX_PROCESSES = 4
-COMPUTE_NICENESS = 0
-"""Niceness of the threads and helper processes that compute batches (`evalcore worker` sets it): the work
-done while the store is let go yields to the page servers, while the thread that holds the store (to read
-a track, write values) keeps the process's own priority. A worker niced as a whole held the store slowly
-when page runs kept both cores busy, and every page run that needed the store waited behind it."""
 FORK_POOLED_FROM = CHUNK   # responses in a track before its DIST values are computed in helpers too
 
 
@@ -375,13 +370,11 @@ def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, v
     def ask(r: int) -> list:   # round r's batches after its first, handed to the helpers
         return [pool.apply_async(_helper_batch, (rows,)) for rows in rounds[r][1:]] if pool and r < len(rounds) else []
 
-    here = _computing_thread()
     try:
         end = 0
         asked = ask(0)
         for r, group in enumerate(rounds):
-            mine = here.submit(_batch, plan, data, group[0], metrics).result() if here else _batch(plan, data, group[0], metrics)
-            done = [mine] + [a.get() for a in asked]
+            done = [_batch(plan, data, group[0], metrics)] + [a.get() for a in asked]
             asked = ask(r + 1)   # the helpers go on while this process stores and writes this round
             for rows, (result, why) in zip(group, done):
                 for name, arr in why.items():
@@ -400,29 +393,9 @@ def _compute_rows(plan: Plan, data: pd.DataFrame, todo: np.ndarray, size: int, v
             if on_progress:
                 on_progress(end, len(todo), label)
     finally:
-        if here is not None:
-            here.shutdown()
         if pool is not None:
             pool.terminate()
             pool.join()
-
-
-def _computing_thread():
-    """With COMPUTE_NICENESS: a thread that computes this process's batches at that niceness (Linux sets it
-    per thread); None: here, as the process is."""
-    if not COMPUTE_NICENESS or not sys.platform.startswith("linux"):
-        return None
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalcore-compute", initializer=_nice_this_thread)
-
-
-def _nice_this_thread() -> None:
-    try:
-        me = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + COMPUTE_NICENESS))
-    except OSError:
-        pass
 
 
 _FORKED = None   # (plan, data, metrics) of the track being computed, as the forked helpers inherit it
@@ -465,8 +438,6 @@ def _batch(plan: Plan, data: pd.DataFrame, rows: np.ndarray, metrics: list[Metri
 def _helper_start(parent: int) -> None:
     """A helper ends with the process that forked it (a scoring run killed does not leave it waiting)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle; it ends the helpers
-    if COMPUTE_NICENESS and hasattr(os, "nice"):
-        os.nice(COMPUTE_NICENESS)   # a helper only computes
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
