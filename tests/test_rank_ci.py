@@ -76,6 +76,24 @@ def test_bootstrap_rank_intervals():
     assert bootstrap_ranks({"a": better, "b": flip}, "ROUGE", True, resamples=500, seed=3) == mixed  # seeded
 
 
+def test_tracks_bootstrapped_together_get_the_intervals_each_gets_alone():
+    """bootstrap_tracks shares each resample's draws between tracks of as many items (they have the same seed):
+    every track's intervals are those of the track alone, with tracks of another size among them, and a
+    model that can go either way on one track (b, better on half its items) still spans ranks 1-2."""
+    from evalcore.analysis.rank_ci import bootstrap_tracks
+
+    rng = np.random.default_rng(7)
+    tracks = []
+    for items in (40, 40, 25, 40):
+        a = rng.uniform(0.3, 0.9, (items, 1))
+        b = a + rng.choice([-0.1, 0.1], (items, 1))
+        tracks.append(({"a": a, "b": b, "c": a - 0.3}, "ROUGE", True))
+    together = bootstrap_tracks(tracks, resamples=300, seed=5)
+    assert together == [bootstrap_ranks(t[0], "ROUGE", True, resamples=300, seed=5) for t in tracks]
+    assert all(cis["c"] == (3.0, 3.0) for cis in together)   # c is below a on every item, and below b
+    assert any(cis["b"] == (1.0, 2.0) for cis in together)
+
+
 @pytest.fixture
 def ranked(toy, tmp_path):
     """toy/chitchat: m1 answers both items, m2 one of two (a partial submission); scored."""

@@ -153,18 +153,23 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
         group.loc[partial_rows & unranked, "rank_ci"] = "partial submission: not ranked (--partial ranks it)"
         parts.append(group)
 
-    def interval(job):
-        _, pool, stats, better = job
-        return rank_ci.bootstrap_ranks(stats, rank_by, better, resamples=resamples, seed=seed)
+    def intervals(share: list) -> list:
+        return rank_ci.bootstrap_tracks([(stats, rank_by, better) for _, _, stats, better in share],
+                                        resamples=resamples, seed=seed)
 
-    # the tracks' bootstraps two at a time: their matrix products and draws let go of the GIL, so a page
-    # ranking a model on every track uses both cores (seeded per track: the same intervals either way)
+    # the tracks' bootstraps in two shares, each on a thread: their matrix products let go of the GIL, so a
+    # page ranking a model on every track uses both cores; within a share, tracks of as many items share
+    # each resample's draws (the same seed on every track: the same intervals either way)
+    every = [[] for _ in bootstraps]   # each track's intervals, in bootstraps' order
     with ThreadPoolExecutor(max_workers=BOOTSTRAP_THREADS) as pool_of_threads:
-        for (group, pool, _, _), cis in zip(bootstraps, pool_of_threads.map(interval, bootstraps)):
-            models = pool["model"].tolist()
-            group.loc[pool.index, ["rank_ci_low", "rank_ci_high"]] = [cis.get(m, (np.nan, np.nan)) for m in models]
-            group.loc[pool.index, "rank_ci"] = [rank_ci.describe(resamples, seed) if m in cis
-                                                else f"no cached per-response {rank_by} statistics" for m in models]
+        for k, share in enumerate(pool_of_threads.map(intervals, [bootstraps[k::BOOTSTRAP_THREADS]
+                                                                  for k in range(BOOTSTRAP_THREADS)])):
+            every[k::BOOTSTRAP_THREADS] = share
+    for (group, pool, _, _), cis in zip(bootstraps, every):
+        models = pool["model"].tolist()
+        group.loc[pool.index, ["rank_ci_low", "rank_ci_high"]] = [cis.get(m, (np.nan, np.nan)) for m in models]
+        group.loc[pool.index, "rank_ci"] = [rank_ci.describe(resamples, seed) if m in cis
+                                            else f"no cached per-response {rank_by} statistics" for m in models]
     parts = [g.sort_values(["rank", "model"], na_position="last", kind="stable") for g in parts]
     out = pd.concat(parts, ignore_index=True)
     for col in ("rank", "rank_ci_low", "rank_ci_high"):

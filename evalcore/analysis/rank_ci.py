@@ -49,38 +49,56 @@ def bootstrap_ranks(per_item: dict[str, np.ndarray], name: str, higher_is_better
                     resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float, float]]:
     """per_item: model -> (items x k) statistics on the track's items in one shared order, NaN rows
     where the model has no value. Returns model -> (rank_ci_low, rank_ci_high)."""
-    models = list(per_item)
-    if not models:
-        return {}
-    n_items = next(iter(per_item.values())).shape[0]
-    rng = np.random.default_rng(seed)
-    # every model's statistics and its has-a-value column side by side: one matrix product per chunk
+    return bootstrap_tracks([(per_item, name, higher_is_better)], resamples=resamples, seed=seed)[0]
+
+
+def bootstrap_tracks(tracks: list[tuple[dict[str, np.ndarray], str, bool]], *, resamples: int = 1000,
+                     seed: int = 0) -> list[dict[str, tuple[float, float]]]:
+    """bootstrap_ranks of several tracks, (per_item, name, higher_is_better) each, with the same seed. Tracks
+    with as many items draw the same resamples, so each chunk's resample weights (the draws and their counts,
+    25 of a chunk's 29 ms at 50,000 items) are made once and multiplied with every such track's statistics:
+    the same intervals as one track at a time (tests/test_rank_ci.py), for the leaderboard's ranks of a
+    model on 20 tracks of 50,000 items in 2.4 instead of 11.6 CPU-s."""
+    out: list = [{} for _ in tracks]
+    by_size: dict[int, list[int]] = {}
+    for j, (per_item, _, _) in enumerate(tracks):
+        if per_item:
+            by_size.setdefault(next(iter(per_item.values())).shape[0], []).append(j)
+    for n_items, members in by_size.items():
+        stacks = {j: _stacked(tracks[j][0]) for j in members}
+        ranks = {j: np.empty((resamples, len(tracks[j][0]))) for j in members}
+        rng = np.random.default_rng(seed)
+        for start in range(0, resamples, CHUNK):
+            b = min(CHUNK, resamples - start)
+            draw = rng.integers(0, n_items, size=(b, n_items))
+            # how often each item is drawn in each resample: a bincount per resample (np.add.at took seconds at
+            # 50,000 items; one bincount of the offset draws, 3.4x as long as these)
+            weights = np.empty((b, n_items))
+            for i in range(b):
+                weights[i] = np.bincount(draw[i], minlength=n_items)
+            for j in members:
+                _, name, higher_is_better = tracks[j]
+                stacked, cuts, count = stacks[j]
+                sums = np.split(weights @ stacked, cuts, axis=1)
+                values = np.column_stack([corpus_from_sums(name, sums[2 * m], sums[2 * m + 1][:, 0])
+                                          for m in range(count)])
+                ranks[j][start:start + b] = competition_ranks(values, higher_is_better)
+        for j in members:
+            for m, model in enumerate(tracks[j][0]):
+                col = ranks[j][:, m][~np.isnan(ranks[j][:, m])]
+                out[j][model] = ((float(np.floor(np.quantile(col, 0.025))), float(np.ceil(np.quantile(col, 0.975))))
+                                 if len(col) else (np.nan, np.nan))
+    return out
+
+
+def _stacked(per_item: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every model's statistics and its has-a-value column side by side (one matrix product per chunk):
+    (the matrix, where to split its product, the number of models)."""
     parts = []
-    for m in models:
-        s = per_item[m]
+    for s in per_item.values():
         ok = ~np.isnan(s).any(axis=1)
         parts += [np.where(ok[:, None], s, 0.0), ok[:, None].astype(float)]
-    stacked = np.hstack(parts)
-    cuts = np.cumsum([p.shape[1] for p in parts])[:-1]
-    ranks = np.empty((resamples, len(models)))
-    for start in range(0, resamples, CHUNK):
-        b = min(CHUNK, resamples - start)
-        draw = rng.integers(0, n_items, size=(b, n_items))
-        # how often each item is drawn in each resample: a bincount per resample (np.add.at took seconds at
-        # 50,000 items; one bincount of the offset draws, 3.4x as long as these)
-        weights = np.empty((b, n_items))
-        for i in range(b):
-            weights[i] = np.bincount(draw[i], minlength=n_items)
-        sums = np.split(weights @ stacked, cuts, axis=1)
-        values = np.column_stack([corpus_from_sums(name, sums[2 * j], sums[2 * j + 1][:, 0])
-                                  for j in range(len(models))])
-        ranks[start:start + b] = competition_ranks(values, higher_is_better)
-    out = {}
-    for j, m in enumerate(models):
-        col = ranks[:, j][~np.isnan(ranks[:, j])]
-        out[m] = ((float(np.floor(np.quantile(col, 0.025))), float(np.ceil(np.quantile(col, 0.975))))
-                  if len(col) else (np.nan, np.nan))
-    return out
+    return np.hstack(parts), np.cumsum([p.shape[1] for p in parts])[:-1], len(per_item)
 
 
 def describe(resamples: int, seed: int) -> str:
