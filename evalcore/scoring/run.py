@@ -592,23 +592,24 @@ def _system_rows(con, ds, tr, data, plan, keys, usable, missing, stats, forks: b
         "SELECT model, signature, n FROM system_scores WHERE dataset = ? AND track = ? AND origin = 'computed'",
         [ds, tr]).fetchall()}
     models = data["model"].to_numpy()
+    of_model = {model: models == model for model in pd.unique(models)}   # each model's rows, compared once
     rows, per_item = [], []
     mean_of_sentences = plan.system_aggregate == "sentence-mean"
+    system_sigs = {m.name: plan.signatures[m.name] + (SENTENCE_MEAN if mean_of_sentences else "")
+                   for m in plan.metrics}
     dues = {}   # per metric: (model, its rows) whose system score is formed anew
     for m in plan.metrics:
-        system_sig = plan.signatures[m.name] + SENTENCE_MEAN if mean_of_sentences else plan.signatures[m.name]
         dues[m.name] = []
-        for model in pd.unique(models):
-            mine = (models == model) & usable[m.name]
+        for model, theirs in of_model.items():
+            mine = theirs & usable[m.name]
             if not mine.any():
                 continue
-            if existing.get((model, system_sig)) == int(mine.sum()) and not missing[m.name][mine].any():
+            if existing.get((model, system_sigs[m.name])) == int(mine.sum()) and not missing[m.name][mine].any():
                 continue  # nothing new for this model: its system score stands
             dues[m.name].append((model, np.flatnonzero(mine)))
     pooled_values = {} if mean_of_sentences else _pooled_values(plan, data, dues, forks)
     for m in plan.metrics:
-        sig = plan.signatures[m.name]  # the per-response cache's signature
-        system_sig = sig + SENTENCE_MEAN if mean_of_sentences else sig
+        sig, system_sig = plan.signatures[m.name], system_sigs[m.name]   # the per-response cache's, the system score's
         pooled = m.pools and not mean_of_sentences
         due = dues[m.name]
         if not due:

@@ -104,7 +104,7 @@ def response_scores(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *,
         if data is None or ("refs" not in data and any(_reads_item(known.get(name)) for name, _ in rest)):
             # a bare track (load_track(bare=True)) read again with what these metrics' keys are made of
             data = load_track(con, dataset, track, items=items,
-                              models=None if data is None else list(pd.unique(data["model"])))
+                              models=None if data is None else sorted(here))
         keys = keys_by_metric(list(dict.fromkeys(name for name, _ in rest)), data, known)
         for name, sig in rest:
             mine = ~data["model"].isin(covered.get(name, set())).to_numpy()
