@@ -193,6 +193,23 @@ def test_coverage_in_sql_equals_coverage_from_the_item_list(ranked):
                                   listed[["track", "model", "answered", "items", "coverage"]], check_dtype=False)
 
 
+def test_answerable_items_leave_out_only_rated_texts_without_a_response(toy):
+    """An item is answerable unless it holds a rating of a text that is not a stored response and no response
+    at all (MSDE's human-sheet rows matching no generated row). toy: t1 and t2 have responses, k1 none; t2 and
+    k1 get a rating of a text nobody stored, and a rating of a stored response goes to t1."""
+    from evalcore.store.queries import answerable_items
+
+    assert answerable_items(toy, "toy")["item_id"].tolist() == ["t1", "t2", "k1"]
+    rows = [("toy/chitchat", "t2", "x", "typed text"), ("toy/knowledge", "k1", "x", "typed text"),
+            ("toy/chitchat", "t1", "m1", None)]
+    toy.executemany("""INSERT INTO human_ratings (dataset, track, target, item_id, model, annotator, dimension, score,
+                       rated_response) VALUES ('toy', ?, 'response', ?, ?, 'a1', 'Info', 1, ?)""", rows)
+    # k1: a rated text and no response: left out; t2: a rated text but m1 answered it: kept; t1: kept
+    assert answerable_items(toy, "toy")[["track", "item_id"]].values.tolist() == [
+        ["toy/chitchat", "t1"], ["toy/chitchat", "t2"]]
+    assert answerable_items(toy, "toy", "toy/knowledge").empty
+
+
 def test_every_track_ranked_at_once_equals_one_track_at_a_time(con, tmp_path, monkeypatch):
     """The leaderboard of every track reads the stored statistics of several tracks in one query and runs the
     tracks' bootstraps on two threads: each track's ranks and intervals are those of its own leaderboard, read

@@ -69,18 +69,15 @@ def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | 
     return frame
 
 
-def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
-                flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean",
-                rank_by: str | None = None, partial: bool = False, resamples: int = 1000,
-                seed: int = 0) -> pd.DataFrame:
-    """One row per (track, model, origin): coverage, rank and its bootstrap interval, then a column
-    per metric and human dimension. Only complete submissions (coverage 1) are ranked unless
-    `partial`; computed and published rows are ranked separately, each among its own origin."""
+def value_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *, flavor: str = "default",
+           tokenizer: str | None = None, aggregate: str = "mean") -> pd.DataFrame:
+    """The leaderboard's values without coverage or ranks (cheap: no read of the responses): one row per
+    (track, model, origin), a column per metric in paper order, then per human dimension."""
     scores = _scores(con, dataset, track, flavor, tokenizer)
     humans = _humans(con, dataset, track, aggregate)
     long = pd.concat([scores[["track", "model", "origin", "name", "value"]], humans], ignore_index=True)
     if long.empty:
-        return pd.DataFrame(columns=["track", "model", "origin", *RANK_COLUMNS])
+        return pd.DataFrame(columns=["track", "model", "origin"])
     wide = long.pivot_table(index=["track", "model", "origin"], columns="name", values="value", aggfunc="first")
     metric_cols = [c for c in PAPER_ORDER if c in set(scores["name"])]
     metric_cols += sorted(set(scores["name"]) - set(metric_cols))
@@ -88,13 +85,26 @@ def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None 
     human_cols += sorted(set(humans["name"]) - set(human_cols) - set(metric_cols))
     wide = wide.reindex(columns=metric_cols + human_cols).reset_index()
     wide.columns.name = None
+    return wide
+
+
+def leaderboard(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
+                flavor: str = "default", tokenizer: str | None = None, aggregate: str = "mean",
+                rank_by: str | None = None, partial: bool = False, resamples: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """One row per (track, model, origin): coverage, rank and its bootstrap interval, then a column
+    per metric and human dimension. Only complete submissions (coverage 1) are ranked unless
+    `partial`; computed and published rows are ranked separately, each among its own origin."""
+    wide = value_table(con, dataset, track, flavor=flavor, tokenizer=tokenizer, aggregate=aggregate)
+    if wide.empty:
+        return pd.DataFrame(columns=["track", "model", "origin", *RANK_COLUMNS])
     # the bootstrap's item order, when there is one to run (fetched once: coverage uses it too)
     items = answerable_items(con, dataset, track) if rank_by is not None else None
     cov = coverage(con, dataset, track, items)[["track", "model", "coverage"]].assign(origin="computed")
     wide = wide.merge(cov, on=["track", "model", "origin"], how="left")
     if rank_by is not None and rank_by not in wide.columns:
         raise ValueError(f"no column {rank_by!r} to rank by in {dataset!r}; columns: "
-                         + ", ".join(metric_cols + human_cols))
+                         + ", ".join(c for c in wide.columns if c not in ("track", "model", "origin", "coverage")))
     ranked = _ranked(con, dataset, wide, rank_by, items, partial=partial, flavor=flavor, tokenizer=tokenizer,
                      aggregate=aggregate, resamples=resamples, seed=seed)
     front = ["track", "model", "origin", *RANK_COLUMNS]
@@ -110,12 +120,7 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
     """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
     Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
     skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
-    # every ranked track's stored per-item statistics in one read (see item_stats_rows)
-    stored = None
-    if rank_by is not None and rank_by in wide.columns:
-        ranked = wide.loc[(wide["origin"] == "computed") & wide[rank_by].notna(), "track"]
-        stored = rank_ci.stored_rows(con, dataset, sorted(set(ranked)), rank_by, flavor=flavor, tokenizer=tokenizer)
-    parts, bootstraps = [], []   # bootstraps: (group, its ranked rows, their per-item statistics, direction)
+    parts, bootstraps = [], []   # bootstraps: (group, its ranked rows, track, direction)
     ids_of = {} if items is None else {t: ids.tolist() for t, ids in items.groupby("track", sort=False)["item_id"]}
     for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
         group = group.assign(rank=np.nan, rank_ci_low=np.nan, rank_ci_high=np.nan, rank_by=None, rank_ci=None)
@@ -139,13 +144,7 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             if origin == "published":
                 group.loc[pool.index, "rank_ci"] = "published value: no per-item data to resample"
             elif len(pool):
-                ids = ids_of.get(track, [])
-                stats = rank_ci.per_item_stats(con, dataset, track, rank_by, pool["model"].tolist(), ids,
-                                               flavor=flavor, tokenizer=tokenizer, aggregate=aggregate, stored=stored)
-                if isinstance(stats, str):
-                    group.loc[pool.index, "rank_ci"] = stats
-                else:
-                    bootstraps.append((group, pool, stats, better))
+                bootstraps.append((group, pool, track, better))
         unranked = group["rank"].isna()
         if rank_by is not None:
             group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
@@ -154,18 +153,36 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
         parts.append(group)
 
     def intervals(share: list) -> list:
-        return rank_ci.bootstrap_tracks([(stats, rank_by, better) for _, _, stats, better in share],
-                                        resamples=resamples, seed=seed)
+        """Each track's per-item statistics (a reason where there are none) and intervals, on a cursor of its own."""
+        if not share:
+            return []
+        cur = con.cursor()
+        try:
+            # the share's stored per-item statistics in a few reads (see item_stats_rows)
+            stored = rank_ci.stored_rows(cur, dataset, sorted({t for _, _, t, _ in share}), rank_by,
+                                         flavor=flavor, tokenizer=tokenizer)
+            stats = [rank_ci.per_item_stats(cur, dataset, track, rank_by, pool["model"].tolist(), ids_of.get(track, []),
+                                            flavor=flavor, tokenizer=tokenizer, aggregate=aggregate, stored=stored)
+                     for _, pool, track, _ in share]
+        finally:
+            cur.close()
+        ready = [(s, rank_by, better) for s, (_, _, _, better) in zip(stats, share) if not isinstance(s, str)]
+        cis = iter(rank_ci.bootstrap_tracks(ready, resamples=resamples, seed=seed))
+        return [(s, s if isinstance(s, str) else next(cis)) for s in stats]
 
-    # the tracks' bootstraps in two shares, each on a thread: their matrix products let go of the GIL, so a
-    # page ranking a model on every track uses both cores; within a share, tracks of as many items share
-    # each resample's draws (the same seed on every track: the same intervals either way)
-    every = [[] for _ in bootstraps]   # each track's intervals, in bootstraps' order
+    # the tracks in two shares, each on a thread from reading its statistics to its bootstrap: reads and matrix
+    # products let go of the GIL, so a page ranking a model on every track uses both cores, one share reading
+    # while the other resamples; within a share, tracks of as many items share each resample's draws (the
+    # same seed on every track: the same intervals either way)
+    every = [None] * len(bootstraps)   # each track's (statistics or reason, intervals), in bootstraps' order
     with ThreadPoolExecutor(max_workers=BOOTSTRAP_THREADS) as pool_of_threads:
         for k, share in enumerate(pool_of_threads.map(intervals, [bootstraps[k::BOOTSTRAP_THREADS]
                                                                   for k in range(BOOTSTRAP_THREADS)])):
             every[k::BOOTSTRAP_THREADS] = share
-    for (group, pool, _, _), cis in zip(bootstraps, every):
+    for (group, pool, _, _), (stats, cis) in zip(bootstraps, every):
+        if isinstance(stats, str):
+            group.loc[pool.index, "rank_ci"] = stats
+            continue
         models = pool["model"].tolist()
         group.loc[pool.index, ["rank_ci_low", "rank_ci_high"]] = [cis.get(m, (np.nan, np.nan)) for m in models]
         group.loc[pool.index, "rank_ci"] = [rank_ci.describe(resamples, seed) if m in cis

@@ -93,12 +93,14 @@ def answerable_items(con, dataset: str, track: str | None = None) -> pd.DataFram
     return con.execute(ANSWERABLE + " ORDER BY i.track, i.item_id", [dataset, track, track]).df()
 
 
-# answerable_items' rows (track, item_id) as SQL, with its parameters [dataset, track, track]
+# answerable_items' rows (track, item_id) as SQL, with its parameters [dataset, track, track]: an item is dropped
+# when it holds a rating of a text and no response; asked that way round, the responses are searched for the
+# few rated items only (every item's search for a response took 1.0 s at 10 million responses, this 0.07 s)
 ANSWERABLE = """
         SELECT i.track, i.item_id FROM items i WHERE i.dataset = ? AND (? IS NULL OR i.track = ?)
-        AND (EXISTS (SELECT 1 FROM responses r WHERE r.dataset = i.dataset AND r.item_id = i.item_id)
-             OR NOT EXISTS (SELECT 1 FROM human_ratings h WHERE h.dataset = i.dataset AND h.item_id = i.item_id
-                            AND h.rated_response IS NOT NULL))"""
+        AND NOT EXISTS (SELECT 1 FROM human_ratings h WHERE h.dataset = i.dataset AND h.item_id = i.item_id
+                        AND h.rated_response IS NOT NULL
+                        AND NOT EXISTS (SELECT 1 FROM responses r WHERE r.dataset = h.dataset AND r.item_id = h.item_id))"""
 
 
 def answered_tracks(con, dataset: str, model: str) -> set[str]:

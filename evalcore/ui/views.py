@@ -17,7 +17,7 @@ from evalcore.analysis.agreement import agreement
 from evalcore.analysis.agreement import annotator_bias as annotator_bias_of
 from evalcore.analysis.correlate import correlations
 from evalcore.analysis.ensemble import ensemble
-from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard
+from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard, value_table
 from evalcore.analysis.leaderboard import signatures as signatures_of
 from evalcore.analysis.trust import POOLED, choices, dimensions, report
 from evalcore.ingest.template import render, template
@@ -168,7 +168,8 @@ def across_choices(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str = "
     """(columns with computed values, default) for ranking a model across skills: the default is the
     column with values on the most tracks (paper order breaks ties), since references, and with them
     the reference-based metrics, exist only on some tracks."""
-    frame = leaderboard(con, dataset, None, flavor=flavor)
+    # the values alone: the whole leaderboard's coverage read every response (1.8 s at 10 million)
+    frame = value_table(con, dataset, None, flavor=flavor)
     frame = frame[frame["origin"] == "computed"]
     counts = {c: frame.dropna(subset=[c])["track"].nunique() for c in value_columns(frame)}
     options = [c for c in counts if counts[c]]
