@@ -391,3 +391,23 @@ def test_the_drilldown_table_reads_the_value_cache_by_references_when_no_item_st
     table = response_table(ranked, "toy", "toy/chitchat").set_index(["item_id", "model"])
     assert table.loc[("t1", "m1"), "F1"] == pytest.approx(2 * (2 / 4) * (2 / 6) / (2 / 4 + 2 / 6))
     assert table.loc[("t1", "m2"), "F1"] == 0.0 and np.isnan(table.loc[("t2", "m1"), "F1"])
+
+
+def test_a_model_across_skills_is_picked_from_every_track_ranked_once(ranked):
+    """The leaderboard page ranks every track once (ranked_everywhere) and picks each chosen model's rows from
+    it: the same table as model_ranks working alone, for every model and for a partial submission too."""
+    from evalcore.ui import views
+
+    for partial in (False, True):
+        everywhere = views.ranked_everywhere(ranked, "toy", "ROUGE", partial=partial)
+        for model in ("m1", "m2"):
+            alone = views.model_ranks(ranked, "toy", model, "ROUGE", partial=partial)
+            pd.testing.assert_frame_equal(alone, views.model_ranks(ranked, "toy", model, "ROUGE", partial=partial,
+                                                                   ranked=everywhere))
+    # m1 answers both chitchat items: ranked 1st of 1 there; m2 (one of two items) is not ranked unless partial
+    alone = views.model_ranks(ranked, "toy", "m1", "ROUGE").set_index("track")
+    assert alone.loc["toy/chitchat", "rank"] == 1 and alone.loc["toy/chitchat", "ranked"] == 1
+    assert alone.loc["toy/knowledge", "note"] == "no response of this model here"
+    assert pd.isna(views.model_ranks(ranked, "toy", "m2", "ROUGE").set_index("track").loc["toy/chitchat", "rank"])
+    assert views.ranked_everywhere(ranked, "toy", "NOPE") is None
+    assert views.model_ranks(ranked, "toy", "m1", "NOPE").empty

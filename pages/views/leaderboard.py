@@ -144,7 +144,9 @@ else:
                             help="Default: the column with computed values on the most tracks.")
     values.update(model=model, across_by=across)
     if model and across:
-        ranks = data(views.model_ranks, dataset, model, across, flavor, partial=partial)
+        # every track ranked once for all models: choosing another model only picks its rows
+        everywhere = data(views.ranked_everywhere, dataset, across, flavor, partial=partial)
+        ranks = data(views.model_ranks, dataset, model, across, flavor, partial=partial, ranked=everywhere)
         if ranks["rank"].notna().any():
             rank_chart(ranks, key="model-ranks", title=f"rank by {across}")
         shown = ranks.assign(**{"rank 95% CI": views.rank_interval(ranks)})
