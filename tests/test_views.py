@@ -52,3 +52,13 @@ def test_board_counts_responses_and_compare(toy):
     row = deltas.set_index("metric").loc["DIST1"]
     assert row["n"] == 1 and row["delta"] == pytest.approx(0.0)  # 嗯 vs 天气很好: DIST1 1 and 1
     assert list(items["item_id"]) == ["t1"]
+
+
+def test_dataset_scoped_views_take_the_dataset_first():
+    """The dashboard keys a DATASET_SCOPED view's cache on its first argument's dataset (common._cached):
+    each such name is a view whose first argument after the connection is the dataset."""
+    import inspect
+
+    for name in views.DATASET_SCOPED:
+        params = list(inspect.signature(getattr(views, name)).parameters)
+        assert params[:2] == ["con", "dataset"], (name, params)

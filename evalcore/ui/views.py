@@ -47,6 +47,9 @@ DATASET_SCOPED = frozenset({
     "correlation_view", "across_correlations", "has_published_correlations", "models_of", "template_csv", "track_models",
     "dimensions_of", "response_table", "item_detail", "compare", "agreement_table", "annotator_bias",
     "score_distribution", "ensemble_view", "trust_view", "trust_dimensions", "submissions",
+    # the judge audit: any write to another dataset (each commit of a scoring job there) emptied it, and the
+    # next judge page ran its bootstraps again
+    "judge_audit_part", "judge_headlines", "human_ceiling", "nothing_to_audit",
 })
 
 
