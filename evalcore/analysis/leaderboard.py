@@ -70,7 +70,7 @@ def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | 
 
 
 def value_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *, flavor: str = "default",
-           tokenizer: str | None = None, aggregate: str = "mean") -> pd.DataFrame:
+                tokenizer: str | None = None, aggregate: str = "mean") -> pd.DataFrame:
     """The leaderboard's values without coverage or ranks (cheap: no read of the responses): one row per
     (track, model, origin), a column per metric in paper order, then per human dimension."""
     scores = _scores(con, dataset, track, flavor, tokenizer)
