@@ -256,20 +256,20 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
     if frame is None:
         return pd.DataFrame(columns=columns)
     skills = tracks(con, dataset).set_index("track")["skill"]
-    ranked = frame.groupby("track")["rank"].count()
+    counts = frame.groupby("track")["rank"].count()   # models ranked per track
 
     answered = queries.answered_tracks(con, dataset, model)
     rows = []
     for track in sorted(skills.index, key=lambda t: (str(skills[t]), t)):
         mine = frame[(frame["track"] == track) & (frame["model"] == model)]
         if mine.empty:
-            rows.append({"track": track, "skill": skills[track], "ranked": int(ranked.get(track, 0)),
+            rows.append({"track": track, "skill": skills[track], "ranked": int(counts.get(track, 0)),
                          "note": (f"not scored here yet ({score_hint()})"
                                   if track in answered else "no response of this model here")})
             continue
         row = mine.iloc[0]
         rows.append({"track": track, "skill": skills[track], "rank": row["rank"], "rank_ci_low": row["rank_ci_low"],
-                     "rank_ci_high": row["rank_ci_high"], "ranked": int(ranked.get(track, 0)),
+                     "rank_ci_high": row["rank_ci_high"], "ranked": int(counts.get(track, 0)),
                      "value": row[by] if by in frame.columns else np.nan, "coverage": row["coverage"],
                      "note": row["rank_ci"] if pd.isna(row["rank"]) else ""})
     out = pd.DataFrame(rows, columns=columns)
