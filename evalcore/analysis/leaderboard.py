@@ -120,7 +120,8 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
     """Rank each (track, origin) group: by `rank_by`, or by the skill's official rule when none is given.
     Computed groups also get a bootstrap interval of the rank (rank_ci says how it was made, or why not)."""
     skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
-    parts, bootstraps = [], []   # bootstraps: (group, its ranked rows, track, direction)
+    better = None if rank_by is None else higher_is_better(rank_by, registry.of(con))   # one direction for every track
+    parts, bootstraps = [], []   # bootstraps: (group, its ranked rows, track)
     ids_of = {} if items is None else {t: ids.tolist() for t, ids in items.groupby("track", sort=False)["item_id"]}
     for (track, origin), group in wide.groupby(["track", "origin"], sort=True):
         group = group.assign(rank=np.nan, rank_ci_low=np.nan, rank_ci_high=np.nan, rank_by=None, rank_ci=None)
@@ -138,13 +139,12 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             group.loc[order.index, "rank_ci"] = "the skill's official ranking rule: no interval"
         elif rank_by is not None:
             pool = group[eligible & group[rank_by].notna()]
-            better = higher_is_better(rank_by, registry.of(con))
             group.loc[pool.index, "rank"] = rank_ci.rank_frame(pool[rank_by], better)
             group.loc[pool.index, "rank_by"] = rank_by
             if origin == "published":
                 group.loc[pool.index, "rank_ci"] = "published value: no per-item data to resample"
             elif len(pool):
-                bootstraps.append((group, pool, track, better))
+                bootstraps.append((group, pool, track))
         unranked = group["rank"].isna()
         if rank_by is not None:
             group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
@@ -159,14 +159,14 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
         cur = con.cursor()
         try:
             # the share's stored per-item statistics in a few reads (see item_stats_rows)
-            stored = rank_ci.stored_rows(cur, dataset, sorted({t for _, _, t, _ in share}), rank_by,
+            stored = rank_ci.stored_rows(cur, dataset, sorted({t for _, _, t in share}), rank_by,
                                          flavor=flavor, tokenizer=tokenizer)
             stats = [rank_ci.per_item_stats(cur, dataset, track, rank_by, pool["model"].tolist(), ids_of.get(track, []),
                                             flavor=flavor, tokenizer=tokenizer, aggregate=aggregate, stored=stored)
-                     for _, pool, track, _ in share]
+                     for _, pool, track in share]
         finally:
             cur.close()
-        ready = [(s, rank_by, better) for s, (_, _, _, better) in zip(stats, share) if not isinstance(s, str)]
+        ready = [(s, rank_by, better) for s in stats if not isinstance(s, str)]
         cis = iter(rank_ci.bootstrap_tracks(ready, resamples=resamples, seed=seed))
         return [(s, s if isinstance(s, str) else next(cis)) for s in stats]
 
@@ -179,7 +179,7 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
         for k, share in enumerate(pool_of_threads.map(intervals, [bootstraps[k::BOOTSTRAP_THREADS]
                                                                   for k in range(BOOTSTRAP_THREADS)])):
             every[k::BOOTSTRAP_THREADS] = share
-    for (group, pool, _, _), (stats, cis) in zip(bootstraps, every):
+    for (group, pool, _), (stats, cis) in zip(bootstraps, every):
         if isinstance(stats, str):
             group.loc[pool.index, "rank_ci"] = stats
             continue

@@ -22,8 +22,9 @@ from evalcore.metrics.registry import METRICS
 from evalcore.scoring import cached_stats, computed_filter, item_stats_rows, keys_by_metric, load_track, stored_item_stats
 
 CHUNK = 50  # resamples per matrix product: bounds memory on 20,000-item tracks
-TRACKS_PER_READ = 5  # tracks whose stored statistics are read at once: 4 reads instead of 20 on a 20-track
-                     # dataset, with a fifth of a 10M store's statistics of one metric in memory at a time
+TRACKS_PER_READ = 5  # tracks whose stored statistics are read in one query: 4 reads instead of 20 on a 20-track
+                     # dataset; each query's Arrow result (a fifth of a 10M store's statistics of one metric)
+                     # is let go once its rows are split out
 
 
 def competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
