@@ -134,6 +134,36 @@ def test_the_stamp_pages_cache_on_moves_with_the_data_and_per_dataset(con, tmp_p
     assert stamp(path, "a") == a   # nothing committed: nothing marked
 
 
+def test_the_catalog_and_global_stamps_move_only_with_what_they_name(con, tmp_path):
+    """stamp(scope="catalog") moves when a dataset or track is added, not with writes into tracks that exist;
+    stamp(scope="global") moves with a write not confined to one dataset, not with one that is."""
+    from conftest import write_jsonl
+    from evalcore.ingest.items import import_items
+    from evalcore.store import bump_revision, stamp
+
+    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+
+    def items(name: str, track: str) -> None:
+        import_items(con, write_jsonl(tmp_path / f"{name}.jsonl", [
+            {"item_id": name, "dataset": track.split("/")[0], "track": track, "context": ["你好"], "references": ["好"]}]))
+
+    items("a1", "a/chitchat")
+    catalog, whole, everywhere = stamp(path, scope="catalog"), stamp(path, scope="global"), stamp(path)
+    items("a2", "a/chitchat")   # one more item of a track that exists
+    assert stamp(path, scope="catalog") == catalog and stamp(path, scope="global") == whole and stamp(path) != everywhere
+    items("a3", "a/knowledge")   # a new track
+    assert stamp(path, scope="catalog") != catalog and stamp(path, scope="global") == whole
+    catalog = stamp(path, scope="catalog")
+    items("b1", "b/chitchat")   # a new dataset
+    assert stamp(path, scope="catalog") != catalog and stamp(path, scope="global") == whole
+    catalog = stamp(path, scope="catalog")
+    with transaction(con):
+        bump_revision(con)   # a write not confined to one dataset (an undo, an external metric registered)
+    assert stamp(path, scope="global") != whole and stamp(path, scope="catalog") == catalog
+    with pytest.raises(ValueError):
+        stamp(path, "a", scope="catalog")
+
+
 def test_storage_says_what_takes_the_space(toy):
     """evalcore storage: every used and free block of the file is accounted for, per table and column."""
     from evalcore.scoring import score

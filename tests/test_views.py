@@ -62,3 +62,43 @@ def test_dataset_scoped_views_take_the_dataset_first():
     for name in views.DATASET_SCOPED:
         params = list(inspect.signature(getattr(views, name)).parameters)
         assert params[:2] == ["con", "dataset"], (name, params)
+
+
+def test_views_over_every_dataset_are_their_parts_merged(con, tmp_path):
+    """views.PER_DATASET: the dashboard caches one part per dataset and merges them; the merge gives what a reader
+    expects of the whole store, written out here for two datasets."""
+    from conftest import write_jsonl
+    from evalcore.ingest.items import import_items
+    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.responses import import_responses
+    from evalcore.store import queries
+
+    for ds, tracks in (("b", ["b/chitchat", "b/knowledge"]), ("a", ["a/chitchat"])):
+        import_items(con, write_jsonl(tmp_path / f"{ds}.jsonl", [
+            {"item_id": f"{t}-{i}", "dataset": ds, "track": t, "context": ["你好"], "references": ["好"]}
+            for t in tracks for i in range(2)]))
+        for t in tracks:
+            (tmp_path / "r.csv").write_text("item_id,model,response\n" + "".join(
+                f"{t}-{i},{m},回答{i}{m}\n" for i in range(2) for m in ("m1", "m2", "m3")), encoding="utf-8")
+            import_responses(con, tmp_path / "r.csv", dataset=ds, track=t)
+    rows = [("a/chitchat", "a/chitchat-0", "m1", "x", 1), ("a/chitchat", "a/chitchat-0", "m1", "y", 2),   # two annotators
+            ("b/knowledge", "b/knowledge-0", "m1", "x", 1), ("b/knowledge", "b/knowledge-1", "m2", "x", 2),
+            ("b/knowledge", "b/knowledge-1", "m3", "x", 0)]
+    for ds in ("a", "b"):
+        (tmp_path / "h.csv").write_text("track,item_id,model,annotator,dimension,score\n" + "".join(
+            f"{t},{i},{m},{a},Info,{s}\n" for t, i, m, a, s in rows if t.startswith(ds)), encoding="utf-8")
+        import_ratings(con, tmp_path / "h.csv", dataset=ds, track=None, scales={"Info": (0, 2)})
+    assert views.multi_rated_tracks(con) == [("a", "a/chitchat")]
+    assert views.rated_response_tracks(con) == [("b", "b/knowledge"), ("a", "a/chitchat")]   # 3 ratings, then 2
+    assert views.judged_datasets(con) == []
+    # the overview's tables, from parts, equal the one query over the whole store
+    pd.testing.assert_frame_equal(views.summary(con), queries.summary(con))
+    pd.testing.assert_frame_equal(views.model_table(con), queries.models(con))
+    assert list(views.summary(con)["responses"]) == [6, 6, 6] and list(views.model_table(con)["responses"]) == [6, 6, 6]
+    assert views.model_table(con)["tracks"][0] == "a:a/chitchat, b:b/chitchat, b:b/knowledge"
+    for name, (part, merge) in views.PER_DATASET.items():
+        whole, parts = getattr(views, name)(con), merge({d: part(con, d) for d in views.datasets(con)})
+        if isinstance(whole, pd.DataFrame):
+            pd.testing.assert_frame_equal(whole, parts)
+        else:
+            assert whole == parts, name

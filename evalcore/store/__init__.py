@@ -375,9 +375,10 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
             _CHANGED.depth -= 1
         changed = _changed_by_this_transaction()
         try:
+            catalog = _catalog(con) if changed else None   # as this transaction leaves it
             con.execute("COMMIT")
             if changed:   # after the commit: a page that reads the new mark finds the new rows
-                _mark_changed(changed)
+                _mark_changed(changed, catalog)
         except duckdb.Error as exc:
             if not _disk_full(exc):
                 raise
@@ -638,7 +639,19 @@ def bump_revision(con: duckdb.DuckDBPyConnection, dataset: str | None = None) ->
         _CHANGED.__dict__.setdefault("marks", set()).add((db, dataset))
     else:   # outside transaction(): the UPDATE is committed already
         with WRITE_LOCK:
-            _mark_changed({(db, dataset)})
+            _mark_changed({(db, dataset)}, _catalog(con))
+
+
+def _catalog(con: duckdb.DuckDBPyConnection) -> str:
+    """A digest of the store's catalog, its datasets' rows (name, language, licence, ...) and its tracks' names:
+    what the views of the catalog (the dataset list, the track count, the languages) depend on. Imports into tracks
+    that exist, scores and ratings leave it as it was, so those views stay cached through them (stamp(...,
+    scope="catalog"))."""
+    return con.execute("""
+        SELECT md5(coalesce(string_agg(row, chr(30) ORDER BY row), '')) FROM (
+            SELECT to_json(d)::VARCHAR AS row FROM datasets d
+            UNION ALL SELECT to_json(struct_pack(dataset := dataset, track := track))::VARCHAR FROM tracks)
+    """).fetchall()[0][0]
 
 
 _CHANGED = threading.local()   # per thread: transaction() depth, and the (store, dataset) its transaction changed
@@ -659,15 +672,18 @@ def _read_marks(db: str) -> dict:
         return {}
 
 
-def _mark_changed(changes: set[tuple[str, str | None]]) -> None:
+def _mark_changed(changes: set[tuple[str, str | None]], catalog: str | None = None) -> None:
     """Write `<store>.rev` anew, replaced atomically (a reader sees the old marks or the new ones): a fresh
     token under "all" (every change), under "global" (a change not confined to one dataset) and under each
-    changed dataset. Only a process holding the store writes it (the marks are written after the commit, the
-    connection still open, under WRITE_LOCK), so two writers never interleave."""
+    changed dataset, and the catalog's digest as the commit left it (_catalog). Only a process holding the
+    store writes it (the marks are written after the commit, the connection still open, under WRITE_LOCK), so
+    two writers never interleave."""
     token = f"{time.time_ns()}-{os.getpid()}-{threading.get_ident()}"
     for db in {d for d, _ in changes}:
         marks = _read_marks(db)
         marks["all"] = token
+        if catalog is not None:
+            marks["catalog"] = catalog
         per = marks.setdefault("datasets", {})
         for d, dataset in changes:
             if d != db:
@@ -687,23 +703,35 @@ def revision(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT n FROM revision").fetchall()[0][0]
 
 
-def stamp(path: str | Path, dataset: str | None = None) -> tuple:
+SCOPES = ("store", "dataset", "global", "catalog")
+
+
+def stamp(path: str | Path, dataset: str | None = None, *, scope: str | None = None) -> tuple:
     """What changes whenever the store's data changes, read without opening it: the store file's identity
     (another file put in its place is another store) and a token of `<store>.rev`, written after every
     commit that bumped the revision (bump_revision: every import, score, undo, rating). A job's progress
     and its claim do not bump it, so they do not empty every page's cache. With `dataset`: the tokens of
     changes to that dataset and of changes not confined to one dataset, so a write to another dataset leaves
-    it alone. A store without the mark yet (written by an older version, or never changed since): (mtime_ns,
-    size) of the file and of its write-ahead log, which every commit and checkpoint changes."""
+    it alone. `scope` (SCOPES; default: "dataset" with a dataset, else "store"): "global", only the changes not
+    confined to one dataset (an undo, an external metric's registration); "catalog", only what the store's list
+    of datasets and tracks is. A store without the mark yet (written by an older version, or never changed
+    since): (mtime_ns, size) of the file and of its write-ahead log, which every commit and checkpoint changes."""
+    scope = scope or ("store" if dataset is None else "dataset")
+    if scope not in SCOPES or (scope == "dataset") != (dataset is not None):
+        raise ValueError(f"stamp: scope {scope!r} with dataset {dataset!r}")
     marks = _read_marks(str(path))
     if "all" in marks:
         try:
             ident = os.stat(path)
         except FileNotFoundError:
             return (None,)
-        if dataset is None:
-            return ("rev", ident.st_dev, ident.st_ino, marks["all"])
-        return ("rev", ident.st_dev, ident.st_ino, marks.get("global"), marks.get("datasets", {}).get(dataset))
+        if scope == "catalog" and "catalog" in marks:
+            return ("rev", ident.st_dev, ident.st_ino, "catalog", marks["catalog"])
+        if scope == "global":
+            return ("rev", ident.st_dev, ident.st_ino, "global", marks.get("global"))
+        if scope == "dataset":
+            return ("rev", ident.st_dev, ident.st_ino, marks.get("global"), marks.get("datasets", {}).get(dataset))
+        return ("rev", ident.st_dev, ident.st_ino, marks["all"])
     out = []
     for name in (str(path), f"{path}.wal"):
         try:

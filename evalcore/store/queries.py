@@ -8,17 +8,18 @@ import pandas as pd
 from evalcore.core.names import MODEL_TABLES
 
 SUMMARY_SQL = """
-WITH t AS (SELECT dataset, track FROM tracks WHERE ? IS NULL OR dataset = ?),
-it AS (SELECT dataset, track, count(*) AS n FROM items GROUP BY ALL),
-rf AS (SELECT i.dataset, i.track, count(*) AS n FROM item_references r JOIN items i USING (dataset, item_id) GROUP BY ALL),
-rs AS (SELECT i.dataset, i.track, count(*) AS n FROM responses r JOIN items i USING (dataset, item_id) GROUP BY ALL),
-hr AS (SELECT dataset, track, count(*) AS n FROM human_ratings GROUP BY ALL),
-ss AS (SELECT dataset, track, count(*) AS n FROM system_scores GROUP BY ALL),
+WITH t AS (SELECT dataset, track FROM tracks WHERE $dataset IS NULL OR dataset = $dataset),
+i AS (SELECT dataset, track, item_id FROM items WHERE $dataset IS NULL OR dataset = $dataset),
+it AS (SELECT dataset, track, count(*) AS n FROM i GROUP BY ALL),
+rf AS (SELECT i.dataset, i.track, count(*) AS n FROM item_references r JOIN i USING (dataset, item_id) GROUP BY ALL),
+rs AS (SELECT i.dataset, i.track, count(*) AS n FROM responses r JOIN i USING (dataset, item_id) GROUP BY ALL),
+hr AS (SELECT dataset, track, count(*) AS n FROM human_ratings WHERE $dataset IS NULL OR dataset = $dataset GROUP BY ALL),
+ss AS (SELECT dataset, track, count(*) AS n FROM system_scores WHERE $dataset IS NULL OR dataset = $dataset GROUP BY ALL),
 md AS (
     SELECT dataset, track, count(DISTINCT model) AS n FROM (
-        SELECT i.dataset, i.track, r.model FROM responses r JOIN items i USING (dataset, item_id)
-        UNION ALL SELECT dataset, track, model FROM system_scores
-        UNION ALL SELECT dataset, track, model FROM human_ratings
+        SELECT i.dataset, i.track, r.model FROM responses r JOIN i USING (dataset, item_id)
+        UNION ALL SELECT dataset, track, model FROM system_scores WHERE $dataset IS NULL OR dataset = $dataset
+        UNION ALL SELECT dataset, track, model FROM human_ratings WHERE $dataset IS NULL OR dataset = $dataset
     ) GROUP BY ALL
 )
 SELECT t.dataset, t.track,
@@ -40,7 +41,7 @@ def require_dataset(con: duckdb.DuckDBPyConnection, dataset: str) -> None:
 
 def summary(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> pd.DataFrame:
     """One row per track: items, references, models, responses, human ratings, system scores."""
-    frame = con.execute(SUMMARY_SQL, [dataset, dataset]).df()
+    frame = con.execute(SUMMARY_SQL, {"dataset": dataset}).df()   # every count read for that dataset only
     counts = ["items", "references", "models", "responses", "human_ratings", "system_scores"]
     return frame.astype({c: "int64" for c in counts})
 

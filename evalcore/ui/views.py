@@ -50,7 +50,15 @@ DATASET_SCOPED = frozenset({
     # the judge audit: any write to another dataset (each commit of a scoring job there) emptied it, and the
     # next judge page ran its bootstraps again
     "judge_audit_part", "judge_headlines", "human_ceiling", "nothing_to_audit",
+    # one dataset's part of a view over every dataset (PER_DATASET)
+    "trust_choice_part", "multi_rated_part", "rated_response_part", "judged_part", "summary_part", "model_part",
 })
+# Views of what changes only with writes not confined to one dataset (the store's registry of imported metrics:
+# its writes are marked global), and views of the catalog (the datasets' and tracks' names): cached through
+# imports, scores and ratings of tracks that exist (store.stamp's scopes). Without these, every commit of a
+# scoring job emptied them in every page server, and every page's next run waited for the store.
+GLOBAL_SCOPED = frozenset({"metrics_of"})
+CATALOG_SCOPED = frozenset({"datasets", "track_count", "dataset_languages"})
 
 
 def value_columns(frame: pd.DataFrame) -> list[str]:
@@ -59,7 +67,18 @@ def value_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return queries.summary(con)
+    """One row per track of every dataset (queries.summary), from one part per dataset."""
+    return merge_frames({d: summary_part(con, d) for d in datasets(con)})
+
+
+def summary_part(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    return queries.summary(con, dataset)
+
+
+def merge_frames(parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The parts one under the other, in dataset order (each part in its own order)."""
+    frames = [parts[d] for d in sorted(parts)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def dataset_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -67,7 +86,29 @@ def dataset_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def model_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return queries.models(con)
+    """Every model with where it has responses or scores (queries.models), from one part per dataset."""
+    return merge_models({d: model_part(con, d) for d in datasets(con)})
+
+
+def model_part(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    return queries.models(con, dataset)
+
+
+def merge_models(parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per model, its tracks of every dataset ('dataset:track', in that string's order) and its responses summed."""
+    frames = [f for f in parts.values() if len(f)]
+    if not frames:
+        return next(iter(parts.values()), pd.DataFrame()).iloc[0:0]
+    rows = pd.concat(frames, ignore_index=True)
+    out = rows.groupby("model", sort=True).agg(
+        description=("description", "first"), added_at=("added_at", "first"), added_by=("added_by", "first"),
+        tracks=("tracks", lambda ts: ", ".join(sorted(t for part in ts for t in part.split(", ")))),
+        responses=("responses", "sum")).reset_index()
+    return out.astype({"responses": rows["responses"].dtype})
+
+
+def dataset_languages(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return queries.dataset_languages(con)
 
 
 def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -279,22 +320,27 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
 
 
 def best_rows(frame: pd.DataFrame, known: dict[str, Metric] | None = None) -> dict[str, set[int]]:
-    """Per value column, the row positions holding the best value within each track and origin."""
-    best: dict[str, set[int]] = {}
+    """Per value column, the row labels holding the best value within each track and origin (ties: all of them)."""
+    cols = value_columns(frame)
+    if not cols or frame.empty:
+        return {c: set() for c in cols}
     keys = [k for k in ("track", "origin") if k in frame.columns]
-    for col in value_columns(frame):
-        best[col] = set()
-        for _, group in frame.groupby(keys):
-            values = pd.to_numeric(group[col], errors="coerce")
-            if values.notna().any():
-                target = values.max() if higher_is_better(col, known) else values.min()
-                best[col] |= set(group.index[values == target])
+    values = frame[cols].apply(pd.to_numeric, errors="coerce").astype(float)
+    # one pass over the groups for every column (a groupby per column cost a leaderboard run 30 ms)
+    groups = values.groupby([frame[k] for k in keys] if keys else np.zeros(len(frame)), dropna=False)
+    top, low = groups.transform("max"), groups.transform("min")
+    best = {}
+    for col in cols:
+        target = top[col] if higher_is_better(col, known) else low[col]
+        best[col] = set(frame.index[(values[col] == target).to_numpy()])
     return best
 
 
-def to_latex(frame: pd.DataFrame, digits: int = 2, known: dict[str, Metric] | None = None) -> str:
-    """A LaTeX tabular of a leaderboard with the best value of each column in bold (per track)."""
-    best = best_rows(frame, known)
+def to_latex(frame: pd.DataFrame, digits: int = 2, known: dict[str, Metric] | None = None,
+             best: dict[str, set[int]] | None = None) -> str:
+    """A LaTeX tabular of a leaderboard with the best value of each column in bold (per track). `best`:
+    best_rows of the same frame, when the caller has it."""
+    best = best_rows(frame, known) if best is None else best
 
     def esc(text: str) -> str:
         for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
@@ -407,14 +453,24 @@ def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> l
     return [d for d in HUMAN_ORDER if d in names] + sorted(d for d in names if d not in HUMAN_ORDER)
 
 
+def rated_response_part(con: duckdb.DuckDBPyConnection, dataset: str) -> list[tuple[str, int]]:
+    """(track, ratings) of the dataset's tracks whose responses carry human ratings."""
+    return [(t, int(n)) for t, n in con.execute("""
+        SELECT h.track, count(*) FROM human_ratings h
+        JOIN responses r ON r.dataset = h.dataset AND r.item_id = h.item_id AND r.model = h.model
+        WHERE h.dataset = ? AND h.target = 'response' GROUP BY ALL
+    """, [dataset]).fetchall()]
+
+
+def merge_rated_response(parts: dict[str, list[tuple[str, int]]]) -> list[tuple[str, str]]:
+    rows = [(d, t, n) for d, part in parts.items() for t, n in part]
+    return [(d, t) for d, t, _ in sorted(rows, key=lambda r: (-r[2], r[0], r[1]))]
+
+
 def rated_response_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(dataset, track) pairs whose responses carry human ratings, most rated first: where a
     metric-human disagreement sort means something."""
-    return [tuple(r) for r in con.execute("""
-        SELECT h.dataset, h.track FROM human_ratings h
-        JOIN responses r ON r.dataset = h.dataset AND r.item_id = h.item_id AND r.model = h.model
-        WHERE h.target = 'response' GROUP BY ALL ORDER BY count(*) DESC, 1, 2
-    """).fetchall()]
+    return merge_rated_response({d: rated_response_part(con, d) for d in datasets(con)})
 
 
 def range_grid(lo: float, hi: float, steps: int = 100) -> tuple[float, float, float, int]:
@@ -596,6 +652,15 @@ def sensible_format(values) -> str:
     return "%.1f" if top > 100 else "%.2f" if top > 1 else "%.4f"
 
 
+def column_formats(frame: pd.DataFrame, columns: list[str]) -> dict[str, str]:
+    """sensible_format of each column, in one pass over the frame."""
+    if not columns:
+        return {}
+    flat = frame[columns].apply(pd.to_numeric, errors="coerce").astype(float).abs()
+    top = flat.where(np.isfinite(flat)).max()
+    return {c: "%.1f" if top[c] > 100 else "%.2f" if top[c] > 1 else "%.4f" for c in columns}
+
+
 def clean_noise(frame: pd.DataFrame, tol: float = NOISE) -> pd.DataFrame:
     """A copy with every float whose magnitude is below `tol` (floating-point noise) set to exactly 0."""
     out = frame.copy()
@@ -620,12 +685,22 @@ def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bo
     return agreement(con, dataset, track, bootstrap=bootstrap, seed=0)
 
 
+def judged_part(con: duckdb.DuckDBPyConnection, dataset: str) -> bool:
+    """Did an LLM judge score the dataset (its system scores), or does it hold imported pairwise judgments?"""
+    judges = judge_audit.judge_names(con)
+    return bool(con.execute("""
+        SELECT EXISTS (SELECT 1 FROM system_scores WHERE dataset = ? AND origin = 'computed' AND list_contains(?, name))
+            OR EXISTS (SELECT 1 FROM pairwise_judgments WHERE dataset = ? AND source = 'judge')""",
+        [dataset, judges, dataset]).fetchall()[0][0])
+
+
+def merge_judged(parts: dict[str, bool]) -> list[str]:
+    return sorted(d for d, judged in parts.items() if judged)
+
+
 def judged_datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Datasets an LLM judge scored (its system scores) or with imported pairwise judgments, in name order."""
-    judges = judge_audit.judge_names(con)
-    return [d for (d,) in con.execute("""
-        SELECT DISTINCT dataset FROM system_scores WHERE origin = 'computed' AND list_contains(?, name)
-        UNION SELECT DISTINCT dataset FROM pairwise_judgments WHERE source = 'judge' ORDER BY 1""", [judges]).fetchall()]
+    return merge_judged({d: judged_part(con, d) for d in datasets(con)})
 
 
 def judge_audit_part(con: duckdb.DuckDBPyConnection, dataset: str, part: str, bootstrap: int = 200) -> pd.DataFrame:
@@ -673,15 +748,24 @@ def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) ->
     return judge_audit.nothing_to_audit(con, dataset, part)
 
 
+def multi_rated_part(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """The dataset's tracks with a response or dialogue rated by two or more annotators, in name order."""
+    return [t for (t,) in con.execute("""
+        SELECT DISTINCT track FROM (
+            SELECT track FROM human_ratings WHERE dataset = ? AND target <> 'system'
+            GROUP BY track, target, item_id, dialogue_id, model, dimension
+            HAVING count(DISTINCT annotator) >= 2)
+        ORDER BY track
+    """, [dataset]).fetchall()]
+
+
+def merge_multi_rated(parts: dict[str, list[str]]) -> list[tuple[str, str]]:
+    return [(d, t) for d in sorted(parts) for t in parts[d]]
+
+
 def multi_rated_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(dataset, track) pairs with a response or dialogue rated by two or more annotators."""
-    return [tuple(r) for r in con.execute("""
-        SELECT DISTINCT dataset, track FROM (
-            SELECT dataset, track FROM human_ratings WHERE target <> 'system'
-            GROUP BY dataset, track, target, item_id, dialogue_id, model, dimension
-            HAVING count(DISTINCT annotator) >= 2)
-        ORDER BY dataset, track
-    """).fetchall()]
+    return merge_multi_rated({d: multi_rated_part(con, d) for d in datasets(con)})
 
 
 def annotator_bias(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
@@ -703,12 +787,20 @@ def ensemble_view(con: duckdb.DuckDBPyConnection, dataset: str, level: str, hold
 
 
 # ---------------------------------------------------------------- trust (metrics x skills)
+def trust_choice_part(con: duckdb.DuckDBPyConnection, dataset: str) -> tuple[int, list[tuple[str, str]]]:
+    """(tracks with human ratings, the (level, origin) pairs with something to correlate) of one dataset."""
+    rated = con.execute("SELECT count(DISTINCT track) FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()[0][0]
+    return int(rated), choices(con, dataset)
+
+
+def merge_trust_choices(parts: dict[str, tuple[int, list]]) -> dict[str, list[tuple[str, str]]]:
+    return {d: c for d, (_, c) in sorted(parts.items(), key=lambda kv: (-kv[1][0], kv[0])) if c}
+
+
 def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
     """Per dataset with something to correlate, its (level, origin) pairs; richest dataset first
     (most tracks with human ratings), so a page opens on the most telling view."""
-    rated = dict(con.execute("SELECT dataset, count(DISTINCT track) FROM human_ratings GROUP BY 1").fetchall())
-    out = {d: choices(con, d) for d in datasets(con)}
-    return {d: c for d, c in sorted(out.items(), key=lambda kv: (-rated.get(kv[0], 0), kv[0])) if c}
+    return merge_trust_choices({d: trust_choice_part(con, d) for d in datasets(con)})
 
 
 def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
@@ -743,3 +835,17 @@ def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
     """The dataset's submissions, newest first (evalcore.store.history.listing), worded for the Upload page
     (its "Undo submission" control, not a command)."""
     return listing(con, dataset, restore_hint="restorable: Undo submission {id} below").drop(columns=["dataset"])
+
+
+# Views over every dataset, made of one part per dataset: name -> (part, merge), where view(con) ==
+# merge({d: part(con, d) for d in datasets(con)}). The dashboard keeps each part until that dataset changes
+# (pages/views/common.data), so a write to one dataset (a scoring job's commits) recomputes only its part, and
+# pages about every dataset keep the others'.
+PER_DATASET = {
+    "summary": (summary_part, merge_frames),
+    "model_table": (model_part, merge_models),
+    "trust_choices": (trust_choice_part, merge_trust_choices),
+    "multi_rated_tracks": (multi_rated_part, merge_multi_rated),
+    "rated_response_tracks": (rated_response_part, merge_rated_response),
+    "judged_datasets": (judged_part, merge_judged),
+}

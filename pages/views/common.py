@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import threading
 from urllib.parse import urlsplit
 
@@ -10,6 +11,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from evalcore.core.errors import StoreError
 from evalcore.core.export import safe_csv
 from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
@@ -142,9 +144,92 @@ def _cached(memo, fn, args: tuple, kwargs: dict):
     path = str(resolve_db_path())
     cursor()  # the store prepared (migrated, or the default one built) before its stamp is read
     name = f"{fn.__module__}.{fn.__qualname__}"
-    # a view of one dataset waits only for changes to it (views.DATASET_SCOPED)
-    scoped = fn.__module__ == views.__name__ and fn.__name__ in views.DATASET_SCOPED and args
-    return memo(fn, name, path, stamp(path, args[0]) if scoped else stamp(path), args, tuple(sorted(kwargs.items())))
+    ours = fn.__module__ == views.__name__
+    if ours and fn.__name__ in views.PER_DATASET and not args and not kwargs:
+        part, merge = views.PER_DATASET[fn.__name__]   # one part per dataset: a write to one leaves the rest
+        return merge({d: dataset_part(part, path, d) for d in data(views.datasets)})
+    # each view waits only for the changes it can see (views.DATASET_SCOPED, GLOBAL_SCOPED, CATALOG_SCOPED)
+    if ours and fn.__name__ in views.DATASET_SCOPED and args:
+        key = stamp(path, args[0])
+    elif ours and fn.__name__ in views.GLOBAL_SCOPED:
+        key = stamp(path, scope="global")
+    elif ours and fn.__name__ in views.CATALOG_SCOPED:
+        key = stamp(path, scope="catalog")
+    else:
+        key = stamp(path)
+    return memo(fn, name, path, key, args, tuple(sorted(kwargs.items())))
+
+
+_PARTS: dict = {}   # (part, store, dataset) -> (stamp, value): each dataset's part of a view over every dataset
+_PARTS_LOCK = threading.Lock()
+_REFRESHING: set = set()
+PARTS_KEPT = 4096   # entries before the parts are dropped and made anew (a process that opened many stores: tests)
+
+
+def dataset_part(part, path: str, dataset: str):
+    """One dataset's part of a view over every dataset (views.PER_DATASET), made once per change to that dataset.
+    Made in this run when the store can be had at once. While another process holds it (a scoring job or an import
+    writing), the part as last made, and a thread of its own makes it anew as soon as the store is free: a page
+    about every dataset (the overview, the dataset choices) never waits behind a write to one of them. A part never
+    made before is made in this run, waiting for the store as any page does."""
+    key = (part.__name__, path, dataset)
+    now = stamp(path, dataset)
+    with _PARTS_LOCK:
+        last = _PARTS.get(key)
+    if last is not None and last[0] == now:
+        return last[1]
+    try:
+        con = lease(path, wait=PAGE_WAIT if last is None else 0.0)
+    except StoreError:
+        if last is None:
+            raise
+        _make_later(part, key)
+        return last[1]
+    try:
+        value = part(con, dataset)
+    finally:
+        con.close()
+    _keep(key, now, value)
+    return value
+
+
+def parts_being_made() -> int:
+    """How many parts threads of this process are making anew now (_make_later)."""
+    with _PARTS_LOCK:
+        return len(_REFRESHING)
+
+
+def _keep(key: tuple, now: tuple, value) -> None:
+    with _PARTS_LOCK:
+        if len(_PARTS) >= PARTS_KEPT:
+            _PARTS.clear()
+        _PARTS[key] = (now, value)
+
+
+def _make_later(part, key: tuple) -> None:
+    """Make a part anew in a thread of its own, waiting for the store (once at a time per part)."""
+    with _PARTS_LOCK:
+        if key in _REFRESHING:
+            return
+        _REFRESHING.add(key)
+
+    def make() -> None:
+        _, path, dataset = key
+        try:
+            now = stamp(path, dataset)   # read first: a change while it is made is seen by the next run
+            con = lease(path, wait=PAGE_WAIT)
+            try:
+                value = part(con, dataset)
+            finally:
+                con.close()
+            _keep(key, now, value)
+        except Exception as exc:   # the next run tries again
+            print(f"evalcore: {part.__name__}({dataset!r}) not made anew: {exc}", file=sys.stderr)
+        finally:
+            with _PARTS_LOCK:
+                _REFRESHING.discard(key)
+
+    threading.Thread(target=make, name="evalcore-part", daemon=True).start()
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:

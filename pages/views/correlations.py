@@ -19,12 +19,13 @@ from pages.views.common import (
     publish,
     scatter_vs_diagonal,
     select,
+    shared,
     start,
 )
 
 NOT_HERE = "is not scored here (no values to correlate on this track)"
 con, vs = start("Correlations with human scores")
-metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
+metrics_here = shared(views.metrics_of)   # built-in and this store's imported metrics (one object, read only)
 options = data(views.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")

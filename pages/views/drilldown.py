@@ -20,7 +20,7 @@ from pages.views.common import (
 ITEM_CHOICES = 1_000   # items offered under "Open item" (a track's 50,000 ids went to the browser on every run)
 
 con, vs = start("Drill-down")
-metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
+metrics_here = shared(views.metrics_of)   # built-in and this store's imported metrics (one object, read only)
 # Opens on a track with rated responses, where the disagreement sort means something.
 dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(views.rated_response_tracks)), None))
 flavor = vs.one("flavor", list(FLAVORS), "default")

@@ -15,12 +15,13 @@ from pages.views.common import (
     publish,
     rank_chart,
     select,
+    shared,
     sort_table,
     start,
 )
 
 con, vs = start("Leaderboard")
-metrics_here = views.metrics_of(con)   # built-in and this store's imported metrics
+metrics_here = shared(views.metrics_of)   # built-in and this store's imported metrics (one object, read only)
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c3:
@@ -70,7 +71,7 @@ else:
     table = views.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
     table = sort_table(vs, values, table, "lb", columns=["rank", "model", "coverage", *shown_metrics])
     best = views.best_rows(table, metrics_here)
-    formats = {c: views.sensible_format(table[c]) for c in shown_metrics}
+    formats = views.column_formats(table, shown_metrics)
     why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset, metrics_here)
     styled = table.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
                                 | {"coverage": views.percent}, na_rep="").apply(
@@ -94,8 +95,12 @@ else:
                   "place), or pick fewer under Columns." if wide else "")
                + (" Published rows have no coverage, response count or rank interval." if origin == "published" else ""))
 
+    blank = {}   # column -> why its blank cells are blank
+    for r in why.to_dict("records"):
+        blank.setdefault(r["column"], []).append(f"{r['models']}: {r['why blank']}")
+
     def tip(col: str) -> str:
-        lines = [f"{r['models']}: {r['why blank']}" for r in why[why["column"] == col].to_dict("records")]
+        lines = blank.get(col)
         return views.describe(col, metrics_here) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
 
     config = {c: st.column_config.Column(c, help=tip(c), width=widths[c]) for c in shown_metrics}
@@ -111,7 +116,7 @@ else:
     with d1:
         download(table, f"leaderboard-{dataset}-{track}-{origin}")
     with d2:
-        st.download_button("Download LaTeX", views.to_latex(table, known=metrics_here), file_name="leaderboard.tex",
+        st.download_button("Download LaTeX", views.to_latex(table, known=metrics_here, best=best), file_name="leaderboard.tex",
                            key="dl-latex")
     if len(why):
         with expander(vs, values, "why", f"Why cells are blank ({len(why)})"):

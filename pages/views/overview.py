@@ -1,7 +1,7 @@
 """Overview: what the store holds and where to start."""
 import streamlit as st
 
-from evalcore.store import queries, resolve_db_path
+from evalcore.store import resolve_db_path
 from evalcore.ui import views
 from pages.views.common import building_note, data, empty_store, md_escape
 
@@ -26,7 +26,7 @@ if not empty_store():
     st.subheader("Datasets")
     st.caption("A dataset's language picks its default tokenizer and METEOR's mode; imported without one, it is "
                "detected from the texts.")
-    st.dataframe(data(queries.dataset_languages), hide_index=True, width="stretch")
+    st.dataframe(data(views.dataset_languages), hide_index=True, width="stretch")
     st.subheader("Models")
     st.dataframe(data(views.model_table), hide_index=True, width="stretch")
 st.caption(f"Store: {md_escape(str(resolve_db_path()))}")
