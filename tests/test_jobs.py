@@ -94,6 +94,38 @@ def test_the_job_check_ends_cleanly_when_the_process_exits(tmp_path):
     assert codes == [0] * 5  # before the fix: 134 in 10 of 10 runs
 
 
+def test_the_job_check_looks_at_the_store_only_after_a_commit(tmp_path):
+    """jobs.watch: with nothing committed since its last look it leaves the store alone (a look takes the file,
+    which a worker and the other page servers then wait for); a job recorded since (a commit) is seen at the
+    next tick and run."""
+    import time
+
+    from evalcore.store import Shared, connect
+
+    db = tmp_path / "check.duckdb"
+    connect(db).close()
+    jobs.watch(str(db), every=0.02)
+    time.sleep(0.3)   # its first look
+    before = Shared.of(db).generation
+    time.sleep(0.5)   # 25 ticks, nothing committed
+    assert Shared.of(db).generation == before
+    con = connect(db)
+    try:   # recorded by this process and not started (the page that recorded it was closed): an orphan
+        job = jobs.create(con, "a", [])
+    finally:
+        con.close()
+    deadline = time.monotonic() + 60
+    state = None
+    while state != "done" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        con = connect(db, wait=30)
+        try:
+            state = con.execute("SELECT state FROM jobs WHERE job_id = ?", [job]).fetchall()[0][0]
+        finally:
+            con.close()
+    assert state == "done"
+
+
 SERVER = ("import sys, time; from evalcore.services import jobs; jobs.start(sys.argv[1], int(sys.argv[2])); "
           "print('started', flush=True); time.sleep(600)")
 
