@@ -33,6 +33,7 @@ if __name__ == "__main__" and not st.runtime.exists():
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
 
+from evalcore.core import collector
 from evalcore.core.errors import StoreError
 from pages import PAGES
 from pages.views.common import log_run, md_escape, release
@@ -50,3 +51,4 @@ except StoreError as exc:  # held by a command longer than a page waits, a full 
 finally:
     release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it
     log_run(page.url_path, started)
+    collector.after_run()  # a server's first runs: what they leave is kept for its life, never scanned again
