@@ -46,7 +46,7 @@ DATASET_SCOPED = frozenset({
     "models_ranked", "model_ranks", "ranked_everywhere", "signatures", "rated_dimensions", "across_tracks",
     "correlation_view", "across_correlations", "has_published_correlations", "models_of", "template_csv", "track_models",
     "dimensions_of", "response_table", "item_detail", "compare", "agreement_table", "annotator_bias",
-    "score_distribution", "ensemble_view", "trust_view", "trust_dimensions", "submissions",
+    "score_distribution", "ensemble_view", "trust_view", "trust_matrix", "trust_dimensions", "submissions",
     # the judge audit: any write to another dataset (each commit of a scoring job there) emptied it, and the
     # next judge page ran its bootstraps again
     "judge_audit_part", "judge_headlines", "human_ceiling", "nothing_to_audit",
@@ -829,6 +829,47 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
     order += [m for m in dict.fromkeys(frame["metric"]) if m not in order]
     rank = {m: i for i, m in enumerate(order)}
     return cells.assign(_row=cells["metric"].map(rank)).sort_values("_row", kind="stable").drop(columns="_row")
+
+
+TRUST_MARKS = {"best": " ▲", "tied": " ≈", "disagrees": " ▼"}
+TRUST_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "disagrees": "disagrees (▼)"}
+
+
+def as_text(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
+    """Numbers as text for labels and hovers; NaN as `missing`."""
+    return values.map(lambda v: missing if pd.isna(v) else format(v, spec))
+
+
+def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
+                 origin: str, flavor: str, alpha: float, adjust: str, tracks: bool,
+                 sort: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What Metric trust draws of trust_view's cells, made once per choice rather than on every run: (the matrix's
+    cells in display order with their label and hover texts and a judge's audit, the pooled ranking per skill)."""
+    frame, _ = trust_view(con, dataset, level=level, method=method, dimension=dimension, origin=origin,
+                          flavor=flavor, alpha=alpha, adjust=adjust)
+    cells = trust_grid(frame, tracks=tracks, sort=sort).copy()
+    marks = (np.where(cells["p_adjusted"] < alpha, "*", "")
+             + cells["mark"].map(TRUST_MARKS).fillna("").to_numpy())
+    cells["label"] = np.where(cells["r"].isna(), "–", as_text(cells["r"], ".2f") + marks)
+    cells["95% CI"] = np.where(cells["ci_low"].isna(), "none", "[" + as_text(cells["ci_low"], ".2f") + ", "
+                               + as_text(cells["ci_high"], ".2f") + "]")
+    cells["r (exact)"] = as_text(cells["r"], ".3f", "undefined")
+    cells["p value"] = as_text(cells["p"], ".3g")
+    cells["adjusted p"] = as_text(cells["p_adjusted"], ".3g")
+    cells["verdict"] = cells["mark"].map(TRUST_WORDS).fillna("")
+    # a judge's row: its audit against the lab's people on hover (the Judge audit page has the whole of it)
+    audits = judge_headlines(con, dataset, dimension)
+    cells = cells.merge(audits.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
+    cells["judge audit"] = cells["judge audit"].fillna("")
+    skills = list(dict.fromkeys(frame["skill"]))
+    pooled = frame[frame["track"] == POOLED].assign(
+        verdict=lambda f: f["mark"].map(TRUST_WORDS).fillna(""),
+        ci=lambda f: np.where(f["ci_low"].isna(), "", "[" + as_text(f["ci_low"], ".2f") + ", "
+                              + as_text(f["ci_high"], ".2f") + "]"))
+    table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
+    table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
+                              if s.name == "skill" else s).reset_index(drop=True)
+    return cells, table.astype({"note": str})
 
 
 def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:

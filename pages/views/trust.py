@@ -1,5 +1,4 @@
 """Metric trust: which automatic metric agrees with people on which skill, at a glance."""
-import numpy as np
 import streamlit as st
 
 from evalcore.analysis.options import ADJUSTMENTS, METHODS
@@ -9,7 +8,6 @@ from pages.views.common import (
     data,
     download,
     expander,
-    fmt,
     heatmap,
     level_and_origin,
     md_escape,
@@ -20,7 +18,6 @@ from pages.views.common import (
 )
 
 ALPHAS = ("0.05", "0.01", "0.1")
-MARK_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "disagrees": "disagrees (▼)"}
 
 con, vs = start("Which metric to trust, per skill")
 options = data(views.trust_choices)
@@ -105,20 +102,7 @@ with o[2]:
                             help="a column per track beside each skill's pooled column")
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
-grid = views.trust_grid(frame, tracks=show_tracks, sort=sort).copy()
-marks = (np.where(grid["p_adjusted"] < alpha, "*", "")
-         + grid["mark"].map({"best": " ▲", "tied": " ≈", "disagrees": " ▼"}).fillna("").to_numpy())
-grid["label"] = np.where(grid["r"].isna(), "–", fmt(grid["r"], ".2f") + marks)
-grid["95% CI"] = np.where(grid["ci_low"].isna(), "none", "[" + fmt(grid["ci_low"], ".2f") + ", "
-                          + fmt(grid["ci_high"], ".2f") + "]")
-grid["r (exact)"] = fmt(grid["r"], ".3f", "undefined")
-grid["p value"] = fmt(grid["p"], ".3g")
-grid["adjusted p"] = fmt(grid["p_adjusted"], ".3g")
-grid["verdict"] = grid["mark"].map(MARK_WORDS).fillna("")
-# a judge's row: its audit against the lab's people on hover (the Judge audit page has the whole of it)
-audits = data(views.judge_headlines, dataset, dimension)
-grid = grid.merge(audits.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
-grid["judge audit"] = grid["judge audit"].fillna("")
+grid, table = data(views.trust_matrix, dataset, **setting, tracks=show_tracks, sort=sort)
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
                  "dimensions", "note", "judge audit"],
@@ -138,13 +122,7 @@ st.caption(
 st.subheader("Ranking per skill")
 st.caption("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column and the "
            "sentences above.")
-pooled = frame[frame["track"] == "pooled"].assign(
-    verdict=lambda f: f["mark"].map(MARK_WORDS).fillna(""),
-    ci=lambda f: np.where(f["ci_low"].isna(), "", "[" + fmt(f["ci_low"], ".2f") + ", " + fmt(f["ci_high"], ".2f") + "]"))
-table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
-table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
-                          if s.name == "skill" else s).reset_index(drop=True)
-st.dataframe(table.astype({"note": str}), hide_index=True, placeholder="", width="stretch", column_config={
+st.dataframe(table, hide_index=True, placeholder="", width="stretch", column_config={
     "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
     "ci": st.column_config.TextColumn("95% CI"),
     "p": st.column_config.NumberColumn("p", format="%.3g"),
