@@ -150,13 +150,27 @@ def test_a_part_made_while_another_process_writes_is_the_last_one_then_the_new_o
     holder = subprocess.Popen([sys.executable, "-c", "import sys; from evalcore.store import connect; "
                                f"c = connect({str(db)!r}); print('held', flush=True); sys.stdin.readline(); c.close()"],
                               cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    waiter = None
     try:
         assert holder.stdout.readline().strip() == "held"
         began = time.perf_counter()
         assert list(common.dataset_part(views.summary_part, str(db), "a")["items"]) == [2]   # the last one, at once
         assert time.perf_counter() - began < 1.0
+        # and so while another thread of this process waits for the store (a page run's cursor, opening it)
+        import threading
+
+        from evalcore.store import lease
+
+        waiter = threading.Thread(target=lambda: lease(db, wait=30).close())
+        waiter.start()
+        time.sleep(0.3)
+        began = time.perf_counter()
+        assert list(common.dataset_part(views.summary_part, str(db), "a")["items"]) == [2]
+        assert time.perf_counter() - began < 1.0
     finally:
         holder.communicate("go\n", timeout=30)
+        if waiter is not None:
+            waiter.join(timeout=30)
     for _ in range(100):   # the thread gets the store once the holder lets go
         if not common.parts_being_made():
             break

@@ -137,6 +137,7 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
             time.sleep(0.05)
 
 
+LOCK_GRACE = 0.25     # seconds a lease that would not wait for the file waits for this process's own opening of it
 WAITING_FRESH = 3.0   # seconds a waiter's mark counts (it renews it every retry, 20 times a second)
 FAIR_WAIT = 1.0       # seconds a new cursor waits for this process's runs to let a waiting process in (Shared.lease)
 
@@ -483,7 +484,13 @@ class Shared:
         deadline = time.monotonic() + min(wait, FAIR_WAIT)
         while self.root is not None and someone_waits(self.db) and time.monotonic() < deadline:
             time.sleep(0.02)
-        with self.lock:
+        # Another thread of this process may hold the lock while it waits for the file (in _open): a caller that
+        # would not wait (wait=0: a page's part that can be shown as last made, the job check) is told the store is
+        # busy, not made to wait behind it for up to that thread's 30 s. An open of a free file takes 20-50 ms.
+        if not self.lock.acquire(timeout=max(wait, LOCK_GRACE)):
+            raise StoreError(f"cannot open {self.db} now: another thread of this process is waiting for it "
+                             "(another process holds it)")
+        try:
             if self.root is None:
                 check_store_path(self.db)
                 self.db.parent.mkdir(parents=True, exist_ok=True)
@@ -497,6 +504,8 @@ class Shared:
             cur = self.root.cursor()
             self.users += 1
             self.generation += 1
+        finally:
+            self.lock.release()
         return Lease(self, cur)
 
     def _give_back(self, cur: duckdb.DuckDBPyConnection) -> None:

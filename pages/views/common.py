@@ -1,6 +1,7 @@
 """Helpers every page shares: the store connection, URL state, safe text, downloads."""
 from __future__ import annotations
 
+import atexit
 import math
 import re
 import sys
@@ -162,7 +163,7 @@ def _cached(memo, fn, args: tuple, kwargs: dict):
 
 _PARTS: dict = {}   # (part, store, dataset) -> (stamp, value): each dataset's part of a view over every dataset
 _PARTS_LOCK = threading.Lock()
-_REFRESHING: set = set()
+_MAKING: dict = {}   # (part, store, dataset) -> the thread making it anew
 PARTS_KEPT = 4096   # entries before the parts are dropped and made anew (a process that opened many stores: tests)
 
 
@@ -173,63 +174,68 @@ def dataset_part(part, path: str, dataset: str):
     about every dataset (the overview, the dataset choices) never waits behind a write to one of them. A part never
     made before is made in this run, waiting for the store as any page does."""
     key = (part.__name__, path, dataset)
-    now = stamp(path, dataset)
     with _PARTS_LOCK:
         last = _PARTS.get(key)
-    if last is not None and last[0] == now:
+    if last is not None and last[0] == stamp(path, dataset):
         return last[1]
     try:
-        con = lease(path, wait=PAGE_WAIT if last is None else 0.0)
+        return _make(part, key, PAGE_WAIT if last is None else 0.0)
     except StoreError:
         if last is None:
             raise
         _make_later(part, key)
         return last[1]
+
+
+def _make(part, key: tuple, wait: float):
+    """Make a part and keep it, waiting up to `wait` s for the store (StoreError after that)."""
+    _, path, dataset = key
+    now = stamp(path, dataset)   # read first: a change while it is made is seen by the next run
+    con = lease(path, wait=wait)
     try:
         value = part(con, dataset)
     finally:
         con.close()
-    _keep(key, now, value)
+    with _PARTS_LOCK:
+        if len(_PARTS) >= PARTS_KEPT:
+            _PARTS.clear()
+        _PARTS[key] = (now, value)
     return value
 
 
 def parts_being_made() -> int:
     """How many parts threads of this process are making anew now (_make_later)."""
     with _PARTS_LOCK:
-        return len(_REFRESHING)
-
-
-def _keep(key: tuple, now: tuple, value) -> None:
-    with _PARTS_LOCK:
-        if len(_PARTS) >= PARTS_KEPT:
-            _PARTS.clear()
-        _PARTS[key] = (now, value)
+        return len(_MAKING)
 
 
 def _make_later(part, key: tuple) -> None:
     """Make a part anew in a thread of its own, waiting for the store (once at a time per part)."""
     with _PARTS_LOCK:
-        if key in _REFRESHING:
+        if key in _MAKING:
             return
-        _REFRESHING.add(key)
 
-    def make() -> None:
-        _, path, dataset = key
-        try:
-            now = stamp(path, dataset)   # read first: a change while it is made is seen by the next run
-            con = lease(path, wait=PAGE_WAIT)
+        def make() -> None:
             try:
-                value = part(con, dataset)
+                _make(part, key, PAGE_WAIT)
+            except Exception as exc:   # the next run tries again
+                print(f"evalcore: {part.__name__}({key[2]!r}) not made anew: {exc}", file=sys.stderr)
             finally:
-                con.close()
-            _keep(key, now, value)
-        except Exception as exc:   # the next run tries again
-            print(f"evalcore: {part.__name__}({dataset!r}) not made anew: {exc}", file=sys.stderr)
-        finally:
-            with _PARTS_LOCK:
-                _REFRESHING.discard(key)
+                with _PARTS_LOCK:
+                    _MAKING.pop(key, None)
 
-    threading.Thread(target=make, name="evalcore-part", daemon=True).start()
+        _MAKING[key] = threading.Thread(target=make, name="evalcore-part", daemon=True)
+        _MAKING[key].start()
+
+
+@atexit.register
+def _join_makers() -> None:
+    """At exit, let a part being made leave DuckDB first: a daemon thread inside it when Python tears itself down
+    aborts the process (seen with the job check, evalcore.services.jobs)."""
+    with _PARTS_LOCK:
+        threads = list(_MAKING.values())
+    for thread in threads:
+        thread.join(timeout=10)
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
