@@ -48,6 +48,43 @@ def test_a_new_model_is_scored_under_every_flavor_the_track_has(toy, tmp_path):
     assert (row["job_id"], row["state"], row["progress"], row["model"]) == (job, "done", 1.0, "new")
 
 
+def test_an_upload_job_scores_its_model_only_and_as_a_whole_track_run_would(toy, tmp_path, monkeypatch):
+    """A job recorded for one model (an upload's) reads and scores that model's responses only: its system scores
+    equal those of `score` over the whole track, and the other models' rows stand untouched."""
+    import shutil
+
+    import evalcore.scoring.run as run
+
+    score(toy, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
+    (tmp_path / "new.csv").write_text("item_id,response\nt1,天气不错呀\nt2,你好啊\n", encoding="utf-8")
+    import_responses(toy, tmp_path / "new.csv", dataset="toy", track="toy/chitchat", model="new")
+    others = toy.execute("SELECT * FROM system_scores WHERE model <> 'new' ORDER BY ALL").fetchall()
+    db = toy.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    toy.execute("CHECKPOINT")
+    shutil.copy(db, tmp_path / "whole.duckdb")
+    job = jobs.create(toy, "toy", jobs.scoring_steps(toy, "toy", ["toy/chitchat"]), model="new")
+    read, original = [], run.load_track
+
+    def spy(*args, **kwargs):
+        frame = original(*args, **kwargs)
+        read.append(set(frame["model"]))
+        return frame
+
+    monkeypatch.setattr(run, "load_track", spy)
+    jobs.run(toy, job)
+    assert read == [{"new"}]
+    assert toy.execute("SELECT * FROM system_scores WHERE model <> 'new' ORDER BY ALL").fetchall() == others
+    whole = connect(tmp_path / "whole.duckdb")
+    sql = "SELECT name, signature, value, n FROM system_scores WHERE model = 'new' ORDER BY name, signature"
+    try:
+        score(whole, dataset="toy", track="toy/chitchat", metrics="lexical", progress=False)
+        expected = whole.execute(sql).fetchall()
+    finally:
+        whole.close()
+    got = toy.execute(sql).fetchall()
+    assert len(got) == 10 and got == expected
+
+
 def test_a_failed_job_says_why_and_a_dead_one_is_interrupted(toy):
     bad = jobs.create(toy, "toy", [{"track": "toy/chitchat", "flavor": "nope", "tokenizer": None, "metrics": ["F1"]}])
     jobs.run(toy, bad)

@@ -106,7 +106,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
           track: str | None = None, flavor: str = "default", tokenizer: str | None = None,
           neural: NeuralOptions | None = None, progress: bool = True, on_progress=None,
           chunk: int | None = None, handle: Handle | None = None, system_aggregate: str = "corpus",
-          ray: RayOptions | None = None) -> ScoreReport:
+          ray: RayOptions | None = None, models: list[str] | None = None) -> ScoreReport:
     """Compute what is missing for every selected track; write caches and system scores per track.
 
     on_progress(done, total, label), when given, is called after each batch of `chunk` responses
@@ -117,7 +117,8 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
     today) or the `sentence-mean` of its responses' values (signature suffix SENTENCE_MEAN); both
     can be stored side by side, and readers choose (computed_filter).
     ray: score the scale-out metrics (model-based, ABLSTM) on Ray actors (evalcore.scoring.ray); the
-    others stay local. None: everything local."""
+    others stay local. None: everything local. models: only these models' responses (an upload's job: the
+    other models' values and system scores stand as they are, and the track's other rows are not read)."""
     check_aggregate(system_aggregate)
     if ray is not None:
         distributed.require()
@@ -132,7 +133,7 @@ def score(con: duckdb.DuckDBPyConnection, *, metrics: str | list[str] = "lexical
                 # the last attempt keeps the store: it cannot be changed under it again
                 if not _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress,
                                   on_progress, chunk, handle if attempt < ATTEMPTS - 1 else None, system_aggregate,
-                                  ray):
+                                  ray, models):
                     break
     finally:
         for m in infos:
@@ -156,9 +157,10 @@ def language_note(con, dataset: str, language: str | None, tok_signature: str) -
 
 
 def _score_one(con, ds, tr, language, infos, fl, tokenizer, neural, report, progress, on_progress, chunk,
-               handle, system_aggregate: str = "corpus", ray: RayOptions | None = None) -> bool:
+               handle, system_aggregate: str = "corpus", ray: RayOptions | None = None,
+               models: list[str] | None = None) -> bool:
     """Score one track; True when the store changed while it was let go (score it again)."""
-    data = load_track(con, ds, tr, full=any(m.needs_item for m in infos))
+    data = load_track(con, ds, tr, full=any(m.needs_item for m in infos), models=models)
     if data.empty:
         return False
     tok = pick_tokenizer(fl, language, tokenizer)

@@ -29,7 +29,7 @@ from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
-from evalcore.store import WRITE_LOCK, Handle, connect, lease, lock_wait, transaction
+from evalcore.store import WRITE_LOCK, Handle, connect, file_stamp, lease, lock_wait, transaction
 
 BATCH = 1_000  # responses per progress step of a job
 # attempts: how many times a worker claimed the job (more than one: it was resumed after its worker ended)
@@ -130,7 +130,8 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
 
     if not claim(store(), job_id):
         return False
-    dataset, steps = store().execute("SELECT dataset, steps FROM jobs WHERE job_id = ?", [job_id]).fetchall()[0]
+    dataset, steps, model = store().execute("SELECT dataset, steps, model FROM jobs WHERE job_id = ?",
+                                            [job_id]).fetchall()[0]
     steps = json.loads(steps)
     last = [0.0]
     try:
@@ -147,7 +148,8 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
 
             report = score(store(), dataset=dataset, track=step["track"], metrics=step["metrics"],
                            flavor=step["flavor"], tokenizer=step["tokenizer"], neural=neural, progress=False,
-                           on_progress=moved, chunk=BATCH, handle=handle)
+                           on_progress=moved, chunk=BATCH, handle=handle,
+                           models=None if model is None else [model])   # an upload's job: its model's responses
             if report.notes:
                 write(detail="; ".join(report.notes)[:2000])
         write(state="done", progress=1.0, finished_at=datetime.now(),
@@ -271,19 +273,6 @@ def recover(path: str, wait: float = 0.0, active: list | None = None) -> list[Wo
 LOOK_EVERY = 60.0   # seconds: the check looks at the store at least this often, whatever else it sees
 
 
-def _files(path: str) -> tuple:
-    """(mtime_ns, size) of the store's file and of its write-ahead log: every commit changes one of them (a job
-    recorded, a worker's claim or progress); opening and reading the store changes neither."""
-    out = []
-    for name in (path, f"{path}.wal"):
-        try:
-            st = os.stat(name)
-            out.append((st.st_mtime_ns, st.st_size))
-        except OSError:
-            out.append(None)
-    return tuple(out)
-
-
 _STOP = threading.Event()
 
 
@@ -313,7 +302,7 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
         seen, active, looked = None, [], float("-inf")
         while not _STOP.is_set():
             if os.path.exists(path):  # a store not created yet has no jobs: not created here
-                files = _files(path)
+                files = file_stamp(path)
                 quiet = (files == seen and time.monotonic() - looked < LOOK_EVERY
                          and all(alive(pid, host) for pid, host in active))
                 if not quiet:

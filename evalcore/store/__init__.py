@@ -741,12 +741,18 @@ def stamp(path: str | Path, dataset: str | None = None, *, scope: str | None = N
         if scope == "dataset":
             return ("rev", ident.st_dev, ident.st_ino, marks.get("global"), marks.get("datasets", {}).get(dataset))
         return ("rev", ident.st_dev, ident.st_ino, marks["all"])
+    return file_stamp(path)
+
+
+def file_stamp(path: str | Path) -> tuple:
+    """(mtime_ns, size) of the store's file and of its write-ahead log (None for one that is absent): every commit
+    changes one of them (a checkpoint the file, any other the log); opening and reading the store changes neither."""
     out = []
     for name in (str(path), f"{path}.wal"):
         try:
             st = os.stat(name)
             out.append((st.st_mtime_ns, st.st_size))
-        except FileNotFoundError:
+        except OSError:
             out.append(None)
     return tuple(out)
 
