@@ -71,6 +71,7 @@ def test_views_over_every_dataset_are_their_parts_merged(con, tmp_path):
     from evalcore.ingest.items import import_items
     from evalcore.ingest.ratings import import_ratings
     from evalcore.ingest.responses import import_responses
+    from evalcore.scoring import score
     from evalcore.store import queries
 
     for ds, tracks in (("b", ["b/chitchat", "b/knowledge"]), ("a", ["a/chitchat"])):
@@ -83,22 +84,24 @@ def test_views_over_every_dataset_are_their_parts_merged(con, tmp_path):
             import_responses(con, tmp_path / "r.csv", dataset=ds, track=t)
     rows = [("a/chitchat", "a/chitchat-0", "m1", "x", 1), ("a/chitchat", "a/chitchat-0", "m1", "y", 2),   # two annotators
             ("b/knowledge", "b/knowledge-0", "m1", "x", 1), ("b/knowledge", "b/knowledge-1", "m2", "x", 2),
-            ("b/knowledge", "b/knowledge-1", "m3", "x", 0)]
+            ("b/knowledge", "b/knowledge-1", "m3", "x", 0), ("b/chitchat", "b/chitchat-0", "m2", "x", 1)]
     for ds in ("a", "b"):
         (tmp_path / "h.csv").write_text("track,item_id,model,annotator,dimension,score\n" + "".join(
             f"{t},{i},{m},{a},Info,{s}\n" for t, i, m, a, s in rows if t.startswith(ds)), encoding="utf-8")
         import_ratings(con, tmp_path / "h.csv", dataset=ds, track=None, scales={"Info": (0, 2)})
     assert views.multi_rated_tracks(con) == [("a", "a/chitchat")]
-    assert views.rated_response_tracks(con) == [("b", "b/knowledge"), ("a", "a/chitchat")]   # 3 ratings, then 2
+    # most ratings first: b/knowledge 3, a/chitchat 2, b/chitchat 1
+    assert views.rated_response_tracks(con) == [("b", "b/knowledge"), ("a", "a/chitchat"), ("b", "b/chitchat")]
+    assert views.trust_choices(con) == {}   # rated, but no metric values to correlate yet
+    score(con, metrics="F1", progress=False)
+    every = [("system", "computed"), ("turn", "computed"), ("dialogue", "computed")]   # 3 models, rated responses
+    assert list(views.trust_choices(con).items()) == [("b", every), ("a", every)]   # b: two rated tracks, a: one
     assert views.judged_datasets(con) == []
+    con.execute("INSERT INTO system_scores (dataset, track, model, name, value, origin) "
+                "VALUES ('b', 'b/chitchat', 'm1', 'Judge-Info', 3.0, 'computed')")
+    assert views.judged_datasets(con) == ["b"]
     # the overview's tables, from parts, equal the one query over the whole store
     pd.testing.assert_frame_equal(views.summary(con), queries.summary(con))
     pd.testing.assert_frame_equal(views.model_table(con), queries.models(con))
     assert list(views.summary(con)["responses"]) == [6, 6, 6] and list(views.model_table(con)["responses"]) == [6, 6, 6]
     assert views.model_table(con)["tracks"][0] == "a:a/chitchat, b:b/chitchat, b:b/knowledge"
-    for name, (part, merge) in views.PER_DATASET.items():
-        whole, parts = getattr(views, name)(con), merge({d: part(con, d) for d in views.datasets(con)})
-        if isinstance(whole, pd.DataFrame):
-            pd.testing.assert_frame_equal(whole, parts)
-        else:
-            assert whole == parts, name

@@ -17,10 +17,13 @@ _lock = threading.Lock()
 
 
 def after_run() -> None:
-    """Called when a page run ends (app.py): freezes the heap after each of the process's first FREEZE_RUNS runs."""
+    """Called when a page run ends (app.py): freezes the heap after each of the process's first FREEZE_RUNS runs,
+    the garbage found first (the whole heap the first time, the young generations after: what runs just left)."""
     global _runs
     with _lock:
         if _runs >= FREEZE_RUNS:
             return
         _runs += 1
+        first = _runs == 1
+    gc.collect(2 if first else 1)
     gc.freeze()

@@ -296,19 +296,23 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
 
     def loop():
         # The store is looked at only when something can have changed since the last look: a commit (its files
-        # changed), a queued or running job's process gone, or LOOK_EVERY passed. Looking takes the store (an
-        # open and a read, 30-50 ms), which a scoring job's worker and the other page servers then wait for: every
-        # second in the load benchmark, two servers' checks held it about a tenth of the time.
+        # changed), a queued or running job's process gone (or a worker of ours failed), or LOOK_EVERY passed.
+        # Looking takes the store (an open and a read, 30-50 ms), which a scoring job's worker and the other page
+        # servers then wait for: every second in the load benchmark, two servers' checks held it a tenth of the time.
+        def state() -> tuple:   # the store's files, and the jobs this process runs (a failed worker leaves them)
+            with _CLAIM:
+                return file_stamp(path), frozenset(_CLAIMED)
+
         seen, active, looked = None, [], float("-inf")
         while not _STOP.is_set():
             if os.path.exists(path):  # a store not created yet has no jobs: not created here
-                files = file_stamp(path)
-                quiet = (files == seen and time.monotonic() - looked < LOOK_EVERY
+                quiet = (state() == seen and time.monotonic() - looked < LOOK_EVERY
                          and all(alive(pid, host) for pid, host in active))
                 if not quiet:
+                    files = state()[0]   # read before the look: a commit during it is seen next time
                     try:
                         recover(path, active=active)
-                        seen, looked = files, time.monotonic()
+                        seen, looked = (files, state()[1]), time.monotonic()
                     except StoreError as exc:
                         print(f"evalcore: job check skipped: {exc}", file=sys.stderr)
                     except Exception:  # the check never dies; the next one tries again

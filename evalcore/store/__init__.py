@@ -363,6 +363,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         _CHANGED.depth = getattr(_CHANGED, "depth", 0) + 1
         try:
             yield con
+            # as this transaction leaves it; a failure here rolls it back like any other
+            catalog = _catalog(con) if _CHANGED.__dict__.get("marks") else None
         except BaseException as exc:
             _changed_by_this_transaction()   # rolled back: nothing changed
             try:
@@ -376,7 +378,6 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
             _CHANGED.depth -= 1
         changed = _changed_by_this_transaction()
         try:
-            catalog = _catalog(con) if changed else None   # as this transaction leaves it
             con.execute("COMMIT")
             if changed:   # after the commit: a page that reads the new mark finds the new rows
                 _mark_changed(changed, catalog)

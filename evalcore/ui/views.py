@@ -841,13 +841,13 @@ def as_text(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
 
 
 def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
-                 origin: str, flavor: str, alpha: float, adjust: str, tracks: bool,
-                 sort: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What Metric trust draws of trust_view's cells, made once per choice rather than on every run: (the matrix's
-    cells in display order with their label and hover texts and a judge's audit, the pooled ranking per skill)."""
-    frame, _ = trust_view(con, dataset, level=level, method=method, dimension=dimension, origin=origin,
-                          flavor=flavor, alpha=alpha, adjust=adjust)
-    cells = trust_grid(frame, tracks=tracks, sort=sort).copy()
+                 origin: str, flavor: str, alpha: float, adjust: str) -> tuple:
+    """Metric trust's page from one computation per choice (trust_view's cells and verdicts), with what it draws of
+    them made once, not on every run: (cells, verdicts, every cell with its label and hover texts and a judge's
+    audit, the pooled ranking per skill). trust_grid orders the labelled cells for the page's sort and tracks."""
+    frame, said = trust_view(con, dataset, level=level, method=method, dimension=dimension, origin=origin,
+                             flavor=flavor, alpha=alpha, adjust=adjust)
+    cells = frame.copy()
     marks = (np.where(cells["p_adjusted"] < alpha, "*", "")
              + cells["mark"].map(TRUST_MARKS).fillna("").to_numpy())
     cells["label"] = np.where(cells["r"].isna(), "–", as_text(cells["r"], ".2f") + marks)
@@ -869,7 +869,7 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
     table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                               if s.name == "skill" else s).reset_index(drop=True)
-    return cells, table.astype({"note": str})
+    return frame, said, cells, table.astype({"note": str})
 
 
 def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:

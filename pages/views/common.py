@@ -6,6 +6,8 @@ import math
 import re
 import sys
 import threading
+import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import duckdb
@@ -18,7 +20,7 @@ from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
 from evalcore.ingest.readers import sweep_temp
 from evalcore.services.defaults import SLOW, build_default_in_stages
-from evalcore.store import ENV_VAR, Shared, lease, resolve_db_path, stamp
+from evalcore.store import ENV_VAR, Shared, lease, resolve_db_path, someone_waits, stamp
 from evalcore.ui import views
 from evalcore.ui.share import ViewState, link, to_query
 
@@ -107,7 +109,6 @@ def log_run(page: str, started: float) -> None:
     """With EVALCORE_RUN_LOG=FILE, one line per page run (page, server-side seconds): what the
     benchmarks report as server-side time."""
     import os
-    import time
 
     path = os.environ.get("EVALCORE_RUN_LOG")
     if path:
@@ -177,7 +178,11 @@ def dataset_part(part, path: str, dataset: str):
     key = (part.__name__, path, dataset)
     with _PARTS_LOCK:
         last = _PARTS.get(key)
+        busy = any(k[1] == path for k in _MAKING)   # a thread of this process waits for the store already
     if last is not None and last[0] == stamp(path, dataset):
+        return last[1]
+    if last is not None and busy:
+        _make_later(part, key)
         return last[1]
     try:
         return _make(part, key, PAGE_WAIT if last is None else 0.0)
@@ -191,6 +196,8 @@ def dataset_part(part, path: str, dataset: str):
 def _make(part, key: tuple, wait: float):
     """Make a part and keep it, waiting up to `wait` s for the store (StoreError after that)."""
     _, path, dataset = key
+    if wait == 0 and someone_waits(Path(path)):   # another process waits for the file: not another cursor now
+        raise StoreError(f"{path} is wanted by another process")
     now = stamp(path, dataset)   # read first: a change while it is made is seen by the next run
     con = lease(path, wait=wait)
     try:
@@ -251,8 +258,9 @@ def _join_makers() -> None:
     aborts the process (seen with the job check, evalcore.services.jobs)."""
     with _PARTS_LOCK:
         threads = list(_MAKING.values())
+    deadline = time.monotonic() + 10
     for thread in threads:
-        thread.join(timeout=10)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:

@@ -75,7 +75,7 @@ setting = dict(level=level, method=method, dimension=dimension, origin=origin, f
                alpha=alpha, adjust=adjust)
 
 try:
-    frame, said = data(views.trust_view, dataset, **setting)
+    frame, said, cells, table = data(views.trust_matrix, dataset, **setting)
 except ValueError as exc:  # e.g. a dimension no track of this level rates
     st.warning(md_escape(str(exc)))
     publish("trust", values, vs.notices)
@@ -102,7 +102,7 @@ with o[2]:
                             help="a column per track beside each skill's pooled column")
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
-grid, table = data(views.trust_matrix, dataset, **setting, tracks=show_tracks, sort=sort)
+grid = views.trust_grid(cells, tracks=show_tracks, sort=sort)
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
                  "dimensions", "note", "judge audit"],
