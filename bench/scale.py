@@ -1,7 +1,7 @@
 """Benchmark: a store of 10,000,000 responses, imported, scored and served.
 
     python bench/scale.py [--msde ../shared/data/msde] [--responses 10000000] [--tracks 20] [--models 10]
-                          [--rated-items 1000] [--keep DIR] [--skip-pages]
+                          [--rated-items 1000] [--keep DIR] [--skip-pages] [--served]
 
 Texts are real and repeated with perturbation: items cycle through the 4,000 CPC items of the MSDE
 release (context and reference kept), spread over --tracks tracks of the five skills; each of
@@ -16,7 +16,10 @@ process, with its wall time and peak resident memory (ru_maxrss of that process)
 2. `evalcore score --metrics lexical` (the 10 lexical metrics, every track);
 3. the store's size on disk, and what takes it (`evalcore storage`);
 4. every page's server-side run (Streamlit AppTest, as bench/dashboard.py): 'cold' the first run in a
-   fresh process, 'warm' the median of the next ones (--pages-only --keep DIR: again on a kept store).
+   fresh process, 'warm' the median of the next ones (--pages-only --keep DIR: again on a kept store);
+5. with --served, each page's first view as a lab sees it: `python app.py` started on the store, one page
+   loaded first (the server's own imports), then each page twice over Streamlit's protocol (bench/protocol.py),
+   timed from the rerun request to script_finished.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 
@@ -127,6 +131,33 @@ def pages(db: str, track: str, runs: int) -> None:
         subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
+def served(db: str, track: str) -> None:
+    """Each page's first view and the next on one running server (its imports paid by a first load)."""
+    import asyncio
+
+    from bench.protocol import load, serve_app
+
+    at = f"dataset={DATASET}&track={quote(track, safe='')}"
+    views = [("", f"dataset={DATASET}"), ("leaderboard", at), ("trust", f"dataset={DATASET}&level=system"),
+             ("correlations", f"{at}&method=spearman&level=system&origin=computed"), ("drilldown", at),
+             ("drilldown", f"{at}&rated=0"), ("human", at), ("ensemble", at), ("compare", at), ("judges", at)]
+    proc, base = serve_app(Path(db), False, Path(tempfile.mkdtemp(prefix="evalcore-scale-")) / "streamlit.log")
+
+    async def run() -> None:
+        seconds, error = await load(base, "tasks", "")
+        print(f"served: the server's first load (tasks) {seconds:.2f} s {error or ''}", flush=True)
+        for page, query in views:
+            first, again = await load(base, page, query, timeout=300), await load(base, page, query, timeout=300)
+            print(f"{page or 'overview':13s} {query[len(at) if query.startswith(at) else 0:]:45s} "
+                  f"first {first[0]:6.2f} s  again {again[0]:5.2f} s {first[1] or again[1] or ''}", flush=True)
+
+    try:
+        asyncio.run(run())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def storage(db: str) -> None:
     """What takes the space in the store's file (evalcore storage)."""
     out = subprocess.run([sys.executable, "-m", "evalcore", "storage", "--db", db], capture_output=True, text=True,
@@ -148,11 +179,14 @@ def main() -> None:
     ap.add_argument("--keep", help="build in this folder and keep it (default: a temporary folder)")
     ap.add_argument("--skip-pages", action="store_true")
     ap.add_argument("--pages-only", action="store_true", help="time the pages of the store built in --keep DIR")
+    ap.add_argument("--served", action="store_true", help="also time each page's first view on a running server")
     args = ap.parse_args()
     if args.pages_only:
         db = str(Path(args.keep) / "scale.duckdb")
         storage(db)
         pages(db, "c00/chitchat", args.runs)
+        if args.served:
+            served(db, "c00/chitchat")
         return
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="evalcore-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,6 +212,8 @@ def main() -> None:
     storage(db)
     if not args.skip_pages:
         pages(db, tracks[0], args.runs)
+    if args.served:
+        served(db, tracks[0])
     if not args.keep:
         for p in folder.iterdir():
             p.unlink()
