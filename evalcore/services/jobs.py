@@ -306,13 +306,14 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
         seen, active, looked = None, [], float("-inf")
         while not _STOP.is_set():
             if os.path.exists(path):  # a store not created yet has no jobs: not created here
-                quiet = (state() == seen and time.monotonic() - looked < LOOK_EVERY
+                now = state()   # read before the look: a commit during it is seen next time
+                quiet = (now == seen and time.monotonic() - looked < LOOK_EVERY
                          and all(alive(pid, host) for pid, host in active))
                 if not quiet:
-                    files = state()[0]   # read before the look: a commit during it is seen next time
                     try:
                         recover(path, active=active)
-                        seen, looked = (files, state()[1]), time.monotonic()
+                        # the jobs as the look left them (a worker it started is not a change to look at again)
+                        seen, looked = (now[0], state()[1]), time.monotonic()
                     except StoreError as exc:
                         print(f"evalcore: job check skipped: {exc}", file=sys.stderr)
                     except Exception:  # the check never dies; the next one tries again

@@ -840,6 +840,11 @@ def as_text(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
     return values.map(lambda v: missing if pd.isna(v) else format(v, spec))
 
 
+def ci_text(low: pd.Series, high: pd.Series, spec: str, missing: str = "") -> np.ndarray:
+    """Intervals as "[low, high]" for hovers and tables; `missing` where there is none."""
+    return np.where(low.isna(), missing, "[" + as_text(low, spec) + ", " + as_text(high, spec) + "]")
+
+
 def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
                  origin: str, flavor: str, alpha: float, adjust: str) -> tuple:
     """Metric trust's page from one computation per choice (trust_view's cells and verdicts), with what it draws of
@@ -851,8 +856,7 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     marks = (np.where(cells["p_adjusted"] < alpha, "*", "")
              + cells["mark"].map(TRUST_MARKS).fillna("").to_numpy())
     cells["label"] = np.where(cells["r"].isna(), "–", as_text(cells["r"], ".2f") + marks)
-    cells["95% CI"] = np.where(cells["ci_low"].isna(), "none", "[" + as_text(cells["ci_low"], ".2f") + ", "
-                               + as_text(cells["ci_high"], ".2f") + "]")
+    cells["95% CI"] = ci_text(cells["ci_low"], cells["ci_high"], ".2f", "none")
     cells["r (exact)"] = as_text(cells["r"], ".3f", "undefined")
     cells["p value"] = as_text(cells["p"], ".3g")
     cells["adjusted p"] = as_text(cells["p_adjusted"], ".3g")
@@ -864,8 +868,7 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     skills = list(dict.fromkeys(frame["skill"]))
     pooled = frame[frame["track"] == POOLED].assign(
         verdict=lambda f: f["mark"].map(TRUST_WORDS).fillna(""),
-        ci=lambda f: np.where(f["ci_low"].isna(), "", "[" + as_text(f["ci_low"], ".2f") + ", "
-                              + as_text(f["ci_high"], ".2f") + "]"))
+        ci=lambda f: ci_text(f["ci_low"], f["ci_high"], ".2f"))
     table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
     table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                               if s.name == "skill" else s).reset_index(drop=True)

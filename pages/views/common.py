@@ -313,11 +313,6 @@ def origins_at(pairs: list[tuple[str, str]], level: str) -> list[str]:
     return [o for lv, o in pairs if lv == level]
 
 
-def fmt(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
-    """Numbers as text for labels and hovers; NaN as `missing`."""
-    return values.map(lambda v: missing if pd.isna(v) else format(v, spec))
-
-
 def view_state() -> ViewState:
     return ViewState({k: st.query_params.get_all(k) for k in st.query_params.keys()})
 

@@ -9,7 +9,6 @@ from pages.views.common import (
     bar,
     data,
     download,
-    fmt,
     grid,
     heatmap,
     level_and_origin,
@@ -69,14 +68,14 @@ else:
     for tr, part in shown.groupby("track", sort=False):
         cells = part.copy()
         stars = np.where(cells["p"] < 0.01, "**", np.where(cells["p"] < 0.05, "*", ""))
-        cells["label"] = np.where(cells["r"].isna(), "", fmt(cells["r"], ".2f") + stars)
-        cells["r (exact)"] = fmt(cells["r"], ".4f", "undefined")
-        cells["p value"] = fmt(cells["p"], ".3g")
-        cells["CI"] = np.where(cells["ci_low"].isna(), "", "[" + fmt(cells["ci_low"], ".3f") + ", "
-                               + fmt(cells["ci_high"], ".3f") + "] " + cells["ci_method"].fillna(""))
+        cells["label"] = np.where(cells["r"].isna(), "", views.as_text(cells["r"], ".2f") + stars)
+        cells["r (exact)"] = views.as_text(cells["r"], ".4f", "undefined")
+        cells["p value"] = views.as_text(cells["p"], ".3g")
+        cells["CI"] = np.where(cells["ci_low"].isna(), "", views.ci_text(cells["ci_low"], cells["ci_high"], ".3f")
+                               + " " + cells["ci_method"].fillna(""))
         tips = ["metric", "dimension", "r (exact)", "p value", "n", "CI", "note"]
         if "published" in cells:
-            cells["published r"] = fmt(cells["published"], ".2f")
+            cells["published r"] = views.as_text(cells["published"], ".2f")
             tips.insert(4, "published r")
         n_values = sorted(set(part["n"]))
         st.markdown(f"**{md_escape(tr)}** (n = {', '.join(map(str, n_values))})")
