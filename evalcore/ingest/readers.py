@@ -38,7 +38,6 @@ import re
 import shutil
 import tempfile
 import time
-import unicodedata
 import zipfile
 from array import array
 from collections import Counter
@@ -49,6 +48,7 @@ from pathlib import Path, PurePosixPath
 import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.text import CONTROL, normalise_id  # noqa: F401 (importers read them from here)
 
 ENCODINGS_EXPECTED = "text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK"
 # Limits a user would accept; a file over them is refused with the row and the limit. Module values are the
@@ -63,9 +63,6 @@ MAX_DEPTH = 100
 MAX_MAGNITUDE = 1e100
 ENV = {"MAX_ROWS": "EVALCORE_MAX_ROWS", "MAX_EXPANDED": "EVALCORE_MAX_EXPANDED", "MAX_MEMBERS": "EVALCORE_MAX_MEMBERS",
        "MAX_LINE": "EVALCORE_MAX_LINE", "MAX_DEPTH": "EVALCORE_MAX_DEPTH"}
-# C0 controls and DEL, except tab, newline and carriage return (which texts may hold); NUL and the
-# like are never what a user meant, and some tools truncate at them.
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 NORMALISED = ("normalised {n} identifier(s): surrounding whitespace removed and full-width or other "
               "compatibility forms folded (Unicode NFKC)")
 TEMP_PREFIX = "evalcore-upload-"   # the temporary folders of uploads and unpacked archives (sweep_temp)
@@ -84,12 +81,6 @@ def limit(name: str) -> int:
     if value < 1:
         raise ValueError(f"{var} must be at least 1, got {text!r}")
     return value
-
-
-def normalise_id(value: str) -> str:
-    """The one way identifiers (item, dialogue, model, track, annotator, dimension names) are read:
-    Unicode NFKC (full-width '１２' is '12'), then surrounding whitespace removed."""
-    return unicodedata.normalize("NFKC", value).strip()
 
 
 def _check_header(name: str, header: list[str], where: str = "row 1") -> None:
