@@ -5,6 +5,7 @@ URL paths are fixed so shared links stay stable. The page scripts live in pages/
 top of pages/: Streamlit treats top-level pages/*.py as its older multipage mode, which would
 bypass this navigation when a link opens a page directly.
 """
+import os
 import sys
 import time
 
@@ -20,6 +21,19 @@ if __name__ == "__main__" and not st.runtime.exists():
 
     from evalcore.services import jobs
     from evalcore.store import ServerLockHeld, resolve_db_path, server_lock
+    from evalcore.ui.access import forwarded_allow_ips
+
+    # uvicorn (Streamlit's server) takes X-Forwarded-For from the addresses in FORWARDED_ALLOW_IPS, by default
+    # from any local process: only the proxies the operator named may say who a client is (evalcore.ui.access).
+    try:
+        try:
+            secrets = st.secrets.to_dict()
+        except Exception:  # no secrets.toml: nothing configured
+            secrets = {}
+        os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(secrets)
+    except ValueError as exc:
+        print(f"evalcore: {exc}", file=sys.stderr)
+        sys.exit(2)
 
     # One server per store: a second one is refused here, before it serves anything (the first one's
     # writes and its lock on the file would collide with its own). The lock lives as long as this process.

@@ -84,6 +84,68 @@ async def load(base: str, page: str, query: str, timeout: float = 120.0, content
         await conn.close()
 
 
+class Tab:
+    """One browser tab over the protocol, kept open between runs so that its widgets keep their state: `run`
+    sends a rerun with the widget values given by their labels (the ids the last run drew them with), and
+    returns the texts the run drew. `headers` and `local_addr` (a source address such as ('127.0.0.2', 0))
+    are how tests act as another client, or as one that claims another address."""
+
+    def __init__(self, base: str, headers: dict | None = None, local_addr: tuple | None = None):
+        self.base, self.headers, self.local_addr = base, headers or {}, local_addr
+        self.conn = None
+        self.widgets: dict[str, tuple[str, str]] = {}   # label -> (id, kind) as a run drew it
+        self.drawn: set[str] = set()   # the labels of the widgets the last run drew
+
+    async def __aenter__(self) -> Tab:
+        from websockets.asyncio.client import connect
+
+        self.conn = await connect(self.base.replace("http", "ws") + "/_stcore/stream", subprotocols=["streamlit"],
+                                  max_size=None, open_timeout=60, additional_headers=self.headers,
+                                  **({"local_addr": self.local_addr} if self.local_addr else {}))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.conn.close()
+
+    async def run(self, page: str, query: str = "", values: dict | None = None, timeout: float = 60.0) -> list[str]:
+        """Rerun `page` with `values` ({widget label: value}; text inputs only, for now) set; the texts drawn
+        (markdown, text, alerts, captions, exceptions)."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = page
+        for label, value in (values or {}).items():
+            ident, _ = self.widgets[label]
+            msg.rerun_script.widget_states.widgets.add(id=ident, string_value=value)
+        await self.conn.send(msg.SerializeToString())
+        texts: list[str] = []
+        self.drawn = set()
+        deadline = time.monotonic() + timeout
+        while True:
+            raw = await asyncio.wait_for(self.conn.recv(), max(0.1, deadline - time.monotonic()))
+            if isinstance(raw, str):
+                continue
+            fwd = ForwardMsg()
+            fwd.ParseFromString(raw)
+            kind = fwd.WhichOneof("type")
+            if kind == "script_finished":
+                return texts
+            if kind != "delta" or fwd.delta.WhichOneof("type") != "new_element":
+                continue
+            element = fwd.delta.new_element
+            what = element.WhichOneof("type")
+            inner = getattr(element, what)
+            if what == "text_input":
+                self.widgets[inner.label] = (inner.id, what)
+            if isinstance(getattr(inner, "label", None), str):
+                self.drawn.add(inner.label)
+            for attr in ("body", "message"):
+                if isinstance(getattr(inner, attr, None), str):
+                    texts.append(getattr(inner, attr))
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -6,7 +6,7 @@ import pytest
 from test_app import run
 
 from conftest import copy_default_store
-from evalcore.ui.access import THROTTLE, WRITERS, Policy, Throttle, guess
+from evalcore.ui.access import BUDGET, THROTTLE, WRITERS, Budget, Policy, Throttle, attempt, forwarded_allow_ips, guess
 
 
 class Clock:
@@ -71,12 +71,44 @@ def test_a_new_session_from_the_same_address_waits_too():
     assert guess(rule, "s3cret", ("session:3", "address:b"), t) == (True, 0.0)
 
 
+def test_the_server_checks_at_most_its_budget_of_wrong_guesses_a_minute_whoever_makes_them():
+    """Forty sessions at forty addresses, one wrong guess each, in one second: 30 are checked (Budget.LIMIT),
+    the other ten are not; once the first wrong guess is 60 s old, one more is checked. A right guess costs
+    nothing, and a guess held back by the server's budget is not checked even when it is right."""
+    clock = Clock()
+    t, b = Throttle(clock), Budget(clock)
+    checked = []
+    for k in range(40):
+        outcome = attempt(lambda: False, (f"s{k}", f"a{k}"), "task-code", t, b)
+        checked.append(outcome.checked)
+        clock.now = 1000 + (k + 1) / 40
+    assert checked == [True] * 30 + [False] * 10
+    assert b.wait("task-code") == pytest.approx(60 - 1)   # the first wrong guess was made at 0 s, now is 1 s
+    assert b.wait("password") == 0.0                        # each gate has its own budget
+    assert attempt(lambda: True, ("s", "a"), "task-code", t, b) == (False, pytest.approx(59), False)
+    clock.now = 1060.0
+    assert attempt(lambda: True, ("s", "a"), "task-code", t, b) == (True, 0.0, True)
+    assert attempt(lambda: False, ("s", "a"), "task-code", t, b).checked
+    assert not attempt(lambda: False, ("s", "a"), "task-code", t, b).checked
+
+
+def test_only_the_named_proxies_may_say_who_a_client_is():
+    """uvicorn reads X-Forwarded-For from the addresses in FORWARDED_ALLOW_IPS (app.py sets it from this):
+    nobody's when no proxy is named (uvicorn's own default would trust any local process)."""
+    assert forwarded_allow_ips({}, {}) == ""
+    assert forwarded_allow_ips({}, {"EVALCORE_TRUSTED_PROXIES": " 127.0.0.1, 10.0.0.0/8 "}) == "127.0.0.1,10.0.0.0/8"
+    assert forwarded_allow_ips({"evalcore": {"trusted_proxies": ["::1"]}}, {}) == "::1"
+    with pytest.raises(ValueError, match="'proxy.lab' is not an address or a network"):
+        forwarded_allow_ips({}, {"EVALCORE_TRUSTED_PROXIES": "proxy.lab"})
+
+
 def test_the_page_locks_out_after_five_wrong_guesses(monkeypatch, tmp_path, default_store_file):
     copy_default_store(default_store_file, tmp_path / "evalcore" / "evalcore.duckdb")
     env = {"EVALCORE_DB": None, "XDG_DATA_HOME": tmp_path, "EVALCORE_READ_ONLY": None,
            "EVALCORE_UPLOAD_PASSWORD": "s3cret"}
     monkeypatch.setattr(THROTTLE, "wrong", {})
     monkeypatch.setattr(THROTTLE, "until", {})
+    monkeypatch.setattr(BUDGET, "wrong", {})
     at = run("upload", monkeypatch, env, dataset="demo-zh", track="lccc/chitchat")
     for k in range(5):
         at.text_input(key="access-password").input(f"guess{k}").run()

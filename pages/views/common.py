@@ -596,23 +596,64 @@ def _session_id() -> str | None:
     return ctx.session_id if ctx else None
 
 
-def _guess_keys() -> tuple[str, ...]:
-    """What the password throttle counts wrong guesses against: this session, and the client's address
-    (a new tab from the same machine waits as long)."""
+_UNNAMED_PROXY_SAID: list[bool] = []
+
+
+def _client_address() -> str | None:
+    """The client's address as the server knows it (None: this machine). Said once in the server's log when a
+    request came through a proxy that nobody named: then every client behind it counts as one."""
     address = getattr(st.context, "ip_address", None)
-    return (f"session:{_session_id()}", f"address:{address}" if address else "")
+    if not _UNNAMED_PROXY_SAID:
+        from evalcore.ui.access import trusted_proxies
+
+        headers = getattr(st.context, "headers", None) or {}
+        if headers.get("X-Forwarded-For") and not trusted_proxies(_secrets()):
+            _UNNAMED_PROXY_SAID.append(True)
+            print("evalcore: requests arrive through a reverse proxy that EVALCORE_TRUSTED_PROXIES does not name: "
+                  "its clients' wrong guesses are counted as one client's (README, 'A lab server')",
+                  file=sys.stderr, flush=True)
+    return address
+
+
+def checked_guess(gate: str, check):
+    """One guess at `gate` ('password', 'task-code', ...), counted against this session, this client's address
+    and the server (evalcore.ui.access.attempt: right, wait, checked); `check()` runs only when none of them
+    holds the guess back."""
+    from evalcore.ui.access import BUDGET, THROTTLE, attempt, guess_keys
+
+    return attempt(check, guess_keys(gate, _session_id(), _client_address()), gate, THROTTLE, BUDGET)
+
+
+def guess_wait(gate: str) -> tuple[float, bool]:
+    """(seconds until this session may guess at `gate` again, whether it is the whole server's limit)."""
+    from evalcore.ui.access import BUDGET, THROTTLE, guess_keys
+
+    mine = THROTTLE.wait(*guess_keys(gate, _session_id(), _client_address()))
+    server = BUDGET.wait(gate)
+    return max(mine, server), server > mine
+
+
+def wait_text(what: str, wait: float, server: bool) -> str:
+    """The sentence a gate shows while guesses are held back."""
+    if server:
+        from evalcore.ui.access import BUDGET
+
+        return (f"This server has had {BUDGET.limit} wrong {what} in the last {BUDGET.window:g} s, from one "
+                f"person or several: the next guess is checked in {math.ceil(wait)} s (reload the page then).")
+    return f"Too many wrong {what}: the next guess is checked in {math.ceil(wait)} s (reload the page then)."
 
 
 def _on_password() -> None:
     """A guess is checked once, when the box's value changes (not again on every rerun of the page)."""
-    from evalcore.ui.access import THROTTLE, guess, policy
+    from evalcore.ui.access import policy
 
     given = st.session_state.get("access-password") or ""
     if not given:
         return
-    right, wait = guess(policy(_secrets()), given, _guess_keys(), THROTTLE)
-    st.session_state["access-ok"] = right
-    st.session_state["access-wait"] = wait
+    rule = policy(_secrets())
+    outcome = checked_guess("password", lambda: rule.check(given))
+    st.session_state["access-ok"] = outcome.right
+    st.session_state["access-said"] = "wrong" if outcome.checked and not outcome.right else None
     st.session_state["access-password"] = ""  # never kept in the session; a locked guess is not checked
 
 
@@ -620,7 +661,7 @@ def may_write() -> tuple[bool, str | None]:
     """(allowed, who) for this session under the deployment's write policy (evalcore.ui.access); draws
     what the user needs: the read-only note, a sign-in button or a password box. A session allowed to
     write is admitted to Streamlit's upload endpoint (guard_uploads)."""
-    from evalcore.ui.access import THROTTLE, WRITERS, policy
+    from evalcore.ui.access import WRITERS, policy
 
     rule = policy(_secrets())
     if rule.mode == "read-only":
@@ -638,15 +679,14 @@ def may_write() -> tuple[bool, str | None]:
         if st.session_state.get("access-ok"):
             WRITERS.grant(_session_id())
             return True, "password"
-        wait = THROTTLE.wait(*_guess_keys())
+        wait, server = guess_wait("password")
         st.text_input("Upload password", type="password", key="access-password", on_change=_on_password,
                       disabled=wait > 0,
                       help="This dashboard asks for a password before anything is written to its store.")
-        if wait > 0:
-            st.error(f"Too many wrong passwords: the next guess is checked in {math.ceil(wait)} s "
-                     "(reload the page then).")
-        elif st.session_state.get("access-ok") is False:
+        if st.session_state.pop("access-said", None) == "wrong":   # said once, for the guess just checked
             st.error("Wrong password: nothing can be uploaded.")
+        if wait > 0:
+            st.error(wait_text("passwords", wait, server))
         return False, None
     WRITERS.grant(_session_id())
     return True, None
