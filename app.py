@@ -8,6 +8,8 @@ bypass this navigation when a link opens a page directly.
 import os
 import sys
 import time
+import tomllib
+from pathlib import Path
 
 import streamlit as st
 
@@ -25,11 +27,13 @@ if __name__ == "__main__" and not st.runtime.exists():
 
     # uvicorn (Streamlit's server) takes X-Forwarded-For from the addresses in FORWARDED_ALLOW_IPS, by default
     # from any local process: only the proxies the operator named may say who a client is (evalcore.ui.access).
+    # Streamlit's secrets files, read here as it reads them (its st.secrets, before the server starts, would load
+    # its config ahead of the command line's options).
+    secrets: dict = {}
+    for file in (Path.home() / ".streamlit" / "secrets.toml", Path.cwd() / ".streamlit" / "secrets.toml"):
+        if file.is_file():
+            secrets.update(tomllib.loads(file.read_text(encoding="utf-8")))
     try:
-        try:
-            secrets = st.secrets.to_dict()
-        except Exception:  # no secrets.toml: nothing configured
-            secrets = {}
         os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(secrets)
     except ValueError as exc:
         print(f"evalcore: {exc}", file=sys.stderr)
