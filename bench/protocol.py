@@ -108,8 +108,8 @@ class Tab:
         await self.conn.close()
 
     async def run(self, page: str, query: str = "", values: dict | None = None, timeout: float = 60.0) -> list[str]:
-        """Rerun `page` with `values` ({widget label: value}; text inputs only, for now) set; the texts drawn
-        (markdown, text, alerts, captions, exceptions)."""
+        """Rerun `page` with `values` ({widget label: value}: a text input's text, or True to click a button) set;
+        the texts drawn (markdown, text, alerts, captions, exceptions)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -117,8 +117,11 @@ class Tab:
         msg.rerun_script.query_string = query
         msg.rerun_script.page_name = page
         for label, value in (values or {}).items():
-            ident, _ = self.widgets[label]
-            msg.rerun_script.widget_states.widgets.add(id=ident, string_value=value)
+            ident, kind = self.widgets[label]
+            if kind == "button":   # a click (a form's submit button sends the form's values with it)
+                msg.rerun_script.widget_states.widgets.add(id=ident, trigger_value=bool(value))
+            else:
+                msg.rerun_script.widget_states.widgets.add(id=ident, string_value=value)
         await self.conn.send(msg.SerializeToString())
         texts: list[str] = []
         self.drawn = set()
@@ -137,7 +140,7 @@ class Tab:
             element = fwd.delta.new_element
             what = element.WhichOneof("type")
             inner = getattr(element, what)
-            if what == "text_input":
+            if what in ("text_input", "button"):
                 self.widgets[inner.label] = (inner.id, what)
             if isinstance(getattr(inner, "label", None), str):
                 self.drawn.add(inner.label)
