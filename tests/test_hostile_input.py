@@ -281,9 +281,10 @@ CASES = {
     "dstc10 nested 100,000 deep": Case("dstc10", text("turns.json", '[\n{"dialogue_id": "d1",\n"x": ' + nested(100_000) + "}]"),
                                        DSTC, [r"turns\.json, line 3: expected JSON nested at most 100 levels deep"]),
     "dstc10 reference with NUL": Case("dstc10", dstc([{**ENTRY, "reference": ["ok", "o\x00k"]}]), DSTC,
-                                      [r"turns\.json, item 1 \(index 0\), field 'reference\[1\]': expected text without"]),
+                                      [r"turns\.json, line 2, item 1 \(index 0\), field 'reference\[1\]': expected text "
+                                       "without"]),
     "dstc10 context over the limit": Case("dstc10", dstc([{**ENTRY, "context": "x" * 13}]), DSTC,
-                                          [r"turns\.json, item 1 \(index 0\), field 'context': expected at most 12 char"],
+                                          [r"turns\.json, line 2, item 1 \(index 0\), field 'context': expected at most 12 char"],
                                           patch=lambda mp: mp.setattr(readers, "MAX_CELL", 12)),
     "dstc10 invalid JSON": Case("dstc10", text("turns.json", '[\n{"dialogue_id": "d1",,}\n]'), DSTC,
                                 [r"turns\.json, line 2: expected a JSON list of objects"]),

@@ -259,13 +259,38 @@ def _json_place(line: int, top: int | None) -> str:
     return f"line {line:,}" + ("" if top is None else f", item {top + 1:,} (index {top:,})")
 
 
-def read_json(path: Path, shape: str) -> tuple[object, str]:
-    """A whole JSON file (a list or an object) and the encoding it was read in; unreadable JSON refused."""
+def read_json(path: Path, shape: str) -> tuple[object, str, list[int]]:
+    """A whole JSON file (a list or an object), the encoding it was read in, and for a list the line each of its
+    elements begins on (so that a problem in one can name its line); unreadable JSON refused."""
     file = str(path)
     if not path.is_file():
         raise ImportRefused([Problem(file, "", "", "an existing file", "no such file")])
     encoding = sniff_encoding(path, file, kind="json")
-    return parse_json(path.read_text(encoding=encoding), file, shape), encoding
+    text = path.read_text(encoding=encoding)
+    data = parse_json(text, file, shape)
+    return data, encoding, _element_lines(text) if isinstance(data, list) else []
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _element_lines(text: str) -> list[int]:
+    """The line each element of a JSON list (already read whole, so valid) begins on, read element by element
+    with json's own scanner (no second copy of the data is kept)."""
+    scan = json.JSONDecoder().raw_decode
+    at = _SPACE.match(text, 0).end() + 1   # past '['
+    out, line, counted = [], 1, 0
+    while True:
+        at = _SPACE.match(text, at).end()
+        if text.startswith("]", at):
+            return out
+        line += text.count("\n", counted, at)
+        counted = at
+        out.append(line)
+        _, at = scan(text, at)
+        at = _SPACE.match(text, at).end() + 1   # past ',' (or ']', then the loop ends)
+        if text.startswith("]", at - 1):
+            return out
 
 
 def _read_jsonl(lines, name: str) -> Table:
@@ -662,7 +687,7 @@ class Checker:
             self.add(where, key, "text without control characters (tab and newline are fine)",
                      f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
             return None
-        bad = SURROGATE.search(value)   # from a JSON escape or an xlsx cell's _xD800_: no encoding can store it
+        bad = SURROGATE.search(value)   # from a JSON escape (parse_json names it first): no encoding can store it
         if bad:
             self.add(where, key, "text without lone surrogates (U+D800-U+DFFF not half of a pair)",
                      f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
