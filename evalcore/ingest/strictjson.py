@@ -8,9 +8,9 @@ field (as a path: `annotations.Overall[0]`, `[2].score` inside a list):
 - NaN, Infinity and -Infinity, which json.loads accepts and JSON does not have;
 - a lone surrogate, written as an escape (`\\ud800` not followed by `\\udc00`-`\\udfff`): no encoding can store it.
 
-The decoder's hooks only note that something is wrong (they cost a Python call per object and number: bench
-figures in the README's input-limits section); where it is, is found by scanning that one text again
-(locate), so the place is exact and clean files pay nothing more.
+The decoder's hooks only note that something is wrong (a Python call per object and number, small beside
+what an import does with each record); where it is, is found by scanning that one text again (locate), so
+the place is exact and clean files pay nothing more.
 """
 from __future__ import annotations
 
