@@ -659,10 +659,10 @@ def test_json_that_only_looks_hostile_still_reads(tmp_path):
 
     path = tmp_path / "r.jsonl"
     path.write_text('{"a": "\\ud83d\\ude00", "b": "\\\\ud800", "c": {"k": 1}, "d": {"k": 2}, "e": 1e100, '
-                    '"f": -1e100, "g": ' + "1" + "0" * 100 + "}\n", encoding="utf-8")
+                    '"f": -1e100, "g": ' + "1" + "0" * 100 + ', "h": -1' + "0" * 100 + "}\n", encoding="utf-8")
     record = read_table(path).records[0]
     assert record["a"] == "😀" and record["b"] == "\\ud800" and record["c"] == {"k": 1} and record["e"] == 1e100
-    assert record["g"] == 10 ** 100
+    assert record["g"] == 10 ** 100 and record["h"] == -10 ** 100
 
 
 def test_full_width_names_are_one_name(store, tmp_path, capsys):

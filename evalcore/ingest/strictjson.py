@@ -44,7 +44,7 @@ class Decoder:
         return out
 
     def _int(self, text: str) -> int:
-        if len(text) > 101:   # more than 100 digits: over MAX_MAGNITUDE (and int() of 4,300 digits raises)
+        if len(text) - text.startswith("-") > 101:   # 102 digits or more: over MAX_MAGNITUDE, not converted
             self.suspect = True
             return 0
         value = int(text)
@@ -85,20 +85,51 @@ def _shown(literal: str) -> str:
     return literal if len(literal) <= 32 else f"{literal[:12]}...{literal[-4:]} (a number of {len(literal):,} characters)"
 
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
 def locate(text: str, file: str, where, first_line: int = 1) -> list[Problem]:
     """The problems of a text json.loads has read (strictjson's rules above), each with its place: `where(line,
-    top_index)` names it (top_index: the position in a top-level list, or None) and the field is the path inside."""
+    top_index)` names it (top_index: the position in a top-level list, or None) and the field is the path inside.
+    A top-level list is decoded again element by element (json's own scanner, with the hooks) and only the
+    elements the hooks flag are scanned token by token: a large file costs about one more parse, not a scan in
+    Python of all of it."""
+    start = _SPACE.match(text).end()
+    if not text.startswith("[", start):
+        return _locate(text, file, where, first_line)
+    decoder, problems = Decoder(), []
+    at, index, line, counted = start + 1, 0, first_line, 0
+    while len(problems) < MAX_PROBLEMS:
+        at = _SPACE.match(text, at).end()
+        if text.startswith("]", at):
+            break
+        decoder.suspect = False
+        _, end = decoder.decoder.raw_decode(text, at)
+        if decoder.suspect or _SURROGATE_ESCAPE.search(text, at, end):
+            line += text.count("\n", counted, at)
+            counted = at
+            problems += _locate(text[at:end], file, where, line, top=index)
+        index += 1
+        at = _SPACE.match(text, end).end() + 1   # past ',' (or the closing ']')
+        if text.startswith("]", at - 1):
+            break
+    return problems[:MAX_PROBLEMS]
+
+
+def _locate(text: str, file: str, where, first_line: int = 1, top: int | None = None) -> list[Problem]:
+    """locate's token-by-token scan of one text (a JSONL line, an element of a top-level list: `top`)."""
     problems: list[Problem] = []
     frames: list[list] = []   # ['{', {key: line}, current key, expecting a key] or ['[', index]
     at = 0
+    counted = [0, first_line]   # the offset lines are counted to, and its line: offsets only grow (one pass)
+
+    def line_at(offset: int) -> int:
+        counted[1] += text.count("\n", counted[0], offset)
+        counted[0] = offset
+        return counted[1]
 
     def add(offset: int, field: str, expected: str, got: str) -> None:
-        line = first_line + text.count("\n", 0, offset)
-        top = frames[0][1] if frames and frames[0][0] == "[" else None
-        inner = field
-        if top is not None:   # '[2].score' -> 'score' at item 3 (index 2)
-            inner = re.sub(r"^\[\d+\]\.?", "", field)
-        problems.append(Problem(file, where(line, top), inner, expected, got))
+        problems.append(Problem(file, where(line_at(offset), top), field, expected, got))
 
     while at < len(text) and len(problems) < MAX_PROBLEMS:
         m = _TOKEN.match(text, at)
@@ -106,30 +137,30 @@ def locate(text: str, file: str, where, first_line: int = 1) -> list[Problem]:
             break   # trailing whitespace (json.loads read the text: nothing else can follow)
         at = m.end()
         string, number, punct, literal = m.groups()
-        top = frames[-1] if frames else None
+        inner = frames[-1] if frames else None
         if punct:
             if punct in "{[":
                 frames.append(["{", {}, None, True] if punct == "{" else ["[", 0])
             elif punct in "}]":
                 frames.pop()
-            elif punct == "," and top is not None:
-                if top[0] == "{":
-                    top[3] = True
+            elif punct == "," and inner is not None:
+                if inner[0] == "{":
+                    inner[3] = True
                 else:
-                    top[1] += 1
+                    inner[1] += 1
             continue
         if string is not None:
             value = json.loads(string)
-            if top is not None and top[0] == "{" and top[3]:
-                top[3] = False
-                line = first_line + text.count("\n", 0, m.start(1))
-                if value in top[1]:
-                    top[2] = value
-                    first = top[1][value]
+            if inner is not None and inner[0] == "{" and inner[3]:
+                inner[3] = False
+                line = line_at(m.start(1))
+                if value in inner[1]:
+                    inner[2] = value
+                    first = inner[1][value]
                     add(m.start(1), _path(frames), "each key once in a JSON object (with the key twice, one of the "
                         "values would be dropped silently)", f"{value!r} again (first on line {first:,})")
-                top[1].setdefault(value, line)
-                top[2] = value
+                inner[1].setdefault(value, line)
+                inner[2] = value
                 if SURROGATE.search(value):
                     add(m.start(1), _path(frames), "keys without lone surrogates", _surrogate(string))
                 continue
@@ -141,7 +172,7 @@ def locate(text: str, file: str, where, first_line: int = 1) -> list[Problem]:
             if "." in number or "e" in number or "E" in number:
                 bad = not -MAX_MAGNITUDE <= float(number) <= MAX_MAGNITUDE
             else:
-                bad = len(number) > 101 or abs(int(number)) > MAX_MAGNITUDE
+                bad = len(number.lstrip("-")) > 101 or abs(int(number)) > MAX_MAGNITUDE
             if bad:
                 add(m.start(2), _path(frames), f"a number of magnitude at most {MAX_MAGNITUDE:g} (larger ones make "
                     "sums, means and squares overflow to infinity)", _shown(number))
