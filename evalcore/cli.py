@@ -999,6 +999,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    names.normalise(args)   # '--dataset ｔｏｙ' is toy: the names as the store holds them
     from evalcore.core.malloc import tune
     from evalcore.core.threads import one_blas_thread
 

@@ -93,11 +93,11 @@ def test_dstc10_reuses_stored_items_for_new_models(dstc, tmp_path):
     ([ENTRIES[0], dict(ENTRIES[1], annotations={"Overall": [1, 6]})], "item 2 (index 1)", "annotations.Overall[1]",
      "expected a score on the Overall scale 1..5, got 6"),
     ([ENTRIES[0], dict(ENTRIES[0], response="again")], "item 2 (index 1)", "model",
-     "expected one entry per dialogue context and model (first at item 1 (index 0))"),
+     "expected one entry per dialogue context and model (first at line 1, item 1 (index 0))"),
     ([ENTRIES[0], dict(ENTRIES[1], annotations={"Coherent": [1]})], "item 2 (index 1)", "annotations.Coherent",
      "give --scale Coherent=MIN:MAX"),
     ([ENTRIES[0], dict(ENTRIES[1], reference=["other"])], "item 2 (index 1)", "reference",
-     "expected the references given for this dialogue context at item 1 (index 0)"),
+     "expected the references given for this dialogue context at line 1, item 1 (index 0)"),
     ([dict(ENTRIES[0], context=["hi", "hello"])], "item 1 (index 0)", "context", "expected a string, got list"),
 ])
 def test_bad_dstc10_files_are_refused_whole(dstc, tmp_path, data, where, field, expected):

@@ -1,18 +1,40 @@
 """Errors that reach users: every refusal names file, place, field and expectation."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, fields
+
+from evalcore.core.text import CONTROL, SURROGATE
+
+# What a message may not carry as it is: a terminal acts on control characters (ESC starts a sequence that can
+# rewrite the screen), newlines would break the one-line-per-problem list, and a lone surrogate cannot be
+# encoded at all (printing it, or sending it to a page, raises UnicodeEncodeError).
+_UNSHOWABLE = re.compile(f"{CONTROL.pattern}|{SURROGATE.pattern}|[\n\r\t]")
+
+
+def showable(text: str) -> str:
+    """`text` with control characters, line breaks and lone surrogates written as escapes ('\\x1b', '\\ud800')."""
+    if not _UNSHOWABLE.search(text):
+        return text
+    return _UNSHOWABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with an input file."""
+    """One thing wrong with an input file. Its texts name what the file holds (keys, names, values), so they are
+    made showable (see `showable`) when the problem is made."""
 
     file: str
     where: str  # "line 3", "row 5", "sheet 人工评估结果 row 7", "" for the whole file
     field: str  # column or key; "" when the problem is not about one field
     expected: str
     got: str = ""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, str) and _UNSHOWABLE.search(value):
+                object.__setattr__(self, f.name, showable(value))
 
     def __str__(self) -> str:
         parts = [self.file]

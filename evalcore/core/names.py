@@ -8,11 +8,33 @@ import json
 
 import duckdb
 
+from evalcore.core.text import normalise_id
+
 SHOWN = 20  # names listed at most; the rest are counted
 
 
 class UnknownName(ValueError):
     """A name the store does not have (exit code 2, like a refused file)."""
+
+
+# The options that name what is in the store, read in the one normal form of names (evalcore.core.text, NFKC) as
+# the importers store them: '--dataset ｔｏｙ' is toy, '--metric ＢＬＥＵ４' is BLEU4 (not a second column beside it).
+NAMED = ("dataset", "track", "model", "metric", "judge", "dimension")
+LISTS = ("tracks", "models", "exclude_models", "metrics")   # comma-separated: each name
+
+
+def normalise(args: argparse.Namespace) -> None:
+    """Put the names a command is given (NAMED, LISTS) in the normal form, in place, before anything reads them.
+    Control characters are not refused here: an importer refuses them naming its option (a name already stored
+    with one must stay reachable by the commands that read or delete it)."""
+    for attr in NAMED:
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            setattr(args, attr, normalise_id(value))
+    for attr in LISTS:
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            setattr(args, attr, ",".join(normalise_id(v) for v in value.split(",")))
 
 
 def closest_first(name: str, options: list[str]) -> list[str]:

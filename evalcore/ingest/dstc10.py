@@ -39,7 +39,7 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
                   shown: str | None = None) -> ImportReport:
     path = Path(path)
     file = str(path)
-    entries, encoding = read_json_list(path, SHAPE)
+    entries, encoding, lines = read_json_list(path, SHAPE)
     check = Checker(file)
     dataset = check.ident({"--dataset": dataset}, "", "--dataset")
     track = check.ident({"--track": track}, "", "--track")
@@ -51,7 +51,7 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
 
     parsed = []
     for i, rec in enumerate(entries):
-        where = f"item {i + 1} (index {i})"
+        where = f"line {lines[i]:,}, item {i + 1} (index {i})"
         if not isinstance(rec, dict):
             check.add(where, "", "a JSON object", type(rec).__name__)
             continue
@@ -167,11 +167,11 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
     return report
 
 
-def read_json_list(path: Path, shape: str) -> tuple[list, str]:
-    """The file's JSON list and the encoding it was read in; anything else is refused (nesting deeper than
-    readers.MAX_DEPTH included, named by its line)."""
+def read_json_list(path: Path, shape: str) -> tuple[list, str, list[int]]:
+    """The file's JSON list, the encoding it was read in and the line each entry begins on; anything else is
+    refused (nesting deeper than readers.MAX_DEPTH included, named by its line)."""
     file = str(path)
-    data, encoding = read_json(path, shape)
+    data, encoding, lines = read_json(path, shape)
     if not isinstance(data, list):
         raise ImportRefused([Problem(file, "", "", shape, f"a JSON {type(data).__name__}")])
     if not data:
@@ -180,7 +180,7 @@ def read_json_list(path: Path, shape: str) -> tuple[list, str]:
     if len(data) > most:
         raise ImportRefused([Problem(file, f"item {most + 1:,} (index {most:,})", "", f"at most {most:,} entries "
                                      "(EVALCORE_MAX_ROWS)", f"{len(data):,} entries")])
-    return data, encoding
+    return data, encoding, lines
 
 
 def _annotations(check: Checker, rec: dict, where: str) -> dict[str, list[float | None]] | None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import duckdb
 
+from evalcore.core.text import identity_key
+
 
 def tracks_of(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
     rows = con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()
@@ -40,13 +42,15 @@ def response_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str | Non
     return set(rows)
 
 
-def rating_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> set[tuple]:
+def rating_keys(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> dict[tuple, str]:
+    """(target, item or dialogue, model, annotator's identity key, dimension) -> where the stored rating came
+    from (a file and row, or a rating task), for every rating of a track."""
     rows = con.execute(
-        "SELECT target, coalesce(item_id, dialogue_id, ''), model, annotator, dimension "
+        "SELECT target, coalesce(item_id, dialogue_id, ''), model, annotator, dimension, origin "
         "FROM human_ratings WHERE dataset = ? AND track = ?",
         [dataset, track],
     ).fetchall()
-    return set(rows)
+    return {(t, i, m, identity_key(a), d): origin or "an earlier import" for t, i, m, a, d, origin in rows}
 
 
 def scales(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, tuple[float | None, float | None]]:

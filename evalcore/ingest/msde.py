@@ -12,6 +12,7 @@ that is not in the generation sheet (kept as its own item); the automatic sheet'
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,8 +23,9 @@ import openpyxl
 from tqdm import tqdm
 
 from evalcore.core.errors import ImportRefused, Problem, short
-from evalcore.ingest import lookup
+from evalcore.ingest import lookup, strictjson
 from evalcore.ingest.batch import Batch, ImportReport
+from evalcore.ingest.readers import decimal, parse_json, sniff_encoding
 
 DATASET = "msde"
 ANNOTATOR = "msde-release"
@@ -76,6 +78,15 @@ def track_of(folder: str) -> tuple[str, str, str]:
         raise ImportRefused([Problem(folder, "", "", "a folder named <competition>_<corpus> with competition "
                                      "'Lic 2021' or 'CCF LUGE' and corpus CPC, DuConv, DuRecDial or LCCC", repr(folder))])
     return f"{competition}/{skill}", competition, corpus
+
+
+def _number(value) -> float | None:
+    """A cell's number: a spreadsheet number, or text in plain decimal (readers.decimal: not '1_0', not 'nan')."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return decimal(value) if isinstance(value, str) else None
 
 
 def _text(value) -> str | None:
@@ -157,10 +168,7 @@ def _read_human(book: Workbook, title: str, rows: list[tuple]) -> None:
             value = row[col] if col < len(row) else None
             if value is None or (isinstance(value, str) and not value.strip()):
                 continue
-            try:
-                score = float(value)
-            except (TypeError, ValueError):
-                score = None
+            score = _number(value)
             if score is None or not SCALE[0] <= score <= SCALE[1]:
                 book.problems.append(Problem(book.file, f"sheet {title} row {excel_row}", dim,
                                              f"a score from {SCALE[0]:g} to {SCALE[1]:g} or an empty cell", short(value)))
@@ -181,9 +189,8 @@ def _read_automatic(book: Workbook, title: str, rows: list[tuple]) -> None:
                                          "a known metric column: " + ", ".join(AUTO_COLUMNS), "an unknown header"))
             continue
         value = data[0][col]
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
+        number = _number(value)
+        if number is None or not math.isfinite(number):
             book.problems.append(Problem(book.file, f"sheet {title} row 2", h, "a number", short(value)))
             continue
         stored, factor = AUTO_COLUMNS[h]
@@ -304,13 +311,14 @@ def _source_rows(folder: Path, n_rows: int, problems: list[Problem]) -> list[dic
     if not path.is_file():
         return None
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    decoder = strictjson.Decoder()
+    for lineno, line in enumerate(path.read_text(encoding=sniff_encoding(path, str(path), kind="jsonl")).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(str(path), f"line {lineno}", "", "one JSON object per line", exc.msg))
+        try:   # as every JSONL file is read: a key twice, a number too large, a lone surrogate are refused
+            rows.append(parse_json(line, str(path), "one JSON object per line", f"line {lineno}", lineno, decoder))
+        except ImportRefused as exc:
+            problems += exc.problems
             return None
     if len(rows) != n_rows:
         problems.append(Problem(str(path), "", "", f"{n_rows} lines, one per generation row", f"{len(rows)}"))

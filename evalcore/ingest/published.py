@@ -33,6 +33,7 @@ def import_published(con: duckdb.DuckDBPyConnection, folder: str | Path, *, data
     present = [name for name in FILES if (folder / name).is_file()]
     if not present:
         raise ImportRefused([Problem(str(folder), "", "", "a folder with " + " or ".join(FILES), "none of them")])
+    dataset = Checker(str(folder)).option("--dataset", dataset)
     known_scales, new_dims = resolve_scales(con, dataset, scales or {}, str(folder))
     stored_scores = lookup.system_score_keys(con, dataset)
     stored_corr = {tuple(r) for r in con.execute(

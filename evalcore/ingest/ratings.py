@@ -7,9 +7,10 @@ from pathlib import Path
 import duckdb
 
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.text import bad_character, identity_key
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import CONTROL, MAX_CELL, MAX_MAGNITUDE, Checker, normalise_id, read_table
+from evalcore.ingest.readers import MAX_CELL, MAX_MAGNITUDE, Checker, decimal, normalise_id, read_table
 from evalcore.ingest.responses import require_track
 
 
@@ -17,16 +18,23 @@ def parse_scale(text: str) -> tuple[str, float, float]:
     """'Info=0:2' -> ('Info', 0.0, 2.0)."""
     try:
         name, bounds = text.split("=", 1)
-        lo, hi = (float(x) for x in bounds.split(":", 1))
+        lo, hi = bounds.split(":", 1)
     except ValueError:
         raise ValueError(f"--scale expects DIM=MIN:MAX (for example Info=0:2), got {text!r}") from None
+    bounds = [decimal(b) for b in (lo, hi)]   # plain decimal, as in a file: not 1_0
+    if any(b is None and b_text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity")
+           for b, b_text in zip(bounds, (lo, hi))):
+        bounds = [math.inf, math.inf]   # refused as not finite, below
+    lo, hi = bounds
+    if lo is None or hi is None:
+        raise ValueError(f"--scale expects DIM=MIN:MAX with decimal bounds (for example Info=0:2), got {text!r}")
     if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > MAX_MAGNITUDE:
         raise ValueError(f"--scale expects finite bounds of magnitude at most {MAX_MAGNITUDE:g} (for example "
                          f"Info=0:2), got {text!r}")
     name = normalise_id(name)
     if not name or lo >= hi:
         raise ValueError(f"--scale expects a dimension name and MIN < MAX, got {text!r}")
-    if CONTROL.search(name) or len(name) > MAX_CELL:
+    if bad_character(name) or len(name) > MAX_CELL:
         raise ValueError(f"--scale expects a dimension name without control characters, of at most {MAX_CELL:,} "
                          f"characters, got {short(text)}")
     return name, lo, hi
@@ -51,9 +59,10 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     """Ratings into one track, or (track None) into each row's `track` column, all in one transaction. A row
     with no score but a comment (a rating task's export carries its flags that way) is left out and counted."""
     table = read_table(path)
+    check = Checker(table.file)
+    dataset, track = check.option("--dataset", dataset), check.option("--track", track)
     if track is not None:
         require_track(con, table.file, dataset, track)
-    check = Checker(table.file)
     check.require_columns(table.columns, ["model", "annotator", "dimension", "score"] + (["track"] if track is None else []))
     if "item_id" not in table.columns and "dialogue_id" not in table.columns:
         check.add("header (row 1)", "item_id", "a column named 'item_id' or 'dialogue_id'", "neither")
@@ -120,7 +129,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             if dialogue_id not in dialogues:
                 check.add(where, "dialogue_id", f"a dialogue of track {row_track!r}", f"{dialogue_id!r}, unknown")
                 continue
-        key = (target, target_id, model, annotator, dimension)
+        key = (target, target_id, model, identity_key(annotator), dimension)   # 'Carol' and 'carol': one person
         if (row_track, *key) in seen:
             check.add(where, "score", f"one score per {target}, model, annotator and dimension",
                       f"a second one (first at {seen[(row_track, *key)]})")
@@ -128,7 +137,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         seen[(row_track, *key)] = where
         if key in stored:
             check.add(where, "score", "a rating not yet in the store",
-                      "one already stored for this target, model, annotator and dimension")
+                      f"one already stored for this target, model, annotator and dimension (from {stored[key]})")
             continue
         batch.add("human_ratings", dataset=dataset, track=row_track, target=target,
                   item_id=item_id if target == "response" else None,

@@ -27,7 +27,6 @@ import runs:
 """
 from __future__ import annotations
 
-import codecs
 import contextlib
 import contextvars
 import csv
@@ -48,9 +47,10 @@ from pathlib import Path, PurePosixPath
 import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
-from evalcore.core.text import CONTROL, normalise_id  # noqa: F401 (importers read them from here)
+from evalcore.core.text import CONTROL, SURROGATE, bad_character, normalise_id  # noqa: F401 (importers read them from here)
+from evalcore.ingest import strictjson
+from evalcore.ingest.encodings import ENCODINGS_EXPECTED, sniff_encoding  # noqa: F401 (read from here too)
 
-ENCODINGS_EXPECTED = "text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK"
 # Limits a user would accept; a file over them is refused with the row and the limit. Module values are the
 # defaults (tests may set them); the environment variable, when set, wins at the time of the import.
 MAX_COLUMNS = int(os.environ.get("EVALCORE_MAX_COLUMNS", 1000))
@@ -60,7 +60,7 @@ MAX_EXPANDED = 1 << 30
 MAX_MEMBERS = 1000
 MAX_LINE = 10_000_000
 MAX_DEPTH = 100
-MAX_MAGNITUDE = 1e100
+MAX_MAGNITUDE = strictjson.MAX_MAGNITUDE
 ENV = {"MAX_ROWS": "EVALCORE_MAX_ROWS", "MAX_EXPANDED": "EVALCORE_MAX_EXPANDED", "MAX_MEMBERS": "EVALCORE_MAX_MEMBERS",
        "MAX_LINE": "EVALCORE_MAX_LINE", "MAX_DEPTH": "EVALCORE_MAX_DEPTH"}
 NORMALISED = ("normalised {n} identifier(s): surrounding whitespace removed and full-width or other "
@@ -100,54 +100,6 @@ class Table:
     encoding: str = ""
 
 
-def _candidates(head: bytes) -> list[str]:
-    if head.startswith(b"\xef\xbb\xbf"):
-        return ["utf-8-sig"]
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return ["utf-16"]
-    return ["utf-8", "gb18030"]
-
-
-def _unreadable(file: str, error: UnicodeDecodeError | None, offset: int = 0) -> ImportRefused:
-    at = offset + (error.start if error else 0)
-    return ImportRefused([Problem(file, "", "", ENCODINGS_EXPECTED,
-                                  f"bytes none of them can read (first bad byte at offset {at})")])
-
-
-def sniff_encoding(path: Path, file: str, block: int = 1 << 20) -> str:
-    """The encoding that reads the whole file, found by decoding it block by block (never the whole
-    file in memory at once: a large upload costs its parsed rows, not three copies of itself).
-
-    A file that is UTF-8 up to its last bytes, which begin a character that never ends, was cut short: it
-    is refused ("file ends inside a UTF-8 character at byte N"), never read as GB18030 (which reads almost
-    any bytes, as mojibake)."""
-    with path.open("rb") as fh:
-        head = fh.read(4)
-    first = None
-    for enc in _candidates(head):
-        decoder, offset = codecs.getincrementaldecoder(enc)(), 0
-        try:
-            with path.open("rb") as fh:
-                while chunk := fh.read(block):
-                    decoder.decode(chunk)
-                    offset += len(chunk)
-            pending = decoder.getstate()[0]
-            try:
-                decoder.decode(b"", final=True)
-            except UnicodeDecodeError:
-                if enc.startswith("utf-8"):
-                    at = offset - len(pending)
-                    raise ImportRefused([Problem(file, "", "", ENCODINGS_EXPECTED,
-                                                 f"a file that ends inside a UTF-8 character at byte {at:,} (its last "
-                                                 f"{len(pending)} byte(s) begin a character that never ends: was the "
-                                                 "file cut short?)")]) from None
-                raise
-            return enc
-        except UnicodeDecodeError as exc:
-            first = first or (exc, offset)
-    raise _unreadable(file, *first) if first else _unreadable(file, None)
-
-
 def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jsonl", "xlsx")) -> Table:
     """Read a file by its extension into records; refuse unreadable files whole. The file is read as
     a stream: what stays in memory is its records, not the file's bytes or text (lines are read with a
@@ -157,7 +109,7 @@ def read_table(path: str | Path, *, kinds: tuple[str, ...] = ("csv", "tsv", "jso
     suffix = _suffix(path, kinds)
     if suffix == "xlsx":
         return _read_xlsx(path)
-    enc = sniff_encoding(path, name)
+    enc = sniff_encoding(path, name, kind=suffix)
     with path.open(encoding=enc, newline="") as fh:
         lines = Lines(fh, name)
         if suffix == "jsonl":
@@ -189,7 +141,7 @@ def stream_jsonl(path: str | Path) -> Iterator[tuple[str, Iterator[tuple[dict, i
     are raised together once the last line is read: the caller's transaction must be open until then."""
     path = Path(path)
     _suffix(path, ("jsonl",))
-    enc = sniff_encoding(path, str(path))
+    enc = sniff_encoding(path, str(path), kind="jsonl")
     with path.open(encoding=enc, newline="") as fh:
         yield enc, _jsonl_records(Lines(fh, str(path)), str(path))
 
@@ -276,31 +228,69 @@ def _json_depth_at(text: str) -> int | None:
 _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
-def parse_json(text: str, name: str, shape: str, where: str = "", first_line: int = 1):
-    """json.loads, refusing instead of crashing: nesting deeper than MAX_DEPTH (named by line), invalid JSON,
-    numbers Python will not convert (an integer of more than 4,300 digits). `where` names a JSONL line."""
+def parse_json(text: str, name: str, shape: str, where: str = "", first_line: int = 1,
+               decoder: strictjson.Decoder | None = None):
+    """json.loads, refusing instead of crashing or guessing: nesting deeper than MAX_DEPTH (named by line),
+    invalid JSON, and what strictjson refuses (a key twice, a number over MAX_MAGNITUDE, NaN, a lone surrogate),
+    named by line and field. `where` names a JSONL line; a whole file's problems are named by line (and, in a
+    top-level list, by item). `decoder`: one per file (a new one per call otherwise)."""
     at = _json_depth_at(text)
     if at is not None:
         line = first_line + text.count("\n", 0, at)
         raise ImportRefused([Problem(name, where or f"line {line:,}", "", f"JSON nested at most {limit('MAX_DEPTH')} "
                                      "levels deep (EVALCORE_MAX_DEPTH)",
                                      f"deeper nesting at column {at - text.rfind(chr(10), 0, at):,}")])
+    decoder = decoder or strictjson.Decoder()
     try:
-        return json.loads(text)
+        value, suspect = decoder.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportRefused([Problem(name, where or f"line {exc.lineno + first_line - 1:,}", "", shape,
                                      f"invalid JSON ({exc.msg} at column {exc.colno})")]) from None
     except (ValueError, RecursionError) as exc:
         raise ImportRefused([Problem(name, where, "", shape, f"JSON Python cannot read ({short(str(exc), 80)})")]) from None
+    if suspect:
+        problems = strictjson.locate(text, name, lambda line, top: where or _json_place(line, top), first_line)
+        if problems:
+            raise ImportRefused(problems)
+    return value
 
 
-def read_json(path: Path, shape: str) -> tuple[object, str]:
-    """A whole JSON file (a list or an object) and the encoding it was read in; unreadable JSON refused."""
+def _json_place(line: int, top: int | None) -> str:
+    return f"line {line:,}" + ("" if top is None else f", item {top + 1:,} (index {top:,})")
+
+
+def read_json(path: Path, shape: str) -> tuple[object, str, list[int]]:
+    """A whole JSON file (a list or an object), the encoding it was read in, and for a list the line each of its
+    elements begins on (so that a problem in one can name its line); unreadable JSON refused."""
     file = str(path)
     if not path.is_file():
         raise ImportRefused([Problem(file, "", "", "an existing file", "no such file")])
-    encoding = sniff_encoding(path, file)
-    return parse_json(path.read_text(encoding=encoding), file, shape), encoding
+    encoding = sniff_encoding(path, file, kind="json")
+    text = path.read_text(encoding=encoding)
+    data = parse_json(text, file, shape)
+    return data, encoding, _element_lines(text) if isinstance(data, list) else []
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _element_lines(text: str) -> list[int]:
+    """The line each element of a JSON list (already read whole, so valid) begins on, read element by element
+    with json's own scanner (no second copy of the data is kept)."""
+    scan = json.JSONDecoder().raw_decode
+    at = _SPACE.match(text, 0).end() + 1   # past '['
+    out, line, counted = [], 1, 0
+    while True:
+        at = _SPACE.match(text, at).end()
+        if text.startswith("]", at):
+            return out
+        line += text.count("\n", counted, at)
+        counted = at
+        out.append(line)
+        _, at = scan(text, at)
+        at = _SPACE.match(text, at).end() + 1   # past ',' (or ']', then the loop ends)
+        if text.startswith("]", at - 1):
+            return out
 
 
 def _read_jsonl(lines, name: str) -> Table:
@@ -319,11 +309,12 @@ def _jsonl_records(lines, name: str) -> Iterator[tuple[dict, int]]:
     is not one (or a file without any) is refused together."""
     problems = []
     rows = Rows(name)
+    decoder = strictjson.Decoder()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            obj = parse_json(line, name, "one JSON object per line", f"line {lineno}")
+            obj = parse_json(line, name, "one JSON object per line", f"line {lineno}", lineno, decoder)
         except ImportRefused as exc:
             problems += exc.problems
             continue
@@ -626,6 +617,39 @@ def _formula_values(path: Path, name: str, header: list[str], records: list[list
         raise ImportRefused(problems)
 
 
+# A number in a text cell: optional sign, ASCII digits, optional point and fraction, optional exponent.
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_NON_FINITE = {"nan", "inf", "infinity"}
+
+
+def decimal(text: str) -> float | None:
+    """The number a text cell writes, or None. Plain decimal only: digits with an optional sign, point and
+    exponent ('2', ' -0.5 ', '1e-3', '.5'); surrounding whitespace is allowed and full-width digits are read
+    through NFKC like every name ('１.５' is 1.5). What Python's float() also takes is refused: '1_0' (which it
+    reads as 10), 'nan', 'inf', 'infinity', and digits of other scripts ('١', Arabic-Indic one), which no
+    spreadsheet or statistics package reads as numbers. A decimal too large for a float reads as inf (refused by
+    magnitude by the caller)."""
+    text = text.strip()
+    if not text.isascii():
+        text = normalise_id(text)
+    if not _DECIMAL.fullmatch(text):
+        return None
+    return float(text)
+
+
+def _not_decimal(value: str) -> tuple[str, str]:
+    """(expected, got) for a text cell that is not a plain decimal number."""
+    word = value.strip().lstrip("+-").lower()
+    if word in _NON_FINITE:
+        return "a finite number", short(value)
+    try:
+        float(value)
+    except ValueError:
+        return "a number", short(value)
+    return ("a number in plain decimal (digits with an optional sign, point and exponent: 10, -0.5, 1e-3)",
+            f"{short(value)}, which only Python reads as a number")
+
+
 @dataclass
 class Checker:
     """Collects problems across a whole file so a user sees all of them at once."""
@@ -663,6 +687,11 @@ class Checker:
             self.add(where, key, "text without control characters (tab and newline are fine)",
                      f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
             return None
+        bad = SURROGATE.search(value)   # from a JSON escape (parse_json names it first): no encoding can store it
+        if bad:
+            self.add(where, key, "text without lone surrogates (U+D800-U+DFFF not half of a pair)",
+                     f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
+            return None
         if not value.strip() and not allow_empty:
             if required:
                 self.add(where, key, "a non-empty string", "an empty string")
@@ -681,23 +710,44 @@ class Checker:
     def notes(self) -> list[str]:
         return [NORMALISED.format(n=self.normalised)] if self.normalised else []
 
+    def option(self, option: str, value: str | None, *, what: str = "name") -> str | None:
+        """A name given beside the file (--dataset, --track, --model, --metric; the upload page's controls) in the
+        one normal form of names (NFKC, surrounding whitespace removed: '--metric ＢＬＥＵ４' is BLEU4). Refused at
+        once, naming the option, when it holds a control character or a lone surrogate (a terminal acts on
+        the first; the second, from a command line's undecodable bytes, cannot be stored) or nothing. None (not
+        given) stays None."""
+        if value is None:
+            return None
+        bad = bad_character(value)
+        if bad:
+            raise ImportRefused([Problem(self.file, "", option, f"a {what} without control characters or lone "
+                                         "surrogates", bad)])
+        out = normalise_id(value)
+        if not out:
+            raise ImportRefused([Problem(self.file, "", option, f"a non-empty {what}", short(value))])
+        return out
+
     def number(self, rec: dict, where: str, key: str) -> float | None:
+        """A number: a JSON or spreadsheet number, or a cell in plain decimal (see `decimal`), finite and at most
+        MAX_MAGNITUDE in magnitude."""
         value = rec.get(key)
         if isinstance(value, bool):
             self.add(where, key, "a number", short(value))
             return None
         if isinstance(value, (int, float)):
-            number = float(value)
-        elif isinstance(value, str) and value.strip():
             try:
-                number = float(value.strip())
-            except ValueError:
-                self.add(where, key, "a number", short(value))
+                number = float(value)
+            except OverflowError:   # an int no float holds (JSON is refused before: strictjson)
+                number = math.inf
+        elif isinstance(value, str) and value.strip():
+            number = decimal(value)
+            if number is None:
+                self.add(where, key, *_not_decimal(value))
                 return None
         else:
             self.add(where, key, "a number", "nothing" if value in (None, "") else short(value))
             return None
-        if math.isnan(number) or math.isinf(number):
+        if math.isnan(number) or (math.isinf(number) and not isinstance(value, (int, str))):
             self.add(where, key, "a finite number", short(value))
             return None
         if abs(number) > MAX_MAGNITUDE:

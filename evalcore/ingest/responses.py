@@ -92,6 +92,10 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
     messages: the CLI's options (CLI), or the page's controls (PAGE). `then(con, tracks)` runs inside the
     import's transaction once its rows are written (the upload page records the scoring job there)."""
     path = Path(path)
+    given = Checker(str(path))   # the names chosen beside the file, in the one normal form of names (NFKC)
+    dataset = given.option(words.dataset, dataset)
+    track = given.option(words.track, track)
+    model = given.option(words.model, model, what="model name")
     tracks = lookup.tracks_of(con, dataset)
     whole = path.is_dir() or path.suffix.lower() == ".zip"
     if track_column_first and whole:
@@ -100,9 +104,6 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
         require_track(con, str(path), dataset, track, words)
     elif not tracks:
         require_track(con, str(path), dataset, "", words)
-    model = None if model is None else readers.normalise_id(model)
-    if model is not None and not model.strip():
-        raise ImportRefused([Problem(str(path), "", words.model, "a non-empty model name", "an empty string")])
     if not whole:
         part = Part(path, str(path), track, words.track_given, origin=path.name, column_first=track_column_first)
         return _import(con, str(path), [part], dataset, tracks, None if track_column_first else track,

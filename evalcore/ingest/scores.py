@@ -45,6 +45,9 @@ def import_scores(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
                   shown: str | None = None) -> ImportReport:
     table = read_table(path)
     check = Checker(table.file)
+    dataset, track = check.option("--dataset", dataset), check.option("--track", track)
+    metric = check.option("--metric", metric, what="metric name")   # NFKC: '--metric ＢＬＥＵ４' is BLEU4 (built in)
+    signature = check.option("--signature", signature, what="description")
     if not check.require_columns(table.columns, ["item_id", "model", "value"]):
         check.refuse_if_any()
     values = []

@@ -34,7 +34,8 @@ def read_sessions(path: str | Path) -> pd.DataFrame:
         check.refuse_if_any()
     rows = []
     for rec, where in zip(table.records, table.places):
-        row = {k: check.text(rec, where, k) for k in ("system", "test_case", "reviewer")}
+        row = {"system": check.ident(rec, where, "system"),   # a model's name: the one normal form of names
+               **{k: check.text(rec, where, k) for k in ("test_case", "reviewer")}}
         turns = check.number(rec, where, "turns")
         if turns is not None and turns < 0:
             check.add(where, "turns", "a number of turns >= 0", turns)
@@ -58,6 +59,8 @@ def read_sessions(path: str | Path) -> pd.DataFrame:
 def import_sessions(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
                     max_turns: float = MAX_TURNS) -> ImportReport:
     """Validate the whole file, then write the systems' C, T, Sa, F, G in one transaction."""
+    given = Checker(str(path))
+    dataset, track = given.option("--dataset", dataset), given.option("--track", track)
     frame = read_sessions(path)
     scores = session_scores(frame, max_turns)
     batch = Batch()
