@@ -19,7 +19,7 @@ from evalcore.analysis.correlate import correlations
 from evalcore.analysis.ensemble import ensemble
 from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard, value_table
 from evalcore.analysis.leaderboard import signatures as signatures_of
-from evalcore.analysis.trust import POOLED, choices, dimensions, report
+from evalcore.analysis.trust import POOLED, Opening, choices, dimensions, opening, report
 from evalcore.ingest.template import render, template
 from evalcore.metrics import registry
 from evalcore.metrics.base import Metric
@@ -46,7 +46,8 @@ DATASET_SCOPED = frozenset({
     "models_ranked", "model_ranks", "ranked_everywhere", "signatures", "rated_dimensions", "across_tracks",
     "correlation_view", "across_correlations", "has_published_correlations", "models_of", "template_csv", "track_models",
     "dimensions_of", "response_table", "item_detail", "compare", "agreement_table", "annotator_bias",
-    "score_distribution", "ensemble_view", "trust_view", "trust_matrix", "trust_dimensions", "submissions",
+    "score_distribution", "ensemble_view", "trust_view", "trust_matrix", "trust_dimensions", "trust_opening",
+    "submissions",
     # the judge audit: any write to another dataset (each commit of a scoring job there) emptied it, and the
     # next judge page ran its bootstraps again
     "judge_audit_part", "judge_headlines", "human_ceiling", "nothing_to_audit",
@@ -803,6 +804,23 @@ def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, s
     return merge_trust_choices({d: trust_choice_part(con, d) for d in datasets(con)})
 
 
+def merge_trust_left_out(parts: dict[str, tuple[int, list]]) -> dict[str, str]:
+    return {d: "no human ratings yet" if not rated else "no metric values of its rated units"
+            for d, (rated, c) in sorted(parts.items()) if not c}
+
+
+def trust_left_out(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The datasets a trust view cannot offer, each with why in a few words (the page says so under its
+    dataset choice, rather than leaving them out without a word)."""
+    return merge_trust_left_out({d: trust_choice_part(con, d) for d in datasets(con)})
+
+
+def trust_opening(con: duckdb.DuckDBPyConnection, dataset: str, *, method: str, dimension: str) -> Opening:
+    """Where Metric trust opens on `dataset` when its link names no level (evalcore.analysis.trust.opening:
+    the first level with a verdict for some skill, and why the ones before had none)."""
+    return opening(con, dataset, method=method, dimension=dimension)
+
+
 def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
                origin: str, flavor: str = "default", alpha: float = 0.05,
                adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -889,6 +907,7 @@ PER_DATASET = {
     "summary": (summary_part, merge_frames),
     "model_table": (model_part, merge_models),
     "trust_choices": (trust_choice_part, merge_trust_choices),
+    "trust_left_out": (trust_choice_part, merge_trust_left_out),
     "multi_rated_tracks": (multi_rated_part, merge_multi_rated),
     "rated_response_tracks": (rated_response_part, merge_rated_response),
     "judged_datasets": (judged_part, merge_judged),
