@@ -288,13 +288,15 @@ def test_trust_opens_on_the_paper_and_its_link_reopens_identically(server, brows
     page.wait_for_function("() => window.location.search.includes('tracks=1')", timeout=30_000)
     page.wait_for_load_state("networkidle")
     link = page.url
-    expect(page.locator('[data-testid="stSidebar"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
+    page.get_by_role("button", name="Link to this view").click()   # beside the title (no sidebar)
+    expect(page.locator('[data-testid="stPopoverBody"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
     context.close()
     fresh, again = _open(browser, link)
     again.wait_for_selector(CHART, timeout=60_000)
     expect(again.get_by_role("combobox", name="Method")).to_have_value("pearson")
     expect(again.get_by_role("combobox", name="Human dimension")).to_have_value("Coh")
-    expect(again.locator('[data-testid="stSidebar"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
+    again.get_by_role("button", name="Link to this view").click()
+    expect(again.locator('[data-testid="stPopoverBody"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
     assert again.url == link
     again.screenshot(path=str(ARTIFACTS / "trust-from-link.png"), full_page=True)
     fresh.close()

@@ -10,7 +10,7 @@ import pytest
 from test_app import charts, run
 
 from conftest import write_jsonl
-from evalcore.analysis.trust import VERDICT_N, choices, opening, report, verdicts
+from evalcore.analysis.trust import VERDICT_N, choices, opening, report
 from evalcore.cli import main
 from evalcore.store import connect
 

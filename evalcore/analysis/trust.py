@@ -311,7 +311,7 @@ def _pooled_note(part: pd.DataFrame, ok: pd.DataFrame, pooled: dict) -> str:
         return part["note"].iloc[0]
     if pooled["note"]:
         return pooled["note"]
-    return f"{len(ok)} track(s)" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
+    return f"pools {count(len(ok), 'track')}" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
 
 
 def _pooled(frame: pd.DataFrame) -> pd.DataFrame:

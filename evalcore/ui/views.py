@@ -884,13 +884,29 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     cells = cells.merge(audits.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
     cells["judge audit"] = cells["judge audit"].fillna("")
     skills = list(dict.fromkeys(frame["skill"]))
-    pooled = frame[frame["track"] == POOLED].assign(
+    # the ranking lists the skills with something to rank: a skill with no pooled value at all has its verdict
+    # ("no verdict: only 1 response has ...") and would add a row per metric of blanks
+    every = frame[frame["track"] == POOLED]
+    pooled = every[every.groupby("skill")["r"].transform(lambda r: r.notna().any()).astype(bool)].assign(
         verdict=lambda f: f["mark"].map(TRUST_WORDS).fillna(""),
         ci=lambda f: ci_text(f["ci_low"], f["ci_high"], ".2f"))
     table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
     table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                               if s.name == "skill" else s).reset_index(drop=True)
     return frame, said, cells, table.astype({"note": str})
+
+
+JOB_WAITING = {"queued": "waiting to start", "running": "starting"}   # a job's detail before its worker writes one
+
+
+def jobs_shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """The scoring jobs (services.jobs.listing) as the Upload page shows them: a detail for every row, never
+    "None" or "nan" (a queued job has none yet: "waiting to start"), progress 0 until there is one."""
+    out = frame.copy()
+    empty = out["detail"].isna() | (out["detail"].astype(str) == "")
+    out["detail"] = out["detail"].where(~empty, out["state"].map(JOB_WAITING)).fillna("").astype(str)
+    out["progress"] = out["progress"].fillna(0.0).astype(float)
+    return out
 
 
 def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:

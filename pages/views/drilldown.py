@@ -96,10 +96,15 @@ def with_texts(frame):
     return out
 
 
-grid(with_texts(shown.head(500)), width="stretch", column_config={
-    "text": st.column_config.TextColumn("response", width="large"),
-    **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col, metrics_here))
-       for col in metrics + dims + ["disagreement"] if col in shown}})
+# The sort's own columns (the metric, the human dimension, their disagreement) before the long response text: at
+# 800 px the text took the width and pushed them out of sight. Ratings and the disagreement to 2 decimals.
+first = ["item_id", "model", *[col for col in (metric, dim, "disagreement") if col and col in shown], "text"]
+page_rows = with_texts(shown.head(500))
+grid(page_rows, width="stretch", column_order=first + [col for col in page_rows.columns if col not in first],
+     column_config={"text": st.column_config.TextColumn("response", width="large"),
+                    **{col: st.column_config.NumberColumn(col, format="%.4f" if col in metrics else "%.2f",
+                                                          help=views.describe(col, metrics_here))
+                       for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}", complete=with_texts)
 

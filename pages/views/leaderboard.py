@@ -88,7 +88,8 @@ else:
              and table[c].map(lambda v: not pd.isna(v) and v != "").any()]
     order = (["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *shown_metrics, *after]
     widths = {c: int(max(64, 7.5 * len(c) + 26)) for c in shown_metrics}
-    wide = sum(widths.values()) + 190 > 940  # more than a 1400-px window shows beside the sidebar
+    # more than a 1400-px window shows (the pages are listed along the top: the table has about 1,240 px)
+    wide = sum(widths.values()) + 190 + 70 * len(after) > 1240
     st.caption(f"Ranked by {md_escape(rank_by)} among {origin} rows; best value per column in bold. "
                "Blank cells: hover a column header for why."
                + (f" {len(shown_metrics)} value columns: scroll the table sideways (rank and model stay in "

@@ -143,8 +143,10 @@ st.caption(
        "system" else ""))
 
 st.subheader("Ranking per skill")
+unranked = [sk for sk in skills if sk not in set(table["skill"])]
 st.caption("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column and the "
-           "sentences above.")
+           "sentences above." + (f" Not ranked (no verdict, see above): {md_escape(', '.join(unranked))}."
+                                  if unranked else ""))
 st.dataframe(table, hide_index=True, placeholder="", width="stretch", column_config={
     "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
     "ci": st.column_config.TextColumn("95% CI"),
