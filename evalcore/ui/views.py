@@ -854,8 +854,9 @@ TRUST_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "d
 
 
 def as_text(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
-    """Numbers as text for labels and hovers; NaN as `missing`."""
-    return values.map(lambda v: missing if pd.isna(v) else format(v, spec))
+    """Numbers as text for labels and hovers; NaN as `missing` (text even when there are none: an empty column
+    of a skill with no verdict)."""
+    return values.map(lambda v: missing if pd.isna(v) else format(v, spec)).astype(object)
 
 
 def ci_text(low: pd.Series, high: pd.Series, spec: str, missing: str = "") -> np.ndarray:
