@@ -3,6 +3,7 @@ and where one model stands on every skill."""
 import pandas as pd
 import streamlit as st
 
+from evalcore.core.words import count
 from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (
@@ -78,7 +79,7 @@ else:
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
     if len(hidden):
-        st.caption(f"{len(hidden)} partial submission(s) hidden (they answer only part of the track); "
+        st.caption(f"{count(len(hidden), 'partial submission')} hidden (they answer only part of the track); "
                    "'Show partial submissions' lists and ranks them, marked.")
     # On screen: rank and model (pinned), then the value columns, as narrow as their headers allow, so a
     # 1400-px window shows a track's metrics without scrolling; the interval, coverage and counts after

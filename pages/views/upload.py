@@ -125,7 +125,7 @@ if upload is not None and st.button("Validate and import", type="primary", key="
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
             report = retrying(import_ratings, con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
     except ImportRefused as exc:
-        st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems):,} problem(s). Nothing was written.")
+        st.error(f"{md_escape(upload.name)} was refused: {count(len(exc.problems), 'problem')}. Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
                                 "got": p.got} for p in exc.problems])
         shown = ImportRefused.MAX_SHOWN
