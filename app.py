@@ -60,7 +60,10 @@ st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":mat
 
 pages = [st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == "") for p in PAGES]
 started = time.perf_counter()
-page = st.navigation(pages)
+# The pages along the top, not in a sidebar: Streamlit collapses its sidebar only below 768 px, so at 800 px it
+# kept 300 px (37%) and cut the leaderboard after BLEU4, Compare's deltas and the jobs table. Along the top,
+# every page has the window's whole width; a narrow window lists the first pages and the rest under "more".
+page = st.navigation(pages, position="top")
 try:
     page.run()
 except StoreError as exc:  # held by a command longer than a page waits, a full disk, ...: say so, no error page

@@ -661,25 +661,56 @@ def _cmd_trust(con, args) -> None:
     for row in said.itertuples():
         print(row.text + (f"\n    {row.robust}" if row.robust else ""), file=out)
     print(file=out)
-    emit(frame if args.format != "table" else frame.drop(columns=["ci"]), args.format, 3)
+    if args.format != "table":
+        emit(frame, args.format, 3)
+        return
+    table, undefined = _trust_table(frame)
+    for line in undefined:
+        print(line)
+    if table:
+        print(("\n" if undefined else "") + table)
 
 
 def _trust_setting(con, args) -> tuple[str, str]:
-    """The level and origin: as given, else the first pair with data (as the dashboard opens), saying so."""
-    from evalcore.analysis.trust import choices, missing
+    """The level and origin: as given, else the first with a verdict for some skill (evalcore.analysis.trust.opening,
+    as the dashboard opens), saying which and why; a dataset with no level to correlate is an error saying what
+    is missing."""
+    from evalcore.analysis.trust import choices, missing, opening
 
     if args.level and args.origin:
         return args.level, args.origin
-    offered = choices(con, args.dataset)
-    if not offered:
+    if not choices(con, args.dataset):
         raise ValueError(missing(con, args.dataset))
-    pairs = [(lv, o) for lv, o in offered if (args.level in (None, lv)) and (args.origin in (None, o))]
-    if not pairs:
-        return args.level or "system", args.origin or "computed"  # trust() says why, and what works here
-    level, origin = pairs[0]
-    print(f"note: --level {level} --origin {origin} (the first with data in {args.dataset!r}; give both to choose)",
-          file=sys.stderr)
-    return level, origin
+    found = opening(con, args.dataset, method=args.method, dimension=args.dimension, flavor=args.flavor,
+                    tokenizer=args.tokenizer, aggregate=args.aggregate, models=_chosen_models(args),
+                    system_aggregate=args.system_aggregate, level=args.level, origin=args.origin)
+    if found.level is None:
+        if args.level or args.origin:   # the user's own level or origin: trust() says why, and what works here
+            return args.level or "system", args.origin or "computed"
+        raise ValueError(f"nothing to correlate in {args.dataset!r}: {found.why}")
+    print(f"note: --level {found.level} --origin {found.origin} (the first with a verdict in {args.dataset!r}"
+          + (f"; {found.why}" if found.why else "") + "; give both to choose)", file=sys.stderr)
+    return found.level, found.origin
+
+
+def _trust_table(frame):
+    """The trust table as printed for a person: every defined cell, blanks for what a cell lacks (no NaN, None
+    or <NA>), and the cells with no correlation as one line per track and reason (the table would repeat it
+    for every metric)."""
+    from evalcore.analysis.trust import POOLED
+    from evalcore.core.words import count
+
+    undefined = frame[frame["r"].isna()].sort_values("track", key=lambda t: t.eq(POOLED), kind="stable")
+    shown = frame[frame["r"].notna()].drop(columns=["ci"])
+    lines, said = [], set()
+    for (skill, track, note), part in undefined.groupby(["skill", "track", "note"], sort=False):
+        if track == POOLED and (skill, note) in said:
+            continue   # the pooled cell of a skill whose tracks said it already
+        said.add((skill, note))
+        where = f"{skill}, pooled over its tracks" if track == POOLED else f"{skill}, {track}"
+        lines.append(f"no correlation ({where}): {note or 'undefined'}, for {count(len(part), 'metric')}")
+    text = shown.round(3).astype(object).where(shown.notna(), "")
+    return text.to_string(index=False) if len(shown) else "", lines
 
 
 @_opens_store

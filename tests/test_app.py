@@ -91,8 +91,10 @@ def test_markdown_escaping_keeps_text_literal():
 
 def test_trust_opens_on_the_paper(monkeypatch, default_store):
     at = run("trust", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store})
-    assert dict(at.query_params) == {"dataset": "msde-paper", "level": "system", "origin": "published",
-                                     "method": "spearman", "dimension": "mean"}
+    # where it opens is not a choice of the user's: only the dataset is in the link, the rest is derived again
+    assert dict(at.query_params) == {"dataset": "msde-paper"}
+    shown = {s.label: s.value for s in at.selectbox}
+    assert shown["Level"] == "system" and shown["Metric values"] == "published" and shown["Method"] == "spearman"
     ranking = at.dataframe[0].value
     assert set(ranking["skill"]) == {"chitchat", "knowledge", "recommendation", "persona"}
     assert len(ranking) == 4 * 16 and (ranking.groupby("skill")["rank"].min() == 1).all()
@@ -102,11 +104,14 @@ def test_a_stale_level_moves_to_a_valid_one(monkeypatch, default_store):
     """Switching to a dataset without the URL's level shows that dataset's first valid level, not an empty page."""
     env = {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store}
     at = run("correlations", monkeypatch, env, dataset="msde-paper", level="turn", origin="computed")
-    assert at.query_params["level"] == "system" and at.query_params["origin"] == "published"
+    # where the page opens (system level, published tables) stays out of the link
+    assert "level" not in at.query_params and "origin" not in at.query_params
+    assert at.radio(key="co-level-msde-paper").value == "system"
     assert any("level 'turn' has nothing to correlate in msde-paper" in i.value.replace("\\", "") for i in at.info)
     assert charts(at) and not at.warning
     at = run("trust", monkeypatch, env, dataset="engagement-en", level="system")
-    assert at.query_params["level"] == "turn" and charts(at) and not at.warning
+    assert at.selectbox(key="tr-level-engagement-en").value == "turn" and "level" not in at.query_params
+    assert charts(at) and not at.warning
 
 
 def test_drilldown_range_filters_and_lands_in_the_url(monkeypatch, default_store):

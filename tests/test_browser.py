@@ -203,7 +203,7 @@ def test_bad_upload_is_refused_with_rows_named(server, browser, tmp_path):
     bad.write_text("item_id,response\nlccc-test-0000-t01,好\nno-such-item,嗯\n", encoding="utf-8")
     context, page = _open(browser, f"{server}/upload?dataset=demo-zh&track=lccc/chitchat")
     _upload(page, bad, "refused-model")
-    expect(page.get_by_text("bad.csv was refused: 1 problem(s). Nothing was written.")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("bad.csv was refused: 1 problem. Nothing was written.")).to_be_visible(timeout=60_000)
     report = page.locator('[data-testid="stTable"]')
     expect(report).to_contain_text("row 3", timeout=30_000)
     expect(report).to_contain_text("an item of track 'lccc/chitchat' in dataset 'demo-zh'")
@@ -288,13 +288,15 @@ def test_trust_opens_on_the_paper_and_its_link_reopens_identically(server, brows
     page.wait_for_function("() => window.location.search.includes('tracks=1')", timeout=30_000)
     page.wait_for_load_state("networkidle")
     link = page.url
-    expect(page.locator('[data-testid="stSidebar"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
+    page.get_by_role("button", name="Link to this view").click()   # beside the title (no sidebar)
+    expect(page.locator('[data-testid="stPopoverBody"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
     context.close()
     fresh, again = _open(browser, link)
     again.wait_for_selector(CHART, timeout=60_000)
     expect(again.get_by_role("combobox", name="Method")).to_have_value("pearson")
     expect(again.get_by_role("combobox", name="Human dimension")).to_have_value("Coh")
-    expect(again.locator('[data-testid="stSidebar"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
+    again.get_by_role("button", name="Link to this view").click()
+    expect(again.locator('[data-testid="stPopoverBody"] [data-testid="stText"]')).to_have_text(link, timeout=30_000)
     assert again.url == link
     again.screenshot(path=str(ARTIFACTS / "trust-from-link.png"), full_page=True)
     fresh.close()
@@ -379,7 +381,7 @@ def test_links_keep_sort_and_open_expanders(server, browser):
     context, page = _open(browser, url)
     signatures = page.locator('[data-testid="stExpander"]').filter(has_text="Signatures")
     expect(signatures.locator("details")).to_have_attribute("open", "", timeout=60_000)
-    expect(page.get_by_role("combobox", name="Sort by")).to_have_value("BLEU4")
+    expect(page.get_by_role("combobox", name="Sort by")).to_have_value("BLEU4", timeout=60_000)  # widgets draw after expanders
     _settle(page)
     assert "sort=BLEU4" in page.url and "order=descending" in page.url and "open=signatures" in page.url
     # close it and open another: the link follows
@@ -395,7 +397,7 @@ def test_links_keep_sort_and_open_expanders(server, browser):
     expect(missing.locator("details")).to_have_attribute("open", "", timeout=60_000)
     signatures = again.locator('[data-testid="stExpander"]').filter(has_text="Signatures").locator("details")
     expect(signatures).not_to_have_attribute("open", "")
-    expect(again.get_by_role("combobox", name="Sort by")).to_have_value("BLEU4")
+    expect(again.get_by_role("combobox", name="Sort by")).to_have_value("BLEU4", timeout=60_000)
     again.locator('[data-testid="stDataFrame"] canvas').first.wait_for(timeout=60_000)
     again.screenshot(path=str(ARTIFACTS / "leaderboard-sorted-from-link.png"), full_page=True)
     fresh.close()

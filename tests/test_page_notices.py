@@ -33,12 +33,12 @@ def notices(at: AppTest) -> list[str]:
 # --- the notice's place ------------------------------------------------------------------------------
 
 STALE = [  # (page, a stale query, the notice it gives)
-    ("leaderboard", {"rank_by": "XYZ"}, "'XYZ' is not a known rank_by"),
+    ("leaderboard", {"rank_by": "XYZ"}, "'XYZ' is not a known column to rank by"),
     ("correlations", {"method": "cosine"}, "'cosine' is not a known method"),
     ("drilldown", {"flavor": "XYZ"}, "'XYZ' is not a known flavor"),
     ("human", {"dataset": "nope"}, "'nope' is not a known dataset"),
     ("ensemble", {"holdout": "XYZ"}, "'XYZ' is not a known holdout"),
-    ("compare", {"a": "XYZ"}, "'XYZ' is not a known a"),
+    ("compare", {"a": "XYZ"}, "'XYZ' is not a known model (a)"),
     ("trust", {"method": "cosine"}, "'cosine' is not a known method"),
     ("upload", {"dataset": "nope"}, "'nope' is not a known dataset"),
 ]
@@ -48,7 +48,7 @@ STALE = [  # (page, a stale query, the notice it gives)
 def test_a_stale_value_is_noticed_right_under_the_title(page, query, notice, monkeypatch, store):
     at = run(page, monkeypatch, store, **query)
     children = list(at.main.children.values())
-    assert children[0].type == "title"
+    assert len(children[0].title) == 1 and children[0].title[0].value  # the title's row (the link's button beside it)
     first = children[1]  # the place start() keeps under the title, filled by publish() at the end of the run
     assert any(notice in text(i.value) for i in first.info), (page, [text(i.value) for i in first.info])
     # and nowhere else: not again under the charts
@@ -84,7 +84,7 @@ def test_leaderboard_says_a_real_metric_is_not_scored(monkeypatch, store):
     assert "'METEOR' is not scored on this dataset; showing 'F1' instead." in notes  # across skills
     assert not any("not a known" in n and "METEOR" in n for n in notes)
     at = run("leaderboard", monkeypatch, store, dataset="demo-zh", track="kdconv/knowledge", rank_by="XYZ")
-    assert "'XYZ' is not a known rank_by; showing 'F1' instead." in notices(at)
+    assert "'XYZ' is not a known column to rank by; showing 'F1' instead." in notices(at)
 
 
 # --- blank cells -------------------------------------------------------------------------------------

@@ -24,7 +24,11 @@ their scores averaged), at system, dialogue or turn level (see evalcore.analysis
 - rank: 1 = highest r within the track, or highest pooled r within the skill (an order, not a verdict).
 
 verdicts() turns the pooled cells into one sentence per skill; robustness() asks the same question
-under every method and human dimension, so a reader sees whether the answer depends on the setting.
+under every method and human dimension, so a reader sees whether the answer depends on the setting, and a
+verdict whose metric leads under half the settings or fewer says so in its first words ("not a clear
+choice"), never "trust". opening() is where a view opens when nobody chose a level: the first level (in
+choices() order) at which some skill has a verdict, with why the ones before it had none, or, when none
+has one, what is missing in the words of someone who rates responses.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from scipy import special
 from evalcore.analysis.correlate import Models, check_options, human_scores, metric_scores
 from evalcore.analysis.options import ADJUSTMENTS
 from evalcore.analysis.stats import METHODS, Correlation, correlate, fisher_interval, williams
+from evalcore.core.words import count
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.store.queries import require_dataset
 
@@ -48,6 +53,8 @@ SKILL_ORDER = ["chitchat", "knowledge", "recommendation", "persona", "task-orien
 COLUMNS = ["metric", "skill", "track", "dimension", "r", "ci_low", "ci_high", "n", "p", "tied_with_best", "rank",
            "dimensions", "ci", "note", "p_adjusted", "mark"]
 LOW_POWER_N = 30  # below this many units a Williams test rarely separates two metrics (say so)
+VERDICT_N = 4  # a skill's verdict pools tracks with n > 3 (Fisher z's weight is n - 3): a track needs 4 units
+UNIT = {"system": "model", "dialogue": "dialogue", "turn": "response"}  # what one unit is, at each level
 
 
 def fisher_z(r: float) -> float:
@@ -304,7 +311,7 @@ def _pooled_note(part: pd.DataFrame, ok: pd.DataFrame, pooled: dict) -> str:
         return part["note"].iloc[0]
     if pooled["note"]:
         return pooled["note"]
-    return f"{len(ok)} track(s)" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
+    return f"pools {count(len(ok), 'track')}" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
 
 
 def _pooled(frame: pd.DataFrame) -> pd.DataFrame:
@@ -378,6 +385,77 @@ def _nothing(con, dataset: str, level: str, origin: str, frame: pd.DataFrame) ->
     return f"nothing to correlate in {dataset!r} at {level} level ({origin}): {why}{hint}"
 
 
+@dataclass(frozen=True)
+class Opening:
+    """Where a trust view opens when nobody chose a level: `level` and `origin` (None when no level of the
+    dataset has a verdict), and `why`: why the levels before it were passed over ("" when it is the first),
+    or, with no level, what is missing."""
+
+    level: str | None
+    origin: str | None
+    why: str
+
+
+def opening(con, dataset: str, *, method: str = "spearman", dimension: str = "mean", flavor: str = "default",
+            tokenizer: str | None = None, aggregate: str = "mean", models: Models = Models(),
+            system_aggregate: str = "corpus", level: str | None = None, origin: str | None = None) -> Opening:
+    """The first (level, origin) of choices() (only those at `level` or of `origin` where given) at which some
+    skill has a verdict (a pooled correlation: a track with at least VERDICT_N units rated and scored, neither
+    side constant) for `method` and `dimension`.
+    Used by the Metric trust page and `evalcore trust` alike, so both open on an answer: after a rating task
+    of 16 responses of three models, system level has n <= 3 per track and turn level n = 15."""
+    require_dataset(con, dataset)
+    offered = [(lv, o) for lv, o in choices(con, dataset) if level in (None, lv) and origin in (None, o)]
+    if not offered:
+        return Opening(None, None, missing_words(con, dataset))
+    passed, most = [], {}
+    for level, origin in offered:
+        loaded = _load(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
+        frame = _table(loaded, method, dimension, alpha=ALPHA, adjust="none", ties=False)
+        pooled = frame[frame["track"] == POOLED] if len(frame) else frame
+        if len(pooled) and pooled["r"].notna().any():
+            return Opening(level, origin, "; ".join(passed))
+        cells = frame[frame["track"] != POOLED] if len(frame) else frame
+        most[level] = int(cells["n"].max()) if len(cells) else 0
+        passed.append(_passed_over(level, origin, cells))
+    return Opening(None, None, f"no verdict at any level yet: {'; '.join(passed)}" + _advice(most))
+
+
+def _where(level: str, origin: str) -> str:
+    return f"{level} level" + (" (published values)" if origin == "published" else "")
+
+
+def _passed_over(level: str, origin: str, cells: pd.DataFrame) -> str:
+    """Why a level has no verdict, in units a rater counts: models, dialogues or responses."""
+    where = _where(level, origin)
+    if cells.empty:
+        return f"{where} has no {origin} metric values of rated {UNIT[level]}s"
+    most = int(cells["n"].max())
+    tracks = int((cells.groupby("track")["n"].max() > 0).sum())   # tracks with a rated unit
+    if 0 < most < VERDICT_N:
+        per = " per track" if tracks > 1 else ""
+        return (f"{where} has {'at most ' if tracks > 1 else ''}{count(most, UNIT[level])} with both ratings and "
+                f"metric values{per} (n = {most}; a verdict needs {VERDICT_N})")
+    notes = cells["note"][cells["note"] != ""]
+    return f"{where}: {notes.mode().iloc[0] if len(notes) else 'nothing to correlate'}"
+
+
+def _advice(most: dict[str, int]) -> str:
+    """What to rate next, from the level of single responses where it was tried."""
+    if "turn" in most and most["turn"] < VERDICT_N:
+        return (f". Rate {count(VERDICT_N - most['turn'], 'more response')} of one track (a rating task, or "
+                "an imported ratings file) for a first verdict at turn level")
+    return ""
+
+
+def missing_words(con, dataset: str) -> str:
+    """Why a dataset has nothing to correlate at all, worded for the dashboard (missing() is the command's)."""
+    rated = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ?", [dataset]).fetchall()[0][0]
+    if not rated:
+        return "no human ratings yet: rate its responses in a rating task, or upload a ratings file"
+    return "no metric values of the rated units yet: score its responses (the Upload page scores what is missing)"
+
+
 def _fmt_p(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
 
@@ -392,11 +470,18 @@ VERDICT_COLUMNS = ["skill", "verdict", "metric", "r", "ci_low", "ci_high", "p", 
                    "text"]
 
 
-def verdicts(frame: pd.DataFrame, *, adjust: str = "holm") -> pd.DataFrame:
+def verdicts(frame: pd.DataFrame, *, adjust: str = "holm", sweep: pd.DataFrame | None = None,
+             level: str | None = None) -> pd.DataFrame:
     """One row per skill from trust()'s pooled cells: verdict `trust` (a best metric exists: named with
     its r, CI, p and n, and the metrics tied with it), `none` (no significantly positive metric: the
     highest r is named as such, not as best), or `undefined` (nothing correlates), and `text`, the
-    sentence a page or the CLI prints. Significantly negative metrics are listed as disagreeing."""
+    sentence a page or the CLI prints. Significantly negative metrics are listed as disagreeing.
+    With `sweep` (robustness()'s rows), a best metric that leads under half the settings of method and
+    human dimension or fewer is `unclear`, and its sentence says so first: "METEOR leads at this setting
+    (...), but only under 3 of 12 settings of method and human dimension: not a clear choice"; one that
+    leads under more than half but not all says under how many. With `level`, a skill with too few units for
+    a verdict says how many it has, in that level's units ("only 1 response has both ratings and metric
+    values; a verdict needs 4")."""
     rows = []
     pooled = frame[frame["track"] == POOLED]
     for skill, part in pooled.groupby("skill", sort=False):
@@ -405,17 +490,24 @@ def verdicts(frame: pd.DataFrame, *, adjust: str = "holm") -> pd.DataFrame:
         disagree = defined.loc[defined["mark"] == "disagrees", "metric"].tolist()[::-1]  # the strongest first
         row = {"skill": skill, "tied": ", ".join(tied), "disagree": ", ".join(disagree)}
         if defined.empty:
-            why = part["note"].iloc[0] if len(part) else ""
-            rows.append({**row, "verdict": "undefined", "metric": "", "text": f"{skill}: nothing to correlate ({why})"})
+            rows.append({**row, "verdict": "undefined", "metric": "", "text": f"{skill}: {_no_verdict(frame, skill, level)}"})
             continue
         best = defined[defined["mark"] == "best"]
         c = best.iloc[0] if len(best) else defined.iloc[0]
         values = {k: c[k] for k in ("metric", "r", "ci_low", "ci_high", "p", "p_adjusted", "n")}
         if len(best):
-            text = f"{skill}: trust {c['metric']} ({_cell_text(c, adjust)})"
+            held, settings = _held(sweep, skill, c["metric"])
+            if settings and 2 * held <= settings:
+                text = (f"{skill}: {c['metric']} leads at this setting ({_cell_text(c, adjust)}), but only under "
+                        f"{held} of {settings} settings of method and human dimension: not a clear choice")
+                verdict = "unclear"
+            else:
+                text = f"{skill}: trust {c['metric']} ({_cell_text(c, adjust)})"
+                if held < settings:
+                    text += f"; it leads under {held} of {settings} settings of method and human dimension"
+                verdict = "trust"
             if tied:
                 text += f"; not significantly worse: {', '.join(tied)}"
-            verdict = "trust"
         else:
             text = f"{skill}: no metric agrees reliably with people"
             if c["r"] > 0 and c["mark"] != "disagrees":  # a negative r is no agreement, not even the highest
@@ -425,6 +517,27 @@ def verdicts(frame: pd.DataFrame, *, adjust: str = "holm") -> pd.DataFrame:
             text += f"; disagreeing with people (significantly negative): {', '.join(disagree)}"
         rows.append({**row, **values, "verdict": verdict, "text": text})
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _no_verdict(frame: pd.DataFrame, skill: str, level: str | None) -> str:
+    """Why a skill has no verdict: too few units (counted in the level's units), else the pooled cells' reason."""
+    tracks = frame[(frame["skill"] == skill) & (frame["track"] != POOLED)]
+    most = int(tracks["n"].max()) if len(tracks) else 0
+    if level in UNIT and 0 < most < VERDICT_N:
+        has = f"only {count(most, UNIT[level])} {'has' if most == 1 else 'have'}"
+        return (f"no verdict: {has} both ratings and metric values{' on any one track' if tracks['track'].nunique() > 1 else ''}"
+                f" (a verdict needs {VERDICT_N})")
+    pooled = frame.loc[(frame["skill"] == skill) & (frame["track"] == POOLED), "note"]
+    return f"nothing to correlate ({pooled.iloc[0] if len(pooled) else ''})"
+
+
+def _held(sweep: pd.DataFrame | None, skill: str, metric: str) -> tuple[int, int]:
+    """(settings of the sweep under which `metric` is the skill's best, settings with an answer); (0, 0)
+    without a sweep."""
+    if sweep is None or sweep.empty:
+        return 0, 0
+    part = sweep[sweep["skill"] == skill]
+    return int((part["answer"] == metric).sum()), len(part)
 
 
 def robustness(con, dataset: str, *, level: str = "system", origin: str = "computed", dimensions: list[str],
@@ -483,8 +596,8 @@ def report(con, dataset: str, *, level: str, method: str, dimension: str, origin
     methods and `dimensions`), from values read once."""
     loaded, frame = _read_and_table(con, dataset, level, method, dimension, origin, flavor, tokenizer, aggregate,
                                     models, system_aggregate, alpha, adjust)
-    said = verdicts(frame, adjust=adjust)
     sweep = _sweep(loaded, dimensions, alpha=alpha, adjust=adjust)
-    said["robust"] = [robustness_text(sweep, s, m if v == "trust" else "none") if v != "undefined" else ""
+    said = verdicts(frame, adjust=adjust, sweep=sweep, level=level)
+    said["robust"] = [robustness_text(sweep, s, m if v in ("trust", "unclear") else "none") if v != "undefined" else ""
                       for s, v, m in zip(said["skill"], said["verdict"], said["metric"])]
     return frame, said

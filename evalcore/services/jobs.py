@@ -26,6 +26,7 @@ import pandas as pd
 
 from evalcore.core.errors import StoreError
 from evalcore.core.tokenize import TOKENIZERS
+from evalcore.core.words import count
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
@@ -153,7 +154,7 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
             if report.notes:
                 write(detail="; ".join(report.notes)[:2000])
         write(state="done", progress=1.0, finished_at=datetime.now(),
-              detail=f"{len(steps)} step(s) done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
+              detail=f"{count(len(steps), 'step')} done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
     except Exception as exc:  # recorded for the user; the traceback goes to the server log
         traceback.print_exc()
         write(state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])

@@ -1,20 +1,42 @@
 """View state <-> URL query. Pages read their whole state from the query and write it back, so a
 copied link reopens the same view; an invalid or stale value falls back to a default and leaves a
-short notice instead of an error."""
+short notice instead of an error.
+
+Two rules keep a link honest about what the user chose:
+- A value that equals its default is not a choice: the page leaves it out of the query (None), so when an
+  upstream choice changes (another track, another dataset) it is derived again from what is there. A
+  multi-select that holds all of its default options is absent, not a list of them; a track change then
+  shows the new track's dimensions, all of them, instead of carrying the old track's set as if chosen.
+- A notice is for a link that named something unknown. A query the page wrote itself in this session
+  (`from_link` False) holds only what the user chose; an upstream change that makes a dependent value
+  inapplicable (an item of another track, a dimension another dataset does not rate) falls back without a
+  notice, and a multi-select's chosen options that the new choice does not offer are noted once, in `notes`.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Collection, Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
+# What a parameter is called in a notice, where its name in the URL is short or internal.
+LABELS = {"dim": "human dimension", "dims": "human dimensions", "a": "model (a)", "b": "model (b)",
+          "rank_by": "column to rank by", "across_by": "column to rank across skills by"}
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, name)
+
 
 @dataclass
 class ViewState:
-    """Parses query parameters against what the store offers."""
+    """Parses query parameters against what the store offers. `from_link`: the query came from a link (opened,
+    typed or shared), not from this page in this session; only then does a value it cannot use get a notice."""
 
     query: Mapping[str, str | list[str]]
     notices: list[str] = field(default_factory=list)
     values: dict[str, str | list[str]] = field(default_factory=dict)
+    from_link: bool = True
+    notes: list[str] = field(default_factory=list)   # what an upstream change of the user's left out, said once
 
     def _raw(self, name: str) -> str | None:
         value = self.query.get(name)
@@ -41,11 +63,14 @@ class ViewState:
             value = raw
         else:
             value = fallback
-            if known is not None:
-                what = f"'{raw}' {unavailable}" if unavailable and raw in known else f"'{raw}' is not a known {name}"
-            else:
-                what = f"{name} '{raw}' {unavailable}" if unavailable else f"'{raw}' is not a known {name}"
-            self.notices.append(f"{what}; showing {fallback!r} instead." if fallback is not None else f"{what}.")
+            if self.from_link:   # after the user's own change upstream, an inapplicable value falls back quietly
+                if known is not None:
+                    what = (f"'{raw}' {unavailable}" if unavailable and raw in known
+                            else f"'{raw}' is not a known {label(name)}")
+                else:
+                    what = (f"{label(name)} '{raw}' {unavailable}" if unavailable
+                            else f"'{raw}' is not a known {label(name)}")
+                self.notices.append(f"{what}; showing {fallback!r} instead." if fallback is not None else f"{what}.")
         if value is not None:
             self.values[name] = value
         return value
@@ -63,9 +88,15 @@ class ViewState:
             chosen = [v for v in asked if v in options]
             absent = [v for v in asked if v not in options and known is not None and unavailable and v in known]
             unknown = [v for v in asked if v not in options and v not in absent]
-            self.notices += [f"'{v}' {unavailable}; left out." for v in absent]
-            if unknown:
-                self.notices.append(f"unknown {name} ignored: {', '.join(unknown)}")
+            if not self.from_link:   # chosen by the user, not offered after their own change upstream: said once
+                gone = absent + unknown
+                if gone:
+                    self.notes.append(f"Not offered here, so left out of {label(name)}: {', '.join(gone)}"
+                                      + ("; showing the default instead." if not chosen else "."))
+            else:
+                self.notices += [f"'{v}' {unavailable}; left out." for v in absent]
+                if unknown:
+                    self.notices.append(f"unknown {label(name)} ignored: {', '.join(unknown)}")
             if not chosen:
                 chosen = [o for o in (default if default is not None else options) if o in options]
         self.values[name] = chosen
@@ -81,10 +112,11 @@ class ViewState:
         try:
             value = float(raw) if raw is not None else default
         except ValueError:
-            self.notices.append(f"'{raw}' is not a number for {name}; using {default:g}.")
+            self.notices.append(f"'{raw}' is not a number for {label(name)}; using {default:g}.")
             value = default
         if not lo <= value <= hi:
-            self.notices.append(f"{name} must lie in {lo:g}..{hi:g}; using {default:g}.")
+            if self.from_link:   # a range the user's own change upstream moved: quietly the default
+                self.notices.append(f"{label(name)} must lie in {lo:g}..{hi:g}; using {default:g}.")
             value = default
         self.values[name] = f"{value:g}"
         return value

@@ -19,7 +19,7 @@ from evalcore.analysis.correlate import correlations
 from evalcore.analysis.ensemble import ensemble
 from evalcore.analysis.leaderboard import RANK_COLUMNS, RANKING_RULES, leaderboard, value_table
 from evalcore.analysis.leaderboard import signatures as signatures_of
-from evalcore.analysis.trust import POOLED, choices, dimensions, report
+from evalcore.analysis.trust import POOLED, Opening, choices, dimensions, opening, report
 from evalcore.ingest.template import render, template
 from evalcore.metrics import registry
 from evalcore.metrics.base import Metric
@@ -46,7 +46,8 @@ DATASET_SCOPED = frozenset({
     "models_ranked", "model_ranks", "ranked_everywhere", "signatures", "rated_dimensions", "across_tracks",
     "correlation_view", "across_correlations", "has_published_correlations", "models_of", "template_csv", "track_models",
     "dimensions_of", "response_table", "item_detail", "compare", "agreement_table", "annotator_bias",
-    "score_distribution", "ensemble_view", "trust_view", "trust_matrix", "trust_dimensions", "submissions",
+    "score_distribution", "ensemble_view", "trust_view", "trust_matrix", "trust_dimensions", "trust_opening",
+    "submissions",
     # the judge audit: any write to another dataset (each commit of a scoring job there) emptied it, and the
     # next judge page ran its bootstraps again
     "judge_audit_part", "judge_headlines", "human_ceiling", "nothing_to_audit",
@@ -803,6 +804,23 @@ def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, s
     return merge_trust_choices({d: trust_choice_part(con, d) for d in datasets(con)})
 
 
+def merge_trust_left_out(parts: dict[str, tuple[int, list]]) -> dict[str, str]:
+    return {d: "no human ratings yet" if not rated else "no metric values of its rated units"
+            for d, (rated, c) in sorted(parts.items()) if not c}
+
+
+def trust_left_out(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The datasets a trust view cannot offer, each with why in a few words (the page says so under its
+    dataset choice, rather than leaving them out without a word)."""
+    return merge_trust_left_out({d: trust_choice_part(con, d) for d in datasets(con)})
+
+
+def trust_opening(con: duckdb.DuckDBPyConnection, dataset: str, *, method: str, dimension: str) -> Opening:
+    """Where Metric trust opens on `dataset` when its link names no level (evalcore.analysis.trust.opening:
+    the first level with a verdict for some skill, and why the ones before had none)."""
+    return opening(con, dataset, method=method, dimension=dimension)
+
+
 def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, method: str, dimension: str,
                origin: str, flavor: str = "default", alpha: float = 0.05,
                adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -836,8 +854,9 @@ TRUST_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "d
 
 
 def as_text(values: pd.Series, spec: str, missing: str = "") -> pd.Series:
-    """Numbers as text for labels and hovers; NaN as `missing`."""
-    return values.map(lambda v: missing if pd.isna(v) else format(v, spec))
+    """Numbers as text for labels and hovers; NaN as `missing` (text even when there are none: an empty column
+    of a skill with no verdict)."""
+    return values.map(lambda v: missing if pd.isna(v) else format(v, spec)).astype(object)
 
 
 def ci_text(low: pd.Series, high: pd.Series, spec: str, missing: str = "") -> np.ndarray:
@@ -866,13 +885,29 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     cells = cells.merge(audits.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
     cells["judge audit"] = cells["judge audit"].fillna("")
     skills = list(dict.fromkeys(frame["skill"]))
-    pooled = frame[frame["track"] == POOLED].assign(
+    # the ranking lists the skills with something to rank: a skill with no pooled value at all has its verdict
+    # ("no verdict: only 1 response has ...") and would add a row per metric of blanks
+    every = frame[frame["track"] == POOLED]
+    pooled = every[every.groupby("skill")["r"].transform(lambda r: r.notna().any()).astype(bool)].assign(
         verdict=lambda f: f["mark"].map(TRUST_WORDS).fillna(""),
         ci=lambda f: ci_text(f["ci_low"], f["ci_high"], ".2f"))
     table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
     table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})
                               if s.name == "skill" else s).reset_index(drop=True)
     return frame, said, cells, table.astype({"note": str})
+
+
+JOB_WAITING = {"queued": "waiting to start", "running": "starting"}   # a job's detail before its worker writes one
+
+
+def jobs_shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """The scoring jobs (services.jobs.listing) as the Upload page shows them: a detail for every row, never
+    "None" or "nan" (a queued job has none yet: "waiting to start"), progress 0 until there is one."""
+    out = frame.copy()
+    empty = out["detail"].isna() | (out["detail"].astype(str) == "")
+    out["detail"] = out["detail"].where(~empty, out["state"].map(JOB_WAITING)).fillna("").astype(str)
+    out["progress"] = out["progress"].fillna(0.0).astype(float)
+    return out
 
 
 def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
@@ -889,6 +924,7 @@ PER_DATASET = {
     "summary": (summary_part, merge_frames),
     "model_table": (model_part, merge_models),
     "trust_choices": (trust_choice_part, merge_trust_choices),
+    "trust_left_out": (trust_choice_part, merge_trust_left_out),
     "multi_rated_tracks": (multi_rated_part, merge_multi_rated),
     "rated_response_tracks": (rated_response_part, merge_rated_response),
     "judged_datasets": (judged_part, merge_judged),

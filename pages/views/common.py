@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import atexit
+import hashlib
+import itertools
 import math
 import re
 import sys
@@ -264,8 +266,13 @@ def _join_makers() -> None:
 
 
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
-    """Every page's opening: title, a cursor on the store, and the URL's view state; stops on an empty store."""
-    st.title(title)
+    """Every page's opening: title (with the "Link to this view" button beside it, filled by publish()), a cursor
+    on the store, and the URL's view state; stops on an empty store."""
+    head, link_box = st.columns([3, 1], vertical_alignment="center")
+    head.title(title)
+    # The link sits beside the title, not in a sidebar: the navigation is a bar along the top (app.py), so at
+    # 800 px the page has the whole width (a sidebar took 300 px of it and cut tables and definitions).
+    _RUN.link = link_box.popover("Link to this view", icon=":material/link:")
     # Notices about the URL's values (publish() draws them once the page knows them) go right under the
     # title, where a reader looks first, not under the charts.
     _RUN.notices = st.container()
@@ -273,7 +280,8 @@ def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     if empty_store():
         st.stop()
     building_note()
-    return con, view_state()
+    _RUN.view = view_state()
+    return con, _RUN.view
 
 
 def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
@@ -299,13 +307,16 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
     return dataset, track, cols
 
 
-def level_and_origin(vs: ViewState, dataset: str, pairs: list[tuple[str, str]]) -> tuple[list[str], str, str]:
+def level_and_origin(vs: ViewState, dataset: str, pairs: list[tuple[str, str]],
+                     default: tuple[str | None, str | None] = (None, None)) -> tuple[list[str], str, str]:
     """(levels offered, level, origin) from the URL, offering only the (level, origin) pairs with data
-    for the dataset: a stale value moves to the first valid one with a notice."""
+    for the dataset: a stale value moves to `default` (else the first valid one) with a notice."""
     levels = list(dict.fromkeys(lv for lv, _ in pairs))
-    level = vs.one("level", levels, levels[0], unavailable=f"has nothing to correlate in {dataset}")
+    level = vs.one("level", levels, default[0] if default[0] in levels else levels[0],
+                   unavailable=f"has nothing to correlate in {dataset}")
     origins = origins_at(pairs, level)
-    origin = vs.one("origin", origins, origins[0], unavailable=f"has no values at {level} level in {dataset}")
+    origin = vs.one("origin", origins, default[1] if default[1] in origins else origins[0],
+                    unavailable=f"has no values at {level} level in {dataset}")
     return levels, level, origin
 
 
@@ -313,26 +324,57 @@ def origins_at(pairs: list[tuple[str, str]], level: str) -> list[str]:
     return [o for lv, o in pairs if lv == level]
 
 
+_PUBLISHED = "evalcore-published-view"   # session state: the query publish() last wrote into the URL
+
+
 def view_state() -> ViewState:
-    return ViewState({k: st.query_params.get_all(k) for k in st.query_params.keys()})
+    """The URL's view state. A query this session's last publish() wrote is the page's own (from_link False): what
+    it holds the user chose here, and a value an upstream change of theirs makes inapplicable is no stale link."""
+    query = {k: st.query_params.get_all(k) for k in st.query_params.keys()}
+    own = st.session_state.get(_PUBLISHED)
+    return ViewState(query, from_link=own is None or own != {k: v[-1] for k, v in query.items() if v})
 
 
 def publish(page: str, values: dict, notices: list[str]) -> None:
-    """Write the view into the URL, show notices about ignored parameters, and a copyable link."""
+    """Write the view into the URL, show notices about ignored parameters (and, once, the chosen options the
+    user's own change upstream left out: ViewState.notes), and a copyable link."""
     query = to_query(values)
     if dict(st.query_params.to_dict()) != query:
         st.query_params.from_dict(query)
+    st.session_state[_PUBLISHED] = query
     box = getattr(_RUN, "notices", None)
     _RUN.notices = None
+    view = getattr(_RUN, "view", None)
+    _RUN.view = None
     for note in notices:  # in the place start() kept under the title
         # they quote the URL: text, not markdown; no icon (an emoji needs an emoji font, and a hostile name's
         # test takes any icon on the page for markup that fired)
         (box if box is not None else st).info(md_escape(note))
-    with st.sidebar:
+    for note in view.notes if view is not None else ():
+        (box if box is not None else st).caption(md_escape(note))
+    where = getattr(_RUN, "link", None)
+    _RUN.link = None
+    with where if where is not None else st.container():
         # Plain text: not st.code (which loads a 1.5 MB highlighter on every page), not markdown (the
         # link's host comes from the request, so it is text like any other).
-        st.caption("Link to exactly this view")
+        st.caption("Link to exactly this view: copy it from here or from the address bar")
         st.text(link(_base_url(), page, values))
+
+
+def choose_many(vs: ViewState, values: dict, name: str, label: str, options: list[str],
+                default: list[str] | None = None, *, key: str, unavailable: str | None = None,
+                known=None, **kwargs) -> list[str]:
+    """A multi-select kept in the link as `name`: the link's choice where its options are offered, else `default`
+    (all options). A choice that holds every default option is not a choice: it stays out of the link, so another
+    track's options come in whole. The widget's key carries its options and default (Streamlit keeps a keyed
+    widget's state when they change): on another track it starts from the link's choice, never from the last
+    track's widget state, which came back as a reduced set, as if chosen."""
+    default = list(options) if default is None else [o for o in default if o in options]
+    chosen = vs.many(name, options, default, unavailable=unavailable, known=known)
+    digest = hashlib.blake2s("\x1f".join([*options, "\x1e", *default]).encode(), digest_size=6).hexdigest()
+    chosen = st.multiselect(label, options, default=chosen, key=f"{key}-{digest}", **kwargs)
+    values[name] = None if set(chosen) == set(default) else chosen
+    return chosen
 
 
 def _base_url() -> str:
@@ -368,6 +410,16 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
 
 
+def md_message(text: str) -> str:
+    """One of evalcore's messages as markdown: its `command` spans as inline code, the rest escaped as text
+    (escaped whole, a message showed its backticks: "run `evalcore score ...`"). Split at every backtick, a code
+    span never holds one, so no text in it (a dataset's name) can end it early and become markup."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0 or any(not part.strip() for part in parts[1::2]):  # unpaired or empty: all text
+        return md_escape(text)
+    return "".join(md_escape(part) if i % 2 == 0 else f"`{part}`" for i, part in enumerate(parts))
+
+
 def safe_filename(name: str, limit: int = 150) -> str:
     """A download's file name (without extension) from text that may be a user's: letters of any script,
     digits, '.', '-' and '_' kept, every other run of characters (path separators, spaces, markup,
@@ -386,10 +438,13 @@ DIVERGING = {"scheme": "redblue", "domain": [-1, 1], "domainMid": 0}
 
 
 def heatmap(cells: pd.DataFrame, *, x: str, y: str, value: str, label: str, tooltip: list[str],
-            x_order: list[str], y_order: list[str], value_title: str, key: str, scale: dict | None = None) -> None:
+            x_order: list[str], y_order: list[str], value_title: str, key: str, scale: dict | None = None,
+            optional: tuple[str, ...] = ()) -> None:
     """A correlation heatmap as a Vega-Lite chart: diverging colour centred on 0 (-1..1), the label
     printed in each cell, `tooltip` fields on hover. Vega draws every string as text (never markup),
-    and its bundle is a fraction of Plotly's, so the page draws sooner."""
+    and its bundle is a fraction of Plotly's, so the page draws sooner. The `optional` tooltip fields show only
+    on the cells that have one (a judge's audit, a note): Vega-Lite's tooltip lists the same fields for every
+    cell, so each combination of them present is a layer of its own, filtered to its cells."""
     records = _records(cells, [x, y, value, label, *tooltip])
     many = len(x_order) > 6  # long column names: slant them rather than let Vega drop the overlapping ones
     enc_x = {"field": x, "type": "nominal", "sort": x_order, "title": None,
@@ -397,22 +452,30 @@ def heatmap(cells: pd.DataFrame, *, x: str, y: str, value: str, label: str, tool
                       "labelOverlap": False, "labelLimit": 220}}
     enc_y = {"field": y, "type": "nominal", "sort": y_order, "title": None,
              "axis": {"labelLimit": 220, "labelOverlap": False}}
-    tips = [{"field": t, "type": "nominal"} for t in tooltip]
-    spec = {
-        "data": {"values": records},
-        "height": {"step": 28},
-        "encoding": {"x": enc_x, "y": enc_y},
-        "layer": [
-            {"mark": {"type": "rect", "stroke": "white"},
+    optional = tuple(f for f in optional if f in tooltip)
+    layers = []
+    for present in itertools.product((True, False), repeat=len(optional)):
+        tips = [{"field": t, "type": "nominal"} for t in tooltip
+                if t not in optional or present[optional.index(t)]]
+        test = " && ".join(("" if has else "!") + f"(isValid(datum['{f}']) && datum['{f}'] !== '')"
+                           for f, has in zip(optional, present))
+        where = [{"filter": test}] if test else []
+        layers += [
+            {"transform": where, "mark": {"type": "rect", "stroke": "white"},
              "encoding": {"color": {"field": value, "type": "quantitative", "title": value_title,
                                     "scale": scale or DIVERGING,  # legend below: beside a short chart it is cut
                                     "legend": {"orient": "bottom", "direction": "horizontal", "gradientLength": 220}},
                           "tooltip": tips}},
-            {"mark": {"type": "text", "fontSize": 12},
+            {"transform": where, "mark": {"type": "text", "fontSize": 12},
              "encoding": {"text": {"field": label, "type": "nominal"}, "tooltip": tips,
                           "color": {"condition": {"test": f"abs(datum['{value}']) > 0.55", "value": "white"},
                                     "value": "#222"}}},
-        ],
+        ]
+    spec = {
+        "data": {"values": records},
+        "height": {"step": 28},
+        "encoding": {"x": enc_x, "y": enc_y},
+        "layer": layers,
         "config": {"font": CJK_FONT, "axis": {"labelFontSize": 12}, "view": {"stroke": None}},
     }
     st.vega_lite_chart(spec=spec, width="stretch", key=key)

@@ -7,6 +7,7 @@ from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (
     bar,
+    choose_many,
     data,
     download,
     grid,
@@ -28,9 +29,12 @@ metrics_here = shared(views.metrics_of)   # built-in and this store's imported m
 options = data(views.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")
-# Only levels and origins with data for this dataset are offered; a stale one moves to the first valid.
+# Only levels and origins with data for this dataset are offered; a stale one moves to where the page opens
+# without one: the first level where some skill has a verdict, as Metric trust (evalcore.analysis.trust.opening).
 pairs = options.get(dataset) or [(lv, "computed") for lv in LEVELS]
-levels, level, origin = level_and_origin(vs, dataset, pairs)
+found = data(views.trust_opening, dataset, method="spearman", dimension="mean") if dataset in options else None
+first = (found.level, found.origin) if found and found.level else pairs[0]
+levels, level, origin = level_and_origin(vs, dataset, pairs, first)
 flavor = vs.one("flavor", list(FLAVORS), "default")
 boot = int(vs.number("bootstrap", 0, 0, 5000))
 
@@ -43,8 +47,9 @@ origin = c[2].radio("Metric values", origins, index=origins.index(origin) if ori
 flavor = c[3].radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="co-flavor")
 boot = st.select_slider("Bootstrap resamples for CIs (0: Fisher-z for Pearson only)", [0, 200, 1000], value=boot
                         if boot in (0, 200, 1000) else 0, key="co-boot")
-values = {"dataset": dataset, "track": track, "method": method, "level": level, "origin": origin,
-          "flavor": flavor, "bootstrap": boot or None}
+# a level and origin equal to where the page opens stay out of the link: another dataset opens on its own
+values = {"dataset": dataset, "track": track, "method": method, "level": None if level == first[0] else level,
+          "origin": None if (level, origin) == first else origin, "flavor": flavor, "bootstrap": boot or None}
 
 table = data(views.correlation_view, dataset, track, level=level, method=method, origin=origin, flavor=flavor,
                  bootstrap=boot, seed=0 if boot else None) if track else None
@@ -56,12 +61,10 @@ if table is None or table.empty:
 else:
     dims_all = list(dict.fromkeys(table["dimension"]))
     metrics_all = list(dict.fromkeys(table["metric"]))
-    dims = vs.many("dims", dims_all, dims_all)
-    metrics = vs.many("metrics", metrics_all, metrics_all, unavailable=NOT_HERE, known=metrics_here)
-    dims = st.multiselect("Dimensions", dims_all, default=dims, key=f"co-dims-{dataset}")
-    metrics = st.multiselect("Metrics", metrics_all, default=metrics, key=f"co-metrics-{dataset}")
-    values.update(dims=dims if len(dims) < len(dims_all) else None,
-                  metrics=metrics if len(metrics) < len(metrics_all) else None)
+    # every dimension and metric the track has, unless the user left some out (see choose_many)
+    dims = choose_many(vs, values, "dims", "Dimensions", dims_all, key="co-dims")
+    metrics = choose_many(vs, values, "metrics", "Metrics", metrics_all, key="co-metrics", unavailable=NOT_HERE,
+                          known=metrics_here)
     shown = table[table["dimension"].isin(dims) & table["metric"].isin(metrics)]
     st.caption(f"{method.capitalize()} at {level} level; * p < 0.05, ** p < 0.01. Hover a cell for n, p and "
                "the confidence interval; empty cells are undefined (the hover says why).")
@@ -80,6 +83,7 @@ else:
         n_values = sorted(set(part["n"]))
         st.markdown(f"**{md_escape(tr)}** (n = {', '.join(map(str, n_values))})")
         heatmap(cells, x="dimension", y="metric", value="r", label="label", tooltip=tips, value_title=f"{method} r",
+                optional=("note",),
                 x_order=[d for d in dims if d in set(cells["dimension"])],
                 y_order=[m for m in metrics if m in set(cells["metric"])], key=f"heat-{tr}")
     download(shown, f"correlations-{dataset}-{level}-{method}")
@@ -87,7 +91,7 @@ else:
     st.subheader("One metric across skills")
     choice = vs.one("metric", metrics_all, metrics_all[0], unavailable=NOT_HERE, known=metrics_here)
     choice = select("Metric", metrics_all, choice, key=f"co-across-{dataset}")
-    values["metric"] = choice
+    values["metric"] = choice if choice != metrics_all[0] else None
     across = data(views.across_correlations, dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
     if across.empty:
         st.caption(md_escape(f"No correlations of {choice} on any track of {dataset} at {level} level ({origin} "

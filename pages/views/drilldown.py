@@ -4,6 +4,7 @@ import streamlit as st
 from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (
+    choose_many,
     data,
     download,
     grid,
@@ -46,10 +47,10 @@ if table is None or table.empty:
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
 models = data(views.models_of, dataset, track)
 with models_box:
-    chosen = st.multiselect("Models", models, default=vs.many("models", models, models), key=f"dd-models-{track}")
+    chosen = choose_many(vs, values, "models", "Models", models, key="dd-models")
 metric = vs.one("metric", metrics, metrics[0] if metrics else None, unavailable="is not scored on this track",
                 known=metrics_here)
-dim = vs.one("dim", dims, dims[0] if dims else None)
+dim = vs.one("dim", dims, dims[0] if dims else None)   # `dim` in links: "human dimension" in what a reader sees
 with c[0]:
     metric = select("Metric", metrics, metric, key=f"dd-metric-{track}",
                     empty="none scored on this track yet (the Upload page's 'Score what is missing on this track' "
@@ -57,8 +58,10 @@ with c[0]:
 with c[1]:
     dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}",
                  empty="no human ratings on this track, so no disagreement sort.")
-values.update(models=chosen if len(chosen) < len(models) else None, metric=metric, dim=dim,
-              rated="1" if rated_only else "0")
+# what equals its default stays out of the link: on another track it is that track's own (evalcore.ui.share)
+values.update(metric=metric if metric != (metrics[0] if metrics else None) else None,
+              dim=dim if dim != (dims[0] if dims else None) else None,
+              rated=None if rated_only == bool(dims) else "1" if rated_only else "0")
 
 # filtered and sorted without the texts (a track's 550,000 were copied twice a run); the shown rows take theirs
 shown = table.loc[table["model"].isin(chosen), [col for col in table.columns if col != "text"]]
@@ -93,10 +96,15 @@ def with_texts(frame):
     return out
 
 
-grid(with_texts(shown.head(500)), width="stretch", column_config={
-    "text": st.column_config.TextColumn("response", width="large"),
-    **{col: st.column_config.NumberColumn(col, format="%.4f", help=views.describe(col, metrics_here))
-       for col in metrics + dims + ["disagreement"] if col in shown}})
+# The sort's own columns (the metric, the human dimension, their disagreement) before the long response text: at
+# 800 px the text took the width and pushed them out of sight. Ratings and the disagreement to 2 decimals.
+first = ["item_id", "model", *[col for col in (metric, dim, "disagreement") if col and col in shown], "text"]
+page_rows = with_texts(shown.head(500))
+grid(page_rows, width="stretch", column_order=first + [col for col in page_rows.columns if col not in first],
+     column_config={"text": st.column_config.TextColumn("response", width="large"),
+                    **{col: st.column_config.NumberColumn(col, format="%.4f" if col in metrics else "%.2f",
+                                                          help=views.describe(col, metrics_here))
+                       for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}", complete=with_texts)
 
@@ -117,7 +125,7 @@ listed = items[:ITEM_CHOICES]
 item = select("Open item", listed if item in listed or item is None else [item] + listed, item, key=f"dd-item-{track}",
               empty="no response passes the filters above.",
               help=f"The first {ITEM_CHOICES:,} items of the table, in its order." if len(items) > ITEM_CHOICES else None)
-values["item"] = item
+values["item"] = item if item != (items[0] if items else None) else None
 detail = data(views.item_detail, dataset, item) if item else None
 if detail:
     st.subheader(f"Item {md_escape(item)}")

@@ -4,7 +4,7 @@ and how much it moved when its model or prompt changed."""
 import streamlit as st
 
 from evalcore.ui import views
-from pages.views.common import bar, data, download, grid, md_escape, publish, select, start
+from pages.views.common import bar, data, download, grid, md_message, publish, select, start
 
 NUMBERS = {"format": "%.3f"}
 
@@ -21,7 +21,7 @@ def table(part: str, caption: str) -> None:
     frame = data(views.judge_audit_part, dataset, part)
     st.caption(caption)
     if frame.empty:
-        st.text(data(views.nothing_to_audit, dataset, part))
+        st.caption(md_message(data(views.nothing_to_audit, dataset, part)))
         return
     show(frame)
     download(frame, f"judge-audit-{part}-{dataset}", f"Download {part} (CSV)")
@@ -38,8 +38,8 @@ publish("judges", {"dataset": dataset}, vs.notices)
 if dataset is None:
     st.stop()
 if dataset not in judged:
-    st.info(md_escape(data(views.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
-                      + (", ".join(judged) or "none in this store") + "."))
+    st.info(md_message(data(views.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
+                       + (", ".join(judged) or "none in this store") + "."))
     # what can be shown without a judge: how well people agree with each other here, the bar a judge must clear
     bar_ = data(views.human_ceiling, dataset)
     if len(bar_):
@@ -56,7 +56,7 @@ if dataset not in judged:
 st.subheader("Does the judge agree with people as well as people agree with each other?")
 head = views.judge_headline(data(views.judge_audit_part, dataset, "agreement"))
 if head.empty:
-    st.text(data(views.nothing_to_audit, dataset, "agreement"))
+    st.caption(md_message(data(views.nothing_to_audit, dataset, "agreement")))
 else:
     judge_col, ceiling_col = "judge (leave-one-out)", "human ceiling (leave-one-out)"
     long = head.melt(id_vars=["skill", "judge", "asked", "dimension"], value_vars=[judge_col, ceiling_col],

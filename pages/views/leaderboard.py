@@ -3,9 +3,11 @@ and where one model stands on every skill."""
 import pandas as pd
 import streamlit as st
 
+from evalcore.core.words import count
 from evalcore.metrics.registry import FLAVORS
 from evalcore.ui import views
 from pages.views.common import (
+    choose_many,
     data,
     download,
     expander,
@@ -54,20 +56,19 @@ else:
         origin = st.radio("Values", origins, index=origins.index(origin), horizontal=True, key=f"lb-origin-{dataset}",
                           help="computed: by `evalcore score` from the stored responses; published: the source's "
                                "own tables. Ranked and highlighted separately.")
-    values.update(rank_by=rank_by, partial="yes" if partial else None, origin=origin)
+    # what equals its default stays out of the link: on another track it is that track's own (evalcore.ui.share)
+    values.update(rank_by=rank_by if rank_by != default else None, partial="yes" if partial else None,
+                  origin=origin if origin != origins[0] else None)
     mine = board[board["origin"] == origin]
     hidden = mine[(mine["coverage"] < 1) & ~partial] if origin == "computed" else mine.iloc[0:0]
     mine = mine.drop(hidden.index)
     metrics, dims = views.split_columns(data(views.rated_dimensions, dataset), board)
     models = sorted(mine["model"].unique())
-    chosen = vs.many("models", models, models)
-    chosen = st.multiselect("Models", models, default=chosen, key=f"lb-models-{dataset}-{track}-{origin}")
+    # every model and every column with values, unless the user left some out (see choose_many)
+    chosen = choose_many(vs, values, "models", "Models", models, key="lb-models")
     filled = [c for c in metrics + dims if mine[c].notna().any()]  # columns with a value for this origin
-    asked = vs.many("metrics", metrics + dims, filled, unavailable="is not scored on this track", known=metrics_here)
-    shown_metrics = st.multiselect("Columns", metrics + dims, default=asked,
-                                   key=f"lb-cols-{dataset}-{track}-{origin}")
-    values.update(models=chosen if len(chosen) < len(models) else None,
-                  metrics=shown_metrics if shown_metrics != filled else None)
+    shown_metrics = choose_many(vs, values, "metrics", "Columns", metrics + dims, filled, key="lb-cols",
+                                unavailable="is not scored on this track", known=metrics_here)
     table = views.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
     table = sort_table(vs, values, table, "lb", columns=["rank", "model", "coverage", *shown_metrics])
     best = views.best_rows(table, metrics_here)
@@ -78,7 +79,7 @@ else:
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
     if len(hidden):
-        st.caption(f"{len(hidden)} partial submission(s) hidden (they answer only part of the track); "
+        st.caption(f"{count(len(hidden), 'partial submission')} hidden (they answer only part of the track); "
                    "'Show partial submissions' lists and ranks them, marked.")
     # On screen: rank and model (pinned), then the value columns, as narrow as their headers allow, so a
     # 1400-px window shows a track's metrics without scrolling; the interval, coverage and counts after
@@ -88,7 +89,8 @@ else:
              and table[c].map(lambda v: not pd.isna(v) and v != "").any()]
     order = (["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *shown_metrics, *after]
     widths = {c: int(max(64, 7.5 * len(c) + 26)) for c in shown_metrics}
-    wide = sum(widths.values()) + 190 > 940  # more than a 1400-px window shows beside the sidebar
+    # more than a 1400-px window shows (the pages are listed along the top: the table has about 1,240 px)
+    wide = sum(widths.values()) + 190 + 70 * len(after) > 1240
     st.caption(f"Ranked by {md_escape(rank_by)} among {origin} rows; best value per column in bold. "
                "Blank cells: hover a column header for why."
                + (f" {len(shown_metrics)} value columns: scroll the table sideways (rank and model stay in "
@@ -147,7 +149,8 @@ else:
         with a2:
             across = select("Rank across skills by", every, across, key=f"lb-across-{dataset}",
                             help="Default: the column with computed values on the most tracks.")
-    values.update(model=model, across_by=across)
+    values.update(model=model if all_models and model != all_models[0] else None,
+                  across_by=across if across != first else None)
     if model and across:
         # every track ranked once for all models: choosing another model only picks its rows
         everywhere = data(views.ranked_everywhere, dataset, across, flavor, partial=partial)

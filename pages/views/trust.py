@@ -11,6 +11,7 @@ from pages.views.common import (
     heatmap,
     level_and_origin,
     md_escape,
+    md_message,
     origins_at,
     publish,
     select,
@@ -21,32 +22,49 @@ ALPHAS = ("0.05", "0.01", "0.1")
 
 con, vs = start("Which metric to trust, per skill")
 options = data(views.trust_choices)
+left_out = data(views.trust_left_out)   # dataset -> why it is not offered
+not_offered = "; ".join(f"{d} ({why})" for d, why in left_out.items())
 if not options:
-    st.info("No dataset here has both metric values and human ratings of the same units. Upload human ratings "
-            "of a track's responses on the Upload page (File holds: ratings); its scoring job computes the metrics. "
-            "From a terminal, `evalcore import published` loads a paper's system-level tables; see the README.")
+    st.info("No dataset here has both metric values and human ratings of the same units. Rate a track's responses in "
+            "a rating task (Rating tasks page), or upload ratings on the Upload page (File holds: ratings); its "
+            "scoring job computes the metrics. From a terminal, `evalcore import published` loads a paper's "
+            "system-level tables; see the README.")
+    if not_offered:
+        st.caption(md_escape(f"Datasets here: {not_offered}."))
     publish("trust", {}, vs.notices)
     st.stop()
 
 datasets = list(options)
 dataset = vs.one("dataset", datasets, datasets[0])
-# Three short rows rather than one long one: in an 800-px window (sidebar open) five or six controls
-# in a row cut their values to "sys" and "pu".
+# Three short rows rather than one long one: in an 800-px window five or six controls in a row cut their
+# values to "sys" and "pu".
 c = st.columns(3)
 with c[0]:
     dataset = select("Dataset", datasets, dataset, key="tr-dataset")
-# Level and origin offered are only those with data for this dataset; a stale one moves to the first valid.
+# Level and origin offered are only those with data for this dataset. Without a level in the link, the page
+# opens on the first one where some skill has a verdict (evalcore.analysis.trust.opening, as `evalcore trust`
+# does), and says why the ones before it had none; a level the user chose stays in the link and wins.
 pairs = options[dataset]
-levels, level, origin = level_and_origin(vs, dataset, pairs)
+found = data(views.trust_opening, dataset, method="spearman", dimension="mean")
+first = (found.level, found.origin) if found.level else pairs[0]
+levels, level, origin = level_and_origin(vs, dataset, pairs, first)
 method = vs.one("method", list(METHODS), "spearman")
 dims = data(views.trust_dimensions, dataset)
 dimension = vs.one("dimension", dims, "mean", unavailable=f"is not rated in {dataset}")
 with c[1]:
-    level = select("Level", levels, level, key=f"tr-level-{dataset}")
+    level = select("Level", levels, level, key=f"tr-level-{dataset}",
+                   help="the unit a correlation is over: a model (system), a dialogue, or a response (turn)")
     origins = origins_at(pairs, level)
 with c[2]:
     origin = select("Metric values", origins, origin, key=f"tr-origin-{dataset}-{level}",
                     help="published: a paper's own system-level tables; computed: this tool's scores")
+if not_offered:
+    st.caption(md_escape(f"Not offered: {not_offered}. A dataset needs human ratings and metric values of the "
+                         "same units."))
+if found.level is None:
+    st.info(md_escape(f"{dataset} has {found.why}."))
+elif (level, origin) == (found.level, found.origin) and found.why:
+    st.caption(md_escape(f"Level: {level}, the first with a verdict; {found.why}."))
 m = st.columns(3)
 with m[0]:
     method = select("Method", list(METHODS), method, key="tr-method")
@@ -69,15 +87,20 @@ with o[1]:
 if origin == "computed":
     with o[3]:
         flavor = select("Flavor", list(FLAVORS), flavor, key="tr-flavor", help="of the lexical metrics")
-values = {"dataset": dataset, "level": level, "origin": origin, "method": method, "dimension": dimension,
-          "flavor": flavor, "alpha": f"{alpha:g}" if alpha != 0.05 else None, "adjust": adjust if adjust != "holm" else None}
+# What equals its default stays out of the link (evalcore.ui.share): on another dataset it is derived again.
+opened = (level, origin) == first
+values = {"dataset": dataset, "level": None if level == first[0] else level,
+          "origin": None if opened else origin, "method": method if method != "spearman" else None,
+          "dimension": dimension if dimension != "mean" else None,
+          "flavor": flavor if flavor not in (None, "default") else None,
+          "alpha": f"{alpha:g}" if alpha != 0.05 else None, "adjust": adjust if adjust != "holm" else None}
 setting = dict(level=level, method=method, dimension=dimension, origin=origin, flavor=flavor or "default",
                alpha=alpha, adjust=adjust)
 
 try:
     frame, said, cells, table = data(views.trust_matrix, dataset, **setting)
 except ValueError as exc:  # e.g. a dimension no track of this level rates
-    st.warning(md_escape(str(exc)))
+    st.warning(md_message(str(exc)))
     publish("trust", values, vs.notices)
     st.stop()
 
@@ -105,7 +128,7 @@ values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks e
 grid = views.trust_grid(cells, tracks=show_tracks, sort=sort)
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
-                 "dimensions", "note", "judge audit"],
+                 "dimensions", "note", "judge audit"], optional=("note", "judge audit"),
         x_order=list(dict.fromkeys(grid["column"])), y_order=list(dict.fromkeys(grid["metric"])), key="trust-matrix")
 n_values = sorted(set(frame.loc[frame["track"] != "pooled", "n"].dropna().astype(int)))
 st.caption(
@@ -120,8 +143,10 @@ st.caption(
        "system" else ""))
 
 st.subheader("Ranking per skill")
+unranked = [sk for sk in skills if sk not in set(table["skill"])]
 st.caption("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column and the "
-           "sentences above.")
+           "sentences above." + (f" Not ranked (no verdict, see above): {md_escape(', '.join(unranked))}."
+                                  if unranked else ""))
 st.dataframe(table, hide_index=True, placeholder="", width="stretch", column_config={
     "r": st.column_config.NumberColumn("pooled r", format="%.3f"),
     "ci": st.column_config.TextColumn("95% CI"),

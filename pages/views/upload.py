@@ -8,6 +8,7 @@ import streamlit as st
 from evalcore.core.errors import ImportRefused
 from evalcore.core.export import safe_csv
 from evalcore.core.malloc import give_back
+from evalcore.core.words import count
 from evalcore.ingest.ratings import import_ratings, parse_scale
 from evalcore.ingest.readers import temp_dir
 from evalcore.ingest.responses import PAGE, import_responses
@@ -19,6 +20,7 @@ from pages.views.common import (
     data,
     deferred,
     expander,
+    grid,
     may_write,
     md_escape,
     pick_track,
@@ -86,7 +88,7 @@ def start_job() -> None:
     job = recorded["job"]
     jobs.start(str(resolve_db_path()), job)
     st.session_state["up-job"] = job
-    st.info(f"Scoring runs as job {job} ({recorded['steps']} step(s)). It goes on if you leave this page; "
+    st.info(f"Scoring runs as job {job} ({count(recorded['steps'], 'step')}). It goes on if you leave this page; "
             "its progress is below, under Scoring jobs.")
 
 
@@ -123,7 +125,7 @@ if upload is not None and st.button("Validate and import", type="primary", key="
             parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
             report = retrying(import_ratings, con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
     except ImportRefused as exc:
-        st.error(f"{md_escape(upload.name)} was refused: {len(exc.problems):,} problem(s). Nothing was written.")
+        st.error(f"{md_escape(upload.name)} was refused: {count(len(exc.problems), 'problem')}. Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
                                 "got": p.got} for p in exc.problems])
         shown = ImportRefused.MAX_SHOWN
@@ -164,21 +166,25 @@ def job_panel() -> None:
 
 
 def job_table() -> None:
-    recent = jobs.listing(cursor(), dataset, limit=8)
+    recent = views.jobs_shown(jobs.listing(cursor(), dataset, limit=8))   # no "None" or "nan" for a queued job
     mine = st.session_state.get("up-job")
     if len(recent):  # this session's job, else the newest (a user back on the page sees how it ended)
         row = recent[recent["job_id"] == mine].iloc[0] if mine in set(recent["job_id"]) else recent.iloc[0]
-        text = {"done": "Scored.", "failed": "Scoring failed: ", "interrupted": "Interrupted (server restarted): "}
+        text = {"done": "Scored.", "failed": "Scoring failed: ", "interrupted": "Interrupted (server restarted): ",
+                "queued": "Waiting to start.", "running": "Scoring: "}
         head = f"Job {row['job_id']}" + (f" for {row['model']}" if row["model"] else "") + f", {row['state']}. "
-        tail = "" if row["state"] == "done" else str(row["detail"] or "")
-        st.progress(float(row["progress"]), text=md_escape(head) + text.get(row["state"], "Scoring: ") + md_escape(tail))
+        tail = "" if row["state"] in ("done", "queued") else row["detail"]
+        st.progress(row["progress"], text=md_escape(head) + text.get(row["state"], "") + md_escape(tail))
     if recent.empty:
         st.caption("None yet: an import starts one.")
     else:
         st.caption("Newest first; `evalcore jobs` lists them too.")
-        st.dataframe(recent.drop(columns=["dataset"]), hide_index=True, width="stretch",
-                     column_config={"progress": st.column_config.ProgressColumn("progress", format="percent"),
-                                    "detail": st.column_config.TextColumn(width="large")})
+        # what a person reads first: state, progress and detail (at 800 px the rest scrolls sideways)
+        front = ["job_id", "model", "state", "progress", "detail"]
+        shown = recent.drop(columns=["dataset"])
+        grid(shown[front + [c for c in shown.columns if c not in front]], width="stretch",
+             column_config={"progress": st.column_config.ProgressColumn("progress", format="percent"),
+                            "detail": st.column_config.TextColumn(width="large")})
 
 
 if track:

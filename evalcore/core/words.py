@@ -1,0 +1,8 @@
+"""Counts as people write them: "1 model", "2 models", never "1 models" or "2 model(s)"."""
+from __future__ import annotations
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and the noun in the number it takes ("1 model", "0 models", "2,000 responses"); `plural` for
+    a noun that does not take an -s ("1 unit of analysis" is not one)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
