@@ -11,6 +11,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from evalcore.core.words import count
 from evalcore.store import bump_revision, history, insert_frame, registered, transaction
 from evalcore.store.history import current_user
 
@@ -20,6 +21,15 @@ ORDER = (
     "items", "item_references", "responses", "human_ratings", "metric_scores", "system_scores",
     "published_correlations", "pairwise_judgments",
 )
+# what a table's rows are called in a report, (one, many): "1 model", "2 human ratings"
+ROW_NOUNS = {"datasets": ("dataset", "datasets"), "tracks": ("track", "tracks"), "models": ("model", "models"),
+             "dimensions": ("dimension", "dimensions"), "external_metrics": ("external metric", "external metrics"),
+             "metric_signatures": ("metric signature", "metric signatures"), "dialogues": ("dialogue", "dialogues"),
+             "turns": ("turn", "turns"), "items": ("item", "items"), "item_references": ("reference", "references"),
+             "responses": ("response", "responses"), "human_ratings": ("human rating", "human ratings"),
+             "metric_scores": ("metric value", "metric values"), "system_scores": ("system score", "system scores"),
+             "published_correlations": ("published correlation", "published correlations"),
+             "pairwise_judgments": ("pairwise vote", "pairwise votes")}
 SHARED = {"datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures"}
 WRITE_SLICE = 50_000  # rows per insert statement inside the one transaction
 
@@ -36,7 +46,7 @@ class ImportReport:
     tracks: list[str] = field(default_factory=list)  # the tracks an import wrote into, where it says
 
     def render(self) -> str:
-        written = ", ".join(f"{n} {t}" for t, n in self.counts.items() if n) or "nothing new"
+        written = ", ".join(count(n, *ROW_NOUNS.get(t, (t, t))) for t, n in self.counts.items() if n) or "nothing new"
         lines = [f"imported {self.file}: {written}"]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
