@@ -139,10 +139,24 @@ class Store:
         return self._call(correlations, dataset, track, **options)
 
     def trust(self, dataset: str, **options) -> pd.DataFrame:
-        """As `evalcore trust`: options level, method, dimension, origin, ..."""
-        from evalcore.analysis.trust import trust
+        """As `evalcore trust`: options level, method, dimension, origin, ...; without a level, the first level
+        (and origin) where some skill has a verdict (evalcore.analysis.trust.opening), as the command and the
+        page open. The table's attrs say which and why ('level', 'origin', 'why')."""
+        from evalcore.analysis.trust import opening, trust
 
-        return self._call(trust, dataset, **options)
+        def run(con, dataset: str, **options) -> pd.DataFrame:
+            why = ""
+            if "level" not in options:
+                chosen = {k: v for k, v in options.items() if k in OPENING_OPTIONS}
+                found = opening(con, dataset, **chosen)
+                if found.level is not None:
+                    options = {**options, "level": found.level, "origin": found.origin}
+                why = found.why
+            table = trust(con, dataset, **options)
+            table.attrs.update(level=options.get("level", "system"), origin=options.get("origin", "computed"), why=why)
+            return table
+
+        return self._call(run, dataset, **options)
 
     def close(self) -> None:
         """Nothing is held between calls; here so `with evalcore.open(...)` reads naturally."""
@@ -155,6 +169,10 @@ class Store:
 
     def __repr__(self) -> str:
         return f"evalcore.Store({str(self.path)!r})"
+
+
+# the options of trust() that also decide where it opens (evalcore.analysis.trust.opening)
+OPENING_OPTIONS = ("method", "dimension", "flavor", "tokenizer", "aggregate", "models", "system_aggregate", "origin")
 
 
 def open(db: str | None = None) -> Store:  # noqa: A001 - evalcore.open, as in the README

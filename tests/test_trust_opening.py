@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 from test_app import charts, run
 
@@ -181,3 +182,17 @@ def test_a_dataset_change_derives_the_level_again(monkeypatch, tmp_path, default
     at.selectbox(key="tr-dataset").set_value("demo-zh").run()
     assert at.selectbox(key="tr-level-demo-zh").value == "turn" and "level" not in at.query_params
     assert not at.info and not at.warning   # nothing stale: the user changed the dataset, no link named a level
+
+
+def test_the_api_opens_where_the_command_does(rated):
+    """evalcore.open(db).trust(dataset) without a level is the command's table at the opening level; a level
+    given is kept."""
+    import evalcore
+    from evalcore.analysis.trust import trust
+
+    con, db = rated
+    table = evalcore.open(str(db)).trust("toy")
+    assert (table.attrs["level"], table.attrs["origin"]) == ("turn", "computed")
+    assert table.attrs["why"].startswith("system level has at most 3 models")
+    pd.testing.assert_frame_equal(table, trust(con, "toy", level="turn"))
+    assert evalcore.open(str(db)).trust("toy", level="system").attrs["level"] == "system"
