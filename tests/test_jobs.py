@@ -142,8 +142,11 @@ def test_the_job_check_looks_at_the_store_only_after_a_commit(tmp_path):
     db = tmp_path / "check.duckdb"
     connect(db).close()
     jobs.watch(str(db), every=0.02)
-    time.sleep(0.3)   # its first look
+    deadline = time.monotonic() + 60
+    while Shared.of(db).generation == 0 and time.monotonic() < deadline:   # its first look (0.3 s on a quiet
+        time.sleep(0.05)                                                      # machine, more on a busy one)
     before = Shared.of(db).generation
+    assert before > 0
     time.sleep(0.5)   # 25 ticks, nothing committed
     assert Shared.of(db).generation == before
     con = connect(db)
