@@ -443,11 +443,18 @@ def _children(pid: int) -> list[int]:
 
 
 def _gone(pid: int) -> bool:
+    """No thread of the process runs (a process whose main thread ended shows Z while its other threads run on)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return True
-    return jobs._zombie(pid)
+    for task in tasks:
+        try:
+            if Path(f"/proc/{pid}/task/{task}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+                return False
+        except (OSError, IndexError):
+            continue
+    return True
 
 
 @pytest.mark.slow   # a group of two servers, then one more: ~30 s

@@ -26,7 +26,7 @@ import pytest
 from conftest import ROOT, copy_default_store
 from evalcore.cli import main
 from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreError
-from evalcore.store import Shared, connect, lease, stamp, transaction
+from evalcore.store import connect, lease, stamp, transaction
 
 NOTHING = "error: the disk holding the store is full: nothing of this write was stored, and the store is as it was"
 STORED = "error: this write was stored: it is in the store's write-ahead log"
@@ -101,24 +101,25 @@ def measure(template: Path, argv: list[str], where: Path, monkeypatch, capsys) -
     off (`blocks`: what it wrote into the store file before the commit, bulk row groups; `log`: its write-ahead
     log), then merged by the next opening (`merge`: what that checkpoint added to the file). And the store it
     leaves (`after`)."""
-    import evalcore.store as store
+    import duckdb
 
     db = where / "reference.duckdb"
     shutil.copyfile(template, db)
     base = db.stat().st_size
-    limit = store._limit_memory
+    opened = duckdb.connect
 
-    def held_off(con):
-        limit(con)
-        con.execute("SET checkpoint_threshold = '1TB'")
-        con.execute("PRAGMA disable_checkpoint_on_shutdown")
+    def held_off(path, read_only=False, **kwargs):
+        con = opened(path, read_only=read_only, **kwargs)
+        if not read_only:
+            con.execute("SET checkpoint_threshold = '1TB'")
+            con.execute("PRAGMA disable_checkpoint_on_shutdown")
+        return con
 
     with monkeypatch.context() as m:
-        m.setattr(store, "_limit_memory", held_off)
+        m.setattr(duckdb, "connect", held_off)
         code = main([*argv, "--db", str(db)])
         err = capsys.readouterr().err
         assert code == 0, err
-        Shared._all.pop(os.path.abspath(db), None)
     size, log = _sizes(db)
     after = snapshot(db)   # opened and closed normally: the log merged
     assert not Path(f"{db}.wal").exists()
@@ -278,7 +279,6 @@ def test_annotate_clicks_on_a_full_disk_are_one_sentence_and_change_nothing(tmp_
             assert ann.my_answers(con, task, unit, "alice") == {"Info": 2.0}
         finally:
             con.close()
-        Shared._all.pop(os.path.abspath(db), None)
 
 
 def test_read_commands_work_on_a_read_only_store(tmp_path, default_store_file, needs_root, capsys):
@@ -322,7 +322,6 @@ def test_read_commands_work_on_a_read_only_store(tmp_path, default_store_file, n
                     con.execute("UPDATE revision SET n = n + 1")
         finally:
             con.close()
-        Shared._all.pop(os.path.abspath(store), None)
 
 
 def _free_port() -> int:
