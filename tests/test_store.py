@@ -277,3 +277,53 @@ def test_the_scoring_commands_hold_duckdb_to_a_gigabyte_unless_told_otherwise(tm
     cli.main(["score", "--db", str(old)])
     assert during and during[0] != "953.6 MiB"   # the upgrade under DuckDB's default
     assert seen["upgraded"] == ["953.6 MiB", LATEST]   # 1e9 / 2**20, once migrated 13 -> latest
+
+
+def test_a_page_run_told_the_store_is_busy_is_not_made_to_wait_again(tmp_path, monkeypatch):
+    """Issue 46, item 12: an annotator's click while another process held the store waited out PAGE_WAIT in the click
+    and again in the page after it (62 s) before a traceback. A run's cursor that could not be had is refused at once
+    for the rest of that run with the same one sentence (StoreBusy, naming the holder), and waited for anew in the
+    next run."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+    from evalcore.core.errors import StoreBusy
+    from evalcore.store import connect
+    from pages.views import common
+
+    db = tmp_path / "s.duckdb"
+    connect(db).close()
+    monkeypatch.setenv("EVALCORE_DB", str(db))
+    monkeypatch.setenv("EVALCORE_JOB_CHECK", "3600")
+    monkeypatch.setattr(common, "PAGE_WAIT", 0.5)
+    common.cursor().execute("SELECT 1")   # the store prepared (once per process) while it is free
+    common.release()
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(db)!r}); "
+                               "print('held', flush=True); sys.stdin.readline(); c.close()"],
+                              cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        con = common.cursor()
+        began = time.perf_counter()
+        with pytest.raises(StoreBusy) as first:
+            con.execute("SELECT 1")   # the click: waits PAGE_WAIT
+        waited = time.perf_counter() - began
+        began = time.perf_counter()
+        with pytest.raises(StoreBusy) as again:
+            con.execute("SELECT 1")   # the page after it, in the same run: told at once
+        assert time.perf_counter() - began < 0.2 <= waited
+        assert str(again.value) == str(first.value)
+        assert str(first.value).startswith(f"another process (pid {holder.pid}) held the store s.duckdb longer than "
+                                           "this waits (0.5 s), so nothing was done")
+        common.release()   # the run ends; the next one waits again
+        began = time.perf_counter()
+        with pytest.raises(StoreBusy):
+            common.cursor().execute("SELECT 1")
+        assert time.perf_counter() - began >= 0.4
+    finally:
+        holder.communicate("go\n", timeout=30)
+        common.release()
+    assert common.cursor().execute("SELECT 1").fetchall() == [(1,)]
+    common.release()
