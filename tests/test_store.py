@@ -327,3 +327,28 @@ def test_a_page_run_told_the_store_is_busy_is_not_made_to_wait_again(tmp_path, m
         common.release()
     assert common.cursor().execute("SELECT 1").fetchall() == [(1,)]
     common.release()
+
+
+def test_a_store_failure_in_a_fragment_is_its_sentence_and_the_cursor_goes_back(tmp_path, monkeypatch):
+    """A fragment's rerun (the Annotate page's unit) runs without app.py around it: common.in_fragment shows a
+    StoreError as its sentence instead of raising it, and gives back the run's cursor either way."""
+    from evalcore.core.errors import DiskFull
+    from evalcore.store import Shared, connect
+    from pages.views import common
+
+    db = tmp_path / "s.duckdb"
+    connect(db).close()
+    monkeypatch.setenv("EVALCORE_DB", str(db))
+    monkeypatch.setenv("EVALCORE_JOB_CHECK", "3600")
+    shown = []
+    monkeypatch.setattr(common, "store_trouble", shown.append)
+
+    def click():
+        common.cursor().execute("SELECT 1")
+        raise DiskFull("the disk holding the store is full: nothing of this write was stored")
+
+    common.in_fragment(click)
+    assert [str(e) for e in shown] == ["the disk holding the store is full: nothing of this write was stored"]
+    assert Shared.of(db).users == 0
+    with pytest.raises(ValueError):   # anything else is raised as it is
+        common.in_fragment(lambda: (_ for _ in ()).throw(ValueError("a bug")))

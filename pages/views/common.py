@@ -128,6 +128,19 @@ def store_trouble(exc: StoreError) -> None:
     st.button("Try again", key="store-busy-retry")
 
 
+def in_fragment(body) -> None:
+    """body() as a rerun of an st.fragment: Streamlit reruns a fragment without app.py's script around it, so a
+    StoreError raised there (a click on a full disk, a store another process holds) would be shown as an exception
+    with its traceback; here it is shown as app.py shows it (store_trouble), and the run's cursor is given back
+    however it ends."""
+    try:
+        body()
+    except StoreError as exc:
+        store_trouble(exc)
+    finally:
+        release()
+
+
 def read_only_note() -> None:
     """In the sidebar of every page, while this server's store is open read-only (its file system will not let it
     be written): what that means for a visitor."""
