@@ -32,8 +32,9 @@ if __name__ == "__main__" and not st.runtime.exists():
         print(f"evalcore: {exc}", file=sys.stderr)
         sys.exit(2)
     if held is None:   # a store on a read-only file system: pages read it; a write is refused with its sentence
-        print(f"evalcore: {resolve_db_path()} cannot be written here (a read-only file system): serving it "
-              "read-only; uploads, scoring and answers to rating tasks are refused", file=sys.stderr, flush=True)
+        print(f"evalcore: {resolve_db_path()} cannot be written here (a read-only file system, or a file this user "
+              "may not write): serving it read-only; uploads, scoring and answers to rating tasks are refused",
+              file=sys.stderr, flush=True)
     else:
         jobs.watch(str(resolve_db_path()))  # at start: the jobs a killed or stopped server left queued are run
     PagesManager.uses_pages_directory = False

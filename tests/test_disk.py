@@ -360,5 +360,6 @@ def test_a_server_on_a_read_only_store_says_so_and_serves_its_pages(tmp_path, de
             server.terminate()
             server.wait(timeout=60)
         text = log.read_text()
-        assert "cannot be written here (a read-only file system): serving it read-only" in text, text
+        assert "cannot be written here (a read-only file system, or a file this user may not write): serving it " \
+            "read-only" in text, text
         assert "Traceback" not in text and "OSError" not in text, text

@@ -103,7 +103,7 @@ its rows reach the disk only through that checkpoint. When the checkpoint fails 
 the rows were committed in memory, and no file holds them: other cursors see them, a later checkpoint that finds
 space writes them, and a closed instance loses them (issue 46: an import told "committed to the store's log" with no
 log on disk). With the threshold out of reach every commit is written to the log and fsynced first, and a failed
-checkpoint after it leaves a durable write that DuckDB reports as "COMMIT succeeded and is durable" (_full). The
+checkpoint after it leaves a durable write that DuckDB reports as "COMMIT succeeded and is durable" (store_error). The
 cost: a large import's rows are written to the log before the checkpoint writes them again (row groups written
 straight to the file during the import, 122,880 rows and more of one table, go to the log as pointers only)."""
 
