@@ -21,8 +21,10 @@ if __name__ == "__main__" and not st.runtime.exists():
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
+    from evalcore.cli import die_with_parent
+    from evalcore.core.errors import StoreError
     from evalcore.services import jobs
-    from evalcore.store import ServerLockHeld, resolve_db_path, server_lock
+    from evalcore.store import resolve_db_path, server_lock
     from evalcore.ui.access import forwarded_allow_ips
 
     # uvicorn (Streamlit's server) takes X-Forwarded-For from the addresses in FORWARDED_ALLOW_IPS, by default
@@ -39,14 +41,20 @@ if __name__ == "__main__" and not st.runtime.exists():
         print(f"evalcore: {exc}", file=sys.stderr)
         sys.exit(2)
 
+    die_with_parent()   # a server of `evalcore app --processes N` ends with that process, however it ends
     # One server per store: a second one is refused here, before it serves anything (the first one's
     # writes and its lock on the file would collide with its own). The lock lives as long as this process.
     try:
-        server_lock(resolve_db_path())
-    except ServerLockHeld as exc:
+        held = server_lock(resolve_db_path())
+    except StoreError as exc:
         print(f"evalcore: {exc}", file=sys.stderr)
         sys.exit(2)
-    jobs.watch(str(resolve_db_path()))  # at start: the jobs a killed or stopped server left queued are run
+    if held is None:   # a store on a read-only file system: pages read it; a write is refused with its sentence
+        print(f"evalcore: {resolve_db_path()} cannot be written here (a read-only file system, or a file this user "
+              "may not write): serving it read-only; uploads, scoring and answers to rating tasks are refused",
+              file=sys.stderr, flush=True)
+    else:
+        jobs.watch(str(resolve_db_path()))  # at start: the jobs a killed or stopped server left queued are run
     PagesManager.uses_pages_directory = False
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
@@ -54,7 +62,7 @@ if __name__ == "__main__" and not st.runtime.exists():
 from evalcore.core import collector
 from evalcore.core.errors import StoreError
 from pages import PAGES
-from pages.views.common import log_run, md_escape, release
+from pages.views.common import log_run, read_only_note, release, store_trouble
 
 st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
 
@@ -66,9 +74,9 @@ started = time.perf_counter()
 page = st.navigation(pages, position="top")
 try:
     page.run()
+    read_only_note()
 except StoreError as exc:  # held by a command longer than a page waits, a full disk, ...: say so, no error page
-    st.warning(md_escape(f"The store cannot be used right now: {exc}"), icon=":material/hourglass_empty:")
-    st.button("Try again", key="store-busy-retry")
+    store_trouble(exc)
 finally:
     release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it
     log_run(page.url_path, started)

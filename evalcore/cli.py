@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import functools
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pandas as pd
@@ -25,7 +27,7 @@ from evalcore.analysis.options import (
 )
 from evalcore.analysis.taskoriented import MAX_TURNS
 from evalcore.core import names
-from evalcore.core.errors import ImportRefused, StoreError
+from evalcore.core.errors import ImportRefused, ReadOnlyStore, StoreError
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import judge, neural
 from evalcore.scoring import ray
@@ -439,7 +441,14 @@ NEEDS_STORE = {"leaderboard", "correlate", "template", "trust", "agreement", "ju
                "winrate", "bt", "task",
                "summary", "storage", "models", "jobs", "submissions", "restore", "purge", "delete-model"}
 SCORERS = {"score", "worker"}   # their stores are opened under store.SCORING_MEMORY (store.bound_memory)
-WRITERS = {"restore", "purge", "delete-model", "task"}  # of NEEDS_STORE, the ones that write
+# Of NEEDS_STORE, the ones that write: a command, or a command and its action. The others only read, so a store
+# the file system will not let be written (a read-only mount) serves them (store.connect(reads_only=True)).
+WRITERS = {"restore", "purge", "delete-model", "task create", "task close", "task reopen", "task delete"}
+
+
+def _writes(args: argparse.Namespace) -> bool:
+    command = getattr(args, "command", None)
+    return command in WRITERS or f"{command} {getattr(args, 'action', '')}" in WRITERS
 
 
 def _opens_store(handler):
@@ -454,7 +463,7 @@ def _opens_store(handler):
         if getattr(args, "command", None) in NEEDS_STORE and not path.exists():
             raise StoreError(f"no store at {path} (`{args.command}` reads a store and creates none); build one "
                              f"with `evalcore init --db {path}` or import data into it, or give --db an existing store")
-        reads = getattr(args, "command", None) in NEEDS_STORE - WRITERS  # a read-only store serves these
+        reads = getattr(args, "command", None) in NEEDS_STORE and not _writes(args)  # a read-only store serves these
         con = connect(args.db, wait=lock_wait(), on_wait=_on_wait, reads_only=reads)
         try:
             names.check(con, args)
@@ -849,10 +858,14 @@ def _cmd_jobs(con, args) -> None:
 def _cmd_worker(args) -> int:
     """Not through _opens_store: the worker holds the store only to write (jobs.work lets it go meanwhile)."""
     from evalcore.services import jobs
+    from evalcore.store import writable
 
     path = resolve_db_path(args.db)
     if not path.exists():
         raise StoreError(f"no store at {path}; give --db the store whose jobs to run")
+    if not writable(path):
+        raise ReadOnlyStore(f"{path} cannot be written here (a read-only file system, or a file this user may not "
+                            "write): a job writes its scores into the store, so none was run")
     if hasattr(os, "nice"):
         os.nice(jobs.NICE)   # background work: the page servers' runs come first when the cores are busy
     done = jobs.work(path, args.job, on_wait=_on_wait)
@@ -924,9 +937,35 @@ def _cmd_intent(args) -> int:
 
 def _cmd_app(args) -> int:
     """The dashboard opens the store itself, page by page: not opened here."""
+    note = capacity_note(args.processes)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     if args.processes > 1:
         return run_group(args.db, args.port or 8501, args.address, args.processes)
     return run_app(args.db, args.port, args.address)
+
+
+def cores() -> int:
+    """The cores this process may run on (a container's or taskset's share, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def capacity_note(processes: int, available: int | None = None) -> str | None:
+    """What `evalcore app` says at start when it serves with fewer page-serving processes than the cores it may
+    use (None: it uses them all, or there is one core). Not a default of one process per core: the servers listen
+    on ports P, P+1, ..., and only a proxy that keeps each browser on one server spreads users over them
+    (README); without one, every user reaches the first server and the others only take memory (each its own
+    Python, Streamlit and DuckDB instance), so one process stays the default and the start says when more pay."""
+    available = cores() if available is None else available
+    if processes >= available:
+        return None
+    return (f"evalcore: {processes} page-serving process{'es' if processes > 1 else ''} on {available} cores: one "
+            f"process serves pages on one core, so with many users at once (README, \"More than one page-serving "
+            f"process\") run `evalcore app --processes {available}`, one per core, behind a proxy that keeps each "
+            "browser on one server")
 
 
 LOCAL = "127.0.0.1"  # `evalcore app` listens here unless --address says otherwise
@@ -957,25 +996,36 @@ def run_app(db: str | None, port: int | None, address: str | None, extra: list[s
     return _child(args, env)
 
 
+PARENT_VAR = "EVALCORE_GROUP_PARENT"   # the pid of `evalcore app --processes N`, set for the servers it starts
+ORPHAN_GRACE = 10.0   # seconds a server whose group parent died has to stop on SIGTERM before it is killed
+
+
 def run_group(db: str | None, port: int, address: str | None, processes: int) -> int:
     """`evalcore app --processes N`: N dashboard servers on one store, on ports port..port+N-1, each its own
     process (its own core: one Python process serves pages on one core). They share the store as the CLI
     shares it with a server: DuckDB lets one process at a time open the file, each page run holds it only
     while it queries (a page whose tables are cached never does), and every write is a transaction. This
-    process holds the one-server-per-store lock for the group and hands it down (store.GROUP_VAR), waits,
-    and passes on SIGTERM/SIGINT; when one server ends, the others are stopped. A reverse proxy in front
-    (README) must keep each browser on one server: a session and its uploads live in one process."""
+    process holds the one-server-per-store lock for the group and hands it down (store.GROUP_VAR), records
+    the group's pids in it (a refused server names them), waits, and passes on SIGTERM/SIGINT; when one server
+    ends, the others are stopped; when this process dies, however (SIGKILL included), the servers end with it
+    (die_with_parent). A reverse proxy in front (README) must keep each browser on one server: a session and
+    its uploads live in one process. A store this process cannot write is served read-only, with no lock."""
     from evalcore.core.paths import app_root, streamlit_flags
-    from evalcore.store import GROUP_VAR, lock_descriptor, server_lock
+    from evalcore.store import GROUP_VAR, lock_descriptor, record_holders, server_lock
 
     path = resolve_db_path(db)
     lock = server_lock(path)   # refused here when another server already serves the store
-    fd = lock_descriptor(lock)
     root = app_root()
-    env = {**os.environ, "EVALCORE_DB": str(path), GROUP_VAR: str(fd)}
+    env = {**os.environ, "EVALCORE_DB": str(path), PARENT_VAR: str(os.getpid())}
+    fds: tuple[int, ...] = ()
+    if lock is not None:
+        fds = (lock_descriptor(lock),)
+        env[GROUP_VAR] = str(fds[0])
     procs = [subprocess.Popen([sys.executable, str(root / "app.py"), *streamlit_flags(root), f"--server.port={port + i}",
-                               f"--server.address={address or LOCAL}"], env=env, pass_fds=(fd,))
+                               f"--server.address={address or LOCAL}"], env=env, pass_fds=fds)
              for i in range(processes)]
+    if lock is not None:
+        record_holders(lock, [os.getpid(), *(proc.pid for proc in procs)])
     print(f"evalcore: {processes} servers on {path}: " + ", ".join(f"http://{address or LOCAL}:{port + i}"
                                                                    for i in range(processes)), flush=True)
 
@@ -1000,6 +1050,29 @@ def run_group(db: str | None, port: int, address: str | None, processes: int) ->
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def die_with_parent() -> None:
+    """In a server `evalcore app --processes N` started (PARENT_VAR): end when that parent ends, however it ends.
+    A parent killed with SIGKILL sends its servers nothing, and they kept serving, orphaned, holding the store's
+    server lock (issue 46). On Linux the kernel sends SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG);
+    everywhere a thread also watches the parent (its pid stops being this process's parent) and, should the server
+    not have stopped ORPHAN_GRACE s after the SIGTERM it sends, kills it."""
+    try:
+        parent = int(os.environ.pop(PARENT_VAR, ""))
+    except ValueError:
+        return
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)   # 1: PR_SET_PDEATHSIG
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(ORPHAN_GRACE)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="evalcore-parent-watch", daemon=True).start()
 
 
 def _child(args: list[str], env: dict) -> int:

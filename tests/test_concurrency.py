@@ -316,7 +316,7 @@ def test_a_second_server_on_a_store_is_refused(toy):
     holder = subprocess.Popen([sys.executable, "-c", HOLD, db], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(ServerLockHeld, match=f"another dashboard server \\(pid {holder.pid} "):
+        with pytest.raises(ServerLockHeld, match=f"another dashboard server \\(pid {holder.pid}\\) already serves "):
             server_lock(db)
         out = subprocess.run([sys.executable, "-m", "evalcore", "summary", "--db", db, "--format", "csv"],
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -364,7 +364,7 @@ def test_a_server_start_runs_a_killed_imports_job_and_a_second_server_is_refused
                                  "--server.headless", "true"], cwd=ROOT, env=env, capture_output=True,
                                 text=True, timeout=120)
         assert second.returncode == 2
-        assert f"another dashboard server (pid {first.pid} " in second.stderr and "Traceback" not in second.stderr
+        assert f"another dashboard server (pid {first.pid}) " in second.stderr and "Traceback" not in second.stderr
     finally:
         first.terminate()
         first.wait(timeout=30)
@@ -424,7 +424,10 @@ def test_two_page_servers_share_one_store_and_a_third_is_refused(default_store_f
             assert error is None and b"second-process-model" in content
         third = subprocess.run([sys.executable, "app.py", "--server.port", str(_free_port()), "--server.headless", "true"],
                                cwd=ROOT, env={**os.environ, "EVALCORE_DB": db}, capture_output=True, text=True, timeout=120)
-        assert third.returncode == 2 and "another dashboard server" in third.stderr
+        holders = sorted([group.pid, *_children(group.pid)])   # the group's parent and its two servers, all alive
+        assert len(holders) == 3
+        assert third.returncode == 2 and f"another dashboard server (pids {', '.join(map(str, holders))}) already " \
+            "serves" in third.stderr, third.stderr
     finally:
         group.send_signal(signal.SIGTERM)
         code = group.wait(timeout=60)
@@ -433,6 +436,117 @@ def test_two_page_servers_share_one_store_and_a_third_is_refused(default_store_f
     for base in bases:
         with pytest.raises(OSError):
             urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+
+
+def _children(pid: int) -> list[int]:
+    return [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _gone(pid: int) -> bool:
+    """No thread of the process runs (a process whose main thread ended shows Z while its other threads run on)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            if Path(f"/proc/{pid}/task/{task}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+                return False
+        except (OSError, IndexError):
+            continue
+    return True
+
+
+@pytest.mark.slow   # a group of two servers, then one more: ~30 s
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the group's servers from Linux's /proc")
+def test_a_killed_group_takes_its_servers_with_it(default_store_file, tmp_path):
+    """Item 23: SIGKILL to `evalcore app --processes 2` (no signal reaches its servers from it) ends both servers
+    within moments (PR_SET_PDEATHSIG, and their thread watching the parent), so their ports close, nothing holds
+    the store's server lock, and a new `evalcore app` on the store starts (before: both kept serving, orphaned,
+    and the new one was refused naming the dead parent)."""
+    from conftest import copy_default_store
+
+    db = str(copy_default_store(default_store_file, tmp_path / "store.duckdb"))
+    port = _free_port()
+    while _free_port() == port + 1:
+        port = _free_port()
+    with open(tmp_path / "group.log", "w") as log:
+        group = subprocess.Popen([sys.executable, "-m", "evalcore", "app", "--db", db, "--port", str(port),
+                                  "--processes", "2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    bases = [f"http://localhost:{port}", f"http://localhost:{port + 1}"]
+    servers = []
+    try:
+        for base in bases:
+            assert healthy(base), (tmp_path / "group.log").read_text()
+        servers = _children(group.pid)
+        assert len(servers) == 2
+        group.kill()
+        group.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while not all(_gone(pid) for pid in servers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(_gone(pid) for pid in servers), (tmp_path / "group.log").read_text()
+        for base in bases:
+            with pytest.raises(OSError):
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+        assert server_lock(db) == Path(f"{db}.server.lock")   # free: nobody holds it
+    finally:
+        for pid in servers:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+GROUP_HOLD = ("import os, subprocess, sys; from evalcore.store import server_lock, lock_descriptor; "
+              "fd = lock_descriptor(server_lock(sys.argv[1])); "
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], pass_fds=(fd,), "
+              "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+              "print(child.pid, flush=True); os._exit(0)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the holders are read from Linux's /proc")
+def test_a_refusal_names_the_live_holders_not_a_dead_parent(toy):
+    """Item 23: a server refused because the lock is held names the processes that hold it now. Here the process
+    that took the lock is gone and a child it handed the lock's open file to holds it: the child is named, and
+    the dead process, whose pid the lock file records, is not."""
+    db = _db(toy)
+    toy.close()
+    taker = subprocess.run([sys.executable, "-c", GROUP_HOLD, db], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    child = int(taker.stdout.strip())
+    try:
+        recorded = int(Path(f"{db}.server.lock").read_text().split()[0])   # the process that took it: gone
+        assert recorded != child and _gone(recorded)
+        with pytest.raises(ServerLockHeld, match=f"another dashboard server \\(pid {child}\\) already serves "):
+            server_lock(db)
+    finally:
+        os.kill(child, signal.SIGKILL)
+        while not _gone(child):
+            time.sleep(0.05)
+    assert server_lock(db) == Path(f"{db}.server.lock")
+
+
+def test_evalcore_app_says_at_start_when_more_processes_would_use_the_cores(monkeypatch, capsys):
+    """Item 5: one page-serving process uses one core. `evalcore app` keeps one process by default (its other
+    servers would be reachable only through a proxy) and says at start, on a machine with more cores, how many to
+    run; with as many processes as cores, or on one core, it says nothing."""
+    from evalcore import cli
+
+    ran = []
+    monkeypatch.setattr(cli, "run_app", lambda *a: ran.append(("app", a)) or 0)
+    monkeypatch.setattr(cli, "run_group", lambda *a: ran.append(("group", a)) or 0)
+    monkeypatch.setattr(cli, "cores", lambda: 4)
+    assert cli.main(["app", "--db", "x.duckdb"]) == 0
+    err = capsys.readouterr().err
+    assert err == ("evalcore: 1 page-serving process on 4 cores: one process serves pages on one core, so with many "
+                   "users at once (README, \"More than one page-serving process\") run `evalcore app --processes 4`, "
+                   "one per core, behind a proxy that keeps each browser on one server\n"), err
+    assert cli.main(["app", "--db", "x.duckdb", "--processes", "2"]) == 0
+    assert "2 page-serving processes on 4 cores" in capsys.readouterr().err
+    assert cli.main(["app", "--db", "x.duckdb", "--processes", "4"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(cli, "cores", lambda: 1)
+    assert cli.main(["app", "--db", "x.duckdb"]) == 0
+    assert capsys.readouterr().err == ""
+    assert [kind for kind, _ in ran] == ["app", "group", "group", "app"]
 
 
 def test_a_busy_server_lets_a_waiting_process_in(toy):

@@ -83,6 +83,25 @@ class StoreError(Exception):
     """The store cannot be used as asked (too new, missing, locked)."""
 
 
+# What the store layer raises for the failures a write can meet (evalcore.store: transaction, Lease, _open), each
+# with one sentence that says what became of the write; a caller that shows StoreError's text shows the truth.
+class StoreBusy(StoreError):
+    """Another process held the store's file longer than this one waits; nothing was done."""
+
+
+class ReadOnlyStore(StoreError):
+    """The store's file system (or its permissions) lets it be read, not written; nothing was written."""
+
+
+class DiskFull(StoreError):
+    """The disk holding the store filled up during a write. `stored`: the write is in the store all the same
+    (DuckDB committed it to the store's write-ahead log, fsynced, before the checkpoint that failed)."""
+
+    def __init__(self, message: str, stored: bool = False):
+        super().__init__(message)
+        self.stored = stored
+
+
 def short(value: object, limit: int = 60) -> str:
     """A value as it appears in a message: repr, cut to a readable length."""
     text = repr(value)

@@ -30,7 +30,7 @@ from evalcore.core.words import count
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
-from evalcore.store import WRITE_LOCK, Handle, connect, file_stamp, lease, lock_wait, transaction
+from evalcore.store import Handle, connect, file_stamp, lease, lock_wait, transaction
 
 BATCH = 1_000  # responses per progress step of a job
 # attempts: how many times a worker claimed the job (more than one: it was resumed after its worker ended)
@@ -74,7 +74,7 @@ def create(con: duckdb.DuckDBPyConnection, dataset: str, steps: list[dict], *, m
 def set_fields(con, job_id: int, **values) -> None:
     """Write some of a job's columns (state, progress, detail...), one short write."""
     cols = ", ".join(f"{k} = ?" for k in values)
-    with WRITE_LOCK:  # a write like any other: never beside another transaction of this process
+    with transaction(con):  # a write like any other (WRITE_LOCK; a full disk is one sentence, store_error)
         con.execute(f"UPDATE jobs SET {cols} WHERE job_id = ?", [*values.values(), job_id])
 
 
@@ -221,7 +221,11 @@ def work(path: str | os.PathLike, job: int | None = None, neural: NeuralOptions 
     and two jobs on one track never compute the same values side by side."""
     import fcntl
 
-    gate = os.open(f"{os.path.abspath(path)}.jobs.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        gate = os.open(f"{os.path.abspath(path)}.jobs.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:   # a read-only file system, say: one sentence, never a traceback
+        raise StoreError(f"cannot run jobs on {path}: its workers' lock {os.path.basename(path)}.jobs.lock cannot be "
+                         f"opened ({exc.strerror}), so no job was run") from None
     try:
         fcntl.flock(gate, fcntl.LOCK_EX)   # waits for the worker before it
         return _work(path, job, neural, on_wait)
@@ -263,6 +267,8 @@ def recover(path: str, wait: float = 0.0, active: list | None = None) -> list[Wo
     the (pid, host) of every queued or running job, as the store has them (watch keeps an eye on those)."""
     con = lease(path, wait=wait)
     try:
+        if con.read_only:   # a store on a read-only file system: no job can write its scores
+            return []
         found = orphans(con, path)
         if active is not None:
             active[:] = con.execute("SELECT pid, host FROM jobs WHERE state IN ('queued', 'running')").fetchall()

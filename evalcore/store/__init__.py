@@ -2,6 +2,7 @@
 process), and transactions. Below it only evalcore.core; migrations/, history.py and queries.py beside it."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from evalcore import __version__
-from evalcore.core.errors import StoreError
+from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from evalcore.store.migrations import LATEST, all_migrations
 
 ENV_VAR = "EVALCORE_DB"
@@ -95,11 +96,25 @@ def _locked(exc: Exception) -> bool:
     return "lock" in str(exc).lower()
 
 
-def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HANDOVER_WAIT) -> duckdb.DuckDBPyConnection:
+NEVER_SKIP_WAL = 2 ** 64 - 1   # DuckDB's auto_checkpoint_skip_wal_threshold, in bytes: no transaction reaches it
+"""A commit that makes DuckDB checkpoint (the log past checkpoint_threshold, 16 MiB, with this transaction in it)
+may skip the write-ahead log when the transaction is large (auto_checkpoint_skip_wal_threshold, default 100 kB):
+its rows reach the disk only through that checkpoint. When the checkpoint fails (a full disk), COMMIT fails after
+the rows were committed in memory, and no file holds them: other cursors see them, a later checkpoint that finds
+space writes them, and a closed instance loses them (issue 46: an import told "committed to the store's log" with no
+log on disk). With the threshold out of reach every commit is written to the log and fsynced first, and a failed
+checkpoint after it leaves a durable write that DuckDB reports as "COMMIT succeeded and is durable" (store_error). The
+cost: a large import's rows are written to the log before the checkpoint writes them again (row groups written
+straight to the file during the import, 122,880 rows and more of one table, go to the log as pointers only)."""
+
+
+def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HANDOVER_WAIT,
+          hint: str = "") -> duckdb.DuckDBPyConnection:
     """duckdb.connect, retried while another process holds the file (DuckDB allows one writing
     process): the dashboard holds it only during a page run, so a command gets in within moments.
     `handover`: how long to wait for this process's own closing connection (the shared instance
-    passes 0: it opens and closes under one lock, so that case cannot arise there)."""
+    passes 0: it opens and closes under one lock, so that case cannot arise there). `hint`: what the
+    message of a store held past `wait` adds (how to wait longer)."""
     deadline = time.monotonic() + wait
     told = False
     settling = time.monotonic() + handover
@@ -110,7 +125,9 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
             con.execute("SET enable_progress_bar = false")   # DuckDB's bar would go into a command's output
             try:
                 _limit_memory(con)
-            except StoreError:
+                if not read_only:
+                    con.execute(f"SET auto_checkpoint_skip_wal_threshold = {NEVER_SKIP_WAL}")
+            except (StoreError, duckdb.Error):
                 con.close()
                 raise
             if waited:
@@ -125,9 +142,7 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
             continue
         except duckdb.IOException as exc:
             if not _locked(exc) or time.monotonic() >= deadline:
-                hint = (f" Waited {wait:g} s: another process kept it (an import, or a scoring job the dashboard "
-                        f"runs, holds the store until it ends); set {WAIT_VAR} to wait longer." if _locked(exc) else "")
-                raise StoreError(f"cannot open {db}: {exc}.{hint}") from exc
+                raise _open_error(db, exc, wait, hint) from exc
             waiting(db)   # a server lets go at once (Shared.lease, Shared._give_back)
             waited = True
             if on_wait is not None and not told:
@@ -135,6 +150,26 @@ def _open(db: Path, read_only: bool, wait: float, on_wait, handover: float = HAN
                         f"page loads); waiting up to {wait:g} s")
                 told = True
             time.sleep(0.05)
+
+
+_HOLDER = re.compile(r"\(PID (\d+)\)")
+READ_ONLY_FS = ("read-only file system", "permission denied")   # the file system's words (EROFS, EACCES)
+
+
+def _open_error(db: Path, exc: duckdb.Error, wait: float, hint: str) -> StoreError:
+    """Why the store could not be opened, as one sentence (never DuckDB's text, which names this server's files)."""
+    text = str(exc).lower()
+    if _locked(exc):
+        holder = _HOLDER.search(str(exc))
+        who = f"another process (pid {holder.group(1)})" if holder else "another process"
+        return StoreBusy(f"{who} held the store {db.name} longer than this waits ({wait:g} s), so nothing was done; "
+                         "try again when it has finished (an import, or a scoring job, holds the store until it ends)"
+                         + (f"; {hint}" if hint else ""))
+    if any(word in text for word in READ_ONLY_FS):
+        return ReadOnlyStore(f"{db} cannot be written here (a read-only file system, or a file this user may not "
+                             "write): it can be read, but nothing can be stored in it")
+    full = store_error(exc)
+    return full if full is not None else StoreError(f"cannot open {db}: {exc}")
 
 
 LOCK_GRACE = 0.25     # seconds a lease that would not wait for the file waits for this process's own opening of it
@@ -285,23 +320,16 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, w
     read-only mount, a file without write permission) is opened read-only instead."""
     db = resolve_db_path(path)
     check_store_path(db)
-    if reads_only and not read_only and db.exists() and not _writable(db):
+    if reads_only and not read_only and db.exists() and not writable(db):
         read_only = True
     if read_only:
         if not db.exists():
             raise StoreError(f"no store at {db}; run `python -m evalcore init --db {db}` first")
-        con = _open(db, True, wait, on_wait)
-        version = schema_version(con)
-        if version != LATEST:
-            con.close()
-            raise StoreError(
-                f"{db} has schema version {version}, this evalcore expects {LATEST}; "
-                "open it once read-write to migrate" if version < LATEST else
-                f"{db} has schema version {version}, newer than this evalcore ({LATEST}); upgrade evalcore"
-            )
+        con = _open(db, True, wait, on_wait, hint=f"{WAIT_VAR} sets how long a command waits")
+        _check_read_only(con, db)
         return con
     db.parent.mkdir(parents=True, exist_ok=True)
-    con = _open(db, False, wait, on_wait)
+    con = _open(db, False, wait, on_wait, hint=f"{WAIT_VAR} sets how long a command waits")
     try:
         migrate(con, str(db))
     except Exception:
@@ -310,9 +338,22 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False, w
     return con
 
 
-def _writable(db: Path) -> bool:
+def _check_read_only(con: duckdb.DuckDBPyConnection, db: Path) -> None:
+    """A store opened read-only cannot be migrated: refuse (and close) one of another schema version."""
+    version = schema_version(con)
+    if version != LATEST:
+        con.close()
+        raise StoreError(
+            f"{db} has schema version {version}, this evalcore expects {LATEST}; "
+            "open it once read-write to migrate" if version < LATEST else
+            f"{db} has schema version {version}, newer than this evalcore ({LATEST}); upgrade evalcore"
+        )
+
+
+def writable(db: str | os.PathLike) -> bool:
     """Can this process write the store's file and create its log beside it? (A read-only mount says no
     to both; root passes permission checks, so ask the file system itself.)"""
+    db = Path(db)
     try:
         with open(db, "r+b"):
             pass
@@ -320,8 +361,8 @@ def _writable(db: Path) -> bool:
         probe.touch()
         probe.unlink()
         return True
-    except OSError:
-        return False
+    except OSError as exc:   # a full disk is no read-only one: its writes are refused with their own sentence
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 WRITE_LOCK = threading.RLock()
@@ -336,30 +377,57 @@ class WriteConflict(StoreError):
     """A write met another write to the same rows RETRIES times; nothing of it was written."""
 
 
-class DiskFull(StoreError):
-    """The disk holding the store filled up during a write (one sentence, never a traceback)."""
+FULL = ("no space left on device", "disk quota exceeded", "file too large")   # ENOSPC, EDQUOT, EFBIG
+DURABLE = "commit succeeded and is durable"
+"""DuckDB's words when a COMMIT's checkpoint failed after the commit was written to the log and fsynced
+(DuckTransactionManager::CommitTransaction, DuckDB 2.0): the write is in the store, the database instance is
+invalidated (every later use fails until it is opened again). Every other failed COMMIT is rolled back by DuckDB,
+and a failed statement by transaction(): nothing of it is stored. NEVER_SKIP_WAL keeps the third case, a
+checkpoint instead of the log, from arising."""
+INVALIDATED = "database has been invalidated"
 
 
-def _disk_full(exc: BaseException) -> bool:
-    return isinstance(exc, duckdb.Error) and "no space left on device" in str(exc).lower()
-
-
-def _full(exc: duckdb.Error) -> DiskFull:
-    """What a full disk did to this write. A failed COMMIT or statement leaves the store as it was; a
-    failed checkpoint comes after the commit reached the store's log, which keeps it."""
-    where = str(exc).split(":", 1)[-1].strip().splitlines()[0]
-    if "checkpoint" in str(exc).lower():
-        return DiskFull(f"the disk holding the store filled up after this write was committed to the store's log, "
-                        f"which keeps it; free some space before the store is opened again ({where})")
-    return DiskFull(f"the disk holding the store is full: nothing of this write was stored, and the store is as it "
-                    f"was; free some space and run it again ({where})")
+def store_error(exc: BaseException) -> StoreError | None:
+    """What a DuckDB error means for the user as one true sentence (never DuckDB's text, which names this
+    server's files): a full disk (DiskFull, saying whether the write was stored), a store open read-only
+    (ReadOnlyStore), an instance DuckDB invalidated; None for any other error (a bug or a bad query, raised as
+    it is). Raised by transaction() for a write and by Lease for any use of the dashboard's shared instance."""
+    if isinstance(exc, StoreError):
+        return exc
+    if not isinstance(exc, duckdb.Error):
+        return None
+    text = str(exc).lower()
+    if INVALIDATED in text:   # first: DuckDB's text then quotes the failure that invalidated it, "durable" included
+        return StoreError("the store has to be opened anew after an earlier write failed (a full disk, say): nothing of "
+                          "this was done; try again in a moment")
+    if DURABLE in text:
+        return DiskFull("this write was stored: it is in the store's write-ahead log (the .wal file beside the store, "
+                        "written and flushed to disk before the commit counted), which every opening of the store "
+                        "reads, but the disk holding the store is now full, so the log could not be merged into the "
+                        "store file; free some space before the next write", stored=True)
+    if any(word in text for word in FULL):
+        return DiskFull("the disk holding the store is full: nothing of this write was stored, and the store is as it "
+                        "was; free some space and run it again")
+    if "attached in read-only mode" in text:
+        return ReadOnlyStore("the store is open read-only here (its file system, or the file's permissions, let it be "
+                             "read but not written): nothing was stored")
+    return None
 
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """All or nothing: commit on success, roll back on any exception. Holds WRITE_LOCK throughout."""
+    """All or nothing: commit on success, roll back on any exception. Holds WRITE_LOCK throughout. A failure the
+    store can explain (store_error: a full disk, a read-only store) is raised as its StoreError, which says whether
+    the write was stored: DiskFull(stored=True) only when DuckDB says the commit is durable, and then the change is
+    marked for pages as any commit is."""
     with WRITE_LOCK:
-        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute("BEGIN TRANSACTION")
+        except duckdb.Error as exc:
+            known = store_error(exc)
+            if known is None:
+                raise
+            raise known from exc
         _CHANGED.depth = getattr(_CHANGED, "depth", 0) + 1
         try:
             yield con
@@ -369,26 +437,42 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
             _changed_by_this_transaction()   # rolled back: nothing changed
             try:
                 con.execute("ROLLBACK")
-            except duckdb.Error:
+            except (duckdb.Error, StoreError):
                 pass  # DuckDB rolled it back itself (a conflict aborts the transaction)
-            if _disk_full(exc):
-                raise _full(exc) from exc
-            raise
+            known = store_error(exc)
+            if known is None or known is exc:
+                raise
+            _spoiled(con, exc)
+            raise known from exc
         finally:
             _CHANGED.depth -= 1
         changed = _changed_by_this_transaction()
         try:
             con.execute("COMMIT")
-            if changed:   # after the commit: a page that reads the new mark finds the new rows
-                _mark_changed(changed, catalog)
-        except duckdb.Error as exc:
-            if not _disk_full(exc):
+        except BaseException as exc:
+            known = store_error(exc)
+            if known is None:
                 raise
-            try:
-                con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass
-            raise _full(exc) from exc
+            if isinstance(known, DiskFull) and known.stored:
+                if changed:   # in the store: pages must see it
+                    _mark_changed(changed, catalog)
+            else:
+                try:
+                    con.execute("ROLLBACK")   # DuckDB rolled a failed commit back already; this makes sure
+                except (duckdb.Error, StoreError):
+                    pass
+            if known is exc:
+                raise
+            _spoiled(con, exc)
+            raise known from exc
+        if changed:   # after the commit: a page that reads the new mark finds the new rows
+            _mark_changed(changed, catalog)
+
+
+def _spoiled(con, exc: BaseException) -> None:
+    """A failure met outside the Lease's own calls (a relation's insert, insert_frame) still spoils its instance."""
+    if isinstance(con, Lease):
+        con.spoiled(exc)
 
 
 def _conflict(exc: BaseException) -> bool:
@@ -428,10 +512,29 @@ class Lease:
             return attr
 
         def call(*args, **kwargs):  # the lease lives while its method runs (lease(db).execute(...) included)
-            out = attr(*args, **kwargs)
+            try:
+                out = attr(*args, **kwargs)
+            except duckdb.Error as exc:   # a full disk, a read-only store, ...: one sentence (store_error)
+                known = store_error(exc)
+                if known is None:
+                    raise
+                self.spoiled(exc)
+                raise known from exc
             return self if out is cur else out   # execute() returns the cursor: chained calls keep the lease
 
         return call
+
+    @property
+    def read_only(self) -> bool:
+        """The shared instance was opened read-only (the store's file system lets it be read, not written)."""
+        return self._shared.read_only
+
+    def spoiled(self, exc: BaseException) -> None:
+        """After a failure that leaves the instance unfit (DuckDB invalidates it after a failed checkpoint), or that
+        a full disk caused (its memory need not be what the files hold): the instance is opened anew once its
+        cursors are back (Shared.lease)."""
+        if isinstance(store_error(exc), DiskFull) or INVALIDATED in str(exc).lower():
+            self._shared.stale = True
 
     def close(self) -> None:
         cur, self._cur = self._cur, None
@@ -467,6 +570,8 @@ class Shared:
         # LINGER): opening costs 20-30 ms (the file's catalog read again) and closing a checkpoint, which
         # an annotator's next click or a page's next run within moments would pay again. 0: close at once.
         self.linger, self.generation = 0.0, 0
+        self.read_only = False   # opened read-only: the file system would not let it be written (lease)
+        self.stale = False       # to be opened anew once every cursor is back (Lease.spoiled)
 
     @classmethod
     def of(cls, path: str | os.PathLike | None = None) -> "Shared":
@@ -488,26 +593,57 @@ class Shared:
         # Another thread of this process may hold the lock while it waits for the file (in _open): a caller that
         # would not wait (wait=0: a page's part that can be shown as last made, the job check) is told the store is
         # busy, not made to wait behind it for up to that thread's 30 s. An open of a free file takes 20-50 ms.
-        if not self.lock.acquire(timeout=max(wait, LOCK_GRACE)):
-            raise StoreError(f"cannot open {self.db} now: another thread of this process is waiting for it "
-                             "(another process holds it)")
+        until = time.monotonic() + max(wait, LOCK_GRACE)
+        while True:
+            if not self.lock.acquire(timeout=max(until - time.monotonic(), 0.0)):
+                raise StoreBusy(f"the store {self.db.name} cannot be opened now: another thread of this process is "
+                                "waiting for it (another process holds it), so nothing was done; try again in a moment")
+            if not (self.stale and self.users > 0):
+                break
+            # An instance to be opened anew (Lease.spoiled): no new cursor of it; its last runs end within moments.
+            self.lock.release()
+            if time.monotonic() >= until:
+                raise StoreError("the store has to be opened anew after an earlier write failed (a full disk, say), "
+                                 "and pages still use it: nothing of this was done; try again in a moment")
+            time.sleep(0.02)
         try:
+            if self.stale and self.root is not None:
+                self._close_root()
             if self.root is None:
-                check_store_path(self.db)
-                self.db.parent.mkdir(parents=True, exist_ok=True)
-                root = _open(self.db, False, wait, on_wait, handover=0.0)
-                try:
-                    migrate(root, str(self.db))
-                except Exception:
-                    root.close()
-                    raise
-                self.root = root
+                self.root = self._open_root(wait, on_wait)
             cur = self.root.cursor()
             self.users += 1
             self.generation += 1
         finally:
             self.lock.release()
         return Lease(self, cur)
+
+    def _open_root(self, wait: float, on_wait) -> duckdb.DuckDBPyConnection:
+        """The instance, migrated; read-only where the store's file system will not let it be written (a server on
+        a read-only mount serves its pages, and a write through it is refused with one sentence: store_error)."""
+        check_store_path(self.db)
+        self.db.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            root = _open(self.db, False, wait, on_wait, handover=0.0)
+        except ReadOnlyStore:
+            if not self.db.is_file():
+                raise
+            root = _open(self.db, True, wait, on_wait, handover=0.0)
+            _check_read_only(root, self.db)
+            self.read_only, self.stale = True, False
+            return root
+        try:
+            migrate(root, str(self.db))
+        except Exception:
+            root.close()
+            raise
+        self.read_only, self.stale = False, False
+        return root
+
+    def _close_root(self) -> None:
+        root, self.root = self.root, None
+        if root is not None:
+            root.close()  # the instance is checkpointed and detached here, under the lock
 
     def _give_back(self, cur: duckdb.DuckDBPyConnection) -> None:
         with self.lock:
@@ -516,7 +652,7 @@ class Shared:
             finally:
                 self.users -= 1
                 if self.users == 0 and self.root is not None:
-                    if self.linger > 0 and not someone_waits(self.db):
+                    if self.linger > 0 and not self.stale and not someone_waits(self.db):
                         timer = threading.Timer(self.linger, self._close_idle, args=(self.generation,))
                         timer.daemon = True
                         timer.start()
@@ -527,8 +663,7 @@ class Shared:
         """Close the instance if nobody took a cursor since `generation` (a later give-back schedules its own)."""
         with self.lock:
             if self.users == 0 and self.generation == generation and self.root is not None:
-                root, self.root = self.root, None
-                root.close()  # the instance is checkpointed and detached here, under the lock
+                self._close_root()
 
     @property
     def is_open(self) -> bool:
@@ -548,13 +683,15 @@ class ServerLockHeld(StoreError):
 _SERVER_LOCKS: dict[str, int] = {}
 
 
-def server_lock(path: str | os.PathLike | None = None) -> Path:
+def server_lock(path: str | os.PathLike | None = None) -> Path | None:
     """Take `<store>.server.lock` (an OS lock, fcntl.flock) for this process's life: one dashboard server
-    per store. A second server on the same store is refused with a message naming the first one's pid;
-    the lock goes with its holder's process, however it ends (SIGKILL included). CLI commands do not take
-    it: they share the store with a running server as before. Taking it again in the holding process is
-    a no-op. The servers of `evalcore app --processes N` share their parent's lock (GROUP_VAR): N page-serving
-    processes on one store, by intent, and a further server is still refused. The lock file's path."""
+    per store. A second server on the same store is refused with a message naming the processes that hold
+    the lock (lock_holders); the lock goes with its holders, however they end (SIGKILL included). CLI commands
+    do not take it: they share the store with a running server as before. Taking it again in the holding process
+    is a no-op. The servers of `evalcore app --processes N` share their parent's lock (GROUP_VAR): N page-serving
+    processes on one store, by intent, and a further server is still refused. The lock file's path; None for a
+    store this process cannot write (a read-only file system): its server serves it read-only, and no server can
+    write it, so there is nothing to keep apart."""
     import fcntl
 
     db = Path(os.path.abspath(resolve_db_path(path)))
@@ -565,20 +702,82 @@ def server_lock(path: str | os.PathLike | None = None) -> Path:
     if group is not None:   # one of `evalcore app --processes N`'s servers: the group's lock, inherited
         _SERVER_LOCKS[str(lock)] = group
         return lock
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if db.is_file() and not writable(db):
+            return None
+        raise StoreError(f"cannot take the server lock {lock}: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+        holders = lock_holders(lock, fd)
         os.close(fd)
-        raise ServerLockHeld(f"another dashboard server (pid {holder}) already serves {db}; stop it first, or "
+        who = (f"pid {holders[0]}" if len(holders) == 1 else f"pids {', '.join(map(str, holders))}" if holders
+               else "a process this user cannot see")
+        raise ServerLockHeld(f"another dashboard server ({who}) already serves {db}; stop it first, or "
                              f"give this one another store (EVALCORE_DB). Two servers writing one store would "
                              f"take its lock from each other. CLI commands can still use the store.") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
     _SERVER_LOCKS[str(lock)] = fd
+    record_holders(lock, [os.getpid()])
     return lock
+
+
+def record_holders(lock: Path, pids: list[int]) -> None:
+    """Write the processes that hold a server lock this process took into its file, one `pid host` a line: what a
+    refused server names where the system cannot say who holds it (lock_holders). A full disk leaves it empty."""
+    fd = _SERVER_LOCKS[str(lock)]
+    host = socket.gethostname()
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, "".join(f"{pid} {host}\n" for pid in pids).encode(), 0)
+    except OSError:
+        pass
+
+
+def lock_holders(lock: Path, mine: int | None = None) -> list[int]:
+    """The live processes that hold `lock` open (a server, or the parent and the servers of a group), apart from
+    this one: on Linux as the system knows them (/proc/PID/fd), so a group whose parent was killed is named by
+    its servers; elsewhere, or where /proc shows nothing, the pids recorded in the file that are still alive."""
+    try:
+        target = os.stat(lock)
+    except OSError:
+        return []
+    found = set()
+    if os.path.isdir("/proc/self/fd"):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                for fd in os.scandir(f"/proc/{entry.name}/fd"):
+                    st = os.stat(fd.path)
+                    if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                        found.add(int(entry.name))
+                        break
+            except OSError:   # gone meanwhile, or another user's
+                continue
+    if not found:
+        try:
+            text = os.pread(mine, 4096, 0) if mine is not None else lock.read_bytes()[:4096]
+        except OSError:
+            text = b""
+        host = socket.gethostname()
+        for line in text.decode("utf-8", "replace").splitlines():
+            pid, _, where = line.strip().partition(" ")
+            if pid.isdigit() and where == host and _alive(int(pid)):
+                found.add(int(pid))
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def lock_descriptor(lock: Path) -> int:
@@ -707,8 +906,14 @@ def _mark_changed(changes: set[tuple[str, str | None]], catalog: str | None = No
             with open(tmp, "w") as fh:
                 json.dump(marks, fh, ensure_ascii=False)
             os.replace(tmp, f"{db}.rev")
-        except OSError:   # a read-only folder: pages fall back to the files' own stamp
-            pass
+        except OSError:
+            # A full disk (the commit is in the log all the same): without a new mark, pages would keep what they
+            # cached before it. With none, they key on the files' own stamp (file_stamp), which the commit moved.
+            for name in (tmp, f"{db}.rev"):
+                try:
+                    os.unlink(name)
+                except OSError:   # a read-only folder: nothing was committed there anyway
+                    pass
 def revision(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT n FROM revision").fetchall()[0][0]
 

@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from evalcore.core.errors import StoreError
+from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from evalcore.core.export import safe_csv
 from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
@@ -77,12 +77,21 @@ def building_note() -> None:
 
 
 class _OnFirstUse:
-    """This run's cursor, taken by its first query (see cursor)."""
+    """This run's cursor, taken by its first query (see cursor). A run told once that the store cannot be had
+    (another process held it PAGE_WAIT s) is told again at once: an annotator's click and the page after it
+    waited 30 s each, 62 s before the message (issue 46)."""
 
     def __getattr__(self, name: str):
         con = getattr(_RUN, "con", None)
         if con is None:
-            con = _RUN.con = lease(str(resolve_db_path()), wait=PAGE_WAIT)
+            refused = getattr(_RUN, "refused", None)
+            if refused is not None:
+                raise refused
+            try:
+                con = _RUN.con = lease(str(resolve_db_path()), wait=PAGE_WAIT)
+            except StoreBusy as exc:
+                _RUN.refused = exc
+                raise
         return getattr(con, name)
 
 
@@ -102,9 +111,45 @@ def cursor() -> duckdb.DuckDBPyConnection:
 def release() -> None:
     """Give back this run's cursor (app.py calls it when the page script ends, however it ends)."""
     con = getattr(_RUN, "con", None)
-    _RUN.con = None
+    _RUN.con = _RUN.refused = None
     if con is not None:
         con.close()
+
+
+def store_trouble(exc: StoreError) -> None:
+    """What a page shows in place of a traceback when the store failed it (app.py): the store layer's one sentence
+    (evalcore.store.store_error), which says whether a write was stored."""
+    text = md_escape(str(exc))
+    if isinstance(exc, DiskFull) and exc.stored:
+        st.warning(text[:1].upper() + text[1:], icon=":material/save:")
+        return
+    if isinstance(exc, ReadOnlyStore):
+        st.info(text[:1].upper() + text[1:], icon=":material/lock:")
+        return
+    st.warning(f"The store cannot be used right now: {text}", icon=":material/hourglass_empty:")
+    st.button("Try again", key="store-busy-retry")
+
+
+def in_fragment(body) -> None:
+    """body() as a rerun of an st.fragment: Streamlit reruns a fragment without app.py's script around it, so a
+    StoreError raised there (a click on a full disk, a store another process holds) would be shown as an exception
+    with its traceback; here it is shown as app.py shows it (store_trouble), and the run's cursor is given back
+    however it ends."""
+    try:
+        body()
+    except StoreError as exc:
+        store_trouble(exc)
+    finally:
+        release()
+
+
+def read_only_note() -> None:
+    """In the sidebar of every page, while this server's store is open read-only (its file system will not let it
+    be written): what that means for a visitor."""
+    shared = Shared.of(str(resolve_db_path()))
+    if shared.read_only:
+        st.sidebar.caption("This server serves its store read-only (its file system cannot be written): pages show "
+                           "what it holds; uploads, scoring and answers to rating tasks are refused.")
 
 
 def log_run(page: str, started: float) -> None:
