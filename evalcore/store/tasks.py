@@ -4,9 +4,17 @@ human rating (origin 'task:<id>'), a pairwise task's latest vote is a pairwise j
 
 Each answer is written when it is given, in its own short transaction, so a closed tab, a restart or a crash
 loses nothing submitted. Who rates which unit: every annotator walks the units in their own seeded order and
-gets the first one that they have not finished and that fewer than K other annotators have taken (a unit is
-taken by a rating, a vote, or a claim younger than CLAIM_TTL: being shown it); the check and the claim are
-one transaction, so two annotators never both become a unit's K-th."""
+gets the first one that they have not finished and that fewer than K other people hold (a person holds a
+unit by an answer on it, or for CLAIM_TTL by being shown it); the check and the claim are one transaction.
+
+People, not names: two names are one person when their keys are equal (evalcore.core.text.identity_key), so
+'carol' and 'Carol' hold one place. K is a hard limit where answers are written: a first answer on a unit
+that K other people have answered is refused (UnitFull), whatever the person's screen still showed (a claim
+that lapsed, a unit reached by Back). A skip gives the place up: the skipper's answers on the unit stop
+counting (they stay in the unit's history; going Back to the unit and answering again takes a place again
+while one is free). A person rates a response (or votes on a pair) on a dimension once in the whole store:
+a unit whose response they already rated elsewhere (another task, an imported file) is not offered to them,
+and such an answer is refused (RatedElsewhere)."""
 from __future__ import annotations
 
 import hashlib
@@ -21,18 +29,30 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.errors import StoreError
+from evalcore.core.text import bad_character, identity_key
 from evalcore.store import bump_revision, history, transaction
+from evalcore.store.annotators import check_name
 
 MODES = ("absolute", "pairwise")
 SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
 WINNERS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 CLAIM_TTL = timedelta(minutes=30)  # a unit shown and left unanswered this long goes to someone else
 MAX_COMMENT = 2000                 # characters of a flag's comment
-MAX_NAME = 80                      # characters of an annotator's name
+MAX_TASK_NAME = 120                # characters of a task's name
+MAX_GUIDELINES = 5000              # characters of a task's guidelines
+MAX_SEED = 2**31 - 1               # a task's seed is stored as a 32-bit INTEGER
 
 
 class TaskClosed(StoreError):
     """A write to a task that is closed or deleted."""
+
+
+class UnitFull(ValueError):
+    """An answer refused: K other people answered the unit first (nothing was stored)."""
+
+
+class RatedElsewhere(ValueError):
+    """An answer refused: this person rated that response (or voted on that pair) on that dimension already."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     if per_item < 1:
         raise ValueError(f"--per-item must be at least 1, got {per_item}")
+    check_settings(name=name, guidelines=guidelines, seed=seed)
     if units.empty:
         raise ValueError("no units to rate: the dataset has no responses for the tracks and models asked for")
     with transaction(con):
@@ -98,6 +119,19 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         finally:
             con.unregister("_evalcore_units")
     return int(task_id)
+
+
+def check_settings(*, name: str, guidelines: str, seed: int) -> None:
+    """ValueError naming what is wrong with a new task's name, guidelines or seed (before anything is sampled)."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"--seed must lie in 0..{MAX_SEED:,} (a task's seed is stored as a 32-bit integer), "
+                         f"got {seed:,}")
+    for what, text, most in (("name", name, MAX_TASK_NAME), ("guidelines", guidelines, MAX_GUIDELINES)):
+        bad = bad_character(text or "")
+        if bad:
+            raise ValueError(f"a task's {what} may not hold a {bad}")
+        if len(text or "") > most:
+            raise ValueError(f"a task's {what} has at most {most:,} characters, got {len(text):,}")
 
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> Task:
@@ -136,36 +170,43 @@ def answers(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
                        "FROM task_answers WHERE task_id = ? ORDER BY answer_id", [task_id]).df()
 
 
+# The task's answers, each marked `live` when it still counts: a rating or vote given after the person's last
+# skip of the unit (a skip gives the place up, and with it the answers given before it).
+LIVE = """
+    SELECT *, answer_id > coalesce(max(answer_id) FILTER (WHERE kind = 'skip') OVER (PARTITION BY unit, annotator), 0)
+              AS live
+    FROM task_answers WHERE task_id = ?"""
+
+
 def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
-    """The answers that count: the latest rating or vote per unit, annotator and dimension, with the unit's
-    item, track and models; `seconds` from the unit's claim to the first answer on it."""
-    return con.execute("""
+    """The answers that count: the latest live rating or vote per unit, annotator and dimension, with the
+    unit's item, track and models; `seconds` from the unit's claim to the answer."""
+    return con.execute(f"""
+        WITH a AS ({LIVE})
         SELECT a.unit, u.item_id, u.track, u.model_a, u.model_b, a.annotator, a.dimension, a.value, a.kind,
                a.given_at, a.seconds
-        FROM task_answers a JOIN task_units u USING (task_id, unit)
-        WHERE a.task_id = ? AND a.kind IN ('rating', 'vote')
+        FROM a JOIN task_units u USING (task_id, unit)
+        WHERE a.kind IN ('rating', 'vote') AND a.live
         QUALIFY row_number() OVER (PARTITION BY a.unit, a.annotator, a.dimension ORDER BY a.answer_id DESC) = 1
         ORDER BY a.unit, a.annotator, a.dimension
     """, [task_id]).df()
 
 
 def mine(con: duckdb.DuckDBPyConnection, task_id: int, unit: int, annotator: str) -> dict[str, float]:
-    """The latest value this annotator gave per dimension on one unit."""
-    return dict(con.execute("""
-        SELECT dimension, arg_max(value, answer_id) FROM task_answers
-        WHERE task_id = ? AND unit = ? AND annotator = ? AND kind IN ('rating', 'vote') GROUP BY dimension
+    """The latest value this annotator gave per dimension on one unit (that still counts)."""
+    return dict(con.execute(f"""
+        WITH a AS ({LIVE})
+        SELECT dimension, arg_max(value, answer_id) FROM a
+        WHERE unit = ? AND annotator = ? AND kind IN ('rating', 'vote') AND live GROUP BY dimension
     """, [task_id, unit, annotator]).fetchall())
 
 
 def done_by(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> tuple[int, int]:
-    """(units this annotator finished or skipped, units in the task), in one query."""
-    return con.execute("""
-        SELECT (SELECT count(*) FROM (
-                    SELECT unit FROM task_answers WHERE task_id = ? AND annotator = ? GROUP BY unit
-                    HAVING count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) >= ?
-                        OR bool_or(kind = 'skip'))),
-               (SELECT count(*) FROM task_units WHERE task_id = ?)
-    """, [task.task_id, annotator, len(task.dimensions), task.task_id]).fetchall()[0]
+    """(units this person finished or skipped, units in the task)."""
+    people = _people(_status(con, task))
+    me = people[people["who"] == identity_key(annotator)]
+    n = con.execute("SELECT count(*) FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()[0][0]
+    return int((me["skipped"] | (me["dims"] >= len(task.dimensions))).sum()), int(n)
 
 
 def order_for(task: Task, annotator: str, n_units: int) -> np.ndarray:
@@ -183,67 +224,120 @@ def _seed(*parts) -> int:
 
 
 def check_annotator(name: str) -> str:
-    name = " ".join((name or "").split())
-    if not name:
-        raise ValueError("an annotator needs a name")
-    if len(name) > MAX_NAME:
-        raise ValueError(f"an annotator's name has at most {MAX_NAME} characters")
-    return name
+    """An annotator's name in its normal form, or ValueError saying what is wrong with it."""
+    return check_name(name)
 
 
 def progress(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
-    """Per annotator: units finished (every dimension answered, or skipped), flagged, median seconds per unit."""
-    frame = con.execute("""
-        WITH per_unit AS (
-            SELECT annotator, unit,
-                   count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) AS dims,
-                   bool_or(kind = 'skip') AS skipped, bool_or(kind = 'flag') AS flagged,
-                   min(seconds) FILTER (WHERE kind IN ('rating', 'vote')) AS seconds
-            FROM task_answers WHERE task_id = ? GROUP BY ALL)
-        SELECT annotator, count(*) FILTER (WHERE dims >= ? OR skipped) AS done,
-               count(*) FILTER (WHERE skipped) AS skipped, count(*) FILTER (WHERE flagged) AS flagged,
-               median(seconds) AS median_seconds
-        FROM per_unit GROUP BY annotator ORDER BY annotator
-    """, [task.task_id, len(task.dimensions)]).df()
-    return frame
+    """Per annotator: units finished (every dimension answered, or skipped), skipped, flagged, median seconds
+    per unit."""
+    status = _status(con, task)
+    finished = status["skipped"] | (status["dims"] >= len(task.dimensions))
+    frame = status.assign(done=finished, seconds=status["seconds"]).groupby("annotator", sort=True).agg(
+        done=("done", "sum"), skipped=("skipped", "sum"), flagged=("flagged", "sum"),
+        median_seconds=("seconds", "median")).reset_index()
+    return frame.astype({"done": int, "skipped": int, "flagged": int})
 
 
 def _status(con, task: Task) -> pd.DataFrame:
-    """Per unit and annotator: finished (all dimensions or a skip), started, last claim."""
-    return con.execute("""
+    """Per unit and annotator (as written): dimensions answered that count, skipped (gave the unit up and
+    answered nothing since), flagged, last claim, seconds to the first answer that counts."""
+    frame = con.execute(f"""
+        WITH a AS ({LIVE})
         SELECT unit, annotator,
-               count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) AS dims,
-               bool_or(kind = 'skip') AS skipped,
-               max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at
-        FROM task_answers WHERE task_id = ? GROUP BY ALL
+               count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
+               bool_or(kind = 'skip') AS ever_skipped, bool_or(kind = 'flag') AS flagged,
+               max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at,
+               min(seconds) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS seconds
+        FROM a GROUP BY ALL
     """, [task.task_id]).df()
+    return frame.assign(skipped=frame["ever_skipped"].astype(bool) & (frame["dims"] == 0),
+                        flagged=frame["flagged"].astype(bool))
+
+
+def _people(status: pd.DataFrame) -> pd.DataFrame:
+    """_status per unit and person (`who`, the name's identity key): names that are one person are one row."""
+    if status.empty:
+        return pd.DataFrame({"unit": pd.Series(dtype=int), "who": pd.Series(dtype=str),
+                             "dims": pd.Series(dtype=int), "skipped": pd.Series(dtype=bool),
+                             "claimed_at": pd.Series(dtype="datetime64[us]")})
+    keys = {name: identity_key(name) for name in status["annotator"].unique()}
+    return status.assign(who=status["annotator"].map(keys)).groupby(["unit", "who"], as_index=False).agg(
+        dims=("dims", "max"), skipped=("skipped", "all"), claimed_at=("claimed_at", "max"))
+
+
+def _elsewhere(con, task: Task, annotator: str, *, unit: int | None = None,
+               dimension: str | None = None) -> dict[int, str]:
+    """{unit: where}: the task's units whose response (absolute) or pair (pairwise) this person already
+    rated on one of the task's dimensions (or on `dimension`) somewhere other than this task."""
+    dims = [dimension] if dimension else [d.dimension for d in task.dimensions]
+    if task.mode == "absolute":
+        rows = con.execute("""
+            SELECT u.unit, h.annotator, h.origin FROM task_units u JOIN human_ratings h
+              ON h.dataset = ? AND h.item_id = u.item_id AND h.model = u.model_a AND h.target = 'response'
+            WHERE u.task_id = ? AND (? IS NULL OR u.unit = ?) AND h.origin IS DISTINCT FROM ?
+              AND list_contains(?, h.dimension)""",
+                           [task.dataset, task.task_id, unit, unit, task.origin, dims]).fetchall()
+    else:
+        rows = con.execute("""
+            SELECT u.unit, j.judge, j.prompt FROM task_units u JOIN pairwise_judgments j
+              ON j.dataset = ? AND j.item_id = u.item_id AND j.source = 'human'
+             AND ((j.model_1 = u.model_a AND j.model_2 = u.model_b) OR (j.model_1 = u.model_b AND j.model_2 = u.model_a))
+            WHERE u.task_id = ? AND (? IS NULL OR u.unit = ?) AND j.prompt <> ? AND list_contains(?, j.dimension)""",
+                           [task.dataset, task.task_id, unit, unit, task.origin, dims]).fetchall()
+    me = identity_key(annotator)
+    return {int(u): origin or "an import" for u, who, origin in rows if identity_key(who) == me}
 
 
 def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now: datetime | None = None) -> int | None:
-    """The unit this annotator rates next, claimed for them (None: nothing left for them). One transaction:
-    the check that fewer than K others hold the unit and the claim cannot interleave with another's."""
+    """The unit this annotator rates next, claimed for them (None: nothing left for them now; `waiting` says
+    whether some unit may free up). One transaction: the check that fewer than K other people hold the unit
+    and the claim cannot interleave with another's."""
     annotator = check_annotator(annotator)
     now = now or datetime.now()
     n = con.execute("SELECT count(*) FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()[0][0]
     with transaction(con):
         _writable(con, task.task_id)
-        status = _status(con, task)
-        full = len(task.dimensions)
-        fresh = status["claimed_at"].notna() & (status["claimed_at"] > now - CLAIM_TTL)
-        ours = status["annotator"] == annotator
-        others = status[~ours & ~status["skipped"].astype(bool) & ((status["dims"] > 0) | fresh)]
-        held = others.groupby("unit")["annotator"].nunique().to_dict()
+        plan = _plan(con, task, annotator, now)
         order = [int(u) for u in order_for(task, annotator, n)]
-        over = status["skipped"].astype(bool) | (status["dims"] >= full)
-        finished = set(status.loc[ours & over, "unit"].astype(int))
-        # theirs to resume first: started, or shown to them recently
-        started = set(status.loc[ours & ~over & ((status["dims"] > 0) | fresh), "unit"].astype(int))
-        choice = next((u for u in order if u in started), None)
+        # theirs to resume first: started, or shown to them recently (and not filled by others meanwhile)
+        choice = next((u for u in order if u in plan["started"]), None)
         if choice is None:
-            choice = next((u for u in order if u not in finished and held.get(u, 0) < task.per_item), None)
+            choice = next((u for u in order if u in plan["open"]), None)
         if choice is not None:
             _insert(con, task.task_id, choice, annotator, None, None, "claim", None, None, now)
     return choice
+
+
+def _plan(con, task: Task, annotator: str, now: datetime) -> dict[str, set[int] | dict]:
+    """Where this person stands on each unit: `started` (theirs to resume), `open` (free for them), `held`
+    ({unit: when the last claim that keeps them out lapses}: units not full, kept by others' recent claims)."""
+    people = _people(_status(con, task))
+    me = identity_key(annotator)
+    full = len(task.dimensions)
+    fresh = people["claimed_at"].notna() & (people["claimed_at"] > now - CLAIM_TTL)
+    ours, others = people[people["who"] == me], people[(people["who"] != me) & ~people["skipped"]]
+    answered = others[others["dims"] > 0].groupby("unit")["who"].nunique()
+    claiming = others[(others["dims"] == 0) & fresh.loc[others.index]]
+    held = pd.concat([others[others["dims"] > 0], claiming]).groupby("unit")["who"].nunique()
+    over = ours[ours["skipped"] | (ours["dims"] >= full)]["unit"]
+    away = set(_elsewhere(con, task, annotator)) | set(int(u) for u in over)
+    mine = ours[~ours["unit"].isin(away) & ((ours["dims"] > 0) | fresh.loc[ours.index])]
+    started = {int(u) for u, d in zip(mine["unit"], mine["dims"]) if d > 0 or answered.get(u, 0) < task.per_item}
+    units = con.execute("SELECT unit FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()
+    free = {int(u) for (u,) in units if int(u) not in away and held.get(u, 0) < task.per_item}
+    lapse = claiming.assign(until=claiming["claimed_at"] + CLAIM_TTL).groupby("unit")["until"].min()
+    kept = {int(u): lapse[u].to_pydatetime() for u in lapse.index
+            if int(u) not in away and int(u) not in free and answered.get(u, 0) < task.per_item}
+    return {"started": started, "open": free, "held": kept}
+
+
+def waiting(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *,
+            now: datetime | None = None) -> tuple[int, datetime | None]:
+    """(units kept from this person only by others' recent claims, when the first of those claims lapses):
+    what "nothing left for you" means while people are still looking at units (0, None: nothing will free)."""
+    held = _plan(con, task, check_annotator(annotator), now or datetime.now())["held"]
+    return len(held), (min(held.values()) if held else None)
 
 
 def units_of(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list[int]:
@@ -253,10 +347,19 @@ def units_of(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list
         GROUP BY unit ORDER BY min(answer_id)""", [task.task_id, annotator]).fetchall()]
 
 
+def _holders(con, task: Task, unit: int) -> set[str]:
+    """The people (identity keys) whose answers on the unit count: those who hold its places."""
+    rows = con.execute(f"WITH a AS ({LIVE}) SELECT DISTINCT annotator FROM a WHERE unit = ? "
+                       "AND kind IN ('rating', 'vote') AND live", [task.task_id, unit]).fetchall()
+    return {identity_key(a) for (a,) in rows}
+
+
 def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float,
            *, now: datetime | None = None) -> int:
     """One rating (absolute) or vote (pairwise: 1 = model_a, 0 = model_b, 0.5 = tie) in its own transaction,
-    and the human rating or pairwise judgment it stands for (replacing this annotator's earlier one)."""
+    and the human rating or pairwise judgment it stands for (replacing this annotator's earlier one). Refused,
+    with nothing stored, when K other people answered the unit first (UnitFull) or this person rated the
+    response or pair on this dimension elsewhere (RatedElsewhere)."""
     annotator = check_annotator(annotator)
     dim = next((d for d in task.dimensions if d.dimension == dimension), None)
     if dim is None:
@@ -274,6 +377,16 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
     item_id, track, model_a, model_b = row[0]
     with transaction(con):
         _writable(con, task.task_id)
+        holders = _holders(con, task, unit)
+        if identity_key(annotator) not in holders and len(holders) >= task.per_item:
+            raise UnitFull(f"Unit {unit} already has its {task.per_item} annotator"
+                           f"{'s' if task.per_item != 1 else ''} (they answered it while it was on your screen): "
+                           "your answer was not stored.")
+        where = _elsewhere(con, task, annotator, unit=unit, dimension=dimension)
+        if where:
+            what = "response" if task.mode == "absolute" else "pair of responses"
+            raise RatedElsewhere(f"You rated this {what} on {dimension} already ({where[unit]}); a person rates it "
+                                 "once, so this answer was not stored.")
         shown = con.execute("SELECT max(given_at) FROM task_answers WHERE task_id = ? AND unit = ? AND annotator = ? "
                             "AND kind = 'claim'", [task.task_id, unit, annotator]).fetchall()[0][0]
         seconds = (now - shown).total_seconds() if shown else None
@@ -297,23 +410,45 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
 
 
 def skip(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> int:
-    """This annotator passes on the unit (another takes it); their answers on it, if any, still count."""
+    """This annotator gives the unit up: another takes their place, and the answers they gave on it stop
+    counting (they stay in the unit's history; Back to the unit and answering again takes a place again
+    while one is free)."""
+    annotator = check_annotator(annotator)
+    row = con.execute("SELECT item_id, model_a, model_b FROM task_units WHERE task_id = ? AND unit = ?",
+                      [task.task_id, unit]).fetchall()
+    if not row:
+        raise ValueError(f"task {task.task_id} has no unit {unit}")
+    item_id, model_a, model_b = row[0]
     with transaction(con):
         _writable(con, task.task_id)
-        return _insert(con, task.task_id, unit, check_annotator(annotator), None, None, "skip", None, None, datetime.now())
+        given = mine(con, task.task_id, unit, annotator)
+        answer_id = _insert(con, task.task_id, unit, annotator, None, None, "skip", None, None, datetime.now())
+        if given:   # what they stood for elsewhere goes with them
+            bump_revision(con, task.dataset)
+            if task.mode == "absolute":
+                con.execute("DELETE FROM human_ratings WHERE origin = ? AND item_id = ? AND model = ? AND annotator = ?",
+                            [task.origin, item_id, model_a, annotator])
+            else:
+                con.execute("DELETE FROM pairwise_judgments WHERE prompt = ? AND item_id = ? AND model_1 = ? "
+                            "AND model_2 = ? AND judge = ? AND source = 'human'",
+                            [task.origin, item_id, model_a, model_b, annotator])
+    return answer_id
 
 
 def flag(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, comment: str) -> int:
     """A comment on the unit for whoever runs the task (stored as text, at most MAX_COMMENT characters)."""
     comment = (comment or "").strip()
     if not comment:
-        raise ValueError("a flag needs a comment saying what is wrong")
+        raise ValueError("A flag needs a comment saying what is wrong.")
     if len(comment) > MAX_COMMENT:
-        raise ValueError(f"a comment has at most {MAX_COMMENT} characters, this one {len(comment)}")
+        raise ValueError(f"A comment has at most {MAX_COMMENT} characters, this one {len(comment)}.")
+    bad = bad_character(comment)
+    if bad:
+        raise ValueError(f"A comment may not hold a {bad}.")
+    annotator = check_annotator(annotator)
     with transaction(con):
         _writable(con, task.task_id)
-        return _insert(con, task.task_id, unit, check_annotator(annotator), None, None, "flag", comment, None,
-                       datetime.now())
+        return _insert(con, task.task_id, unit, annotator, None, None, "flag", comment, None, datetime.now())
 
 
 def set_state(con: duckdb.DuckDBPyConnection, task_id: int, state: str) -> None:

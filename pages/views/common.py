@@ -335,6 +335,16 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
         st.text(link(_base_url(), page, values))
 
 
+def base_url() -> str:
+    """This server's address as the browser reached it (for links a page hands out, e.g. an annotator's)."""
+    return _base_url()
+
+
+def page_link(page: str, values: dict) -> str:
+    """A full link to `page` showing `values`, on this server (what a page hands out to be opened elsewhere)."""
+    return link(_base_url(), page, values)
+
+
 def _base_url() -> str:
     try:
         url = st.context.url or ""
