@@ -18,6 +18,8 @@ if vs.peek("key") or vs.peek("name"):
     # a personal link: its name and key fill the form, and leave the address bar (publish writes the task only),
     # so the link this page shares never carries anyone's identity
     st.session_state["ann-link"] = (vs.peek("name") or "", vs.peek("key") or "")
+if asked is None and st.session_state.get("ann-error"):   # a click on a task that closed meanwhile, say
+    st.error(st.session_state.pop("ann-error"))
 if asked is None:
     if open_tasks.empty:
         st.info("No rating task is open. Whoever runs the evaluation creates one on the Rating tasks page or with "
