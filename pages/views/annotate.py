@@ -62,7 +62,12 @@ if not st.session_state.get(who_key) and user is not None and getattr(user, "is_
         st.stop()
 if not st.session_state.get(who_key):
     st.caption("What you will rate")
-    grid(ann.dimensions_table(task), width="stretch")
+    asks = ann.dimensions_table(task)
+    # the scales in a table; each definition as wrapped text below it (a table cell cut them at 800 px)
+    grid(asks[["dimension", "scale"] + (["question"] if task.mode == "pairwise" else [])], width="stretch")
+    for dimension, description in zip(asks["dimension"], asks["description"]):
+        if description:
+            st.caption(md_escape(f"{dimension}: {description}"))
     link_name, link_key = st.session_state.get("ann-link", ("", ""))
     with st.form(f"ann-login-{task.task_id}"):
         st.caption("The task's access code and your name. The first time you enter, you get a personal key: keep "
@@ -102,10 +107,10 @@ if st.session_state.get(issued_key):
               on_click=lambda: st.session_state.pop(issued_key, None))
     st.stop()
 
-me, leave = st.columns([5, 1])
+me, leave = st.columns([3, 1])
 me.caption(md_escape(f"Rating as {annotator}"))
-leave.button("Not you? Leave", key="ann-leave", on_click=_leave,
-             help="this browser forgets who is rating; your answers stay yours")
+leave.button("Leave", key="ann-leave", on_click=_leave,
+             help="not you, or done for now: this browser forgets who is rating; your answers stay yours")
 
 
 # -------------------------------------------------------------- the unit, in a fragment
