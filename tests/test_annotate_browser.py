@@ -70,9 +70,9 @@ def _login(browser, base: str, task, name: str, width: int = 800):
 
 
 def _unit(page) -> int | None:
-    """The unit on screen (None: nothing left for this annotator)."""
+    """The unit on screen (None: nothing left for this annotator, or nothing now: the rest is held by others)."""
     for _ in range(200):
-        if page.get_by_text("Nothing left for you").count():
+        if page.get_by_text("Nothing left for you").count() or page.get_by_text("Nothing to rate for you right now").count():
             return None
         found = page.get_by_text(re.compile(r"^Unit \d+$"))
         if found.count():

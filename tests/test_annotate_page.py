@@ -174,8 +174,11 @@ def test_a_store_that_cannot_be_used_is_a_sentence_for_every_action(monkeypatch,
             m.setattr(stored, name, fail)
             click()
         assert not at.exception, [e.value for e in at.exception]
-        assert any("The store cannot be used right now: the disk holding the store is full" in e.value.replace("\\", "")
-                   for e in at.error), (name, [e.value for e in at.error])
+        said = [e.value.replace("\\", "") for e in [*at.error, *at.warning]]
+        assert any("The store cannot be used right now: the disk holding the store is full" in e for e in said), said
+        assert any(b.label == "Try again" for b in at.button)   # and nothing else drawn from the store meanwhile
+        at.button(key="ann-retry").click().run()                 # the store is back: the unit again
+        assert at.session_state[f"ann-unit-{task.task_id}"] == unit and not at.warning
         assert _count(db) == before
     with monkeypatch.context() as m:   # the next unit's draw
         m.setattr(stored, "next_unit", lambda *a, **k: (_ for _ in ()).throw(StoreError("cannot open the store now")))

@@ -120,7 +120,12 @@ leave.button("Leave", key="ann-leave", on_click=_leave,
 @st.fragment
 def unit_panel() -> None:
     try:
-        _unit_panel()
+        down = st.session_state.pop("ann-down", None)
+        if down:   # a click just found the store unusable: say so, without waiting for it a second time
+            st.warning(down)
+            st.button("Try again", key="ann-retry")
+        else:
+            _unit_panel()
     except (ValueError, StoreError) as exc:   # the task closed or deleted, the store busy or full
         st.warning(_say(exc))
         st.button("Try again", key="ann-retry")
@@ -135,7 +140,8 @@ def _act(write, *args) -> bool:
         write(con, task, *args)
         return True
     except (ValueError, StoreError) as exc:
-        st.session_state["ann-error"] = _say(exc)
+        unusable = isinstance(exc, StoreError) and not isinstance(exc, TaskClosed)
+        st.session_state["ann-down" if unusable else "ann-error"] = _say(exc)
         if ann.moves_on(exc):
             st.session_state[unit_key] = None
         return False
