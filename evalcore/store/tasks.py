@@ -176,6 +176,8 @@ LIVE = """
     SELECT *, answer_id > coalesce(max(answer_id) FILTER (WHERE kind = 'skip') OVER (PARTITION BY unit, annotator), 0)
               AS live
     FROM task_answers WHERE task_id = ?"""
+# the same for one annotator's answers (their own skips are all that decide which of them count)
+LIVE_OF = LIVE + " AND annotator = ?"
 
 
 def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
@@ -195,18 +197,20 @@ def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
 def mine(con: duckdb.DuckDBPyConnection, task_id: int, unit: int, annotator: str) -> dict[str, float]:
     """The latest value this annotator gave per dimension on one unit (that still counts)."""
     return dict(con.execute(f"""
-        WITH a AS ({LIVE})
-        SELECT dimension, arg_max(value, answer_id) FROM a
-        WHERE unit = ? AND annotator = ? AND kind IN ('rating', 'vote') AND live GROUP BY dimension
-    """, [task_id, unit, annotator]).fetchall())
+        WITH a AS ({LIVE_OF} AND unit = ?)
+        SELECT dimension, arg_max(value, answer_id) FROM a WHERE kind IN ('rating', 'vote') AND live GROUP BY dimension
+    """, [task_id, annotator, unit]).fetchall())
 
 
 def done_by(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> tuple[int, int]:
-    """(units this person finished or skipped, units in the task)."""
-    people = _people(_status(con, task))
-    me = people[people["who"] == identity_key(annotator)]
-    n = con.execute("SELECT count(*) FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()[0][0]
-    return int((me["skipped"] | (me["dims"] >= len(task.dimensions))).sum()), int(n)
+    """(units this annotator finished or skipped, units in the task), in one query (the page asks on every click)."""
+    return con.execute(f"""
+        WITH a AS ({LIVE_OF}),
+        per_unit AS (SELECT unit, count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
+                            bool_or(kind = 'skip') AS skipped FROM a GROUP BY unit)
+        SELECT (SELECT count(*) FROM per_unit WHERE dims >= ? OR (skipped AND dims = 0)),
+               (SELECT count(*) FROM task_units WHERE task_id = ?)
+    """, [task.task_id, annotator, len(task.dimensions), task.task_id]).fetchall()[0]
 
 
 def order_for(task: Task, annotator: str, n_units: int) -> np.ndarray:
