@@ -259,36 +259,25 @@ def _status(con, task: Task) -> pd.DataFrame:
                         flagged=frame["flagged"].astype(bool))
 
 
-def _people(status: pd.DataFrame) -> pd.DataFrame:
-    """_status per unit and person (`who`, the name's identity key): names that are one person are one row."""
-    if status.empty:
-        return pd.DataFrame({"unit": pd.Series(dtype=int), "who": pd.Series(dtype=str),
-                             "dims": pd.Series(dtype=int), "skipped": pd.Series(dtype=bool),
-                             "claimed_at": pd.Series(dtype="datetime64[us]")})
-    keys = {name: identity_key(name) for name in status["annotator"].unique()}
-    return status.assign(who=status["annotator"].map(keys)).groupby(["unit", "who"], as_index=False).agg(
-        dims=("dims", "max"), skipped=("skipped", "all"), claimed_at=("claimed_at", "max"))
-
-
 def _elsewhere(con, task: Task, annotator: str, *, unit: int | None = None,
                dimension: str | None = None) -> dict[int, str]:
-    """{unit: where}: the task's units whose response (absolute) or pair (pairwise) this person already
-    rated on one of the task's dimensions (or on `dimension`) somewhere other than this task."""
+    """{unit: where}: the task's units (or the one `unit`) whose response (absolute) or pair (pairwise) this
+    person already rated on one of the task's dimensions (or on `dimension`) somewhere other than this task."""
     dims = [dimension] if dimension else [d.dimension for d in task.dimensions]
+    one = " AND u.unit = ?" if unit is not None else ""   # a literal condition: DuckDB then reads one unit's rows
+    params = [task.dataset, task.task_id, *([unit] if unit is not None else []), task.origin, dims]
     if task.mode == "absolute":
-        rows = con.execute("""
+        rows = con.execute(f"""
             SELECT u.unit, h.annotator, h.origin FROM task_units u JOIN human_ratings h
               ON h.dataset = ? AND h.item_id = u.item_id AND h.model = u.model_a AND h.target = 'response'
-            WHERE u.task_id = ? AND (? IS NULL OR u.unit = ?) AND h.origin IS DISTINCT FROM ?
-              AND list_contains(?, h.dimension)""",
-                           [task.dataset, task.task_id, unit, unit, task.origin, dims]).fetchall()
+            WHERE u.task_id = ?{one} AND h.origin IS DISTINCT FROM ? AND list_contains(?, h.dimension)""",
+                           params).fetchall()
     else:
-        rows = con.execute("""
+        rows = con.execute(f"""
             SELECT u.unit, j.judge, j.prompt FROM task_units u JOIN pairwise_judgments j
               ON j.dataset = ? AND j.item_id = u.item_id AND j.source = 'human'
              AND ((j.model_1 = u.model_a AND j.model_2 = u.model_b) OR (j.model_1 = u.model_b AND j.model_2 = u.model_a))
-            WHERE u.task_id = ? AND (? IS NULL OR u.unit = ?) AND j.prompt <> ? AND list_contains(?, j.dimension)""",
-                           [task.dataset, task.task_id, unit, unit, task.origin, dims]).fetchall()
+            WHERE u.task_id = ?{one} AND j.prompt <> ? AND list_contains(?, j.dimension)""", params).fetchall()
     me = identity_key(annotator)
     return {int(u): origin or "an import" for u, who, origin in rows if identity_key(who) == me}
 
@@ -315,24 +304,48 @@ def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now
 
 def _plan(con, task: Task, annotator: str, now: datetime) -> dict[str, set[int] | dict]:
     """Where this person stands on each unit: `started` (theirs to resume), `open` (free for them), `held`
-    ({unit: when the last claim that keeps them out lapses}: units not full, kept by others' recent claims)."""
-    people = _people(_status(con, task))
-    me = identity_key(annotator)
-    full = len(task.dimensions)
-    fresh = people["claimed_at"].notna() & (people["claimed_at"] > now - CLAIM_TTL)
-    ours, others = people[people["who"] == me], people[(people["who"] != me) & ~people["skipped"]]
-    answered = others[others["dims"] > 0].groupby("unit")["who"].nunique()
-    claiming = others[(others["dims"] == 0) & fresh.loc[others.index]]
-    held = pd.concat([others[others["dims"] > 0], claiming]).groupby("unit")["who"].nunique()
-    over = ours[ours["skipped"] | (ours["dims"] >= full)]["unit"]
-    away = set(_elsewhere(con, task, annotator)) | set(int(u) for u in over)
-    mine = ours[~ours["unit"].isin(away) & ((ours["dims"] > 0) | fresh.loc[ours.index])]
-    started = {int(u) for u, d in zip(mine["unit"], mine["dims"]) if d > 0 or answered.get(u, 0) < task.per_item}
-    units = con.execute("SELECT unit FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()
-    free = {int(u) for (u,) in units if int(u) not in away and held.get(u, 0) < task.per_item}
-    lapse = claiming.assign(until=claiming["claimed_at"] + CLAIM_TTL).groupby("unit")["until"].min()
-    kept = {int(u): lapse[u].to_pydatetime() for u in lapse.index
-            if int(u) not in away and int(u) not in free and answered.get(u, 0) < task.per_item}
+    ({unit: when the first claim that keeps them out lapses}: units not full, kept by others' recent claims).
+    Plain Python over the task's (unit, annotator) rows: the next-unit draw runs on every finished unit."""
+    rows = con.execute(f"""
+        WITH a AS ({LIVE})
+        SELECT unit, annotator,
+               count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
+               bool_or(kind = 'skip') AS ever_skipped, max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at
+        FROM a GROUP BY ALL""", [task.task_id]).fetchall()
+    me, keys, full, since = identity_key(annotator), {}, len(task.dimensions), now - CLAIM_TTL
+    people: dict[tuple[int, str], list] = {}   # (unit, person) -> [dims, skipped, last claim]
+    for unit, name, dims, ever_skipped, claimed in rows:
+        who = keys[name] if name in keys else keys.setdefault(name, identity_key(name))
+        skipped = bool(ever_skipped) and dims == 0
+        old = people.get((int(unit), who))
+        if old is None:
+            people[int(unit), who] = [dims, skipped, claimed]
+        else:   # names that are one person: one row
+            old[0], old[1] = max(old[0], dims), old[1] and skipped
+            old[2] = max([c for c in (old[2], claimed) if c is not None], default=None)
+    answered: dict[int, int] = {}   # unit -> others whose answers count
+    held: dict[int, int] = {}       # unit -> others who answered it or look at it now
+    lapse: dict[int, datetime] = {}
+    over, mine = set(), {}
+    for (unit, who), (dims, skipped, claimed) in people.items():
+        fresh = claimed is not None and claimed > since
+        if who == me:
+            if skipped or dims >= full:
+                over.add(unit)
+            elif dims > 0 or fresh:
+                mine[unit] = dims
+        elif not skipped and (dims > 0 or fresh):
+            held[unit] = held.get(unit, 0) + 1
+            if dims > 0:
+                answered[unit] = answered.get(unit, 0) + 1
+            else:
+                lapse[unit] = min(lapse.get(unit, claimed + CLAIM_TTL), claimed + CLAIM_TTL)
+    away = over | set(_elsewhere(con, task, annotator))
+    k = task.per_item
+    started = {u for u, dims in mine.items() if u not in away and (dims > 0 or answered.get(u, 0) < k)}
+    units = [int(u) for (u,) in con.execute("SELECT unit FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()]
+    free = {u for u in units if u not in away and held.get(u, 0) < k}
+    kept = {u: t for u, t in lapse.items() if u not in away and u not in free and answered.get(u, 0) < k}
     return {"started": started, "open": free, "held": kept}
 
 
@@ -353,8 +366,8 @@ def units_of(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list
 
 def _holders(con, task: Task, unit: int) -> set[str]:
     """The people (identity keys) whose answers on the unit count: those who hold its places."""
-    rows = con.execute(f"WITH a AS ({LIVE}) SELECT DISTINCT annotator FROM a WHERE unit = ? "
-                       "AND kind IN ('rating', 'vote') AND live", [task.task_id, unit]).fetchall()
+    rows = con.execute(f"WITH a AS ({LIVE} AND unit = ?) SELECT DISTINCT annotator FROM a "
+                       "WHERE kind IN ('rating', 'vote') AND live", [task.task_id, unit]).fetchall()
     return {identity_key(a) for (a,) in rows}
 
 
