@@ -598,6 +598,34 @@ def test_migration_16_sets_earlier_repeats_aside_and_restore_brings_them_back(la
     assert lab.execute(query).fetchall() == [(one.origin, 0.0)]
 
 
+def test_migration_16_sets_aside_what_an_earlier_skip_withdraws(lab):
+    """Before, ann could answer Info, skip, and the Info rating still counted while bo took the place. Now a
+    skip withdraws it: the migration sets such a rating aside (restorable); bo's stays, and so does a rating
+    given again after the skip."""
+    from evalcore.store.migrations import m016_annotators
+
+    task = stored.get(lab, _absolute(lab, items=2, k=1))
+    stored.answer(lab, task, 1, "ann", "Info", 2.0)
+    stored.answer(lab, task, 2, "cy", "Info", 1.0)
+    rows = "SELECT annotator, item_id, dimension FROM human_ratings WHERE origin = ? ORDER BY ALL"
+    # as the old code left it: a skip after the answer, with the rating still in human_ratings
+    lab.execute("INSERT INTO task_answers VALUES (900, ?, 1, 'ann', NULL, NULL, 'skip', NULL, NULL, ?)",
+                [task.task_id, datetime(2026, 1, 1)])
+    lab.execute("INSERT INTO task_answers VALUES (901, ?, 2, 'cy', NULL, NULL, 'skip', NULL, NULL, ?)",
+                [task.task_id, datetime(2026, 1, 1)])
+    lab.execute("INSERT INTO task_answers VALUES (902, ?, 2, 'cy', 'Info', 0.0, 'rating', NULL, NULL, ?)",
+                [task.task_id, datetime(2026, 1, 1)])   # answered again after the skip: counts
+    lab.execute("UPDATE human_ratings SET score = 0.0 WHERE origin = ? AND annotator = 'cy'", [task.origin])
+    before = lab.execute(rows, [task.origin]).fetchall()
+    with transaction(lab):
+        m016_annotators.run(lab)
+    after = lab.execute(rows, [task.origin]).fetchall()
+    assert [r[0] for r in before] == ["ann", "cy"] and [r[0] for r in after] == ["cy"]
+    assert set(stored.latest(lab, task.task_id)["annotator"]) == {"cy"}   # the task says the same
+    history.restore(lab, lab.execute("SELECT max(submission_id) FROM submissions").fetchall()[0][0])
+    assert lab.execute(rows, [task.origin]).fetchall() == before
+
+
 def test_cli_never_writes_a_control_character_to_a_terminal(lab, tmp_path, capsys, monkeypatch):
     """A task name, an annotator and a comment with ESC and CSI, as an older store may hold them: `task list`,
     `task show` and `task export` to a terminal print them escaped; export to a file keeps the stored text."""

@@ -9,7 +9,11 @@ A person rates a response on a dimension once (a ratings file cannot do otherwis
 it). Ratings and votes that tasks wrote before this rule, where the same person (by key) had already rated
 that response or voted on that pair on that dimension elsewhere, are set aside here, restorable like any
 other set-aside rows (`evalcore restore <submission>`): the rating that was there first stays (an imported
-one before a task's; between tasks, the one first given)."""
+one before a task's; between tasks, the one first given).
+
+A skip now gives the unit up, and the answers given on it before stop counting (before, a skip let another
+take the place while those answers still counted: K was exceeded that way). The ratings and votes such an
+earlier skip withdraws are set aside under the same submission, so the store says what the tasks say."""
 from __future__ import annotations
 
 import json
@@ -56,6 +60,31 @@ VOTES = """
     WHERE j.source = 'human'"""
 
 
+# Rows a later skip of the same person on the same unit withdraws (their last answer on that dimension came
+# before the skip).
+SKIPPED = """
+    WITH s AS (SELECT task_id, unit, annotator, max(answer_id) AS skip_id FROM task_answers WHERE kind = 'skip'
+               GROUP BY ALL),
+         l AS (SELECT task_id, unit, annotator, dimension, max(answer_id) AS last_id FROM task_answers
+               WHERE kind = '{kind}' GROUP BY ALL)
+    SELECT t.rowid FROM {table} t
+    JOIN task_units u ON t.{origin} = 'task:' || u.task_id AND u.item_id = t.item_id AND {models}
+    JOIN l ON l.task_id = u.task_id AND l.unit = u.unit AND l.annotator = t.{person} AND l.dimension = t.dimension
+    JOIN s ON s.task_id = u.task_id AND s.unit = u.unit AND s.annotator = t.{person}
+    WHERE s.skip_id > l.last_id"""
+
+
+def withdrawn(con) -> dict[str, list[int]]:
+    """The rowids of ratings and votes an earlier skip withdraws, per table."""
+    return {
+        "human_ratings": [r for (r,) in con.execute(SKIPPED.format(
+            kind="rating", table="human_ratings", origin="origin", person="annotator",
+            models="u.model_a = t.model AND t.target = 'response'")).fetchall()],
+        "pairwise_judgments": [r for (r,) in con.execute(SKIPPED.format(
+            kind="vote", table="pairwise_judgments", origin="prompt", person="judge",
+            models="u.model_a = t.model_1 AND u.model_b = t.model_2 AND t.source = 'human'")).fetchall()]}
+
+
 def repeats(frame: pd.DataFrame) -> list[int]:
     """The rowids of task rows that repeat an earlier row of the same person: per (dataset, item, model or
     pair, dimension, person key), every task row but the first (a row of another origin first, then the
@@ -70,7 +99,8 @@ def repeats(frame: pd.DataFrame) -> list[int]:
 
 
 def run(con) -> None:
-    found = {table: repeats(con.execute(sql).df())
+    skipped = withdrawn(con)
+    found = {table: sorted(set(repeats(con.execute(sql).df())) | set(skipped[table]))
              for table, sql in (("human_ratings", RATINGS), ("pairwise_judgments", VOTES))}
     if not any(found.values()):
         return
@@ -84,7 +114,8 @@ def run(con) -> None:
     con.execute("INSERT INTO submissions (submission_id, kind, dataset, models, tracks, file, rows_written, scope, "
                 "uploader, created_at) VALUES (?, 'delete', ?, '[]', '[]', ?, ?, ?, 'evalcore', ?)",
                 [sid, datasets[0] if len(datasets) == 1 else None,
-                 "migration 16: a person's second rating of a response (or vote on a pair) through another task",
+                 "migration 16: a person's second rating of a response (or vote on a pair) through another task, and "
+                 "answers an earlier skip withdraws",
                  json.dumps({t: len(r) for t, r in found.items()}), json.dumps(scope),
                  datetime.now().replace(microsecond=0)])
     for table, archive in (("human_ratings", "archived_ratings"), ("pairwise_judgments", "archived_judgments")):
