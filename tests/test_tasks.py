@@ -373,7 +373,7 @@ def test_vote_agreement_counts_agreeing_pairs_and_alpha_is_krippendorff(lab):
     ({"k": 10, "c": 10}, 100, {"k": 10, "c": 10}),   # more asked than there are: every candidate
 ])
 def test_shares_give_every_track_three_units_first(sizes, n, expected):
-    assert service._shares(pd.Series(sizes), n) == expected
+    assert service.shares(pd.Series(sizes), n) == expected
 
 
 def test_creation_says_what_the_units_cannot_give(lab):

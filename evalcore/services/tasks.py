@@ -78,7 +78,7 @@ def candidates(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, tracks: 
 MIN_PER_TRACK = 3   # units a track gets before the rest is shared out: the fewest a correlation can use
 
 
-def _shares(sizes: pd.Series, n: int, floor: int = MIN_PER_TRACK) -> dict[str, int]:
+def shares(sizes: pd.Series, n: int, floor: int = MIN_PER_TRACK) -> dict[str, int]:
     """n spread over groups (capped at their sizes): first `floor` each (or what a group has), then the rest
     in proportion to what each group has left (largest remainders). When n does not reach the floors, the
     groups take one each in turn, the largest first."""
@@ -151,7 +151,7 @@ def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, t
                              "(`evalcore score`), or sample --sampling stratified")
     key = ["model_a"] if mode == "absolute" else ["model_a", "model_b"]
     picked = []
-    for track, k in _shares(pool.groupby("track").size(), n).items():
+    for track, k in shares(pool.groupby("track").size(), n).items():
         group = pool[pool["track"] == track]
         if sampling == "disagreement":
             picked.append(group.sort_values("spread", ascending=False, na_position="last", kind="stable").head(k))

@@ -397,8 +397,8 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
         holders = _holders(con, task, unit)
         if identity_key(annotator) not in holders and len(holders) >= task.per_item:
             raise UnitFull(f"Unit {unit} already has its {task.per_item} annotator"
-                           f"{'s' if task.per_item != 1 else ''} (they answered it while it was on your screen): "
-                           "your answer was not stored.")
+                           f"{'s, who' if task.per_item != 1 else ', who'} answered it first: your answer was not "
+                           "stored.")
         where = _elsewhere(con, task, annotator, unit=unit, dimension=dimension)
         if where:
             what = "response" if task.mode == "absolute" else "pair of responses"
