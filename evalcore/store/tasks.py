@@ -259,25 +259,21 @@ def _status(con, task: Task) -> pd.DataFrame:
                         flagged=frame["flagged"].astype(bool))
 
 
-def _elsewhere(con, task: Task, annotator: str, *, unit: int | None = None,
-               dimension: str | None = None) -> dict[int, str]:
-    """{unit: where}: the task's units (or the one `unit`) whose response (absolute) or pair (pairwise) this
-    person already rated on one of the task's dimensions (or on `dimension`) somewhere other than this task."""
-    dims = [dimension] if dimension else [d.dimension for d in task.dimensions]
-    one = " AND u.unit = ?" if unit is not None else ""   # a literal condition: DuckDB then reads one unit's rows
-    params = [task.dataset, task.task_id, *([unit] if unit is not None else []), task.origin, dims]
+def _elsewhere(con, task: Task, annotator: str) -> dict[int, str]:
+    """{unit: where}: the task's units whose response (absolute) or pair (pairwise) this person already rated
+    on one of the task's dimensions somewhere other than this task (they are not offered to them)."""
+    params = [task.dataset, task.task_id, task.origin, [d.dimension for d in task.dimensions]]
     if task.mode == "absolute":
-        rows = con.execute(f"""
+        rows = con.execute("""
             SELECT u.unit, h.annotator, h.origin FROM task_units u JOIN human_ratings h
               ON h.dataset = ? AND h.item_id = u.item_id AND h.model = u.model_a AND h.target = 'response'
-            WHERE u.task_id = ?{one} AND h.origin IS DISTINCT FROM ? AND list_contains(?, h.dimension)""",
-                           params).fetchall()
+            WHERE u.task_id = ? AND h.origin IS DISTINCT FROM ? AND list_contains(?, h.dimension)""", params).fetchall()
     else:
-        rows = con.execute(f"""
+        rows = con.execute("""
             SELECT u.unit, j.judge, j.prompt FROM task_units u JOIN pairwise_judgments j
               ON j.dataset = ? AND j.item_id = u.item_id AND j.source = 'human'
              AND ((j.model_1 = u.model_a AND j.model_2 = u.model_b) OR (j.model_1 = u.model_b AND j.model_2 = u.model_a))
-            WHERE u.task_id = ?{one} AND j.prompt <> ? AND list_contains(?, j.dimension)""", params).fetchall()
+            WHERE u.task_id = ? AND j.prompt <> ? AND list_contains(?, j.dimension)""", params).fetchall()
     me = identity_key(annotator)
     return {int(u): origin or "an import" for u, who, origin in rows if identity_key(who) == me}
 
@@ -364,11 +360,29 @@ def units_of(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list
         GROUP BY unit ORDER BY min(answer_id)""", [task.task_id, annotator]).fetchall()]
 
 
-def _holders(con, task: Task, unit: int) -> set[str]:
-    """The people (identity keys) whose answers on the unit count: those who hold its places."""
-    rows = con.execute(f"WITH a AS ({LIVE} AND unit = ?) SELECT DISTINCT annotator FROM a "
-                       "WHERE kind IN ('rating', 'vote') AND live", [task.task_id, unit]).fetchall()
-    return {identity_key(a) for (a,) in rows}
+def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id: str, model_a: str,
+            model_b: str | None) -> tuple[set[str], str | None]:
+    """What an answer is checked against, in one query: the people (identity keys) whose answers on the unit
+    count (who hold its places), and where else this person rated the unit's response or pair on `dimension`
+    (None: nowhere)."""
+    if task.mode == "absolute":
+        elsewhere = ("SELECT annotator, origin FROM human_ratings WHERE dataset = ? AND item_id = ? AND model = ? "
+                     "AND target = 'response' AND dimension = ? AND origin IS DISTINCT FROM ?")
+        params = [task.dataset, item_id, model_a, dimension, task.origin]
+    else:
+        elsewhere = ("SELECT judge, prompt FROM pairwise_judgments WHERE dataset = ? AND item_id = ? AND source = 'human' "
+                     "AND ((model_1 = ? AND model_2 = ?) OR (model_1 = ? AND model_2 = ?)) AND dimension = ? "
+                     "AND prompt <> ?")
+        params = [task.dataset, item_id, model_a, model_b, model_b, model_a, dimension, task.origin]
+    rows = con.execute(f"""
+        WITH a AS ({LIVE} AND unit = ?)
+        SELECT DISTINCT 'holds', annotator, NULL FROM a WHERE kind IN ('rating', 'vote') AND live
+        UNION ALL SELECT 'rated', * FROM ({elsewhere})""", [task.task_id, unit, *params]).fetchall()
+    me = identity_key(annotator)
+    holders = {identity_key(who) for what, who, _ in rows if what == "holds"}
+    where = next((origin or "an import" for what, who, origin in rows if what == "rated" and identity_key(who) == me),
+                 None)
+    return holders, where
 
 
 def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float,
@@ -394,15 +408,14 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
     item_id, track, model_a, model_b = row[0]
     with transaction(con):
         _writable(con, task.task_id)
-        holders = _holders(con, task, unit)
+        holders, where = _checks(con, task, unit, annotator, dimension, item_id, model_a, model_b)
         if identity_key(annotator) not in holders and len(holders) >= task.per_item:
             raise UnitFull(f"Unit {unit} already has its {task.per_item} annotator"
                            f"{'s, who' if task.per_item != 1 else ', who'} answered it first: your answer was not "
                            "stored.")
-        where = _elsewhere(con, task, annotator, unit=unit, dimension=dimension)
         if where:
             what = "response" if task.mode == "absolute" else "pair of responses"
-            raise RatedElsewhere(f"You rated this {what} on {dimension} already ({where[unit]}); a person rates it "
+            raise RatedElsewhere(f"You rated this {what} on {dimension} already ({where}); a person rates it "
                                  "once, so this answer was not stored.")
         shown = con.execute("SELECT max(given_at) FROM task_answers WHERE task_id = ? AND unit = ? AND annotator = ? "
                             "AND kind = 'claim'", [task.task_id, unit, annotator]).fetchall()[0][0]
