@@ -161,14 +161,6 @@ def _unit_panel() -> None:
         st.info(md_escape(ann.nothing_left(con, task, annotator)))
         st.button("Look again", key="ann-again")
         return
-    # A new unit starts at its top: the page keeps its scroll position across reruns, so the next unit's header
-    # and the start of a long context were off-screen. Streamlit runs this script when the element changes (the
-    # unit number in it), not on a rerun that draws the same unit. It holds no user text.
-    st.html(f"<script>/* unit {unit} */ for (const el of [window.parent.document.querySelector("
-            "'[data-testid=\"stMain\"]'), window.parent.document.querySelector('[data-testid=\"stAppViewContainer\"]'"
-            ")]) { if (el) el.scrollTo({top: 0}); } window.scrollTo({top: 0});</script>",
-            unsafe_allow_javascript=True, width="content")
-
     if task.guidelines:
         with st.expander("Guidelines", expanded=done == 0):
             st.text(task.guidelines)
@@ -248,6 +240,14 @@ def _unit_panel() -> None:
     if earlier:
         with st.expander(f"Your earlier units ({len(earlier)})"):
             grid({"unit": earlier})
+    # A new unit starts at its top: the page keeps its scroll position across reruns, so the next unit's header
+    # and the start of a long context were off-screen. Streamlit runs this script when the element changes (the
+    # unit number in it), not on a rerun that draws the same unit the same way. It holds no user text. Drawn
+    # last: first in the panel it held the unit's drawing back (click to next unit 0.74 s against 0.50 s).
+    st.html(f"<script>/* unit {unit} */ for (const el of [window.parent.document.querySelector("
+            "'[data-testid=\"stMain\"]'), window.parent.document.querySelector('[data-testid=\"stAppViewContainer\"]'"
+            ")]) { if (el) el.scrollTo({top: 0}); } window.scrollTo({top: 0});</script>",
+            unsafe_allow_javascript=True, width="content")
 
 
 unit_panel()
