@@ -194,6 +194,7 @@ def clicks(db: Path, n: int) -> dict:
             page.get_by_label("Your name").fill("bench")
             page.get_by_label("Access code").fill(task.access_code)
             page.get_by_role("button", name="Start rating").click()
+            page.get_by_role("button", name="I have kept my key: start rating").click(timeout=60_000)   # first entry
             _idle(page)
             mock = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             mock.goto(layout_url)

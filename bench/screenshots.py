@@ -58,6 +58,8 @@ def sign_in(page, url: str, name: str, code: str, shown: str) -> None:
     page.get_by_label("Your name").fill(name)
     page.get_by_label("Access code").fill(code)
     page.get_by_role("button", name="Start rating").click()
+    # a first entry: the personal key is shown once; the annotator keeps it and starts
+    page.get_by_role("button", name="I have kept my key: start rating").click(timeout=60_000)
     page.get_by_text(shown, exact=True).wait_for(timeout=60_000)
 
 

@@ -28,12 +28,14 @@ from evalcore.analysis.options import (
 from evalcore.analysis.taskoriented import MAX_TURNS
 from evalcore.core import names
 from evalcore.core.errors import ImportRefused, ReadOnlyStore, StoreError
+from evalcore.core.text import CONTROL, bad_character
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import judge, neural
 from evalcore.scoring import ray
 from evalcore.scoring.plan import SYSTEM_AGGREGATES
 from evalcore.services.tasks import SAMPLINGS
 from evalcore.store import Handle, bound_memory, connect, history, queries, resolve_db_path
+from evalcore.store.tasks import MAX_SEED as TASK_MAX_SEED
 from evalcore.store.tasks import MODES as TASK_MODES
 
 FORMATS = ("table", "json", "csv")
@@ -314,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_winrate)
     p.add_argument("--judge", help="only this judge model's verdicts")
     _format(p)
-    task = sub.add_parser("task", help="human rating tasks: create, list, show, close, reopen, delete, export")
+    task = sub.add_parser("task", help="human rating tasks: create, list, show, close, reopen, delete, export, "
+                                       "annotators, reset-key")
     task.set_defaults(handler=_cmd_task)
     tsub = task.add_subparsers(dest="action", required=True)
     p = _on_dataset(tsub, "create", "sample units of a dataset for people to rate; prints the task id", track=False)
@@ -325,12 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-item", type=names.count(1), default=2, help="different annotators per unit, K (default 2)")
     p.add_argument("--tracks", help="comma-separated (default: every track)")
     p.add_argument("--models", help="comma-separated (default: every model)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--name")
+    p.add_argument("--seed", type=_task_seed, default=0, help=f"0 to {TASK_MAX_SEED} (default 0)")
+    p.add_argument("--name", type=_written_text("name"))
     p.add_argument("--sampling", choices=SAMPLINGS, default=SAMPLINGS[0],
-                   help="stratified by track (and model), or where the metrics disagree most (needs scores)")
+                   help="stratified: at least 3 units per track, the rest by the tracks' sizes, over their models in "
+                        "turn; or where the metrics disagree most (needs scores)")
     p.add_argument("--no-ties", action="store_true", help="pairwise: annotators must pick a side")
-    p.add_argument("--guidelines", default="", help="text shown to annotators above every unit")
+    p.add_argument("--guidelines", type=_written_text("guidelines"), default="",
+                   help="text shown to annotators above every unit")
     p = tsub.add_parser("list", help="every task with its progress")
     _db(p)
     _format(p)
@@ -343,6 +348,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task_id", type=int)
     _db(p)
     p.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    p = tsub.add_parser("annotators", help="everyone who entered a task: name, signed in or not, when their key was "
+                                           "issued (never the key)")
+    _db(p)
+    _format(p)
+    p = tsub.add_parser("reset-key", help="a new personal key for an annotator who lost theirs (printed once; the old "
+                                          "one stops working; their answers stay theirs)")
+    p.add_argument("annotator", help="their name (compared ignoring case and width)")
+    _db(p)
     p = _on_dataset(sub, "bt", "Bradley-Terry ratings (Elo scale) from pairwise votes, with bootstrap intervals",
                     track=False)
     p.set_defaults(handler=_cmd_bt)
@@ -777,9 +790,38 @@ def _cmd_learned(con, args) -> None:
         emit(frame, args.format, 4)
 
 
+def _task_seed(text: str) -> int:
+    """--seed of `task create`: a whole number a task's 32-bit seed column holds (argparse error otherwise)."""
+    value = names.count(0)(text)
+    if value > TASK_MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {TASK_MAX_SEED}, got {text!r}")
+    return value
+
+
+def _written_text(what: str):
+    """An argparse type for text people will read (a task's name, its guidelines): refused with the character
+    named when it holds a control character (a terminal would act on it, the export would carry it)."""
+    def parse(text: str) -> str:
+        bad = bad_character(text)
+        if bad:
+            raise argparse.ArgumentTypeError(f"a task's {what} may not hold a {bad}")
+        return text
+
+    parse.__name__ = what
+    return parse
+
+
+def _visible(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells with their control characters written as escapes (ESC as \\x1b): what an older store may hold
+    goes to a terminal as text, never as a command to it."""
+    shown = lambda v: CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", v) if isinstance(v, str) else v  # noqa: E731
+    return frame.map(shown) if len(frame) else frame
+
+
 @_opens_store
 def _cmd_task(con, args) -> int | None:
     from evalcore.services import tasks
+    from evalcore.store import annotators
     from evalcore.store import tasks as stored
 
     if args.action == "create":
@@ -790,14 +832,19 @@ def _cmd_task(con, args) -> int | None:
                                     ties=not args.no_ties, guidelines=args.guidelines, created_by=history.current_user())
         task = stored.get(con, task_id)
         print(task_id)
-        print(f"task {task_id}: {len(stored.units(con, task_id))} units, K = {task.per_item}; annotators open "
-              f"/annotate?task={task_id} and give their name with the access code {task.access_code}", file=sys.stderr)
+        print(f"task {task_id}: {len(stored.units(con, task_id))} units, K = {task.per_item}; annotators open the "
+              f"dashboard's /annotate?task={task_id} page and give the access code {task.access_code} with their name",
+              file=sys.stderr)
+        for note in tasks.coverage(con, task_id):
+            print(f"warning: {note}", file=sys.stderr)
         return None
     if args.action == "list":
-        emit(stored.listing(con), args.format)
+        emit(_visible(stored.listing(con)), args.format)
         return None
     if args.action == "export":
         frame = tasks.export(con, args.task_id)
+        if sys.stdout.isatty():   # to a terminal: escaped; to a file: the stored text (an importer says what is wrong)
+            frame = _visible(frame)
         if args.format == "csv":
             frame.to_csv(sys.stdout, index=False)
         else:
@@ -805,8 +852,17 @@ def _cmd_task(con, args) -> int | None:
         return None
     if args.action == "show":
         shown = tasks.describe(stored.get(con, args.task_id))
-        print(json.dumps(shown, indent=2, ensure_ascii=False))
-        emit(stored.progress(con, stored.get(con, args.task_id)), "table")
+        print(CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(shown, indent=2, ensure_ascii=False)))
+        emit(_visible(stored.progress(con, stored.get(con, args.task_id))), "table")
+        return None
+    if args.action == "annotators":
+        emit(_visible(annotators.listing(con)), args.format)
+        return None
+    if args.action == "reset-key":
+        person, key = annotators.reset(con, args.annotator)
+        print(key)
+        print(f"a new personal key for {person}, shown this once (the old one no longer works): they enter with "
+              "their name and this key", file=sys.stderr)
         return None
     if args.action == "delete":
         sid = stored.delete(con, args.task_id)

@@ -44,21 +44,35 @@ def _start(db, port: int, log_name: str) -> subprocess.Popen:
     pytest.fail("streamlit did not start")
 
 
-def _login(browser, base: str, task, name: str):
-    context = browser.new_context(viewport={"width": 800, "height": 1000})   # an annotator's narrow window
+KEYS: dict[tuple[str, str], str] = {}   # (server, annotator): their personal key, shown once at their first entry
+
+
+def _login(browser, base: str, task, name: str, width: int = 800):
+    """A context of its own (another machine), the task's access code and the name; at a first entry the
+    personal key shown once is kept (KEYS), at a later one it is given."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})   # an annotator's narrow window
     page = context.new_page()
     page.goto(f"{base}/annotate?task={task.task_id}")
     page.get_by_label("Your name").fill(name)
     page.get_by_label("Access code").fill(task.access_code)
+    if (base, name) in KEYS:
+        page.get_by_label("Personal key (leave empty the first time)").fill(KEYS[base, name])
     page.get_by_role("button", name="Start rating").click()
     _settle(page)
+    if (base, name) not in KEYS:
+        kept = page.get_by_role("button", name="I have kept my key: start rating")
+        expect(kept).to_be_visible(timeout=30_000)
+        texts = page.locator('[data-testid="stText"]').all_inner_texts()
+        KEYS[base, name] = next(t.strip() for t in texts if re.fullmatch(r"[A-Za-z0-9_-]{22}", t.strip()))
+        kept.click()
+        _settle(page)
     return context, page
 
 
 def _unit(page) -> int | None:
-    """The unit on screen (None: nothing left for this annotator)."""
+    """The unit on screen (None: nothing left for this annotator, or nothing now: the rest is held by others)."""
     for _ in range(200):
-        if page.get_by_text("Nothing left for you").count():
+        if page.get_by_text("Nothing left for you").count() or page.get_by_text("Nothing to rate for you right now").count():
             return None
         found = page.get_by_text(re.compile(r"^Unit \d+$"))
         if found.count():
@@ -205,3 +219,100 @@ def test_two_annotators_vote_side_by_side_and_bradley_terry_equals_the_mle(tmp_p
     reference = _fastchat_mle(votes)
     for model, rating in zip(ours.models, ours.ratings):
         assert rating == pytest.approx(reference[model], abs=0.01)
+
+
+# Where the Annotate page scrolls: Streamlit's main section (the window itself does not scroll).
+SCROLLED = "() => document.querySelector('[data-testid=\"stMain\"]').scrollTop"
+
+
+def test_each_unit_opens_at_its_top_at_1400_and_800_px(tmp_path, default_store_file):
+    """KdConv units with long contexts (up to 18 turns): scrolled down to the last rating, the click that ends a
+    unit opens the next one at its top, its header on screen; a click that stays on the unit keeps the place."""
+    pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
+    from conftest import copy_default_store
+
+    db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
+    con = connect(db)
+    task = stored.get(con, service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+                                               items=16, per_item=2, tracks=["kdconv/knowledge"], seed=3))
+    con.close()
+    port = _free_port()
+    server = _start(db, port, "streamlit-annotate-scroll.log")
+    try:
+        with chromium() as browser:
+            for width in (1400, 800):
+                context, page = _login(browser, f"http://localhost:{port}", task, f"scroll-{width}", width=width)
+                deep = []
+                for k in range(4):
+                    unit = _unit(page)
+                    groups = page.locator('[data-testid="stButtonGroup"]')
+                    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 1e6)")
+                    groups.nth(0).locator("button").nth(1).click()   # a click that stays on the unit ...
+                    _settle(page)
+                    deep.append(page.evaluate(SCROLLED))   # ... keeps the place: the bottom of a long unit
+                    page.screenshot(path=str(ARTIFACTS / f"annotate-scrolled-{width}-{k}.png"))
+                    groups.nth(1).locator("button").nth(2).click()
+                    expect(page.get_by_text(f"Unit {unit}", exact=True)).to_have_count(0, timeout=30_000)
+                    _settle(page)
+                    page.wait_for_timeout(300)
+                    assert page.evaluate(SCROLLED) == 0, f"the unit after {unit} at {width} px did not open at its top"
+                    header = page.get_by_text(re.compile(r"^Unit \d+$")).first.bounding_box()
+                    assert 0 <= header["y"] < 1000, header
+                    page.screenshot(path=str(ARTIFACTS / f"annotate-next-unit-{width}-{k}.png"))
+                assert sum(d > 300 for d in deep) >= 2, deep   # most units were rated far down the page
+                context.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_skip_then_back_in_the_browser_never_exceeds_k(tmp_path, default_store_file):
+    """K = 1, the issue's UI path: ann answers Info, then Skip (their answer stops counting, the place goes to
+    someone else); bo is given the unit and rates it; ann goes Back to it and clicks a rating: one sentence, the
+    next unit, and the store has bo's ratings only."""
+    pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
+    from conftest import copy_default_store
+
+    db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
+    con = connect(db)
+    task = stored.get(con, service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+                                               items=2, per_item=1, tracks=["lccc/chitchat"], seed=1))
+    con.close()
+    port = _free_port()
+    base = f"http://localhost:{port}"
+    server = _start(db, port, "streamlit-annotate-skip.log")
+    try:
+        with chromium() as browser:
+            ann_context, ann = _login(browser, base, task, "ann")
+            first = _unit(ann)
+            ann.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(2).click()
+            _settle(ann)
+            ann.get_by_role("button", name="Skip this unit").click()
+            expect(ann.get_by_text(f"Unit {first}", exact=True)).to_have_count(0, timeout=30_000)
+            _settle(ann)
+            bo_context, bo = _login(browser, base, task, "bo")
+            assert _unit(bo) == first          # ann gave the place up (and holds the other unit)
+            for i in range(2):
+                bo.locator('[data-testid="stButtonGroup"]').nth(i).locator("button").nth(0).click()
+                _settle(bo)
+            ann.get_by_role("button", name="Back").click()
+            expect(ann.get_by_text(f"Unit {first}", exact=True)).to_be_visible(timeout=30_000)
+            _settle(ann)
+            ann.locator('[data-testid="stButtonGroup"]').nth(1).locator("button").nth(1).click()
+            _settle(ann)
+            expect(ann.get_by_text(f"Unit {first} already has its 1 annotator")).to_be_visible(timeout=30_000)
+            assert ann.get_by_text(re.compile(r"Traceback|\.py")).count() == 0
+            assert _unit(ann) not in (None, first)
+            ann.screenshot(path=str(ARTIFACTS / "annotate-refused-800.png"), full_page=True)
+            ann_context.close()
+            bo_context.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    con = connect(db, read_only=True)
+    latest = stored.latest(con, task.task_id)
+    answers = stored.answers(con, task.task_id)
+    con.close()
+    assert set(latest[latest["unit"] == first]["annotator"]) == {"bo"}
+    mine = answers[(answers["annotator"] == "ann") & (answers["unit"] == first)]
+    assert [k for k in mine["kind"] if k != "claim"] == ["rating", "skip"]   # the refused click left no row

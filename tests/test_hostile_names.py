@@ -73,12 +73,14 @@ def build(folder: Path) -> Path:
         import_responses(con, folder / "responses.csv", dataset=HOSTILE, track=f"{HOSTILE}/chitchat")
         score(con, dataset=DATASET, progress=False)
         score(con, dataset=HOSTILE, progress=False)
-        # a rating task named HOSTILE, rating the HOSTILE dimension, answered by the HOSTILE annotator
+        # a rating task named HOSTILE, rating the HOSTILE dimension, answered by a hostile annotator
         task = stored_tasks.get(con, create_task(con, dataset=DATASET, mode="absolute", dimensions=list(DIMENSIONS),
                                                  items=6, per_item=2, seed=0, name=HOSTILE, guidelines=HOSTILE))
-        unit = stored_tasks.next_unit(con, task, HOSTILE)
+        # by another hostile name: a person rates a response once, and HOSTILE rated every one in the file above
+        rater = HOSTILE.replace("_i_", "_r_")
+        unit = stored_tasks.next_unit(con, task, rater)
         for dim in DIMENSIONS:
-            stored_tasks.answer(con, task, unit, HOSTILE, dim, 1.0)
+            stored_tasks.answer(con, task, unit, rater, dim, 1.0)
     finally:
         con.close()
     return db

@@ -3,7 +3,10 @@ closed and deleted tasks, the export read back, and Bradley-Terry against the un
 fit FastChat computes (compute_mle_elo: sklearn's LogisticRegression without penalty or intercept)."""
 from __future__ import annotations
 
+import hashlib
 import math
+import re
+import sys
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,12 +18,14 @@ import pytest
 from conftest import shared, write_jsonl
 from evalcore.analysis.bradley_terry import fit, ratings, table, votes
 from evalcore.cli import main
+from evalcore.core.text import identity_key
 from evalcore.ingest.items import import_items
 from evalcore.ingest.msde import import_msde
+from evalcore.ingest.ratings import import_ratings
 from evalcore.ingest.responses import import_responses
 from evalcore.ingest.votes import import_votes
 from evalcore.services import tasks as service
-from evalcore.store import connect, history
+from evalcore.store import annotators, connect, history, transaction
 from evalcore.store import tasks as stored
 from evalcore.store.tasks import TaskClosed
 
@@ -58,14 +63,15 @@ def _rate_at_random(con, task, *, seed: int, rounds: int) -> None:
 
 def _absolute(con, items=8, k=2, **kw):
     return service.create_task(con, dataset="lab", mode="absolute", dimensions=["Info", "Coh"], items=items,
-                               per_item=k, seed=1, **kw)
+                               per_item=k, **{"seed": 1, **kw})
 
 
 def test_stratified_units_cover_every_track_and_model(lab):
     units = stored.units(lab, _absolute(lab, items=8))
     assert len(units) == 8 and not units.duplicated(["item_id", "model_a"]).any()
-    # 8 units over tracks of 16 and 8 responses: 8 * 16 / 24 = 5.33 -> 5, 8 * 8 / 24 = 2.67 -> 3
-    assert units.groupby("track").size().to_dict() == {"lab/chitchat": 5, "lab/knowledge": 3}
+    # 8 units over tracks of 16 and 8 responses: 3 each first, then the 2 left by what each has left
+    # (13 and 5 of 18): 2 * 13 / 18 = 1.44 -> 1, 2 * 5 / 18 = 0.56 -> 0, and the larger remainder (0.56) gets 1
+    assert units.groupby("track").size().to_dict() == {"lab/chitchat": 4, "lab/knowledge": 4}
     assert set(units["model_a"]) == set(MODELS)
     pairs = stored.units(lab, service.create_task(lab, dataset="lab", mode="pairwise", dimensions=["Info"], items=6,
                                                   per_item=2, seed=1))
@@ -351,3 +357,311 @@ def test_vote_agreement_counts_agreeing_pairs_and_alpha_is_krippendorff(lab):
     wide = np.array([[given[u][i] for u in units] for i in range(3)])
     assert out.loc["krippendorff_alpha_nominal", "value"] == pytest.approx(
         krippendorff.alpha(reliability_data=wide, level_of_measurement="nominal"), abs=1e-9)
+
+
+# ------------------------------------------------------------------ issue 46: sampling that serves every skill
+@pytest.mark.parametrize("sizes, n, expected", [
+    # demo-zh's two tracks (18,574 knowledge and 400 chit-chat responses), 16 units: 3 each, then the 10 left
+    # by what each has left: 10 * 18571 / 18968 = 9.79 -> 9 + the larger remainder (0.79) -> 10; 10 * 397 / 18968
+    # = 0.21 -> 0. Before: 15 and 1.
+    ({"k": 18574, "c": 400}, 16, {"k": 13, "c": 3}),
+    # too few units for three each: one per track in turn, the largest first
+    ({"k": 18574, "c": 400, "p": 2}, 5, {"k": 2, "c": 2, "p": 1}),
+    # a track with fewer candidates than three gives what it has; the rest by size: 13 - (3 + 1 + 2) = 7 over
+    # (7, 0, 0) left -> all 7 to k (capped at its 10)
+    ({"k": 10, "c": 1, "p": 2}, 13, {"k": 10, "c": 1, "p": 2}),
+    ({"k": 10, "c": 10}, 100, {"k": 10, "c": 10}),   # more asked than there are: every candidate
+])
+def test_shares_give_every_track_three_units_first(sizes, n, expected):
+    assert service.shares(pd.Series(sizes), n) == expected
+
+
+def test_creation_says_what_the_units_cannot_give(lab):
+    """A track left out, or one whose units come from fewer than 3 models, is named at creation."""
+    only = _absolute(lab, items=4, tracks=["lab/knowledge"], models=["m1", "m2"])
+    notes = service.coverage(lab, only)
+    assert any(n.startswith("lab/chitchat") and "no unit" in n for n in notes)
+    assert any(n.startswith("lab/knowledge") and "2 models" in n for n in notes)
+    assert service.coverage(lab, _absolute(lab, items=8)) == []   # 4 models, 4 units per track
+
+
+def test_seed_name_and_guidelines_are_checked_before_anything_is_sampled(lab, tmp_path, capsys):
+    before = lab.execute("SELECT count(*) FROM tasks").fetchall()
+    for kw, said in (({"seed": 2**31}, "0..2,147,483,647"), ({"seed": -1}, "0..2,147,483,647"),
+                     ({"name": "a\x1b[2Jb"}, "U+001B at position 2"), ({"guidelines": "ok\x9b31m"}, "U+009B"),
+                     ({"name": "bell\x07"}, "U+0007"), ({"name": "nul\x00"}, "U+0000")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            _absolute(lab, items=2, **kw)
+    assert lab.execute("SELECT count(*) FROM tasks").fetchall() == before
+    db = str(tmp_path / "lab.duckdb")
+    lab.close()
+    with pytest.raises(SystemExit) as stop:   # argparse: exit 2, the option named, no traceback
+        main(["task", "create", "--db", db, "--dataset", "lab", "--dimensions", "Info", "--items", "2",
+              "--seed", "2147483648"])
+    assert stop.value.code == 2 and "argument --seed" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["task", "create", "--db", db, "--dataset", "lab", "--dimensions", "Info", "--items", "2",
+              "--name", "x\x1b]0;owned\x07"])
+    assert stop.value.code == 2 and "U+001B" in capsys.readouterr().err
+    assert main(["task", "create", "--db", db, "--dataset", "lab", "--dimensions", "Info", "--items", "2",
+                 "--seed", "2147483647"]) == 0
+
+
+def test_annotator_names_and_comments_refuse_control_characters(lab):
+    task = stored.get(lab, _absolute(lab, items=2, k=1))
+    before = len(stored.answers(lab, task.task_id))
+    for name in ("ann\x1b[31m", "a\x00b", "bell\x07", "csi\x9b", "del\x7f"):
+        with pytest.raises(ValueError, match="control character"):
+            stored.next_unit(lab, task, name)
+    with pytest.raises(ValueError, match="control character U\\+001B"):
+        stored.flag(lab, task, 1, "ann", "see \x1b[2J here")
+    assert len(stored.answers(lab, task.task_id)) == before
+    stored.flag(lab, task, 1, "ann", "tabs\tand\nnewlines are text")   # what people type stays allowed
+
+
+# ------------------------------------------------------------------ issue 46: one person is one annotator
+def test_a_person_enters_with_a_key_issued_once_and_stored_hashed(lab):
+    name, key = annotators.enter(lab, "Carol")
+    assert name == "Carol" and key and len(key) >= 22
+    stored_secret = lab.execute("SELECT secret FROM annotators").fetchall()[0][0]
+    assert stored_secret == hashlib.sha256(key.encode()).hexdigest() and key not in stored_secret
+    # the same person by any spelling: their key lets them in, under the name they first gave
+    assert annotators.enter(lab, " ｃａｒｏｌ ", key) == ("Carol", None)
+    for other, given in (("carol", None), ("CAROL", ""), ("Carol", "guess"), ("Carol", key[:-1])):
+        with pytest.raises(annotators.NotThem, match="Carol"):
+            annotators.enter(lab, other, given)
+    # a lost key: the owner issues a new one; the old one stops working
+    assert annotators.reset(lab, "carol")[0] == "Carol"
+    new = annotators.reset(lab, "carol")[1]
+    with pytest.raises(annotators.NotThem):
+        annotators.enter(lab, "Carol", key)
+    assert annotators.enter(lab, "Carol", new) == ("Carol", None)
+    with pytest.raises(ValueError, match="Nobody named"):
+        annotators.reset(lab, "nobody")
+    # a signed-in person: the sign-in vouches; the name form cannot take their name
+    assert annotators.signed_in(lab, "dee@lab.org") == "dee@lab.org"
+    with pytest.raises(annotators.NotThem, match="signs in"):
+        annotators.enter(lab, "DEE@lab.org", "anything")
+    assert list(annotators.listing(lab).columns) == ["name", "signed_in", "first_entry", "key_issued"]
+
+
+def test_name_variants_are_one_person_holding_one_place(lab):
+    """K = 2: 'carol' answers; 'Carol' is the same person (the unit is theirs to resume, not a second place);
+    a third person still gets the second place, and a fourth is refused at the write."""
+    task = stored.get(lab, _absolute(lab, items=1, k=2))
+    t0 = datetime(2026, 1, 1, 9, 0)
+    assert stored.next_unit(lab, task, "carol", now=t0) == 1
+    stored.answer(lab, task, 1, "carol", "Info", 2.0, now=t0)
+    assert stored.next_unit(lab, task, "Carol", now=t0) == 1          # resumes: the same place
+    stored.answer(lab, task, 1, "ＣＡＲＯＬ", "Coh", 1.0, now=t0)      # full-width: still carol
+    assert stored.next_unit(lab, task, "bo", now=t0) == 1
+    stored.answer(lab, task, 1, "bo", "Info", 0.0, now=t0)
+    with pytest.raises(stored.UnitFull, match="already has its 2 annotators"):
+        stored.answer(lab, task, 1, "cy", "Info", 1.0, now=t0)
+    people = {identity_key(a) for a in stored.latest(lab, task.task_id)["annotator"]}
+    assert people == {"carol", "bo"}
+
+
+def test_k_is_a_hard_limit_where_answers_are_written(lab):
+    """The three ways the issue found past K = 1, each now refused at the write with the store unchanged. (Each
+    case has its own people: the four tasks share their one response, which a person rates once.)"""
+    t0 = datetime(2026, 1, 1, 9, 0)
+
+    def state(task):
+        return len(stored.answers(lab, task.task_id)), lab.execute(
+            "SELECT count(*) FROM human_ratings WHERE origin = ?", [task.origin]).fetchall()
+
+    # 1. a claim lapses while the unit is on ann's screen; bo takes and rates it; then ann clicks
+    task = stored.get(lab, _absolute(lab, items=1, k=1))
+    assert stored.next_unit(lab, task, "ann", now=t0) == 1
+    assert stored.next_unit(lab, task, "bo", now=t0 + stored.CLAIM_TTL + timedelta(seconds=1)) == 1
+    stored.answer(lab, task, 1, "bo", "Info", 1.0, now=t0 + timedelta(minutes=31))
+    before = state(task)
+    with pytest.raises(stored.UnitFull, match="your answer was not stored"):
+        stored.answer(lab, task, 1, "ann", "Info", 2.0, now=t0 + timedelta(minutes=32))
+    assert state(task) == before
+    # 2. cy answers one dimension, skips: the place is given up and the answer stops counting; dee rates
+    task = stored.get(lab, _absolute(lab, items=1, k=1))
+    assert stored.next_unit(lab, task, "cy", now=t0) == 1
+    stored.answer(lab, task, 1, "cy", "Info", 2.0, now=t0)
+    stored.skip(lab, task, 1, "cy")
+    assert stored.mine(lab, task.task_id, 1, "cy") == {}
+    assert stored.next_unit(lab, task, "dee", now=t0) == 1
+    stored.answer(lab, task, 1, "dee", "Info", 0.0, now=t0)
+    stored.answer(lab, task, 1, "dee", "Coh", 0.0, now=t0)
+    assert set(stored.latest(lab, task.task_id)["annotator"]) == {"dee"}
+    assert lab.execute("SELECT DISTINCT annotator FROM human_ratings WHERE origin = ?", [task.origin]).fetchall() == [("dee",)]
+    kept = stored.answers(lab, task.task_id)
+    assert kept[kept["annotator"] == "cy"]["value"].dropna().tolist() == [2.0]   # kept in the unit's history
+    # 3. eve skips, fay rates, eve goes Back to the unit and rates: refused
+    task = stored.get(lab, _absolute(lab, items=1, k=1))
+    assert stored.next_unit(lab, task, "eve", now=t0) == 1
+    stored.skip(lab, task, 1, "eve")
+    assert stored.next_unit(lab, task, "fay", now=t0) == 1
+    stored.answer(lab, task, 1, "fay", "Info", 1.0, now=t0)
+    assert stored.units_of(lab, task, "eve") == [1]                       # Back offers it
+    before = state(task)
+    with pytest.raises(stored.UnitFull):
+        stored.answer(lab, task, 1, "eve", "Coh", 1.0, now=t0)
+    assert state(task) == before
+    # ... while a place is free, Back and an answer take one again (K = 2 here)
+    task = stored.get(lab, _absolute(lab, items=1, k=2))
+    stored.next_unit(lab, task, "gus", now=t0)
+    stored.answer(lab, task, 1, "gus", "Info", 2.0, now=t0)
+    stored.skip(lab, task, 1, "gus")
+    stored.answer(lab, task, 1, "gus", "Info", 1.0, now=t0)
+    assert stored.mine(lab, task.task_id, 1, "gus") == {"Info": 1.0}
+    assert stored.done_by(lab, task, "gus") == (0, 1)                     # started again, Coh to give
+
+
+def test_nothing_left_says_which_units_are_held_and_when_they_free(lab):
+    task = stored.get(lab, _absolute(lab, items=2, k=1))
+    t0 = datetime(2026, 1, 1, 9, 0)
+    first = stored.next_unit(lab, task, "ann", now=t0)
+    second = stored.next_unit(lab, task, "bo", now=t0 + timedelta(minutes=2))
+    assert {first, second} == {1, 2}
+    later = t0 + timedelta(minutes=5)
+    assert stored.next_unit(lab, task, "cy", now=later) is None
+    assert stored.waiting(lab, task, "cy", now=later) == (2, t0 + stored.CLAIM_TTL)
+    for who, unit in (("ann", first), ("bo", second)):
+        stored.answer(lab, task, unit, who, "Info", 1.0, now=later)
+    assert stored.waiting(lab, task, "cy", now=later) == (0, None)        # answered: nothing will free
+
+
+def _two_tasks_on_one_response(lab, mode="absolute"):
+    """Two tasks of one unit each on the same response of m1 (or pair m1-m2) of item i4."""
+    units = pd.DataFrame({"item_id": ["i4"], "track": ["lab/knowledge"], "model_a": ["m1"],
+                          "model_b": [None if mode == "absolute" else "m2"]})
+    dims = service.dimension_specs(lab, "lab", ["Info"])
+    return [stored.get(lab, stored.create(lab, name=f"t{k}", dataset="lab", mode=mode, dimensions=dims, per_item=2,
+                                          units=units)) for k in (1, 2)]
+
+
+@pytest.mark.parametrize("mode", ["absolute", "pairwise"])
+def test_a_person_rates_a_response_once_across_tasks(lab, mode):
+    """The rule for item 11: refuse. Rated in one task, the same response (or pair) is not offered in another,
+    and an answer there is refused; the store's readers see the one rating."""
+    one, two = _two_tasks_on_one_response(lab, mode)
+    assert stored.next_unit(lab, one, "carol") == 1
+    stored.answer(lab, one, 1, "carol", "Info", 0.0)
+    assert stored.next_unit(lab, two, "Carol") is None            # the same person, by key: not offered
+    assert stored.next_unit(lab, two, "bo") == 1                  # someone else: offered
+    count = ("SELECT (SELECT count(*) FROM human_ratings) + (SELECT count(*) FROM pairwise_judgments), "
+             "(SELECT count(*) FROM task_answers WHERE kind IN ('rating', 'vote'))")
+    before = lab.execute(count).fetchall()
+    with pytest.raises(stored.RatedElsewhere, match="task:1"):
+        stored.answer(lab, two, 1, "CAROL", "Info", 1.0)
+    assert lab.execute(count).fetchall() == before
+    if mode == "absolute":
+        # the readers: agreement's ratings, human scores per response and per model (what trust correlates)
+        from evalcore.analysis.agreement import ratings as agreement_ratings
+        from evalcore.analysis.correlate import human_scores
+        rows = agreement_ratings(lab, "lab", "lab/knowledge")
+        assert rows[rows["annotator"].str.casefold() == "carol"]["score"].tolist() == [0.0]
+        turn = human_scores(lab, "lab", "lab/knowledge", "turn")
+        assert turn[turn["unit"] == "i4\x1fm1"]["value"].tolist() == [0.0]
+        system = human_scores(lab, "lab", "lab/knowledge", "system")
+        assert system[system["unit"] == "m1"]["value"].tolist() == [0.0]
+
+
+def test_an_imported_rating_counts_as_rated_elsewhere(lab, tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("item_id,model,annotator,dimension,score\ni4,m1,Carol,Info,2\n", encoding="utf-8")
+    import_ratings(lab, path, dataset="lab", track="lab/knowledge", scales={"Info": (0, 2)})
+    one, _ = _two_tasks_on_one_response(lab)
+    assert stored.next_unit(lab, one, "carol") is None
+    with pytest.raises(stored.RatedElsewhere, match="r.csv"):
+        stored.answer(lab, one, 1, "carol", "Info", 1.0)
+
+
+def test_migration_16_sets_earlier_repeats_aside_and_restore_brings_them_back(lab):
+    """A store from before the rule: carol rated i4/m1 Info in task 1 (0) and again in task 2 (2), as the issue
+    found. Migration 16 keeps task 1's (given first) and sets task 2's aside under a restorable submission."""
+    from evalcore.store.migrations import m016_annotators
+
+    one, two = _two_tasks_on_one_response(lab)
+    stored.answer(lab, one, 1, "carol", "Info", 0.0, now=datetime(2026, 1, 1, 9, 0))
+    lab.execute("INSERT INTO task_answers VALUES (999, ?, 1, 'Carol', 'Info', 2.0, 'rating', NULL, NULL, ?)",
+                [two.task_id, datetime(2026, 1, 2, 9, 0)])
+    lab.execute("INSERT INTO human_ratings (dataset, track, target, item_id, model, annotator, dimension, score, origin) "
+                "VALUES ('lab', 'lab/knowledge', 'response', 'i4', 'm1', 'Carol', 'Info', 2.0, ?)", [two.origin])
+    query = "SELECT origin, score FROM human_ratings WHERE item_id = 'i4' AND model = 'm1' ORDER BY origin"
+    with transaction(lab):
+        m016_annotators.run(lab)
+    assert lab.execute(query).fetchall() == [(one.origin, 0.0)]
+    sid = lab.execute("SELECT max(submission_id) FROM submissions").fetchall()[0][0]
+    assert lab.execute("SELECT count(*) FROM archived_ratings WHERE archived_by = ?", [sid]).fetchall() == [(1,)]
+    history.restore(lab, sid)
+    assert lab.execute(query).fetchall() == [(one.origin, 0.0), (two.origin, 2.0)]
+    with transaction(lab):
+        m016_annotators.run(lab)   # again: the same one set aside
+    assert lab.execute(query).fetchall() == [(one.origin, 0.0)]
+
+
+def test_migration_16_sets_aside_what_an_earlier_skip_withdraws(lab):
+    """Before, ann could answer Info, skip, and the Info rating still counted while bo took the place. Now a
+    skip withdraws it: the migration sets such a rating aside (restorable); bo's stays, and so does a rating
+    given again after the skip."""
+    from evalcore.store.migrations import m016_annotators
+
+    task = stored.get(lab, _absolute(lab, items=2, k=1))
+    stored.answer(lab, task, 1, "ann", "Info", 2.0)
+    stored.answer(lab, task, 2, "cy", "Info", 1.0)
+    rows = "SELECT annotator, item_id, dimension FROM human_ratings WHERE origin = ? ORDER BY ALL"
+    # as the old code left it: a skip after the answer, with the rating still in human_ratings
+    lab.execute("INSERT INTO task_answers VALUES (900, ?, 1, 'ann', NULL, NULL, 'skip', NULL, NULL, ?)",
+                [task.task_id, datetime(2026, 1, 1)])
+    lab.execute("INSERT INTO task_answers VALUES (901, ?, 2, 'cy', NULL, NULL, 'skip', NULL, NULL, ?)",
+                [task.task_id, datetime(2026, 1, 1)])
+    lab.execute("INSERT INTO task_answers VALUES (902, ?, 2, 'cy', 'Info', 0.0, 'rating', NULL, NULL, ?)",
+                [task.task_id, datetime(2026, 1, 1)])   # answered again after the skip: counts
+    lab.execute("UPDATE human_ratings SET score = 0.0 WHERE origin = ? AND annotator = 'cy'", [task.origin])
+    before = lab.execute(rows, [task.origin]).fetchall()
+    with transaction(lab):
+        m016_annotators.run(lab)
+    after = lab.execute(rows, [task.origin]).fetchall()
+    assert [r[0] for r in before] == ["ann", "cy"] and [r[0] for r in after] == ["cy"]
+    assert set(stored.latest(lab, task.task_id)["annotator"]) == {"cy"}   # the task says the same
+    history.restore(lab, lab.execute("SELECT max(submission_id) FROM submissions").fetchall()[0][0])
+    assert lab.execute(rows, [task.origin]).fetchall() == before
+
+
+def test_cli_never_writes_a_control_character_to_a_terminal(lab, tmp_path, capsys, monkeypatch):
+    """A task name, an annotator and a comment with ESC and CSI, as an older store may hold them: `task list`,
+    `task show` and `task export` to a terminal print them escaped; export to a file keeps the stored text."""
+    task = stored.get(lab, _absolute(lab, items=2, k=1))
+    unit = stored.next_unit(lab, task, "ann")
+    stored.answer(lab, task, unit, "ann", "Info", 1.0)
+    stored.flag(lab, task, unit, "ann", "fine")
+    lab.execute("UPDATE tasks SET name = 'evil\x1b[2J\x9b31m' WHERE task_id = ?", [task.task_id])
+    lab.execute("UPDATE task_answers SET annotator = 'ann\x1b]0;x\x07' WHERE task_id = ?", [task.task_id])
+    lab.execute("UPDATE human_ratings SET annotator = 'ann\x1b]0;x\x07' WHERE origin = ?", [task.origin])
+    db = str(tmp_path / "lab.duckdb")
+    lab.close()
+    raw = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+    for argv, shown in ((["task", "list"], "evil\\x1b[2J\\x9b31m"), (["task", "show", str(task.task_id)],
+                                                                  "evil\\u001b[2J\\u009b31m")):   # JSON's escape
+        assert main([*argv, "--db", db]) == 0
+        out = capsys.readouterr().out
+        assert not raw.search(out) and shown in out, out
+    assert "ann\\x1b]0;x\\x07" in out   # show's progress table: the annotator
+    assert main(["task", "export", str(task.task_id), "--db", db]) == 0
+    assert "ann\x1b]0;x\x07" in capsys.readouterr().out          # to a file: as stored
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["task", "export", str(task.task_id), "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert not raw.search(out) and "ann\\x1b]0;x\\x07" in out
+
+
+def test_cli_resets_a_lost_key(lab, tmp_path, capsys):
+    annotators.enter(lab, "Carol")
+    db = str(tmp_path / "lab.duckdb")
+    lab.close()
+    assert main(["task", "reset-key", "CAROL", "--db", db]) == 0
+    key = capsys.readouterr().out.strip()
+    con = connect(db)
+    assert annotators.enter(con, "carol", key) == ("Carol", None)
+    con.close()
+    assert main(["task", "reset-key", "nobody", "--db", db]) == 2
+    assert main(["task", "annotators", "--db", db, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "name,signed_in,first_entry,key_issued"

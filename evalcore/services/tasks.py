@@ -3,8 +3,10 @@ samples (stratified, or where the metrics disagree most), the live results (prog
 annotators disagree on), and the export. The stored side (answers, claims, states) is evalcore.store.tasks.
 
 Sampling, seeded:
-- stratified: the units are spread over the chosen tracks in proportion to their size (every track at least
-  one), and within a track over its models (absolute) or model pairs (pairwise) in turn;
+- stratified: every chosen track first gets MIN_PER_TRACK units (a correlation needs three; a track with
+  fewer candidates gives what it has), the rest are spread in proportion to the tracks' sizes; within a track
+  the units go over its models (absolute) or model pairs (pairwise) in turn. Where the units asked for do
+  not reach three per track, the tracks take one each in turn, the largest first;
 - disagreement: within each track's share, the units whose automatic metrics disagree most: for a response,
   the spread (standard deviation) of its percentile ranks under each metric; for a pair, how evenly the
   metrics split between its two responses. It needs computed metric values on the tracks.
@@ -73,21 +75,32 @@ def candidates(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, tracks: 
     return pd.DataFrame(rows, columns=["item_id", "track", "model_a", "model_b"])
 
 
-def _shares(sizes: pd.Series, n: int) -> dict[str, int]:
-    """n spread over groups in proportion to their sizes, every group at least one (largest remainders)."""
+MIN_PER_TRACK = 3   # units a track gets before the rest is shared out: the fewest a correlation can use
+
+
+def shares(sizes: pd.Series, n: int, floor: int = MIN_PER_TRACK) -> dict[str, int]:
+    """n spread over groups (capped at their sizes): first `floor` each (or what a group has), then the rest
+    in proportion to what each group has left (largest remainders). When n does not reach the floors, the
+    groups take one each in turn, the largest first."""
+    sizes = sizes.astype(int)
     n = min(n, int(sizes.sum()))
-    if n < len(sizes):
-        return {k: int(k in sizes.sort_values(ascending=False).index[:n]) for k in sizes.index}
-    exact = 1 + (n - len(sizes)) * (sizes - 1) / max(int(sizes.sum()) - len(sizes), 1)
-    base = np.minimum(np.floor(exact).astype(int), sizes)
-    left = n - int(base.sum())
-    for k in (exact - base).sort_values(ascending=False).index:
-        if left <= 0:
-            break
-        if base[k] < sizes[k]:
-            base[k] += 1
-            left -= 1
-    return base.to_dict()
+    base = np.minimum(sizes, floor)
+    if n <= int(base.sum()):
+        order = sizes.sort_values(ascending=False, kind="stable").index
+        out = dict.fromkeys(sizes.index, 0)
+        while n > 0:
+            for k in order:
+                if n > 0 and out[k] < base[k]:
+                    out[k] += 1
+                    n -= 1
+        return out
+    room = sizes - base
+    exact = (n - int(base.sum())) * room / int(room.sum())
+    extra = np.floor(exact).astype(int)
+    left = n - int(base.sum()) - int(extra.sum())
+    for k in (exact - extra).sort_values(ascending=False, kind="stable").index[:left]:
+        extra[k] += 1
+    return (base + extra).to_dict()
 
 
 def _round_robin(group: pd.DataFrame, key: list[str], k: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -138,7 +151,7 @@ def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, t
                              "(`evalcore score`), or sample --sampling stratified")
     key = ["model_a"] if mode == "absolute" else ["model_a", "model_b"]
     picked = []
-    for track, k in _shares(pool.groupby("track").size(), n).items():
+    for track, k in shares(pool.groupby("track").size(), n).items():
         group = pool[pool["track"] == track]
         if sampling == "disagreement":
             picked.append(group.sort_values("spread", ascending=False, na_position="last", kind="stable").head(k))
@@ -156,11 +169,41 @@ def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dime
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     if not dimensions:
         raise ValueError("a task rates at least one dimension")
+    name = (name or "").strip() or f"{dataset} {mode} {','.join(dimensions)}"
+    stored.check_settings(name=name, guidelines=guidelines, seed=seed)
     specs = dimension_specs(con, dataset, dimensions)
     units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling)
-    name = name or f"{dataset} {mode} {','.join(dimensions)}"
     return stored.create(con, name=name, dataset=dataset, mode=mode, dimensions=specs, per_item=per_item, units=units,
                          ties=ties, guidelines=guidelines, seed=seed, sampling=sampling, created_by=created_by)
+
+
+def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
+    """What a task's units cannot give, said at its creation: a track of the dataset with no unit (its skill's
+    trust cannot come from this task), a track with fewer than MIN_PER_TRACK units (no correlation there), and,
+    for an absolute task, a track whose units come from fewer than three models (no system-level correlation,
+    Metric trust's first level)."""
+    task = stored.get(con, task_id)
+    got = stored.units(con, task_id).groupby("track").agg(units=("unit", "size"), models=("model_a", "nunique"))
+    skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ? ORDER BY track",
+                              [task.dataset]).fetchall())
+    rated = set(con.execute("SELECT DISTINCT i.track FROM responses r JOIN items i USING (dataset, item_id) "
+                            "WHERE r.dataset = ?", [task.dataset]).fetchall())
+    out = []
+    for track, skill in skills.items():
+        what = f"{track}" + (f" ({skill})" if skill else "")
+        if track not in got.index:
+            if (track,) in rated:
+                out.append(f"{what} has no unit in this task: its human scores (and the trust of its metrics) "
+                           "cannot come from it.")
+            continue
+        units, models = int(got.loc[track, "units"]), int(got.loc[track, "models"])
+        if units < MIN_PER_TRACK:
+            out.append(f"{what} gets {units} unit{'s' if units != 1 else ''}: a correlation with its human scores "
+                       f"needs at least {MIN_PER_TRACK} rated responses (ask for more units).")
+        elif task.mode == "absolute" and models < 3:
+            out.append(f"{what}: its {units} units come from {models} model{'s' if models != 1 else ''}, so only "
+                       "turn-level correlations can use them (system level needs 3 models' responses).")
+    return out
 
 
 EXPORT_COLUMNS = ["task_id", "unit", "item_id", "track", "model", "model_a", "model_b", "winner", "annotator",

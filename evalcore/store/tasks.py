@@ -4,9 +4,17 @@ human rating (origin 'task:<id>'), a pairwise task's latest vote is a pairwise j
 
 Each answer is written when it is given, in its own short transaction, so a closed tab, a restart or a crash
 loses nothing submitted. Who rates which unit: every annotator walks the units in their own seeded order and
-gets the first one that they have not finished and that fewer than K other annotators have taken (a unit is
-taken by a rating, a vote, or a claim younger than CLAIM_TTL: being shown it); the check and the claim are
-one transaction, so two annotators never both become a unit's K-th."""
+gets the first one that they have not finished and that fewer than K other people hold (a person holds a
+unit by an answer on it, or for CLAIM_TTL by being shown it); the check and the claim are one transaction.
+
+People, not names: two names are one person when their keys are equal (evalcore.core.text.identity_key), so
+'carol' and 'Carol' hold one place. K is a hard limit where answers are written: a first answer on a unit
+that K other people have answered is refused (UnitFull), whatever the person's screen still showed (a claim
+that lapsed, a unit reached by Back). A skip gives the place up: the skipper's answers on the unit stop
+counting (they stay in the unit's history; going Back to the unit and answering again takes a place again
+while one is free). A person rates a response (or votes on a pair) on a dimension once in the whole store:
+a unit whose response they already rated elsewhere (another task, an imported file) is not offered to them,
+and such an answer is refused (RatedElsewhere)."""
 from __future__ import annotations
 
 import hashlib
@@ -21,18 +29,30 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.errors import StoreError
+from evalcore.core.text import bad_character, identity_key
 from evalcore.store import bump_revision, history, transaction
+from evalcore.store.annotators import check_name
 
 MODES = ("absolute", "pairwise")
 SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
 WINNERS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 CLAIM_TTL = timedelta(minutes=30)  # a unit shown and left unanswered this long goes to someone else
 MAX_COMMENT = 2000                 # characters of a flag's comment
-MAX_NAME = 80                      # characters of an annotator's name
+MAX_TASK_NAME = 120                # characters of a task's name
+MAX_GUIDELINES = 5000              # characters of a task's guidelines
+MAX_SEED = 2**31 - 1               # a task's seed is stored as a 32-bit INTEGER
 
 
 class TaskClosed(StoreError):
     """A write to a task that is closed or deleted."""
+
+
+class UnitFull(ValueError):
+    """An answer refused: K other people answered the unit first (nothing was stored)."""
+
+
+class RatedElsewhere(ValueError):
+    """An answer refused: this person rated that response (or voted on that pair) on that dimension already."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     if per_item < 1:
         raise ValueError(f"--per-item must be at least 1, got {per_item}")
+    check_settings(name=name, guidelines=guidelines, seed=seed)
     if units.empty:
         raise ValueError("no units to rate: the dataset has no responses for the tracks and models asked for")
     with transaction(con):
@@ -98,6 +119,19 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         finally:
             con.unregister("_evalcore_units")
     return int(task_id)
+
+
+def check_settings(*, name: str, guidelines: str, seed: int) -> None:
+    """ValueError naming what is wrong with a new task's name, guidelines or seed (before anything is sampled)."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"--seed must lie in 0..{MAX_SEED:,} (a task's seed is stored as a 32-bit integer), "
+                         f"got {seed:,}")
+    for what, text, most in (("name", name, MAX_TASK_NAME), ("guidelines", guidelines, MAX_GUIDELINES)):
+        bad = bad_character(text or "")
+        if bad:
+            raise ValueError(f"a task's {what} may not hold a {bad}")
+        if len(text or "") > most:
+            raise ValueError(f"a task's {what} has at most {most:,} characters, got {len(text):,}")
 
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> Task:
@@ -136,34 +170,45 @@ def answers(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
                        "FROM task_answers WHERE task_id = ? ORDER BY answer_id", [task_id]).df()
 
 
+# The task's answers, each marked `live` when it still counts: a rating or vote given after the person's last
+# skip of the unit (a skip gives the place up, and with it the answers given before it).
+LIVE = """
+    SELECT *, answer_id > coalesce(max(answer_id) FILTER (WHERE kind = 'skip') OVER (PARTITION BY unit, annotator), 0)
+              AS live
+    FROM task_answers WHERE task_id = ?"""
+# the same for one annotator's answers (their own skips are all that decide which of them count)
+LIVE_OF = LIVE + " AND annotator = ?"
+
+
 def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
-    """The answers that count: the latest rating or vote per unit, annotator and dimension, with the unit's
-    item, track and models; `seconds` from the unit's claim to the first answer on it."""
-    return con.execute("""
+    """The answers that count: the latest live rating or vote per unit, annotator and dimension, with the
+    unit's item, track and models; `seconds` from the unit's claim to the answer."""
+    return con.execute(f"""
+        WITH a AS ({LIVE})
         SELECT a.unit, u.item_id, u.track, u.model_a, u.model_b, a.annotator, a.dimension, a.value, a.kind,
                a.given_at, a.seconds
-        FROM task_answers a JOIN task_units u USING (task_id, unit)
-        WHERE a.task_id = ? AND a.kind IN ('rating', 'vote')
+        FROM a JOIN task_units u USING (task_id, unit)
+        WHERE a.kind IN ('rating', 'vote') AND a.live
         QUALIFY row_number() OVER (PARTITION BY a.unit, a.annotator, a.dimension ORDER BY a.answer_id DESC) = 1
         ORDER BY a.unit, a.annotator, a.dimension
     """, [task_id]).df()
 
 
 def mine(con: duckdb.DuckDBPyConnection, task_id: int, unit: int, annotator: str) -> dict[str, float]:
-    """The latest value this annotator gave per dimension on one unit."""
-    return dict(con.execute("""
-        SELECT dimension, arg_max(value, answer_id) FROM task_answers
-        WHERE task_id = ? AND unit = ? AND annotator = ? AND kind IN ('rating', 'vote') GROUP BY dimension
-    """, [task_id, unit, annotator]).fetchall())
+    """The latest value this annotator gave per dimension on one unit (that still counts)."""
+    return dict(con.execute(f"""
+        WITH a AS ({LIVE_OF} AND unit = ?)
+        SELECT dimension, arg_max(value, answer_id) FROM a WHERE kind IN ('rating', 'vote') AND live GROUP BY dimension
+    """, [task_id, annotator, unit]).fetchall())
 
 
 def done_by(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> tuple[int, int]:
-    """(units this annotator finished or skipped, units in the task), in one query."""
-    return con.execute("""
-        SELECT (SELECT count(*) FROM (
-                    SELECT unit FROM task_answers WHERE task_id = ? AND annotator = ? GROUP BY unit
-                    HAVING count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) >= ?
-                        OR bool_or(kind = 'skip'))),
+    """(units this annotator finished or skipped, units in the task), in one query (the page asks on every click)."""
+    return con.execute(f"""
+        WITH a AS ({LIVE_OF}),
+        per_unit AS (SELECT unit, count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
+                            bool_or(kind = 'skip') AS skipped FROM a GROUP BY unit)
+        SELECT (SELECT count(*) FROM per_unit WHERE dims >= ? OR (skipped AND dims = 0)),
                (SELECT count(*) FROM task_units WHERE task_id = ?)
     """, [task.task_id, annotator, len(task.dimensions), task.task_id]).fetchall()[0]
 
@@ -183,67 +228,129 @@ def _seed(*parts) -> int:
 
 
 def check_annotator(name: str) -> str:
-    name = " ".join((name or "").split())
-    if not name:
-        raise ValueError("an annotator needs a name")
-    if len(name) > MAX_NAME:
-        raise ValueError(f"an annotator's name has at most {MAX_NAME} characters")
-    return name
+    """An annotator's name in its normal form, or ValueError saying what is wrong with it."""
+    return check_name(name)
 
 
 def progress(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
-    """Per annotator: units finished (every dimension answered, or skipped), flagged, median seconds per unit."""
-    frame = con.execute("""
-        WITH per_unit AS (
-            SELECT annotator, unit,
-                   count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) AS dims,
-                   bool_or(kind = 'skip') AS skipped, bool_or(kind = 'flag') AS flagged,
-                   min(seconds) FILTER (WHERE kind IN ('rating', 'vote')) AS seconds
-            FROM task_answers WHERE task_id = ? GROUP BY ALL)
-        SELECT annotator, count(*) FILTER (WHERE dims >= ? OR skipped) AS done,
-               count(*) FILTER (WHERE skipped) AS skipped, count(*) FILTER (WHERE flagged) AS flagged,
-               median(seconds) AS median_seconds
-        FROM per_unit GROUP BY annotator ORDER BY annotator
-    """, [task.task_id, len(task.dimensions)]).df()
-    return frame
+    """Per annotator: units finished (every dimension answered, or skipped), skipped, flagged, median seconds
+    per unit."""
+    status = _status(con, task)
+    finished = status["skipped"] | (status["dims"] >= len(task.dimensions))
+    frame = status.assign(done=finished, seconds=status["seconds"]).groupby("annotator", sort=True).agg(
+        done=("done", "sum"), skipped=("skipped", "sum"), flagged=("flagged", "sum"),
+        median_seconds=("seconds", "median")).reset_index()
+    return frame.astype({"done": int, "skipped": int, "flagged": int})
 
 
 def _status(con, task: Task) -> pd.DataFrame:
-    """Per unit and annotator: finished (all dimensions or a skip), started, last claim."""
-    return con.execute("""
+    """Per unit and annotator (as written): dimensions answered that count, skipped (gave the unit up and
+    answered nothing since), flagged, last claim, seconds to the first answer that counts."""
+    frame = con.execute(f"""
+        WITH a AS ({LIVE})
         SELECT unit, annotator,
-               count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote')) AS dims,
-               bool_or(kind = 'skip') AS skipped,
-               max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at
-        FROM task_answers WHERE task_id = ? GROUP BY ALL
+               count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
+               bool_or(kind = 'skip') AS ever_skipped, bool_or(kind = 'flag') AS flagged,
+               max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at,
+               min(seconds) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS seconds
+        FROM a GROUP BY ALL
     """, [task.task_id]).df()
+    return frame.assign(skipped=frame["ever_skipped"].astype(bool) & (frame["dims"] == 0),
+                        flagged=frame["flagged"].astype(bool))
+
+
+def _elsewhere(con, task: Task, annotator: str) -> dict[int, str]:
+    """{unit: where}: the task's units whose response (absolute) or pair (pairwise) this person already rated
+    on one of the task's dimensions somewhere other than this task (they are not offered to them)."""
+    params = [task.dataset, task.task_id, task.origin, [d.dimension for d in task.dimensions]]
+    if task.mode == "absolute":
+        rows = con.execute("""
+            SELECT u.unit, h.annotator, h.origin FROM task_units u JOIN human_ratings h
+              ON h.dataset = ? AND h.item_id = u.item_id AND h.model = u.model_a AND h.target = 'response'
+            WHERE u.task_id = ? AND h.origin IS DISTINCT FROM ? AND list_contains(?, h.dimension)""", params).fetchall()
+    else:
+        rows = con.execute("""
+            SELECT u.unit, j.judge, j.prompt FROM task_units u JOIN pairwise_judgments j
+              ON j.dataset = ? AND j.item_id = u.item_id AND j.source = 'human'
+             AND ((j.model_1 = u.model_a AND j.model_2 = u.model_b) OR (j.model_1 = u.model_b AND j.model_2 = u.model_a))
+            WHERE u.task_id = ? AND j.prompt <> ? AND list_contains(?, j.dimension)""", params).fetchall()
+    me = identity_key(annotator)
+    return {int(u): origin or "an import" for u, who, origin in rows if identity_key(who) == me}
 
 
 def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now: datetime | None = None) -> int | None:
-    """The unit this annotator rates next, claimed for them (None: nothing left for them). One transaction:
-    the check that fewer than K others hold the unit and the claim cannot interleave with another's."""
+    """The unit this annotator rates next, claimed for them (None: nothing left for them now; `waiting` says
+    whether some unit may free up). One transaction: the check that fewer than K other people hold the unit
+    and the claim cannot interleave with another's."""
     annotator = check_annotator(annotator)
     now = now or datetime.now()
     n = con.execute("SELECT count(*) FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()[0][0]
     with transaction(con):
         _writable(con, task.task_id)
-        status = _status(con, task)
-        full = len(task.dimensions)
-        fresh = status["claimed_at"].notna() & (status["claimed_at"] > now - CLAIM_TTL)
-        ours = status["annotator"] == annotator
-        others = status[~ours & ~status["skipped"].astype(bool) & ((status["dims"] > 0) | fresh)]
-        held = others.groupby("unit")["annotator"].nunique().to_dict()
+        plan = _plan(con, task, annotator, now)
         order = [int(u) for u in order_for(task, annotator, n)]
-        over = status["skipped"].astype(bool) | (status["dims"] >= full)
-        finished = set(status.loc[ours & over, "unit"].astype(int))
-        # theirs to resume first: started, or shown to them recently
-        started = set(status.loc[ours & ~over & ((status["dims"] > 0) | fresh), "unit"].astype(int))
-        choice = next((u for u in order if u in started), None)
+        # theirs to resume first: started, or shown to them recently (and not filled by others meanwhile)
+        choice = next((u for u in order if u in plan["started"]), None)
         if choice is None:
-            choice = next((u for u in order if u not in finished and held.get(u, 0) < task.per_item), None)
+            choice = next((u for u in order if u in plan["open"]), None)
         if choice is not None:
             _insert(con, task.task_id, choice, annotator, None, None, "claim", None, None, now)
     return choice
+
+
+def _plan(con, task: Task, annotator: str, now: datetime) -> dict[str, set[int] | dict]:
+    """Where this person stands on each unit: `started` (theirs to resume), `open` (free for them), `held`
+    ({unit: when the first claim that keeps them out lapses}: units not full, kept by others' recent claims).
+    Plain Python over the task's (unit, annotator) rows: the next-unit draw runs on every finished unit."""
+    rows = con.execute(f"""
+        WITH a AS ({LIVE})
+        SELECT unit, annotator,
+               count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
+               bool_or(kind = 'skip') AS ever_skipped, max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at
+        FROM a GROUP BY ALL""", [task.task_id]).fetchall()
+    me, keys, full, since = identity_key(annotator), {}, len(task.dimensions), now - CLAIM_TTL
+    people: dict[tuple[int, str], list] = {}   # (unit, person) -> [dims, skipped, last claim]
+    for unit, name, dims, ever_skipped, claimed in rows:
+        who = keys[name] if name in keys else keys.setdefault(name, identity_key(name))
+        skipped = bool(ever_skipped) and dims == 0
+        old = people.get((int(unit), who))
+        if old is None:
+            people[int(unit), who] = [dims, skipped, claimed]
+        else:   # names that are one person: one row
+            old[0], old[1] = max(old[0], dims), old[1] and skipped
+            old[2] = max([c for c in (old[2], claimed) if c is not None], default=None)
+    answered: dict[int, int] = {}   # unit -> others whose answers count
+    held: dict[int, int] = {}       # unit -> others who answered it or look at it now
+    lapse: dict[int, datetime] = {}
+    over, mine = set(), {}
+    for (unit, who), (dims, skipped, claimed) in people.items():
+        fresh = claimed is not None and claimed > since
+        if who == me:
+            if skipped or dims >= full:
+                over.add(unit)
+            elif dims > 0 or fresh:
+                mine[unit] = dims
+        elif not skipped and (dims > 0 or fresh):
+            held[unit] = held.get(unit, 0) + 1
+            if dims > 0:
+                answered[unit] = answered.get(unit, 0) + 1
+            else:
+                lapse[unit] = min(lapse.get(unit, claimed + CLAIM_TTL), claimed + CLAIM_TTL)
+    away = over | set(_elsewhere(con, task, annotator))
+    k = task.per_item
+    started = {u for u, dims in mine.items() if u not in away and (dims > 0 or answered.get(u, 0) < k)}
+    units = [int(u) for (u,) in con.execute("SELECT unit FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()]
+    free = {u for u in units if u not in away and held.get(u, 0) < k}
+    kept = {u: t for u, t in lapse.items() if u not in away and u not in free and answered.get(u, 0) < k}
+    return {"started": started, "open": free, "held": kept}
+
+
+def waiting(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *,
+            now: datetime | None = None) -> tuple[int, datetime | None]:
+    """(units kept from this person only by others' recent claims, when the first of those claims lapses):
+    what "nothing left for you" means while people are still looking at units (0, None: nothing will free)."""
+    held = _plan(con, task, check_annotator(annotator), now or datetime.now())["held"]
+    return len(held), (min(held.values()) if held else None)
 
 
 def units_of(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list[int]:
@@ -253,10 +360,37 @@ def units_of(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list
         GROUP BY unit ORDER BY min(answer_id)""", [task.task_id, annotator]).fetchall()]
 
 
+def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id: str, model_a: str,
+            model_b: str | None) -> tuple[set[str], str | None]:
+    """What an answer is checked against, in one query: the people (identity keys) whose answers on the unit
+    count (who hold its places), and where else this person rated the unit's response or pair on `dimension`
+    (None: nowhere)."""
+    if task.mode == "absolute":
+        elsewhere = ("SELECT annotator, origin FROM human_ratings WHERE dataset = ? AND item_id = ? AND model = ? "
+                     "AND target = 'response' AND dimension = ? AND origin IS DISTINCT FROM ?")
+        params = [task.dataset, item_id, model_a, dimension, task.origin]
+    else:
+        elsewhere = ("SELECT judge, prompt FROM pairwise_judgments WHERE dataset = ? AND item_id = ? AND source = 'human' "
+                     "AND ((model_1 = ? AND model_2 = ?) OR (model_1 = ? AND model_2 = ?)) AND dimension = ? "
+                     "AND prompt <> ?")
+        params = [task.dataset, item_id, model_a, model_b, model_b, model_a, dimension, task.origin]
+    rows = con.execute(f"""
+        WITH a AS ({LIVE} AND unit = ?)
+        SELECT DISTINCT 'holds', annotator, NULL FROM a WHERE kind IN ('rating', 'vote') AND live
+        UNION ALL SELECT 'rated', * FROM ({elsewhere})""", [task.task_id, unit, *params]).fetchall()
+    me = identity_key(annotator)
+    holders = {identity_key(who) for what, who, _ in rows if what == "holds"}
+    where = next((origin or "an import" for what, who, origin in rows if what == "rated" and identity_key(who) == me),
+                 None)
+    return holders, where
+
+
 def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float,
            *, now: datetime | None = None) -> int:
     """One rating (absolute) or vote (pairwise: 1 = model_a, 0 = model_b, 0.5 = tie) in its own transaction,
-    and the human rating or pairwise judgment it stands for (replacing this annotator's earlier one)."""
+    and the human rating or pairwise judgment it stands for (replacing this annotator's earlier one). Refused,
+    with nothing stored, when K other people answered the unit first (UnitFull) or this person rated the
+    response or pair on this dimension elsewhere (RatedElsewhere)."""
     annotator = check_annotator(annotator)
     dim = next((d for d in task.dimensions if d.dimension == dimension), None)
     if dim is None:
@@ -274,6 +408,15 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
     item_id, track, model_a, model_b = row[0]
     with transaction(con):
         _writable(con, task.task_id)
+        holders, where = _checks(con, task, unit, annotator, dimension, item_id, model_a, model_b)
+        if identity_key(annotator) not in holders and len(holders) >= task.per_item:
+            raise UnitFull(f"Unit {unit} already has its {task.per_item} annotator"
+                           f"{'s, who' if task.per_item != 1 else ', who'} answered it first: your answer was not "
+                           "stored.")
+        if where:
+            what = "response" if task.mode == "absolute" else "pair of responses"
+            raise RatedElsewhere(f"You rated this {what} on {dimension} already ({where}); a person rates it "
+                                 "once, so this answer was not stored.")
         shown = con.execute("SELECT max(given_at) FROM task_answers WHERE task_id = ? AND unit = ? AND annotator = ? "
                             "AND kind = 'claim'", [task.task_id, unit, annotator]).fetchall()[0][0]
         seconds = (now - shown).total_seconds() if shown else None
@@ -297,23 +440,45 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
 
 
 def skip(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> int:
-    """This annotator passes on the unit (another takes it); their answers on it, if any, still count."""
+    """This annotator gives the unit up: another takes their place, and the answers they gave on it stop
+    counting (they stay in the unit's history; Back to the unit and answering again takes a place again
+    while one is free)."""
+    annotator = check_annotator(annotator)
+    row = con.execute("SELECT item_id, model_a, model_b FROM task_units WHERE task_id = ? AND unit = ?",
+                      [task.task_id, unit]).fetchall()
+    if not row:
+        raise ValueError(f"task {task.task_id} has no unit {unit}")
+    item_id, model_a, model_b = row[0]
     with transaction(con):
         _writable(con, task.task_id)
-        return _insert(con, task.task_id, unit, check_annotator(annotator), None, None, "skip", None, None, datetime.now())
+        given = mine(con, task.task_id, unit, annotator)
+        answer_id = _insert(con, task.task_id, unit, annotator, None, None, "skip", None, None, datetime.now())
+        if given:   # what they stood for elsewhere goes with them
+            bump_revision(con, task.dataset)
+            if task.mode == "absolute":
+                con.execute("DELETE FROM human_ratings WHERE origin = ? AND item_id = ? AND model = ? AND annotator = ?",
+                            [task.origin, item_id, model_a, annotator])
+            else:
+                con.execute("DELETE FROM pairwise_judgments WHERE prompt = ? AND item_id = ? AND model_1 = ? "
+                            "AND model_2 = ? AND judge = ? AND source = 'human'",
+                            [task.origin, item_id, model_a, model_b, annotator])
+    return answer_id
 
 
 def flag(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, comment: str) -> int:
     """A comment on the unit for whoever runs the task (stored as text, at most MAX_COMMENT characters)."""
     comment = (comment or "").strip()
     if not comment:
-        raise ValueError("a flag needs a comment saying what is wrong")
+        raise ValueError("A flag needs a comment saying what is wrong.")
     if len(comment) > MAX_COMMENT:
-        raise ValueError(f"a comment has at most {MAX_COMMENT} characters, this one {len(comment)}")
+        raise ValueError(f"A comment has at most {MAX_COMMENT} characters, this one {len(comment)}.")
+    bad = bad_character(comment)
+    if bad:
+        raise ValueError(f"A comment may not hold a {bad}.")
+    annotator = check_annotator(annotator)
     with transaction(con):
         _writable(con, task.task_id)
-        return _insert(con, task.task_id, unit, check_annotator(annotator), None, None, "flag", comment, None,
-                       datetime.now())
+        return _insert(con, task.task_id, unit, annotator, None, None, "flag", comment, None, datetime.now())
 
 
 def set_state(con: duckdb.DuckDBPyConnection, task_id: int, state: str) -> None:

@@ -1,6 +1,7 @@
-"""What the Annotate and Rating tasks pages show and do: a unit as an annotator sees it (context turn by turn,
-grounding, the responses with the models' names hidden, in the annotator's own order), their answers so far,
-and the task's live results. Writes go through evalcore.store.tasks, one short transaction per answer."""
+"""What the Annotate and Rating tasks pages show and do: who an annotator is (the task's access code, then
+their name and personal key, or their sign-in), a unit as they see it (context turn by turn, grounding, the
+responses with the models' names hidden, in their own order), their answers so far, and the task's live
+results. Writes go through evalcore.store.tasks, one short transaction per answer."""
 from __future__ import annotations
 
 import hmac
@@ -11,8 +12,10 @@ import pandas as pd
 
 from evalcore.analysis import bradley_terry
 from evalcore.services import tasks as service
+from evalcore.store import annotators as people
 from evalcore.store import tasks as stored
 from evalcore.store.tasks import Task
+from evalcore.ui.share import link
 
 SPEAKERS = ("User", "Bot")   # the context alternates, ending with the user's turn the response answers
 
@@ -29,10 +32,17 @@ def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def task(con: duckdb.DuckDBPyConnection, task_id: int) -> Task | None:
+    """The task, or None for an id the store does not have (a store that cannot be read raises StoreError)."""
     try:
         return stored.get(con, task_id)
-    except Exception:   # an unknown id in a link: the page says so
+    except ValueError:   # an unknown id in a link (names.UnknownName): the page says so
         return None
+
+
+def personal_link(base: str, task_id: int, name: str, key: str) -> str:
+    """The link an annotator keeps: the Annotate page of the task with their name and personal key filled in
+    (the page takes both out of the address bar at once, and never puts them in the link it shares)."""
+    return link(base, "annotate", {"task": str(task_id), "name": name, "key": key})
 
 
 def code_ok(task: Task, code: str) -> bool:
@@ -40,8 +50,40 @@ def code_ok(task: Task, code: str) -> bool:
     return hmac.compare_digest((code or "").strip().lower(), task.access_code.lower())
 
 
+def enter(con: duckdb.DuckDBPyConnection, name: str, key: str | None) -> tuple[str, str | None]:
+    """Who is entering: (their name as stored, their new personal key to show once, or None). A new name is
+    registered and gets its key; a taken one needs its key (ValueError saying why not). The one place a
+    personal key is checked (a throttle on guesses wraps this call)."""
+    return people.enter(con, name, key)
+
+
+def signed_in(con: duckdb.DuckDBPyConnection, address: str) -> str:
+    """The annotator a signed-in address is (the deployment's sign-in vouches for them)."""
+    return people.signed_in(con, address)
+
+
+def reset_key(con: duckdb.DuckDBPyConnection, name: str) -> tuple[str, str]:
+    """(name, new personal key) for an annotator who lost theirs; the old key stops working."""
+    return people.reset(con, name)
+
+
+def annotators(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return people.listing(con)
+
+
 def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> int | None:
     return stored.next_unit(con, task, annotator)
+
+
+def nothing_left(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> str:
+    """Why no unit is drawn for this annotator: every unit has its annotators (or was theirs), or some are
+    held by others who are looking at them, and when the first of those frees if left unanswered."""
+    held, until = stored.waiting(con, task, annotator)
+    if not held:
+        return "Nothing left for you in this task: every unit has its annotators, or you rated it. Thank you!"
+    return (f"Nothing to rate for you right now: {held} unit{'s are' if held != 1 else ' is'} being looked at by "
+            f"other annotators. If {'they leave one' if held != 1 else 'it is left'} unanswered, it frees at "
+            f"{until:%H:%M} (server time); look again then.")
 
 
 def unit_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict:
@@ -79,7 +121,14 @@ def my_answers(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator:
 
 
 def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float) -> None:
+    """Store one answer (ValueError saying why when it is refused: the unit has its K annotators, the
+    response was rated by them elsewhere, the task is closed)."""
     stored.answer(con, task, unit, annotator, dimension, value)
+
+
+def moves_on(exc: Exception) -> bool:
+    """Whether a refused answer means the annotator's unit is no longer theirs to rate (draw another)."""
+    return isinstance(exc, (stored.UnitFull, stored.RatedElsewhere))
 
 
 def vote_value(sides: list[str], choice: str) -> float:
@@ -138,6 +187,12 @@ def export(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
 
 def create(con, **spec) -> int:
     return service.create_task(con, **spec)
+
+
+def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
+    """What the new task's units cannot give (a skill without units, too few units or models for a
+    correlation)."""
+    return service.coverage(con, task_id)
 
 
 def dimensions_of(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:

@@ -422,6 +422,16 @@ def choose_many(vs: ViewState, values: dict, name: str, label: str, options: lis
     return chosen
 
 
+def base_url() -> str:
+    """This server's address as the browser reached it (for links a page hands out, e.g. an annotator's)."""
+    return _base_url()
+
+
+def page_link(page: str, values: dict) -> str:
+    """A full link to `page` showing `values`, on this server (what a page hands out to be opened elsewhere)."""
+    return link(_base_url(), page, values)
+
+
 def _base_url() -> str:
     try:
         url = st.context.url or ""

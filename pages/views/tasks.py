@@ -3,10 +3,22 @@ side-by-side tasks the Bradley-Terry ranking), close or reopen it, and export it
 import streamlit as st
 
 from evalcore.core.errors import StoreError
-from evalcore.store.tasks import MODES, SAMPLINGS
+from evalcore.store.tasks import MAX_SEED, MODES, SAMPLINGS
 from evalcore.ui import annotation as ann
 from evalcore.ui import views
-from pages.views.common import data, download, grid, may_write, md_escape, publish, select, start, unless_empty
+from pages.views.common import (
+    base_url,
+    data,
+    download,
+    grid,
+    may_write,
+    md_escape,
+    page_link,
+    publish,
+    select,
+    start,
+    unless_empty,
+)
 
 con, vs = start("Rating tasks")
 tasks = ann.all_tasks(con)
@@ -21,36 +33,47 @@ if not tasks.empty:
     grid(tasks, width="stretch")
 
 allowed, who = may_write()   # creating, closing and reopening tasks writes to the store
+created = st.session_state.pop("tk-created", None)
+if created:   # what the last click created, once, above the form it emptied
+    new_id, notes = created
+    st.success(f"Task {new_id} created. Send its annotators the link and the access code shown below.")
+    for note in notes:
+        st.warning(md_escape(note))
 with st.expander("Create a task", expanded=tasks.empty):
     if not allowed:
         st.caption("Creating a task needs write access (see above).")
     else:
         datasets = data(views.datasets)
         dataset = select("Dataset", datasets, datasets[0] if datasets else None, key="tk-dataset")
-        with st.form("tk-create"):
+        gen = st.session_state.get("tk-form", 0)   # a new form (its defaults) after each task created
+        with st.form(f"tk-create-{gen}"):
             c1, c2, c3 = st.columns(3)
-            mode = c1.selectbox("Mode", MODES, key="tk-mode")
-            items = c2.number_input("Units to rate", 1, 5000, 20, key="tk-items")
-            per_item = c3.number_input("Annotators per unit (K)", 1, 20, 2, key="tk-k")
-            dims = st.multiselect("Dimensions", ann.dimensions_of(con, dataset), ["Info", "Coh"], key="tk-dims")
+            mode = c1.selectbox("Mode", MODES, key=f"tk-mode-{gen}")
+            items = c2.number_input("Units to rate", 1, 5000, 20, key=f"tk-items-{gen}")
+            per_item = c3.number_input("Annotators per unit (K)", 1, 20, 2, key=f"tk-k-{gen}")
+            dims = st.multiselect("Dimensions", ann.dimensions_of(con, dataset), ["Info", "Coh"], key=f"tk-dims-{gen}")
             tracks = st.multiselect("Tracks (none: all)", data(views.track_options, dataset, skills=False),
-                                    key="tk-tracks")
+                                    key=f"tk-tracks-{gen}")
             c4, c5, c6 = st.columns(3)
-            sampling = c4.selectbox("Sampling", SAMPLINGS, key="tk-sampling",
-                                    help="stratified by track and model; or where the metrics disagree most")
-            seed = c5.number_input("Seed", 0, 2**31 - 1, 0, key="tk-seed")
-            ties = c6.checkbox("Ties allowed (side by side)", True, key="tk-ties")
-            name = st.text_input("Name", max_chars=120, key="tk-name")
-            guidelines = st.text_area("Guidelines for annotators", max_chars=5000, key="tk-guide")
+            sampling = c4.selectbox("Sampling", SAMPLINGS, key=f"tk-sampling-{gen}",
+                                    help="stratified: at least 3 units per track, the rest by the tracks' sizes, "
+                                         "over their models in turn; or where the metrics disagree most")
+            seed = c5.number_input("Seed", 0, MAX_SEED, 0, key=f"tk-seed-{gen}")
+            ties = c6.checkbox("Ties allowed (side by side)", True, key=f"tk-ties-{gen}")
+            name = st.text_input("Name", max_chars=120, key=f"tk-name-{gen}")
+            guidelines = st.text_area("Guidelines for annotators", max_chars=5000, key=f"tk-guide-{gen}")
             if st.form_submit_button("Create task"):
                 try:
                     new = ann.create(con, dataset=dataset, mode=mode, dimensions=dims, items=int(items),
                                      per_item=int(per_item), tracks=tracks or None, seed=int(seed), name=name or None,
                                      sampling=sampling, ties=ties, guidelines=guidelines, created_by=who)
-                    st.query_params["task"] = str(new)
-                    st.rerun()
+                    st.session_state["tk-created"] = (new, ann.coverage(con, new))
                 except (ValueError, StoreError) as exc:
                     st.error(md_escape(str(exc)))
+                else:
+                    st.session_state["tk-form"] = gen + 1
+                    st.query_params["task"] = str(new)
+                    st.rerun()
 
 if chosen:
     task = ann.task(con, int(chosen))
@@ -58,10 +81,12 @@ if chosen:
     st.subheader(f"Task {task.task_id}")
     st.text(f"{task.name}\n{task.mode} on {task.dataset}: {', '.join(d.dimension for d in task.dimensions)}; "
             f"{result['units']} units, {task.per_item} annotators each; {task.state}")
+    url = page_link("annotate", {"task": str(task.task_id)})
+    st.link_button("Open the annotator page", url, help="the page annotators rate on (send them this link)")
     if allowed:   # the code is for annotators: shown to whoever may write, not to every reader
-        st.text(f"Annotators open: /annotate?task={task.task_id}   access code: {task.access_code}")
+        st.text(f"Annotators open {url} and give the access code {task.access_code}")
     else:
-        st.text(f"Annotators open: /annotate?task={task.task_id} (the access code is shown to those who may write)")
+        st.text(f"Annotators open {url} (the access code is shown to those who may write)")
     st.progress(min(result["finished"] / max(result["needed"], 1), 1.0),
                 text=f"{result['finished']} of {result['needed']} done ({result['units']} units, "
                      f"{task.per_item} annotators each)")
@@ -95,5 +120,30 @@ if chosen:
     if allowed and task.state in ("open", "closed"):
         target = "closed" if task.state == "open" else "open"
         if st.button("Close the task" if target == "closed" else "Reopen the task", key="tk-state"):
-            ann.set_state(con, task.task_id, target)
-            st.rerun()
+            try:
+                ann.set_state(con, task.task_id, target)
+            except (ValueError, StoreError) as exc:
+                st.error(md_escape(str(exc)))
+            else:
+                st.rerun()
+
+if allowed:
+    with st.expander("Annotators and their personal keys"):
+        st.caption("Each annotator enters with their name and the personal key issued at their first entry (with a "
+                   "sign-in, their address). Someone who lost their key gets a new one here (or with `evalcore task "
+                   "reset-key NAME`): it is shown once, to you, to pass on; their old key stops working, and their "
+                   "answers stay theirs.")
+        grid(ann.annotators(con), width="stretch")
+        with st.form("tk-reset"):
+            lost = st.text_input("Annotator who lost their key", max_chars=80)
+            if st.form_submit_button("Issue a new key"):
+                try:
+                    person, key = ann.reset_key(con, lost)
+                except (ValueError, StoreError) as exc:
+                    st.error(md_escape(str(exc)))
+                else:
+                    st.success(md_escape(f"A new personal key for {person} (shown this once):"))
+                    st.text(key)
+                    if chosen:
+                        st.caption("Their personal link to this task")
+                        st.text(ann.personal_link(base_url(), int(chosen), person, key))
