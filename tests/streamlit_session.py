@@ -32,10 +32,13 @@ class Widget:
 
 
 class Session:
-    """One tab on `base`'s page `page` (e.g. 'annotate') with `query` (e.g. 'task=2')."""
+    """One tab on `base`'s page `page` (e.g. 'annotate') with `query` (e.g. 'task=2'); `headers` and `local_addr`
+    (a source address such as ('127.0.0.2', 0)) act as another client, or one that claims another address."""
 
-    def __init__(self, base: str, page: str, query: str, timeout: float = 120.0):
+    def __init__(self, base: str, page: str, query: str, timeout: float = 120.0, headers: dict | None = None,
+                 local_addr: tuple | None = None):
         self.base, self.page, self.query, self.timeout = base, page, query, timeout
+        self.headers, self.local_addr = headers or {}, local_addr
         self.conn = None
         self.states: dict[str, object] = {}     # widget id -> WidgetState, as the frontend keeps them
         self.widgets: dict[str, Widget] = {}    # the widgets on the page now, by id
@@ -44,7 +47,8 @@ class Session:
 
     async def open(self) -> "Session":
         self.conn = await connect(self.base.replace("http", "ws") + "/_stcore/stream", subprotocols=["streamlit"],
-                                  max_size=None, open_timeout=self.timeout)
+                                  max_size=None, open_timeout=self.timeout, additional_headers=self.headers,
+                                  **({"local_addr": self.local_addr} if self.local_addr else {}))
         await self.run()
         return self
 

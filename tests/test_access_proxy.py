@@ -181,6 +181,73 @@ def test_behind_an_unnamed_proxy_every_client_is_one_and_the_log_says_why(store,
     assert "EVALCORE_TRUSTED_PROXIES does not name" in (tmp_path / "server.log").read_text()
 
 
+def _task(store: Path):
+    from evalcore.services.defaults import DEMO_TASK
+    from evalcore.store import connect
+    from evalcore.store import tasks as stored
+
+    con = connect(store)
+    try:
+        return next(stored.get(con, int(t)) for t, n in con.execute("SELECT task_id, name FROM tasks").fetchall()
+                    if n == DEMO_TASK)
+    finally:
+        con.close()
+
+
+async def _code_guess(base: str, task, codes: list[str], *, per_session: int, source: str | None = None,
+                      spoof: bool = False) -> list[str]:
+    """Annotate's login over the protocol: each code given with a new name in one form submit; the outcome read
+    from the page (CHECKED: 'not this task's access code', HELD: 'Too many wrong access codes', 'right': the
+    personal key was issued)."""
+    from streamlit_session import Session
+
+    rng = random.Random(11)
+    out = []
+    for start in range(0, len(codes), per_session):
+        headers = {"X-Forwarded-For": f"198.51.100.{rng.randrange(1, 255)}"} if spoof else {}
+        tab = await Session(base, "annotate", f"task={task.task_id}", headers=headers,
+                            local_addr=(source, 0) if source else None).open()
+        try:
+            for k, code in enumerate(codes[start:start + per_session]):
+                await tab.fill("Your name", f"guesser {start + k} {rng.random()}")
+                await tab.fill("Access code", code)
+                await tab.click(label="Start rating")
+                out.append("right" if tab.said("Your personal key") else
+                           CHECKED if tab.said("not this task's access code") else
+                           HELD if tab.said("Too many wrong access codes") else
+                           SERVER_HELD if tab.said(SERVER_HELD) else " ".join(tab.texts()))
+        finally:
+            await tab.close()
+    return out
+
+
+@pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is not installed (apt-get install nginx)")
+def test_task_access_codes_are_held_from_loopback_and_behind_nginx(store, tmp_path):
+    """Issue 46, item 8, for Annotate's access code: from 127.0.0.1 with new sessions and made-up
+    X-Forwarded-For, five wrong codes are checked and then the guesser is held (the right code too); behind
+    the README's nginx (named in EVALCORE_TRUSTED_PROXIES) a guesser at 127.0.0.2 is held while an annotator
+    at 127.0.0.3 enters with the right code at once."""
+    task = _task(store)
+    proc, base = _server(store, tmp_path, trusted=None)
+    try:
+        outcomes = asyncio.run(_code_guess(base, task, [f"nope{k}" for k in range(9)], per_session=3, spoof=True))
+        assert outcomes[:5] == [CHECKED] * 5 and HELD in outcomes[5:], outcomes
+        assert asyncio.run(_code_guess(base, task, [task.access_code], per_session=1)) == [HELD]
+    finally:
+        _stop(proc)
+    proc, base = _server(store, tmp_path, trusted="127.0.0.1")   # 127.0.0.1 is now the nginx, and only it
+    proxy = Nginx(base, tmp_path / "nginx")
+    try:
+        outcomes = asyncio.run(_code_guess(proxy.base, task, [f"nah{k}" for k in range(9)], per_session=3,
+                                           source="127.0.0.2", spoof=True))
+        assert outcomes[:5] == [CHECKED] * 5 and HELD in outcomes[5:], outcomes
+        assert asyncio.run(_code_guess(proxy.base, task, [task.access_code], per_session=1,
+                                       source="127.0.0.3")) == ["right"]
+    finally:
+        proxy.stop()
+        _stop(proc)
+
+
 def test_a_proxy_list_that_is_not_addresses_stops_the_server_with_one_sentence(store, tmp_path):
     env = {**os.environ, "EVALCORE_DB": str(store), "EVALCORE_TRUSTED_PROXIES": "127.0.0.1, nginx.local"}
     done = subprocess.run([sys.executable, "app.py", "--server.port", str(free_port()), "--server.headless", "true"],

@@ -235,3 +235,38 @@ def test_creating_a_task_confirms_empties_the_form_and_links(monkeypatch, tmp_pa
     assert at.text_input(key="tk-name-1").value == ""             # a fresh form
     links = [b for b in at.get("link_button")]
     assert links and links[0].proto.url.endswith(f"/annotate?task={new}") and links[0].proto.url.startswith("http")
+
+
+def test_wrong_access_codes_and_personal_keys_are_guesses_held_back(monkeypatch, tmp_path, default_store_file):
+    """Issue 46, item 8: the task's access code and a personal key are throttled as the upload password is (five
+    free wrong guesses, then locks; evalcore.ui.access). A sixth wrong code in a new session (a new tab) is held,
+    with its sentence; so is the right one while locked. A taken name without its key is not a guess."""
+    from evalcore.ui.access import BUDGET, THROTTLE
+    monkeypatch.setattr(THROTTLE, "wrong", {})
+    monkeypatch.setattr(THROTTLE, "until", {})
+    monkeypatch.setattr(BUDGET, "wrong", {})
+    monkeypatch.setattr(THROTTLE, "_clock", lambda: 1000.0)   # a lock lasts while the test looks at it
+    db, task = _store(tmp_path, default_store_file)
+    env = {"EVALCORE_DB": db}
+    for k in range(5):   # each in a tab of its own: the address ('local' here) is counted, not only the session
+        at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", f"wrong{k}")
+        assert [e.value for e in at.error] == ["That is not this task's access code."]
+    at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", "wrong5")
+    assert [e.value for e in at.error] == ["That is not this task's access code."]   # checked, and now locked
+    at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", task.access_code)
+    assert [e.value for e in at.error][0].startswith("Too many wrong access codes: the next guess is checked in")
+    assert f"ann-who-{task.task_id}" not in at.session_state
+    monkeypatch.setattr(THROTTLE, "wrong", {})
+    monkeypatch.setattr(THROTTLE, "until", {})
+    at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", task.access_code)
+    key = _kept(at, task)
+    for k in range(3):   # the name without a key: told it is taken, not counted
+        at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ANN", task.access_code)
+        assert "is taken" in at.error[0].value
+    assert not any(k.startswith("personal-key") for k in THROTTLE.wrong)
+    for k in range(6):
+        at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", task.access_code, f"x{k}")
+        assert "That is not ann's personal key" in at.error[0].value.replace("\\", "")
+    at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", task.access_code, key)
+    assert at.error[0].value.startswith("Too many wrong personal keys: the next guess is checked in")
+    assert f"ann-who-{task.task_id}" not in at.session_state

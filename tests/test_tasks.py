@@ -317,6 +317,32 @@ def test_win_matrix_counts_a_tie_as_half():
     assert m.loc["x", "z"] == 0.0 and m.loc["z", "x"] == 1.0 and math.isnan(m.loc["y", "z"])
 
 
+def test_win_rates_of_a_task_are_per_dimension_and_notes_come_out_of_the_table(lab):
+    """Issue 46: a task asking Info and Coh showed one matrix over both questions' votes. Here every Info vote goes
+    to model_a and every Coh vote to model_b: per dimension each pair's rates are 1 and 0, never the pooled 0.5."""
+    from evalcore.ui import annotation as ann
+    task = stored.get(lab, service.create_task(lab, dataset="lab", mode="pairwise", dimensions=["Info", "Coh"],
+                                               items=4, per_item=1, seed=2, tracks=["lab/chitchat"]))
+    pairs = stored.units(lab, task.task_id).set_index("unit")
+    for _ in range(len(pairs)):
+        unit = stored.next_unit(lab, task, "ann")
+        stored.answer(lab, task, unit, "ann", "Info", 1.0)
+        stored.answer(lab, task, unit, "ann", "Coh", 0.0)
+    table = ann.win_rates(lab, task)
+    assert list(table.columns[:2]) == ["dimension", "model"] and set(table["dimension"]) == {"Info", "Coh"}
+    rates = table.set_index(["dimension", "model"])
+    for row in pairs.itertuples():
+        a, b = row.model_a, row.model_b
+        # by hand: a's Info wins over b are the units where a was model_a against b (Coh: the others)
+        met = [u for u in pairs.itertuples() if {u.model_a, u.model_b} == {a, b}]
+        info = sum(u.model_a == a for u in met) / len(met)
+        assert rates.loc[("Info", a), b] == pytest.approx(info) and rates.loc[("Coh", a), b] == pytest.approx(1 - info)
+    shown, notes = ann.notes_apart(ann.ranking(lab, task))
+    assert "note" not in shown.columns
+    # every vote one way on each dimension: no finite Bradley-Terry fit, said once per dimension, not in a cell
+    assert sorted(n.split(":")[0] for n in notes) == ["Coh", "Info"]
+
+
 def test_an_absolute_export_read_back_reproduces_the_ratings(lab, tmp_path):
     task = stored.get(lab, _absolute(lab, items=8, k=2))
     _rate_at_random(lab, task, seed=2, rounds=10)

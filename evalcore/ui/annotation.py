@@ -17,6 +17,8 @@ from evalcore.store import tasks as stored
 from evalcore.store.tasks import Task
 from evalcore.ui.share import link
 
+NotThem = people.NotThem   # a name entered without its person's key (the page counts a wrong key as a guess)
+
 SPEAKERS = ("User", "Bot")   # the context alternates, ending with the user's turn the response answers
 
 
@@ -215,11 +217,27 @@ def dimensions_table(task: Task) -> pd.DataFrame:
 
 
 def win_rates(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
-    """Pairwise tasks: each model's win rate against each other (a tie counts half), over the task's votes."""
+    """Pairwise tasks: each model's win rate against each other (a tie counts half), per dimension (first column):
+    a task that asks two questions has two matrices, never one over both questions' votes."""
     latest = stored.latest(con, task.task_id)
     if latest.empty:
         return pd.DataFrame()
-    return bradley_terry.win_matrix(latest.rename(columns={"value": "score"})).reset_index()
+    votes = latest.rename(columns={"value": "score"})
+    parts = [bradley_terry.win_matrix(group).reset_index().assign(dimension=dim)
+             for dim, group in votes.groupby("dimension", sort=True)]
+    table = pd.concat(parts, ignore_index=True)
+    return table[["dimension", *[c for c in table.columns if c != "dimension"]]]
+
+
+def notes_apart(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """A ranking's table without its `note` column, and the notes as sentences ('Coh: 3 of 200 resamples ...'):
+    a note explains blank ratings, and in a table cell it was cut at 1400 px."""
+    if "note" not in table.columns:
+        return table, []
+    notes = [f"{row.dimension}{' (' + row.source + ')' if row.source != 'human' else ''}: {row.note}"
+             for row in table.drop_duplicates(["dimension", "source", "note"]).itertuples()
+             if isinstance(row.note, str) and row.note]
+    return table.drop(columns="note"), notes
 
 
 def sources_side_by_side(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:

@@ -8,7 +8,7 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.store.tasks import TaskClosed
 from evalcore.ui import annotation as ann
-from pages.views.common import base_url, grid, md_escape, publish, release, start
+from pages.views.common import base_url, checked_guess, grid, guess_wait, md_escape, publish, release, start, wait_text
 
 con, vs = start("Annotate")
 open_tasks = ann.open_tasks(con)
@@ -53,6 +53,46 @@ def _leave() -> None:
         st.session_state.pop(key, None)
 
 
+def _start(name: str, code: str, key: str) -> None:
+    """A login: the task's access code, then the name and personal key. A wrong code and a wrong personal key are
+    guesses, counted against this session, this client's address and the server (common.checked_guess), as the
+    upload password is: a code is six characters, and a script could otherwise try them all."""
+    code_said = checked_guess("task-code", lambda: ann.code_ok(task, code))
+    if not code_said.checked:
+        st.error(wait_text("access codes", *guess_wait("task-code")))
+        return
+    if not code_said.right:
+        st.error("That is not this task's access code.")
+        return
+    entered: dict = {}
+
+    def key_right() -> bool:
+        # only a personal key given and refused is a wrong guess; a taken name without a key is not one
+        try:
+            entered["who"] = ann.enter(con, name, key)
+        except ann.NotThem as exc:
+            entered["error"] = exc
+            return not (key or "").strip()
+        except (ValueError, StoreError) as exc:
+            entered["error"] = exc
+        return True
+
+    key_said = checked_guess("personal-key", key_right)
+    if not key_said.checked:
+        st.error(wait_text("personal keys", *guess_wait("personal-key")))
+        return
+    if "error" in entered:
+        st.error(_say(entered["error"]))
+        return
+    who, issued = entered["who"]
+    _leave()
+    st.session_state[who_key] = who
+    st.session_state.pop("ann-link", None)
+    if issued:
+        st.session_state[issued_key] = issued
+    st.rerun()
+
+
 user = getattr(st, "user", None)
 if not st.session_state.get(who_key) and user is not None and getattr(user, "is_logged_in", False):
     try:
@@ -77,20 +117,7 @@ if not st.session_state.get(who_key):
         code = st.text_input("Access code", type="password")
         key = st.text_input("Personal key (leave empty the first time)", value=link_key, type="password")
         if st.form_submit_button("Start rating"):
-            if not ann.code_ok(task, code):
-                st.error("That is not this task's access code.")
-            else:
-                try:
-                    who, issued = ann.enter(con, name, key)
-                except (ValueError, StoreError) as exc:
-                    st.error(_say(exc))
-                else:
-                    _leave()
-                    st.session_state[who_key] = who
-                    st.session_state.pop("ann-link", None)
-                    if issued:
-                        st.session_state[issued_key] = issued
-                    st.rerun()
+            _start(name, code, key)
     st.stop()
 annotator = st.session_state[who_key]
 

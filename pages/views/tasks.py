@@ -20,6 +20,17 @@ from pages.views.common import (
     unless_empty,
 )
 
+
+def ranked(table) -> None:
+    """A Bradley-Terry table as people read it: ratings to one decimal on the Elo scale, and the notes that explain
+    blank ratings as sentences under it (a cell held them, cut at 1400 px)."""
+    shown, notes = ann.notes_apart(table)
+    one = st.column_config.NumberColumn(format="%.1f")
+    grid(shown, width="stretch", column_config={"rating": one, "ci_low": one, "ci_high": one})
+    for note in notes:
+        st.text(note)
+
+
 con, vs = start("Rating tasks")
 tasks = ann.all_tasks(con)
 ids = [str(t) for t in tasks["task_id"]]
@@ -104,15 +115,18 @@ if chosen:
     if task.mode == "pairwise":
         st.caption("Bradley-Terry ratings (Elo scale, 1000 = the mean) from this task's votes, with 95% bootstrap "
                    "intervals and rank intervals")
-        grid(ann.ranking(con, task), width="stretch")
+        ranked(ann.ranking(con, task))
         matrix = ann.win_rates(con, task)
         if len(matrix):
-            st.caption("Win rate of the row's model against the column's (a tie counts half; blank: never met)")
-            grid(matrix, width="stretch")
+            st.caption("Win rate of the row's model against the column's, per dimension (a tie counts half; blank: "
+                       "never met)")
+            models = [c for c in matrix.columns if c not in ("dimension", "model")]
+            grid(matrix, width="stretch",
+                 column_config={m: st.column_config.NumberColumn(format="%.2f") for m in models})
         both = ann.sources_side_by_side(con, task.dataset)
         if len(both):
             st.caption("People's votes and each LLM judge's pairwise verdicts on this dataset, side by side")
-            grid(both, width="stretch")
+            ranked(both)
     if len(result["disputed"]):
         st.caption("Units annotators disagree on most (for adjudication)")
         grid(result["disputed"], width="stretch")
