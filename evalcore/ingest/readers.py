@@ -47,6 +47,7 @@ from pathlib import Path, PurePosixPath
 import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.processes import alive
 from evalcore.core.text import CONTROL, SURROGATE, bad_character, normalise_id  # noqa: F401 (importers read them from here)
 from evalcore.ingest import strictjson
 from evalcore.ingest.encodings import ENCODINGS_EXPECTED, sniff_encoding  # noqa: F401 (read from here too)
@@ -508,16 +509,6 @@ def temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_temp(max_age_s: float = 3600, root: str | Path | None = None) -> list[Path]:
     """Remove the leftovers of uploads and archives whose process was killed (SIGKILL, OOM, a power cut: no
     `finally` ran): folders `evalcore-upload-<pid>-*` whose process is gone, and folders `evalcore-upload-*`
@@ -532,7 +523,7 @@ def sweep_temp(max_age_s: float = 3600, root: str | Path | None = None) -> list[
             rest = folder.name[len(TEMP_PREFIX):]
             pid = rest.split("-", 1)[0]
             if pid.isdigit() and "-" in rest:
-                stale = int(pid) != os.getpid() and not _alive(int(pid))
+                stale = int(pid) != os.getpid() and not alive(int(pid))
             else:
                 stale = now - folder.stat().st_mtime > max_age_s
             if stale:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from evalcore import __version__
 from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
+from evalcore.core.processes import alive
 from evalcore.store.migrations import LATEST, all_migrations
 
 ENV_VAR = "EVALCORE_DB"
@@ -765,19 +766,9 @@ def lock_holders(lock: Path, mine: int | None = None) -> list[int]:
         host = socket.gethostname()
         for line in text.decode("utf-8", "replace").splitlines():
             pid, _, where = line.strip().partition(" ")
-            if pid.isdigit() and where == host and _alive(int(pid)):
+            if pid.isdigit() and where == host and alive(int(pid)):
                 found.add(int(pid))
     return sorted(found)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def lock_descriptor(lock: Path) -> int:
