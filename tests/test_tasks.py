@@ -69,8 +69,7 @@ def _absolute(con, items=8, k=2, **kw):
 def test_stratified_units_cover_every_track_and_model(lab):
     units = stored.units(lab, _absolute(lab, items=8))
     assert len(units) == 8 and not units.duplicated(["item_id", "model_a"]).any()
-    # 8 units over tracks of 16 and 8 responses: 3 each first, then the 2 left by what each has left
-    # (13 and 5 of 18): 2 * 13 / 18 = 1.44 -> 1, 2 * 5 / 18 = 0.56 -> 0, and the larger remainder (0.56) gets 1
+    # 8 units over tracks of 16 and 8 responses: 4 each first (a verdict's fewest), nothing left to share
     assert units.groupby("track").size().to_dict() == {"lab/chitchat": 4, "lab/knowledge": 4}
     assert set(units["model_a"]) == set(MODELS)
     pairs = stored.units(lab, service.create_task(lab, dataset="lab", mode="pairwise", dimensions=["Info"], items=6,
@@ -387,18 +386,18 @@ def test_vote_agreement_counts_agreeing_pairs_and_alpha_is_krippendorff(lab):
 
 # ------------------------------------------------------------------ issue 46: sampling that serves every skill
 @pytest.mark.parametrize("sizes, n, expected", [
-    # demo-zh's two tracks (18,574 knowledge and 400 chit-chat responses), 16 units: 3 each, then the 10 left
-    # by what each has left: 10 * 18571 / 18968 = 9.79 -> 9 + the larger remainder (0.79) -> 10; 10 * 397 / 18968
-    # = 0.21 -> 0. Before: 15 and 1.
-    ({"k": 18574, "c": 400}, 16, {"k": 13, "c": 3}),
-    # too few units for three each: one per track in turn, the largest first
+    # demo-zh's two tracks (18,574 knowledge and 400 chit-chat responses), 16 units: 4 each, then the 8 left
+    # by what each has left: 8 * 18570 / 18966 = 7.83 -> 7 + the larger remainder (0.83) -> 8; 8 * 396 / 18966
+    # = 0.17 -> 0. Before: 15 and 1.
+    ({"k": 18574, "c": 400}, 16, {"k": 12, "c": 4}),
+    # too few units for four each: one per track in turn, the largest first
     ({"k": 18574, "c": 400, "p": 2}, 5, {"k": 2, "c": 2, "p": 1}),
-    # a track with fewer candidates than three gives what it has; the rest by size: 13 - (3 + 1 + 2) = 7 over
-    # (7, 0, 0) left -> all 7 to k (capped at its 10)
+    # a track with fewer candidates than four gives what it has; the rest by size: 13 - (4 + 1 + 2) = 6 over
+    # (6, 0, 0) left -> all 6 to k (capped at its 10)
     ({"k": 10, "c": 1, "p": 2}, 13, {"k": 10, "c": 1, "p": 2}),
     ({"k": 10, "c": 10}, 100, {"k": 10, "c": 10}),   # more asked than there are: every candidate
 ])
-def test_shares_give_every_track_three_units_first(sizes, n, expected):
+def test_shares_give_every_track_four_units_first(sizes, n, expected):
     assert service.shares(pd.Series(sizes), n) == expected
 
 

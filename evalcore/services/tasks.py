@@ -3,10 +3,11 @@ samples (stratified, or where the metrics disagree most), the live results (prog
 annotators disagree on), and the export. The stored side (answers, claims, states) is evalcore.store.tasks.
 
 Sampling, seeded:
-- stratified: every chosen track first gets MIN_PER_TRACK units (a correlation needs three; a track with
-  fewer candidates gives what it has), the rest are spread in proportion to the tracks' sizes; within a track
-  the units go over its models (absolute) or model pairs (pairwise) in turn. Where the units asked for do
-  not reach three per track, the tracks take one each in turn, the largest first;
+- stratified: every chosen track first gets MIN_PER_TRACK units (Metric trust's verdict on a skill needs four
+  rated responses of a track; a track with fewer candidates gives what it has), the rest are spread in
+  proportion to the tracks' sizes; within a track the units go over its models (absolute) or model pairs
+  (pairwise) in turn. Where the units asked for do not reach four per track, the tracks take one each in
+  turn, the largest first;
 - disagreement: within each track's share, the units whose automatic metrics disagree most: for a response,
   the spread (standard deviation) of its percentile ranks under each metric; for a pair, how evenly the
   metrics split between its two responses. It needs computed metric values on the tracks.
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.agreement import agreement, agreement_of, vote_agreement
+from evalcore.analysis.trust import VERDICT_N
 from evalcore.core import names
 from evalcore.metrics.judge.prompts import RUBRICS
 from evalcore.scoring import response_scores
@@ -75,7 +77,7 @@ def candidates(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, tracks: 
     return pd.DataFrame(rows, columns=["item_id", "track", "model_a", "model_b"])
 
 
-MIN_PER_TRACK = 3   # units a track gets before the rest is shared out: the fewest a correlation can use
+MIN_PER_TRACK = VERDICT_N   # units a track gets before the rest: the fewest a trust verdict can use (Fisher z: n - 3)
 
 
 def shares(sizes: pd.Series, n: int, floor: int = MIN_PER_TRACK) -> dict[str, int]:
@@ -179,7 +181,7 @@ def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dime
 
 def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
     """What a task's units cannot give, said at its creation: a track of the dataset with no unit (its skill's
-    trust cannot come from this task), a track with fewer than MIN_PER_TRACK units (no correlation there), and,
+    trust cannot come from this task), a track with fewer than MIN_PER_TRACK units (no verdict there), and,
     for an absolute task, a track whose units come from fewer than three models (no system-level correlation,
     Metric trust's first level)."""
     task = stored.get(con, task_id)
@@ -198,8 +200,8 @@ def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
             continue
         units, models = int(got.loc[track, "units"]), int(got.loc[track, "models"])
         if units < MIN_PER_TRACK:
-            out.append(f"{what} gets {units} unit{'s' if units != 1 else ''}: a correlation with its human scores "
-                       f"needs at least {MIN_PER_TRACK} rated responses (ask for more units).")
+            out.append(f"{what} gets {units} unit{'s' if units != 1 else ''}: Metric trust's verdict on it needs at "
+                       f"least {MIN_PER_TRACK} rated responses (ask for more units).")
         elif task.mode == "absolute" and models < 3:
             out.append(f"{what}: its {units} units come from {models} model{'s' if models != 1 else ''}, so only "
                        "turn-level correlations can use them (system level needs 3 models' responses).")
