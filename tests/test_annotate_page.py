@@ -270,3 +270,27 @@ def test_wrong_access_codes_and_personal_keys_are_guesses_held_back(monkeypatch,
     at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", task.access_code, key)
     assert at.error[0].value.startswith("Too many wrong personal keys: the next guess is checked in")
     assert f"ann-who-{task.task_id}" not in at.session_state
+
+
+def test_a_side_by_side_task_shows_its_ranking_per_dimension(monkeypatch, tmp_path, default_store_file):
+    """Issue 46, item 4: Bradley-Terry ratings to one decimal with their notes as sentences under the table (not a
+    column cut at 1400 px), and one win-rate matrix per dimension, the dimension named in it."""
+    from evalcore.services.tasks import create_task
+    db, _ = _store(tmp_path, default_store_file)
+    con = connect(db)
+    task = stored.get(con, create_task(con, dataset="demo-zh", mode="pairwise", dimensions=["Info", "Coh"], items=4,
+                                       per_item=1, seed=3))
+    for _ in range(4):
+        unit = stored.next_unit(con, task, "ann")
+        stored.answer(con, task, unit, "ann", "Info", 1.0)
+        stored.answer(con, task, unit, "ann", "Coh", 0.0)
+    con.close()
+    at = run("tasks", monkeypatch, {"EVALCORE_DB": db, "EVALCORE_ACCESS": None}, task=str(task.task_id))
+    tables = [d.value for d in at.dataframe]
+    ranking = next(t for t in tables if "rating" in t.columns)
+    assert "note" not in ranking.columns and set(ranking["dimension"]) == {"Info", "Coh"}
+    wins = next(t for t in tables if list(t.columns[:2]) == ["dimension", "model"])
+    assert set(wins["dimension"]) == {"Info", "Coh"}
+    # every vote one way: no finite fit, said as a sentence per dimension under the table
+    notes = [t.value for t in at.text if t.value.startswith(("Info: ", "Coh: "))]
+    assert sorted(n.split(":")[0] for n in notes) == ["Coh", "Info"]
