@@ -271,7 +271,8 @@ def _unit_panel() -> None:
     # and the start of a long context were off-screen. Streamlit runs this script when the element changes (the
     # unit number in it), not on a rerun that draws the same unit the same way. It holds no user text. Drawn
     # last: first in the panel it held the unit's drawing back (click to next unit 0.74 s against 0.50 s).
-    st.html(f"<script>/* unit {unit} */ for (const el of [window.parent.document.querySelector("
+    # The only value in it is the unit's number, made an int here so no text can ever reach the script.
+    st.html(f"<script>/* unit {int(unit)} */ for (const el of [window.parent.document.querySelector("
             "'[data-testid=\"stMain\"]'), window.parent.document.querySelector('[data-testid=\"stAppViewContainer\"]'"
             ")]) { if (el) el.scrollTo({top: 0}); } window.scrollTo({top: 0});</script>",
             unsafe_allow_javascript=True, width="content")

@@ -1,4 +1,4 @@
-"""Datasets get a language from their texts when none was declared (evalcore.core.language; README, "Items").
+"""Datasets get a language from their texts when none was declared (evalcore.core.language; docs/importing.md, "Items").
 
 Before this version a dataset imported without a `language` (an items JSONL without the optional field, a
 DSTC10 file without --language) was stored with none and scored as Chinese: char tokens and METEOR's
