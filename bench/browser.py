@@ -1,10 +1,12 @@
 """Benchmark: how long each dashboard page takes to draw in a real browser (headless Chromium).
 
     python bench/browser.py [--db PATH] [--runs 5] [--pages a,b,c] [--port P] [--cold] [--fresh] [--check-empty] [--out F]
+                            [--width 1400] [--baseline] [--screenshots DIR]
 
 Without --db, builds a store with `python -m evalcore init` (timed: "store build"). Starts
 `python app.py` (streamlit run) on that store and waits for /_stcore/health. Pages are the url_path="..."
-values in app.py (url_path "" is the overview, URL "/"); --pages keeps only the named ones.
+values in app.py (url_path "" is the overview, URL "/"); --pages keeps only the named ones. A name may
+carry a query, e.g. --pages overview,annotate?task=1 (loads /annotate?task=1; reported as "annotate?task=1").
 
 What is timed, per load: a NEW browser context (empty cache, new Streamlit session), timer started
 just before page.goto(url), stopped when the first "main content" element is visible inside the
@@ -21,6 +23,18 @@ finished and whose main area then stays unchanged for 10 s with nothing of the k
 A "Page not found" dialog (which `streamlit run` shows on a first deep link; `python app.py` does not) is closed,
 never counted as drawn. --check-empty also records the text of every stAlert on the page (after the
 last timed load has drawn and the script has finished, at most 15 s more) to spot pages that open empty.
+
+--width W sets the browser viewport's width (default 1400; height 1000, or 900 when --width is given).
+--baseline also starts bench/bare_app.py (a title and one 10x3 st.dataframe) with `streamlit run` on
+another free port, loads it in every round right after the pages (same fresh context, same "drawn"
+rule; its first visit too), and prints per page its median, the bare app's median and their ratio:
+the project's rule is that pages are measured as a ratio to a bare Streamlit app in the same loop.
+With --baseline the timed visits go round by round (every page once, then the bare app, then again)
+instead of page by page, so that load on the machine hits pages and baseline alike.
+--screenshots DIR: after the timed loads, one PNG per page (and the bare app) into DIR, taken in a
+fresh context at the viewport width once the page has drawn and its script has finished (at most
+15 s more) plus 2 s; the viewport is then made as tall as Streamlit's scrolling pane, so the PNG
+shows the whole page (at most 8000 px).
 """
 from __future__ import annotations
 
@@ -117,13 +131,77 @@ class Server:
         self.proc = None
 
 
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+class BareServer(Server):
+    """bench/bare_app.py under `streamlit run` (the --baseline reference)."""
+
+    def start(self) -> None:
+        out = open(self.log, "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "bench" / "bare_app.py"),
+             "--server.port", str(self.port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
+        out.close()
+        for _ in range(240):
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        sys.exit(f"bare app did not start; its log ends:\n{self.log.read_text(errors='replace')[-3000:]}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def screenshot(browser, url: str, path: Path) -> str:
+    """A PNG of the whole page at the viewport width; returns what was drawn first."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    context = browser.new_context(viewport=dict(VIEWPORT))
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
+        try:
+            drawn = page.wait_for_function(DRAWN_JS, arg=DRAWN, timeout=TIMEOUT_MS, polling=50).json_value()
+        except PlaywrightTimeout:
+            drawn = "timeout"
+        dialog = page.get_by_text("Page not found")
+        if dialog.count() and dialog.first.is_visible():
+            page.keyboard.press("Escape")
+        try:
+            page.wait_for_function(FINISHED_JS, timeout=15_000)
+        except PlaywrightTimeout:
+            pass
+        page.wait_for_timeout(2000)
+        # Streamlit scrolls inside its own pane: make the window as tall as that pane's content.
+        height = page.evaluate("""() => Math.max(document.documentElement.scrollHeight,
+            ...[...document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"], section.stMain')]
+               .map(e => e.scrollHeight))""")
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": int(min(max(height, VIEWPORT["height"]), 8000))})
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(path), full_page=True)
+        return drawn.split('"')[1] if '"' in drawn else drawn
+    finally:
+        context.close()
+
+
 def load(browser, url: str, check_empty: bool = False, context=None) -> tuple[float, str, list[str] | None]:
     """One visit in a fresh context, or in a new tab of `context` (a returning visitor: the browser's
     cache is warm): (seconds to drawn or NaN, what was drawn, alert texts or None)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     own = context is None
-    context = context or browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = context or browser.new_context(viewport=dict(VIEWPORT))
     page = context.new_page()
     try:
         start = time.perf_counter()
@@ -151,6 +229,9 @@ def load(browser, url: str, check_empty: bool = False, context=None) -> tuple[fl
         (context if own else page).close()
 
 
+BARE = "bare app"
+
+
 def fmt(x: float) -> str:
     return "   NaN" if math.isnan(x) else f"{x:6.2f}"
 
@@ -167,24 +248,31 @@ def main() -> None:
                         help="first measure a fresh machine: no store yet, the dashboard builds its default store "
                              "on the first visit of / (reported as 'fresh first visit')")
     parser.add_argument("--out", help="also write the results as JSON here")
+    parser.add_argument("--width", type=int, help="viewport width in px (default 1400; height 900 when given)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also time bench/bare_app.py (streamlit run, another port) in the same loop; "
+                             "print each page's median as a ratio to the bare app's")
+    parser.add_argument("--screenshots", metavar="DIR", help="after the timed loads, a full-page PNG per page here")
     args = parser.parse_args()
 
+    if args.width:
+        VIEWPORT.update(width=args.width, height=900)
     pages = discover_pages()
     if args.pages:
         wanted = [p.strip() for p in args.pages.split(",") if p.strip()]
-        if unknown := [p for p in wanted if p not in pages]:
+        if unknown := [p for p in wanted if p.split("?")[0] not in pages]:
             sys.exit(f"unknown page(s) {unknown}; app.py has {list(pages)}")
-        pages = {p: pages[p] for p in wanted}
+        pages = {p: pages[p.split("?")[0]] + ("?" + p.split("?", 1)[1] if "?" in p else "") for p in wanted}
     if not args.port:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            args.port = s.getsockname()[1]
+        args.port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-browser-"))
     server = Server(args.db or str(tmp / "store.duckdb"), args.port, tmp / "streamlit.log")
+    bare = BareServer(None, free_port(), tmp / "bare.log") if args.baseline else None
     info = {"nproc": len(os.sched_getaffinity(0)), "streamlit": version("streamlit"),
             "date": datetime.datetime.now().isoformat(" ", "seconds"), "runs": args.runs, "cold": args.cold,
-            "store_build_s": None, "pages": []}
-    print(f"machine: nproc {info['nproc']}, Streamlit {info['streamlit']}, {info['date']}")
+            "viewport": dict(VIEWPORT), "store_build_s": None, "pages": []}
+    print(f"machine: nproc {info['nproc']}, Streamlit {info['streamlit']}, {info['date']}"
+          + (f", viewport {VIEWPORT['width']}x{VIEWPORT['height']}" if args.width else ""))
     try:
         if not args.db:
             start = time.perf_counter()
@@ -205,42 +293,85 @@ def main() -> None:
                     fresh.stop()
                 print(f"fresh first visit of / (store built by the dashboard): {info['fresh_first_visit_s']:.2f} s")
             server.start()
+            if bare:
+                bare.start()
             first = {}
             for name, path in pages.items():
                 if args.cold and first:
                     server.stop()
                     server.start()
                 first[name] = load(browser, server.base + path)[0]
-            for name, path in pages.items():
-                times, drawn, alerts = [], set(), None
+            if bare:
+                first[BARE] = load(browser, bare.base + "/")[0]
+            results = {name: ([], set(), None) for name in pages}
+            if bare:
+                # Round by round: every page once, then the bare app, so both see the same machine load.
+                results[BARE] = ([], set(), None)
                 for i in range(args.runs):
-                    t, d, a = load(browser, server.base + path, args.check_empty and i == args.runs - 1)
-                    times.append(t)
-                    drawn.add(d)
-                    alerts = a if a is not None else alerts
+                    for name, base, path in [(n, server.base, p) for n, p in pages.items()] + [(BARE, bare.base, "/")]:
+                        t, d, a = load(browser, base + path, args.check_empty and i == args.runs - 1 and name != BARE)
+                        results[name][0].append(t)
+                        results[name][1].add(d)
+                        if a is not None:
+                            results[name] = (*results[name][:2], a)
+                    print(f"  round {i + 1}: " + ", ".join(f"{n} {fmt(r[0][-1]).strip()}" for n, r in results.items()),
+                          flush=True)
+            else:
+                for name, path in pages.items():
+                    times, drawn, alerts = [], set(), None
+                    for i in range(args.runs):
+                        t, d, a = load(browser, server.base + path, args.check_empty and i == args.runs - 1)
+                        times.append(t)
+                        drawn.add(d)
+                        alerts = a if a is not None else alerts
+                    results[name] = (times, drawn, alerts)
+                    print(f"  measured {name}: first {fmt(first[name]).strip()} s, runs {[round(t, 2) for t in times]}",
+                          flush=True)
+            for name, (times, drawn, alerts) in results.items():
+                path = "/ (bare_app.py)" if name == BARE else pages[name]
                 ok = [t for t in times if not math.isnan(t)]
                 row = {"page": name, "url": path, "first": first[name], "runs": times,
                        "median": statistics.median(ok) if ok else math.nan, "min": min(ok, default=math.nan),
                        "max": max(ok, default=math.nan), "nan": len(times) - len(ok),
                        "drawn_by": sorted(drawn), "alerts": alerts}
                 info["pages"].append(row)
-                print(f"  measured {name}: first {fmt(row['first']).strip()} s, runs {[round(t, 2) for t in times]}",
-                      flush=True)
+            if args.screenshots:
+                out = Path(args.screenshots)
+                out.mkdir(parents=True, exist_ok=True)
+                shots = [(n, server.base + p) for n, p in pages.items()] + ([(BARE, bare.base + "/")] if bare else [])
+                for name, url in shots:
+                    file = out / (name.replace(" ", "_").replace("?", "_").replace("=", "").replace("&", "_").replace("/", "_") + ".png")
+                    drawn = screenshot(browser, url, file)
+                    print(f"  screenshot {file} ({drawn})", flush=True)
             browser.close()
     finally:
         server.stop()
+        if bare:
+            bare.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    head = f"{'page':14s} {'first':>7s} {'median':>7s} {'min':>7s} {'max':>7s}  {'NaN':>3s}  drawn by"
+    w = max([14] + [len(r["page"]) for r in info["pages"]])
+    head = f"{'page':{w}s} {'first':>7s} {'median':>7s} {'min':>7s} {'max':>7s}  {'NaN':>3s}  drawn by"
     print(f"\nseconds to first table/chart/metric; median/min/max of {args.runs} visits; "
           "NaN = timeout (90 s) or nothing drawn")
     print(head + ("  | alerts" if args.check_empty else ""))
     for r in info["pages"]:
-        line = (f"{r['page']:14s} {fmt(r['first']):>7s} {fmt(r['median']):>7s} {fmt(r['min']):>7s} "
+        line = (f"{r['page']:{w}s} {fmt(r['first']):>7s} {fmt(r['median']):>7s} {fmt(r['min']):>7s} "
                 f"{fmt(r['max']):>7s}  {r['nan']:3d}  {','.join(r['drawn_by']):20s}")
         if args.check_empty:
             line += "  | " + (" / ".join(r["alerts"] or []) or "-")[:80]
         print(line)
+    if bare:
+        base = next(r["median"] for r in info["pages"] if r["page"] == BARE)
+        info["bare_median"] = base
+        print(f"\nratio to the bare app (bench/bare_app.py, a title and a 10x3 st.dataframe), timed in the same loop"
+              f" at {VIEWPORT['width']}x{VIEWPORT['height']}")
+        print(f"{'page':18s} {'median':>7s} {'bare':>7s} {'ratio':>7s}")
+        for r in info["pages"]:
+            if r["page"] != BARE:
+                r["ratio"] = r["median"] / base if base and not math.isnan(base) else math.nan
+                print(f"{r['page']:18s} {fmt(r['median']):>7s} {fmt(base):>7s} "
+                      f"{'    NaN' if math.isnan(r['ratio']) else format(r['ratio'], '7.2f')}")
     if args.out:
         clean = json.loads(json.dumps(info), parse_constant=lambda c: None)  # NaN -> null
         Path(args.out).write_text(json.dumps(clean, indent=2, ensure_ascii=False))
