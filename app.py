@@ -21,8 +21,8 @@ if __name__ == "__main__" and not st.runtime.exists():
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from evalcore.cli import die_with_parent
     from evalcore.core.errors import StoreError
+    from evalcore.core.processes import die_with_parent
     from evalcore.services import jobs
     from evalcore.store import resolve_db_path, server_lock
     from evalcore.ui.access import forwarded_allow_ips

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pandas as pd
@@ -28,6 +26,7 @@ from evalcore.analysis.options import (
 from evalcore.analysis.taskoriented import MAX_TURNS
 from evalcore.core import names
 from evalcore.core.errors import ImportRefused, ReadOnlyStore, StoreError
+from evalcore.core.processes import PARENT_VAR
 from evalcore.core.text import CONTROL, bad_character
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.metrics import judge, neural
@@ -1052,8 +1051,6 @@ def run_app(db: str | None, port: int | None, address: str | None, extra: list[s
     return _child(args, env)
 
 
-PARENT_VAR = "EVALCORE_GROUP_PARENT"   # the pid of `evalcore app --processes N`, set for the servers it starts
-ORPHAN_GRACE = 10.0   # seconds a server whose group parent died has to stop on SIGTERM before it is killed
 
 
 def run_group(db: str | None, port: int, address: str | None, processes: int) -> int:
@@ -1106,29 +1103,6 @@ def run_group(db: str | None, port: int, address: str | None, processes: int) ->
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-
-
-def die_with_parent() -> None:
-    """In a server `evalcore app --processes N` started (PARENT_VAR): end when that parent ends, however it ends.
-    A parent killed with SIGKILL sends its servers nothing, and they kept serving, orphaned, holding the store's
-    server lock (issue 46). On Linux the kernel sends SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG);
-    everywhere a thread also watches the parent (its pid stops being this process's parent) and, should the server
-    not have stopped ORPHAN_GRACE s after the SIGTERM it sends, kills it."""
-    try:
-        parent = int(os.environ.pop(PARENT_VAR, ""))
-    except ValueError:
-        return
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)   # 1: PR_SET_PDEATHSIG
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(ORPHAN_GRACE)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="evalcore-parent-watch", daemon=True).start()
 
 
 def _child(args: list[str], env: dict) -> int:

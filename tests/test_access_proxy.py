@@ -1,4 +1,4 @@
-"""The guess throttles as a guesser meets them over Streamlit's own protocol (bench/protocol.Tab): from
+"""The guess throttles as a guesser meets them over Streamlit's own protocol (tests/streamlit_session.Session): from
 127.0.0.1 with a new session every few guesses and a made-up X-Forwarded-For on each, and through a real
 nginx (Debian's package, started here on loopback ports, configured as the README says) from several
 loopback addresses (127.0.0.2, 127.0.0.3, ...: all of 127/8 is this machine on Linux).
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from streamlit_session import Session
 
 from bench.annotate import free_port, healthy, serve
-from bench.protocol import Tab
 from conftest import ROOT, copy_default_store
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -106,16 +106,23 @@ async def _guess(base: str, guesses: list[str], *, per_session: int, source: str
     out: list[str] = []
     for start in range(0, len(guesses), per_session):
         headers = {"X-Forwarded-For": f"203.0.113.{rng.randrange(1, 255)}"} if spoof else {}
-        async with Tab(base, headers, (source, 0) if source else None) as tab:
-            await tab.run(PAGE, QUERY)
+        tab = await Session(base, PAGE, QUERY, headers=headers, local_addr=(source, 0) if source else None).open()
+        try:
             for given in guesses[start:start + per_session]:
-                if BOX not in tab.drawn:   # the gate let this session in
+                if not _drawn(tab, BOX):   # the gate let this session in
                     out.append("right")
                     continue
-                texts = " ".join(await tab.run(PAGE, QUERY, {BOX: given}))
-                out.append("right" if BOX not in tab.drawn else CHECKED if CHECKED in texts else
-                           SERVER_HELD if SERVER_HELD in texts else HELD if HELD in texts else IGNORED)
+                await tab.fill(BOX, given)
+                await tab.run()
+                out.append("right" if not _drawn(tab, BOX) else CHECKED if tab.said(CHECKED) else
+                           SERVER_HELD if tab.said(SERVER_HELD) else HELD if tab.said(HELD) else IGNORED)
+        finally:
+            await tab.close()
     return out
+
+
+def _drawn(tab: Session, label: str) -> bool:
+    return any(w.label == label for w in tab.widgets.values())
 
 
 def test_guesses_from_loopback_with_new_sessions_and_made_up_addresses_are_held(store, tmp_path):
@@ -199,8 +206,6 @@ async def _code_guess(base: str, task, codes: list[str], *, per_session: int, so
     """Annotate's login over the protocol: each code given with a new name in one form submit; the outcome read
     from the page (CHECKED: 'not this task's access code', HELD: 'Too many wrong access codes', 'right': the
     personal key was issued)."""
-    from streamlit_session import Session
-
     rng = random.Random(11)
     out = []
     for start in range(0, len(codes), per_session):

@@ -1,7 +1,17 @@
-"""Processes on this machine, as the store's locks and the temp-folder sweep ask about them."""
+"""Processes on this machine: whether one lives (the store's locks, the temp-folder sweep), and a server that ends
+with the `evalcore app --processes N` that started it (app.py calls die_with_parent before anything heavy is
+imported: here, not in evalcore.cli, whose imports take seconds)."""
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+import threading
+import time
+
+PARENT_VAR = "EVALCORE_GROUP_PARENT"   # the pid of `evalcore app --processes N`, set for the servers it starts
+ORPHAN_GRACE = 10.0   # seconds a server whose group parent died has to stop on SIGTERM before it is killed
 
 
 def alive(pid: int) -> bool:
@@ -13,3 +23,26 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def die_with_parent() -> None:
+    """In a server `evalcore app --processes N` started (PARENT_VAR): end when that parent ends, however it ends.
+    A parent killed with SIGKILL sends its servers nothing, and they kept serving, orphaned, holding the store's
+    server lock (issue 46). On Linux the kernel sends SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG);
+    everywhere a thread also watches the parent (its pid stops being this process's parent) and, should the server
+    not have stopped ORPHAN_GRACE s after the SIGTERM it sends, kills it."""
+    try:
+        parent = int(os.environ.pop(PARENT_VAR, ""))
+    except ValueError:
+        return
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)   # 1: PR_SET_PDEATHSIG
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(ORPHAN_GRACE)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="evalcore-parent-watch", daemon=True).start()

@@ -227,11 +227,6 @@ def _seed(*parts) -> int:
     return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()[:8], "little")
 
 
-def check_annotator(name: str) -> str:
-    """An annotator's name in its normal form, or ValueError saying what is wrong with it."""
-    return check_name(name)
-
-
 def progress(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
     """Per annotator: units finished (every dimension answered, or skipped), skipped, flagged, median seconds
     per unit."""
@@ -282,7 +277,7 @@ def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now
     """The unit this annotator rates next, claimed for them (None: nothing left for them now; `waiting` says
     whether some unit may free up). One transaction: the check that fewer than K other people hold the unit
     and the claim cannot interleave with another's."""
-    annotator = check_annotator(annotator)
+    annotator = check_name(annotator)
     now = now or datetime.now()
     n = con.execute("SELECT count(*) FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()[0][0]
     with transaction(con):
@@ -349,7 +344,7 @@ def waiting(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *,
             now: datetime | None = None) -> tuple[int, datetime | None]:
     """(units kept from this person only by others' recent claims, when the first of those claims lapses):
     what "nothing left for you" means while people are still looking at units (0, None: nothing will free)."""
-    held = _plan(con, task, check_annotator(annotator), now or datetime.now())["held"]
+    held = _plan(con, task, check_name(annotator), now or datetime.now())["held"]
     return len(held), (min(held.values()) if held else None)
 
 
@@ -391,7 +386,7 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
     and the human rating or pairwise judgment it stands for (replacing this annotator's earlier one). Refused,
     with nothing stored, when K other people answered the unit first (UnitFull) or this person rated the
     response or pair on this dimension elsewhere (RatedElsewhere)."""
-    annotator = check_annotator(annotator)
+    annotator = check_name(annotator)
     dim = next((d for d in task.dimensions if d.dimension == dimension), None)
     if dim is None:
         raise ValueError(f"task {task.task_id} does not rate {dimension!r}; it rates "
@@ -443,7 +438,7 @@ def skip(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) 
     """This annotator gives the unit up: another takes their place, and the answers they gave on it stop
     counting (they stay in the unit's history; Back to the unit and answering again takes a place again
     while one is free)."""
-    annotator = check_annotator(annotator)
+    annotator = check_name(annotator)
     row = con.execute("SELECT item_id, model_a, model_b FROM task_units WHERE task_id = ? AND unit = ?",
                       [task.task_id, unit]).fetchall()
     if not row:
@@ -475,7 +470,7 @@ def flag(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, 
     bad = bad_character(comment)
     if bad:
         raise ValueError(f"A comment may not hold a {bad}.")
-    annotator = check_annotator(annotator)
+    annotator = check_name(annotator)
     with transaction(con):
         _writable(con, task.task_id)
         return _insert(con, task.task_id, unit, annotator, None, None, "flag", comment, None, datetime.now())

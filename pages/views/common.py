@@ -403,7 +403,7 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
         # Plain text: not st.code (which loads a 1.5 MB highlighter on every page), not markdown (the
         # link's host comes from the request, so it is text like any other).
         st.caption("Link to exactly this view: copy it from here or from the address bar")
-        st.text(link(_base_url(), page, values))
+        st.text(link(base_url(), page, values))
 
 
 def choose_many(vs: ViewState, values: dict, name: str, label: str, options: list[str],
@@ -422,17 +422,13 @@ def choose_many(vs: ViewState, values: dict, name: str, label: str, options: lis
     return chosen
 
 
-def base_url() -> str:
-    """This server's address as the browser reached it (for links a page hands out, e.g. an annotator's)."""
-    return _base_url()
-
-
 def page_link(page: str, values: dict) -> str:
     """A full link to `page` showing `values`, on this server (what a page hands out to be opened elsewhere)."""
-    return link(_base_url(), page, values)
+    return link(base_url(), page, values)
 
 
-def _base_url() -> str:
+def base_url() -> str:
+    """This server's address as the browser reached it (for links a page hands out, e.g. an annotator's)."""
     try:
         url = st.context.url or ""
     except Exception:  # no browser context (AppTest)
