@@ -340,7 +340,8 @@ def main() -> None:
                 out.mkdir(parents=True, exist_ok=True)
                 shots = [(n, server.base + p) for n, p in pages.items()] + ([(BARE, bare.base + "/")] if bare else [])
                 for name, url in shots:
-                    file = out / (name.replace(" ", "_").replace("?", "_").replace("=", "").replace("&", "_").replace("/", "_") + ".png")
+                    stem = name.replace(" ", "_").replace("?", "_").replace("=", "").replace("&", "_").replace("/", "_")
+                    file = out / (stem + ".png")
                     drawn = screenshot(browser, url, file)
                     print(f"  screenshot {file} ({drawn})", flush=True)
             browser.close()

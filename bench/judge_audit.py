@@ -1,6 +1,6 @@
 """The judge audit on real human ratings, with the test suite's deterministic judge server standing in for an LLM.
 
-    python bench/judge_audit.py [--out bench/screenshots] [--msde-track lic2021/knowledge]
+    python bench/judge_audit.py [--out docs/img/screens] [--msde-track lic2021/knowledge]
 
 Data (read from ../shared/data, never shipped): USR-TopicalChat (60 contexts x 6 responses, three annotators
 on six dimensions, English) and one track of the MSDE release (Info, Coh, Know; one score per response,
@@ -76,7 +76,7 @@ def judge(srv: JudgeServer, db: Path, dataset: str, metrics: str, model: str, tr
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ROOT / "bench" / "screenshots"))
+    parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "screens"))
     parser.add_argument("--msde-track", default="lic2021/knowledge")
     args = parser.parse_args()
     if not (SHARED / "usr").exists() or not (SHARED / "msde").exists():

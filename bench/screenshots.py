@@ -1,6 +1,6 @@
-"""The README's screenshots of a human evaluation, from creating a task to the trust view, taken in Chromium.
+"""The docs' screenshots of a human evaluation, from creating a task to the trust view, taken in Chromium.
 
-    python bench/screenshots.py [--out bench/screenshots]
+    python bench/screenshots.py [--out docs/img/screens]
 
 A fresh store (`evalcore init`: the embedded data and its demo task, ten demo-zh responses rated on Info and
 Coh by K = 2 annotators). Two simulated annotators (seeded scores near a model's quality) rate through the
@@ -65,7 +65,7 @@ def sign_in(page, url: str, name: str, code: str, shown: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ROOT / "bench" / "screenshots"))
+    parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "screens"))
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 

@@ -1,4 +1,5 @@
-"""A metric is one object: the "Adding a metric" example of docs/architecture.md, registered as the registry registers a
+"""A metric is one object: the "Adding a metric" example of docs/development/architecture.md,
+registered as the registry registers a
 module's METRICS, flows through scoring, the cache, leaderboards, the rank bootstrap and evalcore.score
 with no other code knowing its name. Values against arithmetic written out here."""
 from __future__ import annotations
@@ -16,10 +17,10 @@ from evalcore.metrics.base import Metric, Signature
 
 @pytest.fixture
 def example_metric(monkeypatch):
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "development" / "architecture.md").read_text(encoding="utf-8")
     code = re.search(r"## Adding a metric.*?```python\n(.*?)```", text, re.S).group(1)
     scope: dict = {}
-    exec(compile(code, "docs/architecture.md Adding a metric", "exec"), scope)
+    exec(compile(code, "docs/development/architecture.md Adding a metric", "exec"), scope)
     metric = scope["METRICS"][0]
     monkeypatch.setitem(registry.METRICS, metric.name, metric)
     monkeypatch.setitem(registry.GROUPS, "length", [metric.name])

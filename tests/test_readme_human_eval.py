@@ -1,4 +1,5 @@
-"""The "Run a human evaluation" commands of docs/human-evaluation.md run as written on the default store (`evalcore init`): they
+"""The "Run a human evaluation" commands of docs/analysis/human-evaluation.md run as
+written on the default store (`evalcore init`): they
 named a dataset (`msde`) that store does not hold (issue 46, item 4)."""
 import re
 import shlex
@@ -8,11 +9,12 @@ from evalcore.cli import main
 
 
 def readme_commands(name: str) -> list[list[str]]:
-    """The `python -m evalcore ...` lines of docs/human-evaluation.md's bash block marked `<!-- example: NAME -->`, as argument
+    """The `python -m evalcore ...` lines of docs/analysis/human-evaluation.md's bash block marked `<!-- example: NAME -->`,
+    as argument
     lists (a line ending in a backslash goes on on the next)."""
-    text = (ROOT / "docs" / "human-evaluation.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "analysis" / "human-evaluation.md").read_text(encoding="utf-8")
     match = re.search(rf"<!-- example: {name} -->\n\s*```bash\n(.*?)```", text, re.S)
-    assert match, f"docs/human-evaluation.md has no bash example marked {name!r}"
+    assert match, f"docs/analysis/human-evaluation.md has no bash example marked {name!r}"
     joined = re.sub(r"\\\n\s*", " ", match.group(1))
     commands = [shlex.split(line.strip()) for line in joined.splitlines() if line.strip()]
     assert all(c[:3] == ["python", "-m", "evalcore"] for c in commands), commands
