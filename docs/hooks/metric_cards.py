@@ -60,7 +60,7 @@ def card(metric, text: dict[str, str]) -> str:
         "",
         metric.description.rstrip(".") + ".",
         "",
-        "| | |",
+        "| property | |",
         "|---|---|",
         f"| family | {metric.family} |",
         f"| asked for with | `--metrics {metric.name}`; {asked} |",
