@@ -46,7 +46,6 @@ from evalcore.store.opening import (
     WAIT_VAR,
     Handle,
     connect,
-    is_empty,
     lock_wait,
     migrate,
     run_migrations,
@@ -80,7 +79,7 @@ from evalcore.store.transactions import (
 
 __all__ = ["bound_memory", "bump_revision", "check_store_path", "connect", "DATA_TABLES", "default_db_path",
            "DiskFull", "done_waiting", "DURABLE", "ENV_VAR", "FAIR_WAIT", "file_stamp", "FULL", "GROUP_VAR", "Handle",
-           "HANDOVER_WAIT", "insert_frame", "INVALIDATED", "is_empty", "Lease", "lease", "lock_descriptor",
+           "HANDOVER_WAIT", "insert_frame", "INVALIDATED", "Lease", "lease", "lock_descriptor",
            "LOCK_GRACE", "lock_holders", "lock_wait", "MAGIC", "memory_limit", "MEMORY_VAR", "migrate",
            "NEVER_SKIP_WAL", "READ_ONLY_FS", "ReadOnlyStore", "record_holders", "registered", "resolve_db_path",
            "RETRIES", "retrying", "revision", "run_migrations", "schema_version", "SCOPES", "SCORING_MEMORY",

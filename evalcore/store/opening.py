@@ -239,11 +239,6 @@ class Handle:
             con.close()
 
 
-def is_empty(con: duckdb.DuckDBPyConnection) -> bool:
-    """The store holds no dataset yet."""
-    return con.execute("SELECT count(*) FROM datasets").fetchall()[0][0] == 0
-
-
 DATA_TABLES = (
     "datasets", "tracks", "dialogues", "turns", "items", "item_references", "models",
     "responses", "dimensions", "human_ratings", "metric_signatures", "metric_scores",

@@ -31,9 +31,9 @@ class Shared:
 
     def __init__(self, db: Path):
         self.db, self.root, self.users, self.lock = db, None, 0, threading.RLock()  # RLock: __del__ may give back
-        # Seconds the instance stays open after its last cursor is back (the dashboard sets it: its
-        # STORE_LINGER): opening costs 20-30 ms (the file's catalog read again) and closing a checkpoint, which
-        # an annotator's next click or a page's next run within moments would pay again. 0: close at once.
+        # Seconds the instance stays open after its last cursor is back (the dashboard's STORE_LINGER, off there at
+        # present): opening costs 20-30 ms (the file's catalog read again) and closing a checkpoint, which an
+        # annotator's next click or a page's next run within moments would pay again. 0: close at once.
         self.linger, self.generation = 0.0, 0
         self.read_only = False   # opened read-only: the file system would not let it be written (lease)
         self.stale = False       # to be opened anew once every cursor is back (Lease.spoiled)
