@@ -2,7 +2,7 @@
 
 The language picks the default tokenizer (`en` for English, `char` for any other) and METEOR 1.5's mode
 (`-l en -norm` for English, the language-independent `-l other` for any other), so a dataset imported
-without one used to be scored as Chinese. `detect` decides from the texts of the dataset's items (their
+without one would be scored as Chinese. `detect` decides from the texts of the dataset's items (their
 contexts and references), by script:
 
 - count the letters (characters Python's `str.isalpha` accepts: Unicode categories L*, as RE2's `\\p{L}`),
