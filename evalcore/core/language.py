@@ -2,7 +2,7 @@
 
 The language picks the default tokenizer (`en` for English, `char` for any other) and METEOR 1.5's mode
 (`-l en -norm` for English, the language-independent `-l other` for any other), so a dataset imported
-without one used to be scored as Chinese. `detect` decides from the texts of the dataset's items (their
+without one would be scored as Chinese. `detect` decides from the texts of the dataset's items (their
 contexts and references), by script:
 
 - count the letters (characters Python's `str.isalpha` accepts: Unicode categories L*, as RE2's `\\p{L}`),
@@ -24,7 +24,6 @@ first opened by this version), from the same ranges and thresholds (`sql_counts`
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Iterable
@@ -45,16 +44,9 @@ LATIN = ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x24F), 
 NOTE = '{language} (detected from the texts; set "language" to override)'
 
 
-def _py_class(ranges) -> re.Pattern:
-    return re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges) + "]")
-
-
 def _sql_class(ranges, negate: bool = True) -> str:
     """An RE2 character class of the ranges (negated: what regexp_replace removes)."""
     return "[" + ("^" if negate else "") + "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges) + "]"
-
-
-_PY = {"han": _py_class(HAN), "kana": _py_class(KANA), "hangul": _py_class(HANGUL), "latin": _py_class(LATIN)}
 
 
 @dataclass(frozen=True)
@@ -95,14 +87,6 @@ def count(texts: Iterable[str]) -> Counts:
     bmp = cp < 0x10000
     letters = int(_alpha_bmp()[cp[bmp]].sum()) + sum(chr(c).isalpha() for c in cp[~bmp].tolist())
     return Counts(letters, _in(cp, HAN), _in(cp, KANA), _in(cp, HANGUL), _in(cp, LATIN))
-
-
-def count_slowly(texts: Iterable[str]) -> Counts:
-    """count, character by character with str.isalpha and regular expressions (what tests compare count with)."""
-    total = Counts()
-    for text in texts:
-        total = total + Counts(sum(map(str.isalpha, text)), *(len(p.findall(text)) for p in _PY.values()))
-    return total
 
 
 def decide(c: Counts) -> str | None:

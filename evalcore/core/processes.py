@@ -27,8 +27,8 @@ def alive(pid: int) -> bool:
 
 def die_with_parent() -> None:
     """In a server `evalcore app --processes N` started (PARENT_VAR): end when that parent ends, however it ends.
-    A parent killed with SIGKILL sends its servers nothing, and they kept serving, orphaned, holding the store's
-    server lock (issue 46). On Linux the kernel sends SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG);
+    A parent killed with SIGKILL sends its servers nothing, and they would keep serving, orphaned, holding the
+    store's server lock. On Linux the kernel sends SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG);
     everywhere a thread also watches the parent (its pid stops being this process's parent) and, should the server
     not have stopped ORPHAN_GRACE s after the SIGTERM it sends, kills it."""
     try:

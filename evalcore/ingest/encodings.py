@@ -1,9 +1,9 @@
 """The encoding of a user's text file: UTF-8 (with or without BOM), UTF-16 with a BOM, or GB18030/GBK, and one of
-them throughout (issue 46).
+them throughout.
 
-GB18030 reads almost any bytes, so a file that is not UTF-8 everywhere used to be read whole as GB18030: a file
-whose rows were UTF-8 with one GBK row pasted in (or the reverse) stored its UTF-8 rows as mojibake ("寮犱笁" for
-张三). Now such a file is refused, naming the first line that is not in the encoding the rest of the file uses.
+GB18030 reads almost any bytes, so a file that is not UTF-8 everywhere, read whole as GB18030, would store the UTF-8
+rows of a file whose rows are UTF-8 with one GBK row pasted in (or the reverse) as mojibake ("寮犱笁" for 张三):
+such a file is refused, naming the first line that is not in the encoding the rest of the file uses.
 
 How a line's encoding is told apart: a line that is valid UTF-8 and reads as text (a CJK character, CJK
 punctuation, a full-width form or a curly quote, dash or ellipsis, and no character outside the scripts and

@@ -137,6 +137,6 @@ def _grounding(check: Checker, rec: dict, where: str) -> dict | None:
     if bad:
         check.add(where, f"grounding.{bad[0]}", "one of the keys " + ", ".join(GROUNDING_KEYS), "an unknown key")
         return None
-    if not check.texts_within(value, where, "grounding"):   # every string in it, as any text field (issue 29)
+    if not check.texts_within(value, where, "grounding"):   # every string in it, as any text field
         return None
     return value

@@ -2,7 +2,7 @@
 
 Every record comes with the place a user would look for it ("line 3", "row 7").
 
-Limits (issue 29): a file, or an archive, is refused the moment it passes one, so that memory stays bounded
+Limits: a file, or an archive, is refused the moment it passes one, so that memory stays bounded
 whatever the file or its compression ratio; each can be changed with an environment variable, read when an
 import runs:
 

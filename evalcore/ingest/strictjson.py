@@ -1,4 +1,4 @@
-"""JSON read strictly (issue 46): what Python's json.loads takes silently is refused, naming the line and the
+"""JSON read strictly: what Python's json.loads takes silently is refused, naming the line and the
 field (as a path: `annotations.Overall[0]`, `[2].score` inside a list):
 
 - a key given twice in one object (json.loads keeps the last value: an item whose "dataset" appears twice went

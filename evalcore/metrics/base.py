@@ -2,9 +2,10 @@
 corpus values from those statistics, its signature, and why it cannot run here.
 
 The scorer, the leaderboard, the rank bootstrap, correlations and the pages only call these methods:
-a metric's own rules live in its own module (lexical.py, chrf.py, meteor15.py, model_based.py,
-learned.py, judges.py, external.py). The registry collects every module of this package that has a
-METRICS list, so adding a metric is adding a module (docs/architecture.md, "Adding a metric").
+a metric's own rules live in its own module (lexical.py, chrf.py, meteor15.py, external.py) or in its
+family's folder (neural/metric.py, learned/metric.py, judge/metric.py). The registry collects every module
+of this package, and every family folder's `metric` module, that has a METRICS list, so adding a metric is
+adding a module (docs/architecture.md, "Adding a metric").
 """
 from __future__ import annotations
 

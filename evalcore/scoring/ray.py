@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from evalcore.core.names import count
 from evalcore.scoring.plan import compute
@@ -144,7 +145,6 @@ def unpack(out: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, dict, dict]
 def export(data: pd.DataFrame, todo: np.ndarray, size: int, folder: Path) -> list:
     """The rows `todo` of a track, `size` to a Parquet file in `folder`: one Ray block, one actor call
     each; the files' tables."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = []

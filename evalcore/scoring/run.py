@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from tqdm import tqdm
 
 from evalcore.core.malloc import give_back
@@ -472,8 +473,6 @@ def _value_frames(plan: Plan, keys: dict, missing: dict, values: dict, stats: di
 def _list_column(mat: np.ndarray):
     """Rows of a matrix as one Arrow list column: no Python object per response (millions of them
     cost gigabytes), and DuckDB reads it as DOUBLE[] directly."""
-    import pyarrow as pa
-
     if mat.shape[1] == 0:
         return list(mat)
     flat = pa.array(np.ascontiguousarray(mat).ravel(), pa.float64())

@@ -14,7 +14,6 @@ from evalcore.ingest.engagement import build_engagement
 from evalcore.ingest.published import import_published
 from evalcore.scoring import score
 from evalcore.services.tasks import create_task
-from evalcore.store import is_empty
 
 DATA_DIR = data_dir()
 MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
@@ -71,11 +70,6 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
 
 
 DEMO_TASK = "Demo (embedded data): ten demo-zh responses, Info and Coh"
-
-
-def ensure_default(con: duckdb.DuckDBPyConnection) -> list[ImportReport]:
-    """Build the default data into an empty store; leave a store with data alone."""
-    return init_store(con) if is_empty(con) else []
 
 
 def default_incomplete(con: duckdb.DuckDBPyConnection) -> bool:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.text import bad_character, identity_key, normalise_id
-from evalcore.store import transaction
+from evalcore.store.transactions import transaction
 
 MAX_NAME = 80        # characters of an annotator's name
 KEY_BYTES = 16       # a personal key's random bytes (22 characters of URL-safe base64)

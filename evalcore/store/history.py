@@ -19,7 +19,7 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.names import MODEL_TABLES
-from evalcore.store import bump_revision, transaction
+from evalcore.store.transactions import bump_revision, transaction
 
 
 def current_user() -> str:

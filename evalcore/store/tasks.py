@@ -30,8 +30,9 @@ import pandas as pd
 from evalcore.core import names
 from evalcore.core.errors import StoreError
 from evalcore.core.text import bad_character, identity_key
-from evalcore.store import bump_revision, history, transaction
+from evalcore.store import history
 from evalcore.store.annotators import check_name
+from evalcore.store.transactions import bump_revision, transaction
 
 MODES = ("absolute", "pairwise")
 SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)

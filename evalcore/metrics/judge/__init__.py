@@ -3,6 +3,7 @@ the rules that read the judge's answers, and a client for any OpenAI-compatible 
 No judge model ships with evalcore: the user points it at a server (vLLM, Ollama, llama.cpp, OpenAI)."""
 from evalcore.core.names import count
 from evalcore.metrics.judge.client import Endpoint, Reply, availability, chat_many
+from evalcore.metrics.judge.options import JudgeOptions, default
 from evalcore.metrics.judge.prompts import (
     DIMENSION_SCALES,
     DIMENSIONS,
@@ -18,9 +19,8 @@ from evalcore.metrics.judge.prompts import (
     position_bias,
     template_hash,
 )
-from evalcore.metrics.neural import default
 
-__all__ = ["DIMENSIONS", "DIMENSION_SCALES", "Endpoint", "MTBENCH_SCALE", "RATING_RULE", "Reply", "VERDICT_RULE",
+__all__ = ["DIMENSIONS", "DIMENSION_SCALES", "Endpoint", "JudgeOptions", "MTBENCH_SCALE", "RATING_RULE", "Reply", "VERDICT_RULE",
            "availability", "chat_many", "geval_messages", "mtbench_single_messages", "pairwise_messages",
            "pairwise_value", "parse_rating", "parse_verdict", "position_bias", "template_hash"]
 
@@ -56,6 +56,6 @@ def endpoint(args) -> Endpoint | None:
 
 
 def options(args) -> dict:
-    """The judge's fields of NeuralOptions, from add_arguments' options."""
+    """JudgeOptions' fields, from add_arguments' options."""
     return dict(judge=endpoint(args), judge_baseline=args.judge_baseline, judge_concurrency=args.judge_concurrency,
                 judge_retries=args.judge_retries, judge_sample=args.judge_sample)

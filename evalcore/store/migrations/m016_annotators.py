@@ -1,4 +1,4 @@
-"""Annotators as people, not typed names (issue 46).
+"""Annotators as people, not typed names: one person's ratings stay one person's however the name is typed.
 
 `annotators`: one row per person who rates in the store's tasks, across all its tasks. Two names are one
 person when their keys are equal (evalcore.core.text.identity_key: NFKC, casefolded, whitespace made one
