@@ -1,4 +1,4 @@
-"""Imports point one way (docs/architecture.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
+"""Imports point one way (docs/development/design.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
 <- services <- the CLI, the API and the dashboard's helpers. Every import of the package's own modules
 is checked, function-level ones included (an ast walk), so a cycle cannot hide behind a deferred import.
 Each layer is a folder of evalcore/ (LAYERS); a new module goes into one of them."""

@@ -5,7 +5,7 @@ The scorer, the leaderboard, the rank bootstrap, correlations and the pages only
 a metric's own rules live in its own module (lexical.py, chrf.py, meteor15.py, external.py) or in its
 family's folder (neural/metric.py, learned/metric.py, judge/metric.py). The registry collects every module
 of this package, and every family folder's `metric` module, that has a METRICS list, so adding a metric is
-adding a module (docs/architecture.md, "Adding a metric").
+adding a module (docs/development/architecture.md, "Adding a metric").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The first schema: the entities of docs/architecture.md.
+"""The first schema: the entities of docs/development/design.md ("Data model").
 
 Natural string keys (dataset, track, item_id, model) keep imports and queries
 readable; item ids are unique within a dataset.
