@@ -29,7 +29,6 @@ KNOWN = {
 # module, where a cycle shows at once (issue 30 found 113 of the package's own modules deferred).
 DEFERRED_OWN = {
     "evalcore": "the package root's lazy facade: `import evalcore` stays light until evalcore.score/open is used",
-    "evalcore.api": "the notebook API imports what each call needs, for the same start-up time as the CLI",
 }
 NEURAL = "the `neural` extra (pyproject): absent on a base install, where those metrics are unavailable with the reason"
 DEFERRED_OTHER = {
