@@ -1,4 +1,4 @@
-"""`python -m evalcore`: the CLI (evalcore/cli.py)."""
+"""`python -m evalcore`: the CLI (evalcore/cli/)."""
 import sys
 
 from evalcore.cli import main

@@ -18,6 +18,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis import correlate
+from evalcore.analysis import leaderboard as lb
+from evalcore.analysis import trust as tr
+from evalcore.metrics.neural import NeuralOptions
+from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
+from evalcore.scoring import SENTENCE_MEAN, Plan, compute, needs_docs
+from evalcore.store import connect, lock_wait, queries, resolve_db_path
+
 
 @dataclass
 class Scores:
@@ -58,10 +66,6 @@ def score(hypotheses: list[str], references=None, *, metrics: str | list[str] = 
     evalcore.metrics.judge.Endpoint), `judge_concurrency`, ...) are NeuralOptions' fields.
     Corpus values follow each metric's corpus rule (BLEU's corpus statistics, DIST pooled, means
     otherwise); system_aggregate="sentence-mean" gives the mean of the sentence values instead."""
-    from evalcore.metrics.neural import NeuralOptions
-    from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
-    from evalcore.scoring import SENTENCE_MEAN, Plan, compute, needs_docs
-
     hyps = [str(h) for h in hypotheses]
     refs = _reference_lists(hyps, references)
     lang = "en" if language.lower().startswith("en") else "zh"
@@ -101,15 +105,11 @@ class Store:
     """A store's tables as DataFrames (what the dashboard's pages and the CLI show)."""
 
     def __init__(self, db: str | None = None):
-        from evalcore.store import resolve_db_path
-
         self.path = resolve_db_path(db)
         if not self.path.exists():
             raise FileNotFoundError(f"no store at {self.path}; `evalcore init --db {self.path}` builds one")
 
     def _call(self, fn, *args, **kwargs):
-        from evalcore.store import connect, lock_wait
-
         con = connect(self.path, wait=lock_wait())
         try:
             return fn(con, *args, **kwargs)
@@ -117,42 +117,32 @@ class Store:
             con.close()
 
     def summary(self, dataset: str | None = None) -> pd.DataFrame:
-        from evalcore.store.queries import summary
-
-        return self._call(summary, dataset)
+        return self._call(queries.summary, dataset)
 
     def leaderboard(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
         """As `evalcore leaderboard`: options flavor, tokenizer, rank_by, partial, resamples, seed."""
-        from evalcore.analysis.leaderboard import leaderboard
-
-        return self._call(leaderboard, dataset, track, **options)
+        return self._call(lb.leaderboard, dataset, track, **options)
 
     def signatures(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
-        from evalcore.analysis.leaderboard import signatures
-
-        return self._call(signatures, dataset, track, **options)
+        return self._call(lb.signatures, dataset, track, **options)
 
     def correlations(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
         """As `evalcore correlate`: options level, origin, methods, bootstrap, seed, aggregate, ..."""
-        from evalcore.analysis.correlate import correlations
-
-        return self._call(correlations, dataset, track, **options)
+        return self._call(correlate.correlations, dataset, track, **options)
 
     def trust(self, dataset: str, **options) -> pd.DataFrame:
         """As `evalcore trust`: options level, method, dimension, origin, ...; without a level, the first level
         (and origin) where some skill has a verdict (evalcore.analysis.trust.opening), as the command and the
         page open. The table's attrs say which and why ('level', 'origin', 'why')."""
-        from evalcore.analysis.trust import opening, trust
-
         def run(con, dataset: str, **options) -> pd.DataFrame:
             why = ""
             if "level" not in options:
                 chosen = {k: v for k, v in options.items() if k in OPENING_OPTIONS}
-                found = opening(con, dataset, **chosen)
+                found = tr.opening(con, dataset, **chosen)
                 if found.level is not None:
                     options = {**options, "level": found.level, "origin": found.origin}
                 why = found.why
-            table = trust(con, dataset, **options)
+            table = tr.trust(con, dataset, **options)
             table.attrs.update(level=options.get("level", "system"), origin=options.get("origin", "computed"), why=why)
             return table
 

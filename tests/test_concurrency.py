@@ -529,11 +529,12 @@ def test_evalcore_app_says_at_start_when_more_processes_would_use_the_cores(monk
     servers would be reachable only through a proxy) and says at start, on a machine with more cores, how many to
     run; with as many processes as cores, or on one core, it says nothing."""
     from evalcore import cli
+    from evalcore.cli import serve
 
     ran = []
-    monkeypatch.setattr(cli, "run_app", lambda *a: ran.append(("app", a)) or 0)
-    monkeypatch.setattr(cli, "run_group", lambda *a: ran.append(("group", a)) or 0)
-    monkeypatch.setattr(cli, "cores", lambda: 4)
+    monkeypatch.setattr(serve, "run_app", lambda *a: ran.append(("app", a)) or 0)
+    monkeypatch.setattr(serve, "run_group", lambda *a: ran.append(("group", a)) or 0)
+    monkeypatch.setattr(serve, "cores", lambda: 4)
     assert cli.main(["app", "--db", "x.duckdb"]) == 0
     err = capsys.readouterr().err
     assert err == ("evalcore: 1 page-serving process on 4 cores: one process serves pages on one core, so with many "
@@ -543,7 +544,7 @@ def test_evalcore_app_says_at_start_when_more_processes_would_use_the_cores(monk
     assert "2 page-serving processes on 4 cores" in capsys.readouterr().err
     assert cli.main(["app", "--db", "x.duckdb", "--processes", "4"]) == 0
     assert capsys.readouterr().err == ""
-    monkeypatch.setattr(cli, "cores", lambda: 1)
+    monkeypatch.setattr(serve, "cores", lambda: 1)
     assert cli.main(["app", "--db", "x.duckdb"]) == 0
     assert capsys.readouterr().err == ""
     assert [kind for kind, _ in ran] == ["app", "group", "group", "app"]

@@ -29,9 +29,6 @@ KNOWN = {
 # module, where a cycle shows at once (a deferred import hides one until the function runs).
 DEFERRED_OWN = {
     "evalcore": "the package root's lazy facade: `import evalcore` stays light until evalcore.score/open is used",
-    "evalcore.cli": "a command imports the layers it runs: `evalcore --version` (and every command's start, "
-                    "`evalcore app` included) takes 0.5 s, 1.3 s with every layer imported (scipy alone 0.5 s)",
-    "evalcore.api": "the notebook API imports what each call needs, for the same start-up time as the CLI",
 }
 NEURAL = "the `neural` extra (pyproject): absent on a base install, where those metrics are unavailable with the reason"
 DEFERRED_OTHER = {

@@ -245,12 +245,13 @@ def test_the_scoring_commands_hold_duckdb_to_a_gigabyte_unless_told_otherwise(tm
     what it read); other commands keep DuckDB's default; EVALCORE_DUCKDB_MEMORY overrides both, `default`
     meaning DuckDB's own. An upgrade runs under DuckDB's default and the limit holds again after it."""
     from evalcore import cli
+    from evalcore.cli import running
     from evalcore.store import memory_limit
     from evalcore.store import opening as store_module
 
     monkeypatch.delenv("EVALCORE_DUCKDB_MEMORY", raising=False)
     seen = {}
-    monkeypatch.setattr(cli, "run", lambda args: seen.setdefault(args.command, memory_limit()) and 0)
+    monkeypatch.setattr(running, "run", lambda args: seen.setdefault(args.command, memory_limit()) and 0)
     db = str(tmp_path / "s.duckdb")
     cli.main(["score", "--db", db])
     cli.main(["worker", "--db", db])
@@ -275,7 +276,7 @@ def test_the_scoring_commands_hold_duckdb_to_a_gigabyte_unless_told_otherwise(tm
         con.close()
         return 0
 
-    monkeypatch.setattr(cli, "run", upgraded)
+    monkeypatch.setattr(running, "run", upgraded)
     cli.main(["score", "--db", str(old)])
     assert during and during[0] != "953.6 MiB"   # the upgrade under DuckDB's default
     assert seen["upgraded"] == ["953.6 MiB", LATEST]   # 1e9 / 2**20, once migrated 13 -> latest

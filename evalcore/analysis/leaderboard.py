@@ -202,3 +202,43 @@ def signatures(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None =
     return (computed.groupby(["track", "name", "signature"], as_index=False)
             .agg(models=("model", "nunique"), responses=("n", "sum"))
             .sort_values(["track", "name"], ignore_index=True))
+
+
+OFFICIAL = "official rule"  # the rank-by choice of tracks whose skill has an official ranking (RANKING_RULES)
+N_COLUMN = "responses"      # how many responses stand behind a computed row
+
+
+def value_columns(frame: pd.DataFrame) -> list[str]:
+    """A leaderboard's metric and human-dimension columns (what it can be ranked by)."""
+    front = ["track", "model", "origin", *RANK_COLUMNS, N_COLUMN]
+    return [c for c in frame.columns if c not in front]
+
+
+def rank_choices(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str],
+                 columns: list[str]) -> tuple[list[str], str | None]:
+    """(options, default) of ranking these tracks: the official rule first where their skill has one, then
+    the value columns; default the official rule, else F1, else the first column."""
+    frame = con.execute("SELECT track, skill, corpus FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).df()
+    skills = set(frame.set_index("track").loc[tracks, "skill"])
+    options = ([OFFICIAL] if skills & set(RANKING_RULES) else []) + list(columns)
+    default = OFFICIAL if OFFICIAL in options else "F1" if "F1" in columns else (columns[0] if columns else None)
+    return options, default
+
+
+def default_ranked(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, **opts) -> pd.DataFrame:
+    """The leaderboard with each track ranked by its default (rank_choices, as the dashboard's Leaderboard page
+    ranks it when nobody chooses): the skill's official rule where it has one, else F1, else the track's first
+    value column. `opts`: leaderboard()'s, rank_by excepted."""
+    unranked = leaderboard(con, dataset, track, **{**opts, "resamples": 0})
+    tracks = [track] if track else list(dict.fromkeys(unranked["track"]))
+    parts = []
+    for tr in tracks:
+        columns = value_columns(leaderboard(con, dataset, tr, **{**opts, "resamples": 0}))
+        default = rank_choices(con, dataset, [tr], columns)[1]
+        by = None if default in (None, OFFICIAL) else default
+        parts.append(leaderboard(con, dataset, tr, rank_by=by, **opts))
+    if not parts:
+        return unranked
+    board = pd.concat([p for p in parts if not p.empty] or parts[:1], ignore_index=True)
+    return board[[c for c in unranked.columns if c in board.columns] +
+                 [c for c in board.columns if c not in unranked.columns]]

@@ -1,12 +1,14 @@
 """The analysis layer's choices by name: correlation methods and levels, metric-value origins, p-value
-adjustments, ensemble hold-outs and levels. Plain tuples that import nothing, so the CLI builds its choices
-and help from them at start-up (without scipy) and importers check files against the same names."""
+adjustments, ensemble hold-outs and levels, and the turns an unfinished task-oriented session counts. Plain
+values that import nothing, so the CLI builds its choices and help from them at start-up (without scipy) and
+importers check files against the same names."""
 METHODS = ("pearson", "spearman", "kendall")
 LEVELS = ("system", "dialogue", "turn")
 ORIGINS = ("computed", "published")
 ADJUSTMENTS = ("holm", "none")
 HOLDOUTS = ("track", "competition")
 ENSEMBLE_LEVELS = ("system", "turn")
+MAX_TURNS = 34.29   # turns counted for a task-oriented session that did not finish (taskoriented)
 JUDGE_AUDIT_PARTS = ("agreement", "headline", "pairwise", "length-controlled", "drift", "uncertainty")
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-MAX_TURNS = 34.29
+from evalcore.analysis.options import MAX_TURNS
 
 
 def intent_scores(gold: list[str], pred: list[str]) -> dict[str, float]:

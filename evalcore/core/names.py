@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from evalcore.core.text import normalise_id
+
+if TYPE_CHECKING:   # annotations only: the CLI parses its options (count) without loading DuckDB
+    import duckdb
 
 SHOWN = 20  # names listed at most; the rest are counted
 

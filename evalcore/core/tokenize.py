@@ -16,6 +16,8 @@ from typing import Callable
 import jieba
 import numpy as np
 
+from evalcore.core.options import TOKENIZER_NAMES
+
 # CJK ideographs (basic, extension A, compatibility), kana and hangul count one per character.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 # Letters and digits that form runs (one token per run); char_encode uses the same ranges.
@@ -136,6 +138,7 @@ TOKENIZERS: dict[str, Tokenizer] = {
     "jieba": Tokenizer("jieba", _jieba_version(), jieba_tokens),
     "en": Tokenizer("en", "1", en_tokens),
 }
+assert tuple(TOKENIZERS) == TOKENIZER_NAMES, "core.options names the tokenizers for the CLI's help"
 
 
 def get_tokenizer(name: str) -> Tokenizer:

@@ -12,11 +12,11 @@ import pandas as pd
 from evalcore.core.tokenize import Tokenizer
 from evalcore.metrics.base import Batch, Metric
 from evalcore.metrics.neural import NeuralOptions
+from evalcore.metrics.options import SYSTEM_AGGREGATES
 from evalcore.metrics.registry import METRICS, Flavor
 
 CHUNK = 20_000  # responses per batch: bounds memory on large tracks
 SENTENCE_MEAN = "|system:sentence-mean"  # a system score's signature suffix: the mean of sentence values
-SYSTEM_AGGREGATES = ("corpus", "sentence-mean")
 ANY = "any"  # flavor and tokenizer of scores that depend on neither (model-based metrics)
 
 

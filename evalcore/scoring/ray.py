@@ -29,12 +29,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.core.names import count
+from evalcore.metrics.options import RAY_ACTORS, RAY_BATCH, RAY_GPUS_PER_ACTOR, RAY_INSTALL
 from evalcore.scoring.plan import compute
 
 RESTARTS = 3   # restarts per actor and retries per batch before the run fails
-BATCH = 500    # responses per actor call: a progress step of ~15 s of BERTScore on one CPU core
-INSTALL = "pip install 'ray[data]==2.60.0'"
 
 
 class EngineUnavailable(ValueError):
@@ -44,9 +42,9 @@ class EngineUnavailable(ValueError):
 @dataclass(frozen=True)
 class RayOptions:
     address: str | None = None   # None: a Ray started on this machine for the run (and stopped after)
-    actors: int = 2              # actors, each holding its own copy of the models
-    gpus_per_actor: float = 0.0  # 0: CPU actors (one core each)
-    batch_size: int = BATCH
+    actors: int = RAY_ACTORS
+    gpus_per_actor: float = RAY_GPUS_PER_ACTOR
+    batch_size: int = RAY_BATCH
 
     def __post_init__(self):
         if self.actors < 1:
@@ -62,7 +60,7 @@ def missing() -> str | None:
     try:
         import ray.data  # noqa: F401
     except ImportError as exc:
-        return f"--engine ray needs Ray Data, which is not installed here ({exc}); install it with: {INSTALL}"
+        return f"--engine ray needs Ray Data, which is not installed here ({exc}); install it with: {RAY_INSTALL}"
     return None
 
 
@@ -216,24 +214,11 @@ def score_rows(plan, metrics: list, data: pd.DataFrame, todo: np.ndarray, opts: 
             batches.close()   # interrupted: stop the run's actors, not only this loop
 
 
-def add_arguments(parser) -> None:
-    """`evalcore score`'s options of the Ray engine, as one argument group."""
-    g = parser.add_argument_group("scale-out (the model-based metrics and ABLSTM on Ray Data actors; the rest stays local)")
-    g.add_argument("--engine", choices=("local", "ray"), default="local", help="local (default), or ray: needs " + INSTALL)
-    g.add_argument("--ray-address", metavar="ADDR", help="a running Ray cluster (default: a Ray started here for the run)")
-    g.add_argument("--actors", type=count(1), default=RayOptions.actors,
-                   help=f"Ray actors, each with its own copy of the models (default {RayOptions.actors})")
-    g.add_argument("--gpus-per-actor", type=float, default=RayOptions.gpus_per_actor,
-                   help="GPUs per actor (default 0: CPU actors)")
-    g.add_argument("--ray-batch-size", type=count(1), default=BATCH, metavar="N",
-                   help=f"responses per actor call; each batch is written as it comes back (default {BATCH})")
-
-
 def options(args) -> RayOptions | None:
     """--engine ray's options, or None for the local engine; options without --engine ray are refused."""
     if args.engine != "ray":
         given = [f for f, v in (("--ray-address", args.ray_address), ("--actors", args.actors != RayOptions.actors),
-                                ("--gpus-per-actor", args.gpus_per_actor), ("--ray-batch-size", args.ray_batch_size != BATCH))
+                                ("--gpus-per-actor", args.gpus_per_actor), ("--ray-batch-size", args.ray_batch_size != RAY_BATCH))
                  if v]
         if given:
             raise ValueError(f"{', '.join(given)} only apply with --engine ray")

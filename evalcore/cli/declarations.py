@@ -1,0 +1,452 @@
+"""Every `evalcore` command, declared in the order --help lists them: its name path, help, options, handler
+("module:function") and what it does with the store (commands.Command). Only light modules are imported here
+(the choices come from the layers' options modules), so building the parser loads no layer."""
+from __future__ import annotations
+
+import argparse
+
+from evalcore.analysis.humans import AGGREGATES
+from evalcore.analysis.options import (
+    ADJUSTMENTS,
+    ENSEMBLE_LEVELS,
+    HOLDOUTS,
+    JUDGE_AUDIT_PARTS,
+    LEVELS,
+    MAX_TURNS,
+    METHODS,
+    ORIGINS,
+    said,
+)
+from evalcore.cli.commands import (
+    CREATES,
+    READS,
+    WRITES,
+    Command,
+    db,
+    flavor,
+    imported,
+    models,
+    on_dataset,
+    output,
+    scale,
+    task_seed,
+    written_text,
+)
+from evalcore.core import names
+from evalcore.core.options import TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
+from evalcore.metrics.options import SYSTEM_AGGREGATES, add_judge_arguments, add_neural_arguments, add_ray_arguments
+
+COMMANDS: list[Command] = []
+
+
+def command(path: str, help: str, handler: str, store: str | None = None, scores: bool = False):
+    """Declare the command whose options the decorated function adds."""
+    def declare(arguments):
+        COMMANDS.append(Command(path, help, arguments, f"evalcore.cli.{handler}", store, scores))
+        return arguments
+    return declare
+
+
+def group(path: str, help: str, dest: str) -> None:
+    """Declare a command of sub-commands (`dest` names the one chosen)."""
+    COMMANDS.append(Command(path, help, subcommands=dest))
+
+
+def aggregate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
+
+
+def system_aggregate(p: argparse.ArgumentParser, verb: str) -> None:
+    p.add_argument("--system-aggregate", default=SYSTEM_AGGREGATES[0], choices=SYSTEM_AGGREGATES,
+                   help=f"system scores {verb}: each metric's corpus value, or the mean of its sentence values")
+
+
+@command("init", "build the store from the embedded default data (data/)", "imports:init", CREATES)
+def init(p):
+    db(p)
+
+
+@command("app", "serve the dashboard on a store (Streamlit), from any directory", "serve:app")
+def app(p):
+    db(p)
+    p.add_argument("--port", type=int, help="port (default: Streamlit's, 8501)")
+    p.add_argument("--address", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 for "
+                   "every interface, e.g. a lab server, with EVALCORE_UPLOAD_PASSWORD set when uploads should need a password)")
+    p.add_argument("--processes", type=names.count(1), default=1,
+                   help="page-serving processes, on ports PORT, PORT+1, ... (default 1): more than one uses more than "
+                        "one core (README, \"More than one page-serving process\")")
+
+
+group("import", "import a file; a bad file is refused whole", "kind")
+
+
+@command("import items", "JSONL: item_id, dataset, track, context, references, ...", "imports:items", CREATES)
+def import_items(p):
+    imported(p, dataset=False)
+
+
+@command("import responses", "CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]; the MSDE release's workbook "
+         "(History, response) with --track and --model; a folder or .zip of one file per track, named after it",
+         "imports:responses", CREATES)
+def import_responses(p):
+    imported(p)
+    p.add_argument("--track", help="the track every row answers (else the file's 'track' column: all tracks at once)")
+    p.add_argument("--model", help="model name for every row (else a 'model' column)")
+
+
+@command("import ratings", "CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score[, track]",
+         "imports:ratings", CREATES)
+def import_ratings(p):
+    imported(p)
+    p.add_argument("--track", help="the track every row rates (else the file's 'track' column: all tracks at once)")
+    scale(p)
+
+
+@command("import scores", "per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx with item_id, model, "
+         "value; it then sits beside the built-in metrics (signature marked external)", "imports:scores", CREATES)
+def import_scores(p):
+    imported(p)
+    p.add_argument("--track", help="the track every row answers (default: each item's own track)")
+    p.add_argument("--metric", required=True, help="the metric's name (not a built-in one)")
+    way = p.add_mutually_exclusive_group()
+    way.add_argument("--higher-is-better", dest="higher_is_better", action="store_true", default=None,
+                     help="(default for a new metric)")
+    way.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
+    p.add_argument("--signature", help="what produced the values (judge model, prompt, version): part of the "
+                   "metric's signature")
+
+
+@command("import dstc10", "DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context (turns joined by "
+         "newlines), response, reference [list], annotations {dim: [scores]}}", "imports:dstc10", CREATES)
+def import_dstc10(p):
+    imported(p)
+    p.add_argument("--track", required=True)
+    p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...; default: detected from the texts)")
+    scale(p)
+
+
+@command("import mtbench", "a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, reference_answer/*.jsonl, "
+         "model_judgment/*_single.jsonl and *_pair.jsonl", "imports:mtbench", CREATES)
+def import_mtbench(p):
+    imported(p, "dir")
+    p.add_argument("--language", help="the dataset's language when it is new (default: detected from the texts)")
+
+
+@command("import msde", "the MSDE release folder (github IRIP-LLM/MSDE)", "imports:msde", CREATES)
+def import_msde(p):
+    imported(p, "dir", dataset=False)
+
+
+@command("import published", "a paper's system-level tables in long CSV form", "imports:published", CREATES)
+def import_published(p):
+    imported(p, "dir")
+    scale(p)
+
+
+@command("import votes", "people's side-by-side votes: item_id, model_a, model_b, winner (a|b|tie), annotator, dimension",
+         "imports:votes", CREATES)
+def import_votes(p):
+    imported(p)
+
+
+@command("import sessions", "task-oriented test sessions: system, test_case, completed, turns, reviewer, satisfaction, "
+         "fluency, guidance", "imports:sessions", CREATES)
+def import_sessions(p):
+    imported(p)
+    p.add_argument("--track", required=True)
+    p.add_argument("--max-turns", type=float, default=MAX_TURNS, help="turns counted for an unfinished task")
+
+
+@command("intent", "intent classification: macro P, R and F1 = 2PR/(P+R) (no store needed)", "analysis:intent")
+def intent(p):
+    p.add_argument("--gold", required=True, help="CSV/TSV/JSONL with columns id, label")
+    p.add_argument("--pred", required=True, help="CSV/TSV/JSONL with columns id, label")
+    output(p)
+
+
+@command("score", "compute metrics for stored responses (only what is missing)", "score:score", CREATES, scores=True)
+def score(p):
+    db(p)
+    p.add_argument("--dataset")
+    p.add_argument("--track")
+    p.add_argument("--metrics", default="lexical",
+                   help="comma-separated names, or a group: 'lexical' (default), 'neural', 'judge'")
+    flavor(p)
+    system_aggregate(p, "written")
+    add_neural_arguments(p)   # each family's options, as metrics.options defines them
+    add_ray_arguments(p)
+    add_judge_arguments(p)
+
+
+@command("leaderboard", "one row per model and origin, a column per metric and human dimension", "analysis:leaderboard",
+         READS)
+def leaderboard(p):
+    on_dataset(p)
+    flavor(p)
+    p.add_argument("--signatures", action="store_true", help="also print each computed column's signature")
+    p.add_argument("--rank-by", metavar="COLUMN", help="rank each track's models by this column (a metric or a "
+                   "human dimension), with a 95%% bootstrap interval of the rank; default, as on the dashboard's "
+                   "Leaderboard page: the skill's official rule where it has one, else F1, else the track's first "
+                   "column")
+    p.add_argument("--partial", action="store_true", help="also rank submissions that answer only part of a track")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of the rank interval (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the rank bootstrap (default 0)")
+    output(p)
+
+
+@command("correlate", "metric-human correlations per track (system, dialogue or turn level)", "analysis:correlate", READS)
+def correlate(p):
+    on_dataset(p)
+    p.add_argument("--level", default=LEVELS[0], help=said(LEVELS))
+    p.add_argument("--origin", default=ORIGINS[0], help=f"{ORIGINS[0]}, or {ORIGINS[1]} (system level)")
+    p.add_argument("--method", default=",".join(METHODS), help="comma-separated: " + ", ".join(METHODS))
+    p.add_argument("--bootstrap", type=names.count(0), default=0, help="percentile bootstrap CI with N resamples")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap (required with --bootstrap)")
+    aggregate(p)
+    flavor(p)
+    p.add_argument("--compare-published", action="store_true", help="add the published value and the difference")
+    models(p)
+    system_aggregate(p, "read")
+    output(p)
+
+
+@command("template", "the responses file to fill in: every item with its context and reference", "imports:template", READS)
+def template(p):
+    on_dataset(p)
+    p.add_argument("--format", choices=["csv", "jsonl", "xlsx"], default="csv")
+    p.add_argument("--out", help="write here (xlsx needs it); default: standard output")
+
+
+@command("trust", "which metric to trust for which skill: correlations per track, pooled per skill", "trust:trust", READS)
+def trust(p):
+    on_dataset(p, track=False)
+    p.add_argument("--level", choices=LEVELS,
+                   help="default: the first with data, as the dashboard picks (published system tables, computed "
+                   "system scores, then turn and dialogue level)")
+    p.add_argument("--method", default="spearman", choices=["spearman", *(m for m in METHODS if m != "spearman")])
+    p.add_argument("--dimension", default="mean", help="a human dimension, or mean (of each track's dimensions)")
+    p.add_argument("--origin", choices=ORIGINS,
+                   help="metric values: computed, or a paper's published tables (system level); default: the first "
+                   "with data at the level")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the verdicts (default 0.05)")
+    p.add_argument("--adjust", default=ADJUSTMENTS[0], choices=ADJUSTMENTS,
+                   help="p values adjusted for the number of metrics compared per skill (default holm)")
+    aggregate(p)
+    flavor(p)
+    models(p)
+    system_aggregate(p, "read")
+    output(p)
+
+
+@command("agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs", "analysis:agreement", READS)
+def agreement(p):
+    on_dataset(p)
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of rated targets for the CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
+    output(p)
+
+
+@command("judge-audit", "every LLM judge against the lab's people: agreement beside the human ceiling, position "
+         "consistency, length preference, length-controlled win rates, drift", "analysis:judge_audit", READS)
+def judge_audit(p):
+    on_dataset(p, track=False)
+    p.add_argument("--judge", metavar="SIGNATURE", help="one judge only: its signature or its name (e.g. Judge-Coh)")
+    p.add_argument("--part", choices=JUDGE_AUDIT_PARTS, default="agreement",
+                   help="which table (default %(default)s; headline: one line per judge and dimension)")
+    p.add_argument("--across", choices=("samples", "judges"), default="samples",
+                   help="uncertainty: over the --judge-sample runs of one judge, or over every signature of a judge name")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples for the CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0)
+    output(p)
+
+
+@command("ensemble", "MME-CRS metric ensembling, evaluated on held-out tracks or competitions", "analysis:ensemble", READS)
+def ensemble(p):
+    on_dataset(p, track=False)
+    p.add_argument("--level", default=ENSEMBLE_LEVELS[0], choices=ENSEMBLE_LEVELS)
+    p.add_argument("--holdout", default="competition", choices=HOLDOUTS)
+    p.add_argument("--origin", default="auto", choices=["auto", *ORIGINS],
+                   help="metric values: auto = published at system level when nothing is computed")
+    p.add_argument("--method", default="spearman", help="correlation behind the weights: " + ", ".join(METHODS))
+    p.add_argument("--power", type=float, default=2.0, help="p in w = max(r, 0)^p / sum")
+    aggregate(p)
+    p.add_argument("--weights", action="store_true", help="print the weights instead of the held-out results")
+    models(p)
+    output(p)
+
+
+@command("ranking", "response ranking: P@1, MAP, MRR of a ranker against graded human scores", "analysis:ranking", READS)
+def ranking(p):
+    on_dataset(p)
+    p.add_argument("--dimension", default="Overall", help="the human dimension that grades candidates")
+    p.add_argument("--rankers", help="comma-separated: tfidf, bm25 and/or metric names (default: all available)")
+    p.add_argument("--thresholds", default="3,4,5", help="a candidate is positive when its score >= threshold")
+    aggregate(p)
+    flavor(p)
+    models(p)
+    output(p)
+
+
+group("learned", "learned reference-free metrics (ABLSTM, seed 004)", "action")
+
+
+@command("learned train", "train AB-LSTM-bi-MLP on the store's dialogues; registers metric ABLSTM", "score:learned",
+         CREATES)
+def learned_train(p):
+    on_dataset(p, track=False)
+    p.add_argument("--tracks", help="comma-separated tracks (default: all of the dataset's dialogues)")
+    p.add_argument("--out", required=True, help="directory for the trained model")
+    p.add_argument("--epochs", type=names.count(1), default=4, help="at most this many (early stopping on validation accuracy)")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--ablations", action="store_true",
+                   help="also train the seed's ablations (no attention; one-directional match; no match) on the same split")
+    output(p)
+
+
+@command("winrate", "pairwise judgments (MT-Bench *_pair.jsonl): wins, losses, ties and win rates per judge and model, "
+         "as FastChat's show_result.py computes them", "analysis:winrate", READS)
+def winrate(p):
+    on_dataset(p)
+    p.add_argument("--judge", help="only this judge model's verdicts")
+    output(p)
+
+
+group("task", "human rating tasks: create, list, show, close, reopen, delete, export, annotators, reset-key", "action")
+
+
+@command("task create", "sample units of a dataset for people to rate; prints the task id", "tasks:create", WRITES)
+def task_create(p):
+    on_dataset(p, track=False)
+    p.add_argument("--mode", choices=TASK_MODES, default=TASK_MODES[0],
+                   help="absolute: each response rated on each dimension; pairwise: two models' responses side by side")
+    p.add_argument("--dimensions", required=True, help="comma-separated, e.g. Info,Coh")
+    p.add_argument("--items", type=names.count(1), required=True, help="units to rate (responses, or pairs)")
+    p.add_argument("--per-item", type=names.count(1), default=2, help="different annotators per unit, K (default 2)")
+    p.add_argument("--tracks", help="comma-separated (default: every track)")
+    p.add_argument("--models", help="comma-separated (default: every model)")
+    p.add_argument("--seed", type=task_seed, default=0, help=f"0 to {TASK_MAX_SEED} (default 0)")
+    p.add_argument("--name", type=written_text("name"))
+    p.add_argument("--sampling", choices=TASK_SAMPLINGS, default=TASK_SAMPLINGS[0],
+                   help="stratified: at least 3 units per track, the rest by the tracks' sizes, over their models in "
+                        "turn; or where the metrics disagree most (needs scores)")
+    p.add_argument("--no-ties", action="store_true", help="pairwise: annotators must pick a side")
+    p.add_argument("--guidelines", type=written_text("guidelines"), default="",
+                   help="text shown to annotators above every unit")
+
+
+@command("task list", "every task with its progress", "tasks:listing", READS)
+def task_list(p):
+    db(p)
+    output(p)
+
+
+def task_id(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+
+
+command("task show", "a task's settings and progress", "tasks:show", READS)(task_id)
+command("task close", "take no more answers", "tasks:close", WRITES)(task_id)
+command("task reopen", "take answers again", "tasks:reopen", WRITES)(task_id)
+command("task delete", "set the task's ratings aside (restorable)", "tasks:delete", WRITES)(task_id)
+
+
+@command("task export", "every rating or vote that counts, and every flag, with annotator and time", "tasks:export", READS)
+def task_export(p):
+    task_id(p)
+    p.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+
+
+@command("task annotators", "everyone who entered a task: name, signed in or not, when their key was issued (never the "
+         "key)", "tasks:annotators", READS)
+def task_annotators(p):
+    db(p)
+    output(p)
+
+
+# reset-key writes a new key, yet it is declared as reading, as it always was: on a store that
+# cannot be written it gets DuckDB's own refusal, as it always has
+@command("task reset-key", "a new personal key for an annotator who lost theirs (printed once; the old one stops "
+         "working; their answers stay theirs)", "tasks:reset_key", READS)
+def task_reset_key(p):
+    p.add_argument("annotator", help="their name (compared ignoring case and width)")
+    db(p)
+
+
+@command("bt", "Bradley-Terry ratings (Elo scale) from pairwise votes, with bootstrap intervals", "analysis:bt", READS)
+def bt(p):
+    on_dataset(p, track=False)
+    p.add_argument("--dimension", help="one question's votes (default: each dimension)")
+    p.add_argument("--source", default="human", help="human, or judge:NAME")
+    p.add_argument("--anchor", metavar="MODEL", help="this model rated 1000 (default: the mean is 1000)")
+    p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of the votes (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    output(p)
+
+
+def of_dataset(p):
+    """--db, an optional --dataset and --format."""
+    db(p)
+    p.add_argument("--dataset")
+    output(p)
+
+
+command("summary", "per track: items, references, models, responses, ratings, system scores", "store:summary",
+        READS)(of_dataset)
+
+
+@command("storage", "what takes the space in the store's file: bytes per table and column, indexes, free blocks",
+         "store:storage", READS)
+def storage(p):
+    db(p)
+    output(p)
+
+
+command("models", "models and where they have data", "store:models", READS)(of_dataset)
+
+
+@command("jobs", "scoring jobs the dashboard started (after uploads): state and progress", "score:jobs", READS)
+def jobs(p):
+    db(p)
+    p.add_argument("--dataset")
+    p.add_argument("--limit", type=names.count(1), default=50)
+    output(p)
+
+
+@command("worker", "run scoring jobs: one (--job N), or every queued one and every one whose worker ended unfinished "
+         "(the dashboard starts a worker per job itself)", "score:worker", scores=True)
+def worker(p):
+    db(p)
+    p.add_argument("--job", type=names.count(1), help="the job to run (default: every job no live process runs)")
+
+
+@command("submissions", "every import, replace, delete and restore: file, sha256, rows, who; what each set aside and "
+         "whether it can come back", "store:submissions", READS)
+def submissions(p):
+    db(p)
+    p.add_argument("--dataset")
+    p.add_argument("--model")
+    output(p)
+
+
+@command("restore", "undo a replace or delete: bring back the rows it set aside (one transaction)", "store:restore", WRITES)
+def restore(p):
+    p.add_argument("submission", type=int)
+    db(p)
+
+
+@command("purge", "drop for good the rows a submission set aside", "store:purge", WRITES)
+def purge(p):
+    p.add_argument("submission", type=int)
+    db(p)
+    p.add_argument("--yes", action="store_true", help="really drop them")
+
+
+@command("delete-model", "set aside a model's responses, ratings and scores (one transaction; restorable until purge)",
+         "store:delete_model", WRITES)
+def delete_model(p):
+    p.add_argument("model")
+    db(p)
+    p.add_argument("--dataset", help="only in this dataset")
+    p.add_argument("--yes", action="store_true", help="really delete (without it, only show what would go)")

@@ -1,0 +1,66 @@
+"""Running the command the parser chose: the process set up for it (allocator, one BLAS thread, the scorers'
+memory bound), its store opened as its declaration says, its handler called, and the errors a user can act on
+printed as one line with an exit code."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from evalcore.cli.commands import CREATES, READS, load
+from evalcore.cli.output import on_wait
+from evalcore.core import names
+from evalcore.core.errors import ImportRefused, StoreError
+from evalcore.core.malloc import tune
+from evalcore.core.threads import one_blas_thread
+from evalcore.metrics.registry import FLAVORS
+from evalcore.store import bound_memory, connect, lock_wait, resolve_db_path
+
+
+def execute(args: argparse.Namespace) -> int:
+    """The command's exit status: its handler's, or 2 for a refused file or an unknown name, 1 for another
+    error a user can act on (said on standard error)."""
+    tune()
+    one_blas_thread()
+    scorer = args.declared.scores
+    if scorer:
+        bound_memory()
+    try:
+        return run(args)
+    except ImportRefused as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    except names.UnknownName as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (StoreError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if scorer:
+            bound_memory("")   # execute() may run again in this process (the tests, the API) for another command
+
+
+def run(args: argparse.Namespace) -> int:
+    """Call the command's handler: with the store open when it uses one."""
+    declared = args.declared
+    handler = load(declared.handler)
+    if declared.store is None:
+        return handler(args)
+    return on_store(handler, args, declared.store)
+
+
+def on_store(handler, args: argparse.Namespace, use: str) -> int:
+    """Open the store (READS, WRITES or CREATES), check the names the command is given (names.check), run
+    `handler(con, args)`, and close the store however it ends."""
+    path = resolve_db_path(args.db)
+    if use != CREATES and not path.exists():
+        raise StoreError(f"no store at {path} (`{args.command}` reads a store and creates none); build one "
+                         f"with `evalcore init --db {path}` or import data into it, or give --db an existing store")
+    con = connect(args.db, wait=lock_wait(), on_wait=on_wait, reads_only=use == READS)
+    try:
+        names.check(con, args)
+        if getattr(args, "flavor", None) is not None:
+            names.require("flavor", args.flavor, list(FLAVORS))
+        return handler(con, args) or 0
+    finally:
+        con.close()

@@ -1,0 +1,8 @@
+"""Choices by name of the lower layers, as plain values that import nothing, so the CLI offers them in its parser
+and help without importing jieba, numpy or DuckDB: the tokenizers (core.tokenize builds them under these names),
+a rating task's modes and samplings, and the range of its seed (store.tasks)."""
+TOKENIZER_NAMES = ("char", "space", "jieba", "en")
+
+TASK_MODES = ("absolute", "pairwise")
+TASK_SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
+TASK_MAX_SEED = 2**31 - 1                          # a task's seed is stored as a 32-bit INTEGER
