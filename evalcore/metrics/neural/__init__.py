@@ -14,7 +14,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -148,7 +148,3 @@ def options(args, **more) -> NeuralOptions:
                          baseline=args.bertscore_baseline, bleurt_checkpoint=args.bleurt_checkpoint,
                          device=args.device, ablstm_model=args.ablstm_model, **more)
 
-
-def default(name: str):
-    """A NeuralOptions field's default (the CLI states them in its help)."""
-    return next(f.default for f in fields(NeuralOptions) if f.name == name)
