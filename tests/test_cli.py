@@ -164,3 +164,17 @@ def test_scores_under_another_tokenizer_are_named(tmp_path, capsys):
                  "--format", "json"]) == 0
     out = capsys.readouterr()
     assert "no lexical scores" not in out.err and {r["metric"] for r in json.loads(out.out)} == {"BLEU1"}
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path, default_store_file):
+    """`evalcore trust ... | head -2`: the lines head wanted, and no BrokenPipeError traceback on standard error."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, copy_default_store
+
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    run = subprocess.run(f"{sys.executable} -m evalcore trust --db {db} --dataset msde-paper --origin published | head -2",
+                         shell=True, cwd=ROOT, capture_output=True, text=True)
+    assert len(run.stdout.splitlines()) == 2 and run.stdout.startswith("Spearman")
+    assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr

@@ -4,6 +4,7 @@ printed as one line with an exit code."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from evalcore.cli.commands import CREATES, READS, load
@@ -35,6 +36,9 @@ def execute(args: argparse.Namespace) -> int:
     except (StoreError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:   # `evalcore trust ... | head`: the reader has gone; no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141   # what a shell reports for a command a closed pipe ended (128 + SIGPIPE)
     finally:
         if scorer:
             bound_memory("")   # execute() may run again in this process (the tests, the API) for another command
