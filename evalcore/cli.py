@@ -613,7 +613,7 @@ def _default_ranked(con, dataset: str, track: str | None, **opts) -> pd.DataFram
     (views.rank_choices): the skill's official rule where it has one, else F1, else the track's first
     value column."""
     from evalcore.analysis import leaderboard as lb
-    from evalcore.ui import views
+    from evalcore.pagedata import boards as views
 
     unranked = lb.leaderboard(con, dataset, track, **{**opts, "resamples": 0})
     tracks = [track] if track else list(dict.fromkeys(unranked["track"]))
