@@ -32,5 +32,4 @@ PAGES: tuple[Page, ...] = (
     Page("Upload", ":material/upload:", "upload", "pages/views/upload.py"),
     Page("Rating tasks", ":material/assignment:", "tasks", "pages/views/tasks.py"),
     Page("Annotate", ":material/rate_review:", "annotate", "pages/views/annotate.py"),
-    Page("Track sizes", ":material/straighten:", "sizes", "pages/views/sizes.py"),
 )

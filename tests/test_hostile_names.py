@@ -110,7 +110,6 @@ def q(**params) -> str:
 # selectbox's options when opened, ("grid", text) a data grid's cell or header, ("markdown", text) the
 # text of a markdown element (captions, subheaders, notices, labels) as a reader sees it.
 VIEWS = {
-    "sizes": (q(dataset=DATASET), [("combobox", "Dataset", DATASET)]),
     "": ("", [("grid", HOSTILE), ("grid", TRACK)]),
     "trust": (q(dataset=DATASET, level="turn", dimension=HOSTILE, tracks="1"),
               [("combobox", "Human dimension", HOSTILE), ("markdown", f"correlation with human {HOSTILE} at turn level")]),

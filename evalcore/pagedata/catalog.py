@@ -45,13 +45,6 @@ def tracks_of(con: duckdb.DuckDBPyConnection, dataset: str, choice: str) -> list
     return [choice] if choice in set(frame["track"]) else []
 
 
-@dataset_scoped
-def track_sizes(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
-    """Items per track of the dataset."""
-    return con.execute("SELECT track, count(*) AS items FROM items WHERE dataset = ? GROUP BY track ORDER BY track",
-                       [dataset]).df()
-
-
 @catalog_scoped
 def track_count(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT count(*) FROM tracks").fetchall()[0][0]
