@@ -23,12 +23,12 @@ if __name__ == "__main__" and not st.runtime.exists():
 
     from evalcore.core.errors import StoreError
     from evalcore.core.processes import die_with_parent
+    from evalcore.pagedata.access import forwarded_allow_ips
     from evalcore.services import jobs
     from evalcore.store import resolve_db_path, server_lock
-    from evalcore.ui.access import forwarded_allow_ips
 
     # uvicorn (Streamlit's server) takes X-Forwarded-For from the addresses in FORWARDED_ALLOW_IPS, by default
-    # from any local process: only the proxies the operator named may say who a client is (evalcore.ui.access).
+    # from any local process: only the proxies the operator named may say who a client is (evalcore.pagedata.access).
     # Streamlit's secrets files, read here as it reads them (its st.secrets, before the server starts, would load
     # its config ahead of the command line's options).
     secrets: dict = {}
@@ -62,8 +62,10 @@ if __name__ == "__main__" and not st.runtime.exists():
 from evalcore.core import collector
 from evalcore.core.errors import StoreError
 from pages import PAGES
-from pages.views.common import log_run, read_only_note, release, store_trouble
+from pages.kit.access import guard_uploads
+from pages.kit.runtime import log_run, read_only_note, release, store_trouble
 
+guard_uploads()   # Streamlit's upload endpoint keeps files only for sessions the write gate admitted (once per process)
 st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
 
 pages = [st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == "") for p in PAGES]

@@ -6,7 +6,7 @@ import pytest
 from test_app import run
 
 from conftest import copy_default_store
-from evalcore.ui.access import BUDGET, THROTTLE, WRITERS, Budget, Policy, Throttle, attempt, forwarded_allow_ips, guess
+from evalcore.pagedata.access import BUDGET, THROTTLE, WRITERS, Budget, Policy, Throttle, attempt, forwarded_allow_ips, guess
 
 
 class Clock:
@@ -126,7 +126,9 @@ def test_the_endpoint_guard_refuses_sessions_not_admitted():
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
     from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
-    import pages.views.common  # noqa: F401  (installs the guard)
+    from pages.kit.access import guard_uploads
+
+    guard_uploads()   # as app.py does on every run
 
     manager = MemoryUploadedFileManager("/_stcore/upload_file")
     record = UploadedFileRec(file_id="f", name="x.csv", type="text/csv", data=b"x" * 1000)

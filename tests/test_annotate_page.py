@@ -239,9 +239,9 @@ def test_creating_a_task_confirms_empties_the_form_and_links(monkeypatch, tmp_pa
 
 def test_wrong_access_codes_and_personal_keys_are_guesses_held_back(monkeypatch, tmp_path, default_store_file):
     """Issue 46, item 8: the task's access code and a personal key are throttled as the upload password is (five
-    free wrong guesses, then locks; evalcore.ui.access). A sixth wrong code in a new session (a new tab) is held,
+    free wrong guesses, then locks; evalcore.pagedata.access). A sixth wrong code in a new session (a new tab) is held,
     with its sentence; so is the right one while locked. A taken name without its key is not a guess."""
-    from evalcore.ui.access import BUDGET, THROTTLE
+    from evalcore.pagedata.access import BUDGET, THROTTLE
     monkeypatch.setattr(THROTTLE, "wrong", {})
     monkeypatch.setattr(THROTTLE, "until", {})
     monkeypatch.setattr(BUDGET, "wrong", {})

@@ -83,7 +83,7 @@ def test_markdown_escaping_keeps_text_literal():
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from pages.views.common import highlighted, md_escape
+    from pages.kit.text import highlighted, md_escape
 
     assert md_escape("<b>**hi**</b> [x](y)") == r"\<b\>\*\*hi\*\*\<\/b\> \[x\]\(y\)".replace(r"\/", "/")
     assert highlighted([("好", True), (" <i>", False)]) == r":orange-background[好] \<i\>"
@@ -208,7 +208,7 @@ def test_upload_password_right_and_wrong(monkeypatch, default_store):
 
 
 def test_write_policy_from_secrets_and_environment():
-    from evalcore.ui.access import policy
+    from evalcore.pagedata.access import policy
 
     assert policy({}, {}).mode == "open"
     assert policy({"evalcore": {"read_only": True}}, {}).mode == "read-only"

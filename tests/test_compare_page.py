@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import write_jsonl
-from evalcore.ui import views
+from evalcore.pagedata import formatting, responses
 
 NASTY = "**bold** <b>x</b> $x$"  # markdown, HTML and LaTeX: must show as these very characters
 ODD_ITEM = "t3 & a=b?#"  # an item id that needs URL encoding
@@ -111,29 +111,29 @@ def test_markup_in_names_and_responses_is_shown_literally(monkeypatch, store):
 
 
 def test_sensible_format():
-    assert views.sensible_format([0.5, -0.01, np.nan]) == "%.4f"
-    assert views.sensible_format(pd.Series([-3.5, 0.2])) == "%.2f"
-    assert views.sensible_format([1.0, -1.0, 0.01]) == "%.4f"  # a bounded score's whole range keeps 4 decimals
-    assert views.sensible_format([100.0, 2.5]) == "%.2f"
-    assert views.sensible_format(pd.DataFrame({"a": [150.0], "b": [0.1]})) == "%.1f"
-    assert views.sensible_format([np.inf, 0.3]) == "%.4f"  # infinities do not count
-    assert views.sensible_format([]) == views.sensible_format([np.nan]) == "%.4f"
+    assert formatting.sensible_format([0.5, -0.01, np.nan]) == "%.4f"
+    assert formatting.sensible_format(pd.Series([-3.5, 0.2])) == "%.2f"
+    assert formatting.sensible_format([1.0, -1.0, 0.01]) == "%.4f"  # a bounded score's whole range keeps 4 decimals
+    assert formatting.sensible_format([100.0, 2.5]) == "%.2f"
+    assert formatting.sensible_format(pd.DataFrame({"a": [150.0], "b": [0.1]})) == "%.1f"
+    assert formatting.sensible_format([np.inf, 0.3]) == "%.4f"  # infinities do not count
+    assert formatting.sensible_format([]) == formatting.sensible_format([np.nan]) == "%.4f"
 
 
 def test_clean_noise_and_rounding_show_zero_as_zero():
     frame = pd.DataFrame({"x": [5.8e-17, -6.3e-17, -3e-9, 0.123456, np.nan], "n": [1, 2, 3, 4, 5], "s": list("abcde")})
-    clean = views.clean_noise(frame)
+    clean = formatting.clean_noise(frame)
     assert clean["x"].tolist()[:4] == [0.0, 0.0, -3e-9, 0.123456] and clean["n"].dtype == frame["n"].dtype
     assert frame["x"][0] == 5.8e-17  # the input is left as it was
-    shown = views.round_to_format(clean, {"x": views.sensible_format(clean["x"]), "s": "%.1f"})
+    shown = formatting.round_to_format(clean, {"x": formatting.sensible_format(clean["x"]), "s": "%.1f"})
     assert shown["x"].tolist()[:4] == [0.0, 0.0, 0.0, 0.1235] and not np.signbit(shown["x"][2])  # not -0.0000
     assert shown["s"].tolist() == list("abcde")
 
 
 def test_context_snippet_and_link():
-    assert views.context_snippet(["a", "b\n c", "d"]) == "… / b c / d"
-    assert views.context_snippet([]) == "" and views.context_snippet(["只有一轮"]) == "只有一轮"
-    long = views.context_snippet(["x" * 200], width=80)
+    assert responses.context_snippet(["a", "b\n c", "d"]) == "… / b c / d"
+    assert responses.context_snippet([]) == "" and responses.context_snippet(["只有一轮"]) == "只有一轮"
+    long = responses.context_snippet(["x" * 200], width=80)
     assert len(long) == 80 and long.endswith("…")
-    assert views.drilldown_link("d s", "a/b", "i&j=k", "default") == \
+    assert responses.drilldown_link("d s", "a/b", "i&j=k", "default") == \
         "drilldown?dataset=d+s&track=a%2Fb&flavor=default&item=i%26j%3Dk"

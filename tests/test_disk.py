@@ -225,7 +225,7 @@ def test_annotate_clicks_on_a_full_disk_are_one_sentence_and_change_nothing(tmp_
     that was stored but left DuckDB's instance invalidated (its checkpoint failed): the next click is a sentence,
     never DuckDB's FatalException, and once the page's cursors are back the instance is opened anew and a click
     works again when there is room."""
-    from evalcore.ui import annotation as ann
+    from evalcore.pagedata import annotation as ann
 
     template, task_id = _task_store(default_store_file, tmp_path / "template.duckdb")
     with mounted("-t", "tmpfs", "-o", "size=160m", "tmpfs", where=tmp_path / "small") as small:
@@ -285,7 +285,7 @@ def test_read_commands_work_on_a_read_only_store(tmp_path, default_store_file, n
     """Item 22: on a read-only mount every command that only reads works (task list, show and export among them),
     one that writes is refused with one sentence, `evalcore worker` too; the dashboard's shared instance opens it
     read-only and a write through it is refused with ReadOnlyStore."""
-    from evalcore.ui import annotation as ann
+    from evalcore.pagedata import annotation as ann
 
     _task_store(default_store_file, tmp_path / "rw" / "store.duckdb")
     source = tmp_path / "rw"

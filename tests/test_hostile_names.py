@@ -19,7 +19,7 @@ import pytest
 from test_browser import ARTIFACTS, CHROMIUM, PAGES, chromium, expect, serve
 
 from conftest import write_jsonl
-from pages.views.common import WORD_JOINER, highlighted, md_escape, safe_filename
+from pages.kit.text import WORD_JOINER, highlighted, md_escape, safe_filename
 
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 real_browser = pytest.mark.slow   # `python -m pytest -m slow` (CI's second step)

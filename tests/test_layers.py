@@ -17,7 +17,7 @@ LAYERS: dict[str, tuple[int, list[str]]] = {
     "ingest": (4, ["evalcore.ingest"]),
     "analysis": (4, ["evalcore.analysis"]),
     "services": (5, ["evalcore.services"]),
-    "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.ui"]),
+    "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.pagedata"]),
 }
 # Upward imports still there, each with its reason; the list only shrinks.
 KNOWN = {
@@ -110,9 +110,9 @@ def test_known_exceptions_are_still_there():
 
 def test_a_deferred_upward_import_is_caught():
     """A function-level import pointing up is found like a top-level one."""
-    source = "def f():\n    from evalcore.ui.views import board\n    return board\n"
+    source = "def f():\n    from evalcore.pagedata.boards import board\n    return board\n"
     assert upward("evalcore.analysis.trust", source, set(modules())) == [
-        "evalcore.analysis.trust:2 (analysis) imports evalcore.ui.views (entry)"]
+        "evalcore.analysis.trust:2 (analysis) imports evalcore.pagedata.boards (entry)"]
     assert upward("evalcore.store", "from evalcore.services import jobs\n", set(modules())) == [
         "evalcore.store:1 (store) imports evalcore.services.jobs (services)"]
 

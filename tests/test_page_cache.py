@@ -3,7 +3,7 @@
 A page run that needs the store waits for whichever process holds it (a scoring job's worker writing, an import),
 so beside a job the viewers of other datasets stay fast only if their pages need nothing from the file. Store-wide
 views (the dataset list, the track count, the metric registry, the choices over every dataset) are cached by what
-they can see (views.GLOBAL_SCOPED, CATALOG_SCOPED, PER_DATASET), not emptied by every commit."""
+they can see (evalcore.pagedata.scope: @global_scoped, @catalog_scoped, @per_dataset), not emptied by every commit."""
 from urllib.parse import parse_qsl
 
 import pytest
@@ -66,11 +66,22 @@ def add_model(db, tmp_path, model: str) -> None:
 @pytest.fixture
 def computed(monkeypatch) -> list[tuple]:
     """(view, first argument) of every view the dashboard computes from here on (a cache miss): each function of
-    evalcore.ui.views wrapped under its own name, so the pages' caches key and scope it as before."""
+    evalcore.pagedata's view modules wrapped under its own name, so the pages' caches key and scope it as before."""
     import functools
     import inspect
 
-    from evalcore.ui import views
+    from evalcore.pagedata import (
+        audits,
+        boards,
+        catalog,
+        correlation_tables,
+        head_to_head,
+        intake,
+        ratings,
+        responses,
+        scope,
+        trust_tables,
+    )
 
     calls: list[tuple] = []
 
@@ -81,12 +92,13 @@ def computed(monkeypatch) -> list[tuple]:
             return fn(con, *args, **kwargs)
         return view
 
-    for name, fn in list(vars(views).items()):   # the views that read the store: their first parameter is `con`
-        if inspect.isfunction(fn) and fn.__module__ == views.__name__ and \
-                list(inspect.signature(fn).parameters)[:1] == ["con"]:
-            monkeypatch.setattr(views, name, recorded(fn))
-    monkeypatch.setattr(views, "PER_DATASET", {name: (recorded(part), merge)
-                                               for name, (part, merge) in views.PER_DATASET.items()})
+    for views in (audits, boards, catalog, correlation_tables, head_to_head, intake, ratings, responses, trust_tables):
+        for name, fn in list(vars(views).items()):   # the views that read the store: their first parameter is `con`
+            if inspect.isfunction(fn) and fn.__module__ == views.__name__ and \
+                    list(inspect.signature(fn).parameters)[:1] == ["con"]:
+                monkeypatch.setattr(views, name, recorded(fn))
+    monkeypatch.setattr(scope, "PER_DATASET", {name: (recorded(part), merge)
+                                               for name, (part, merge) in scope.PER_DATASET.items()})
     return calls
 
 
@@ -122,15 +134,15 @@ def test_a_new_dataset_shows_on_every_page_at_once(store, tmp_path):
 
 
 def test_a_part_made_while_another_process_writes_is_the_last_one_then_the_new_one(tmp_path):
-    """common.dataset_part: while another process holds the store, a page about every dataset gets a dataset's part as
+    """runtime.dataset_part: while another process holds the store, a page about every dataset gets a dataset's part as
     last made (at once, no wait) and a thread makes it anew once the store is free; the next run has the new one."""
     import subprocess
     import sys
     import time
 
     from evalcore.ingest.items import import_items
-    from evalcore.ui import views
-    from pages.views import common
+    from evalcore.pagedata import catalog
+    from pages.kit import runtime
 
     db = tmp_path / "s.duckdb"
 
@@ -144,7 +156,7 @@ def test_a_part_made_while_another_process_writes_is_the_last_one_then_the_new_o
             con.close()
 
     items(0, 2)
-    first = common.dataset_part(views.summary_part, str(db), "a")
+    first = runtime.dataset_part(catalog.summary_part, str(db), "a")
     assert list(first["items"]) == [2]
     items(2, 3)   # three more items in a's track
     holder = subprocess.Popen([sys.executable, "-c", "import sys; from evalcore.store import connect; "
@@ -154,7 +166,7 @@ def test_a_part_made_while_another_process_writes_is_the_last_one_then_the_new_o
     try:
         assert holder.stdout.readline().strip() == "held"
         began = time.perf_counter()
-        assert list(common.dataset_part(views.summary_part, str(db), "a")["items"]) == [2]   # the last one, at once
+        assert list(runtime.dataset_part(catalog.summary_part, str(db), "a")["items"]) == [2]   # the last one, at once
         assert time.perf_counter() - began < 1.0
         # and so while another thread of this process waits for the store (a page run's cursor, opening it)
         import threading
@@ -165,16 +177,16 @@ def test_a_part_made_while_another_process_writes_is_the_last_one_then_the_new_o
         waiter.start()
         time.sleep(0.3)
         began = time.perf_counter()
-        assert list(common.dataset_part(views.summary_part, str(db), "a")["items"]) == [2]
+        assert list(runtime.dataset_part(catalog.summary_part, str(db), "a")["items"]) == [2]
         assert time.perf_counter() - began < 1.0
     finally:
         holder.communicate("go\n", timeout=30)
         if waiter is not None:
             waiter.join(timeout=30)
     for _ in range(100):   # the thread gets the store once the holder lets go
-        if not common.parts_being_made():
+        if not runtime.parts_being_made():
             break
         time.sleep(0.05)
     before = Shared.of(db).generation
-    assert list(common.dataset_part(views.summary_part, str(db), "a")["items"]) == [5]
+    assert list(runtime.dataset_part(catalog.summary_part, str(db), "a")["items"]) == [5]
     assert Shared.of(db).generation == before   # made by the thread, not by this run

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from test_app import run as run_page
 
 from conftest import copy_default_store
-from evalcore.ui.share import ViewState
+from evalcore.pagedata.share import ViewState
 
 
 @pytest.fixture(scope="module")

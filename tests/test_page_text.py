@@ -8,10 +8,10 @@ import pandas as pd
 
 from conftest import ROOT
 from evalcore.core.words import count
-from evalcore.ui import views
+from evalcore.pagedata import intake
 
 sys.path.insert(0, str(ROOT))
-from pages.views.common import md_escape, md_message  # noqa: E402
+from pages.kit.text import md_escape, md_message  # noqa: E402
 
 
 def test_a_message_shows_its_command_as_code():
@@ -32,7 +32,7 @@ def test_counts_take_their_nouns_number():
 def test_the_jobs_table_says_what_a_queued_job_waits_for():
     listing = pd.DataFrame({"job_id": [3, 2, 1], "state": ["queued", "running", "done"], "progress": [np.nan, 0.5, 1.0],
                             "detail": [None, "step 1 of 2: lccc/chitchat", "2 steps done: lccc/chitchat"]})
-    shown = views.jobs_shown(listing)
+    shown = intake.jobs_shown(listing)
     assert shown["detail"].tolist() == ["waiting to start", "step 1 of 2: lccc/chitchat", "2 steps done: lccc/chitchat"]
     assert shown["progress"].tolist() == [0.0, 0.5, 1.0]
     assert not shown.astype(str).isin(["None", "nan", "NaN"]).any().any()

@@ -344,7 +344,7 @@ def test_the_drilldown_table_has_a_row_per_response_and_a_column_per_metric(rank
     """response_table places each response's values in its own row (no pivot): F1 in characters against
     今天天气不错, written out: m1's 天气很好 shares 天 and 气, P = 2/4, R = 2/6, F1 = 2PR/(P+R) = 0.4; m2's 嗯
     shares nothing; t2 has no reference, so no value."""
-    from evalcore.ui.views import response_table
+    from evalcore.pagedata.responses import response_table
 
     table = response_table(ranked, "toy", "toy/chitchat")
     assert sorted(zip(table["item_id"], table["model"], table["text"])) == [
@@ -364,7 +364,7 @@ def test_the_drilldowns_rated_view_reads_only_the_rated_items(ranked, tmp_path):
     """rated_only: the items a person rated a response of (t1: m2's 嗯 rated Coh 1 and 0, so 0.5), with every
     model's response to them and the same values as the whole table; items=(...): those items only."""
     from evalcore.ingest.ratings import import_ratings
-    from evalcore.ui.views import response_table
+    from evalcore.pagedata.responses import response_table
 
     (tmp_path / "r.csv").write_text("item_id,dialogue_id,model,annotator,dimension,score\n"
                                     "t1,,m2,a,Coh,1\nt1,,m2,b,Coh,0\n", encoding="utf-8")
@@ -385,7 +385,7 @@ def test_the_drilldown_table_reads_the_value_cache_by_references_when_no_item_st
     """Without per-item statistics (a store scored before they were stored), F1 comes from the value cache,
     keyed by the text and its references: the table reads the track bare (texts only), then again with
     references for those keys, and holds the same F1 as written out above (0.4 for 天气很好 on t1)."""
-    from evalcore.ui.views import response_table
+    from evalcore.pagedata.responses import response_table
 
     ranked.execute("DELETE FROM item_stats")
     table = response_table(ranked, "toy", "toy/chitchat").set_index(["item_id", "model"])
@@ -396,18 +396,18 @@ def test_the_drilldown_table_reads_the_value_cache_by_references_when_no_item_st
 def test_a_model_across_skills_is_picked_from_every_track_ranked_once(ranked):
     """The leaderboard page ranks every track once (ranked_everywhere) and picks each chosen model's rows from
     it: the same table as model_ranks working alone, for every model and for a partial submission too."""
-    from evalcore.ui import views
+    from evalcore.pagedata import boards
 
     for partial in (False, True):
-        everywhere = views.ranked_everywhere(ranked, "toy", "ROUGE", partial=partial)
+        everywhere = boards.ranked_everywhere(ranked, "toy", "ROUGE", partial=partial)
         for model in ("m1", "m2"):
-            alone = views.model_ranks(ranked, "toy", model, "ROUGE", partial=partial)
-            pd.testing.assert_frame_equal(alone, views.model_ranks(ranked, "toy", model, "ROUGE", partial=partial,
+            alone = boards.model_ranks(ranked, "toy", model, "ROUGE", partial=partial)
+            pd.testing.assert_frame_equal(alone, boards.model_ranks(ranked, "toy", model, "ROUGE", partial=partial,
                                                                    ranked=everywhere))
     # m1 answers both chitchat items: ranked 1st of 1 there; m2 (one of two items) is not ranked unless partial
-    alone = views.model_ranks(ranked, "toy", "m1", "ROUGE").set_index("track")
+    alone = boards.model_ranks(ranked, "toy", "m1", "ROUGE").set_index("track")
     assert alone.loc["toy/chitchat", "rank"] == 1 and alone.loc["toy/chitchat", "ranked"] == 1
     assert alone.loc["toy/knowledge", "note"] == "no response of this model here"
-    assert pd.isna(views.model_ranks(ranked, "toy", "m2", "ROUGE").set_index("track").loc["toy/chitchat", "rank"])
-    assert views.ranked_everywhere(ranked, "toy", "NOPE") is None
-    assert views.model_ranks(ranked, "toy", "m1", "NOPE").empty
+    assert pd.isna(boards.model_ranks(ranked, "toy", "m2", "ROUGE").set_index("track").loc["toy/chitchat", "rank"])
+    assert boards.ranked_everywhere(ranked, "toy", "NOPE") is None
+    assert boards.model_ranks(ranked, "toy", "m1", "NOPE").empty

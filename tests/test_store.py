@@ -294,21 +294,21 @@ def test_a_page_run_told_the_store_is_busy_is_not_made_to_wait_again(tmp_path, m
     from conftest import ROOT
     from evalcore.core.errors import StoreBusy
     from evalcore.store import connect
-    from pages.views import common
+    from pages.kit import runtime
 
     db = tmp_path / "s.duckdb"
     connect(db).close()
     monkeypatch.setenv("EVALCORE_DB", str(db))
     monkeypatch.setenv("EVALCORE_JOB_CHECK", "3600")
-    monkeypatch.setattr(common, "PAGE_WAIT", 0.5)
-    common.cursor().execute("SELECT 1")   # the store prepared (once per process) while it is free
-    common.release()
+    monkeypatch.setattr(runtime, "PAGE_WAIT", 0.5)
+    runtime.cursor().execute("SELECT 1")   # the store prepared (once per process) while it is free
+    runtime.release()
     holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(db)!r}); "
                                "print('held', flush=True); sys.stdin.readline(); c.close()"],
                               cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        con = common.cursor()
+        con = runtime.cursor()
         began = time.perf_counter()
         with pytest.raises(StoreBusy) as first:
             con.execute("SELECT 1")   # the click: waits PAGE_WAIT
@@ -320,41 +320,41 @@ def test_a_page_run_told_the_store_is_busy_is_not_made_to_wait_again(tmp_path, m
         assert str(again.value) == str(first.value)
         assert str(first.value).startswith(f"another process (pid {holder.pid}) held the store s.duckdb longer than "
                                            "this waits (0.5 s), so nothing was done")
-        common.release()   # the run ends; the next one waits again
+        runtime.release()   # the run ends; the next one waits again
         began = time.perf_counter()
         with pytest.raises(StoreBusy):
-            common.cursor().execute("SELECT 1")
+            runtime.cursor().execute("SELECT 1")
         assert time.perf_counter() - began >= 0.4
     finally:
         holder.communicate("go\n", timeout=30)
-        common.release()
-    assert common.cursor().execute("SELECT 1").fetchall() == [(1,)]
-    common.release()
+        runtime.release()
+    assert runtime.cursor().execute("SELECT 1").fetchall() == [(1,)]
+    runtime.release()
 
 
 def test_a_store_failure_in_a_fragment_is_its_sentence_and_the_cursor_goes_back(tmp_path, monkeypatch):
-    """A fragment's rerun (the Annotate page's unit) runs without app.py around it: common.in_fragment shows a
+    """A fragment's rerun (the Annotate page's unit) runs without app.py around it: runtime.in_fragment shows a
     StoreError as its sentence instead of raising it, and gives back the run's cursor either way."""
     from evalcore.core.errors import DiskFull
     from evalcore.store import Shared, connect
-    from pages.views import common
+    from pages.kit import runtime
 
     db = tmp_path / "s.duckdb"
     connect(db).close()
     monkeypatch.setenv("EVALCORE_DB", str(db))
     monkeypatch.setenv("EVALCORE_JOB_CHECK", "3600")
     shown = []
-    monkeypatch.setattr(common, "store_trouble", shown.append)
+    monkeypatch.setattr(runtime, "store_trouble", shown.append)
 
     def click():
-        common.cursor().execute("SELECT 1")
+        runtime.cursor().execute("SELECT 1")
         raise DiskFull("the disk holding the store is full: nothing of this write was stored")
 
-    common.in_fragment(click)
+    runtime.in_fragment(click)
     assert [str(e) for e in shown] == ["the disk holding the store is full: nothing of this write was stored"]
     deadline = time.monotonic() + 60   # the job check's first look (jobs.watch, started with the first cursor)
     while Shared.of(db).users and time.monotonic() < deadline:   # holds a cursor of its own for a moment
         time.sleep(0.05)
     assert Shared.of(db).users == 0
     with pytest.raises(ValueError):   # anything else is raised as it is
-        common.in_fragment(lambda: (_ for _ in ()).throw(ValueError("a bug")))
+        runtime.in_fragment(lambda: (_ for _ in ()).throw(ValueError("a bug")))

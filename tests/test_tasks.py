@@ -319,7 +319,7 @@ def test_win_matrix_counts_a_tie_as_half():
 def test_win_rates_of_a_task_are_per_dimension_and_notes_come_out_of_the_table(lab):
     """Issue 46: a task asking Info and Coh showed one matrix over both questions' votes. Here every Info vote goes
     to model_a and every Coh vote to model_b: per dimension each pair's rates are 1 and 0, never the pooled 0.5."""
-    from evalcore.ui import annotation as ann
+    from evalcore.pagedata import annotation as ann
     task = stored.get(lab, service.create_task(lab, dataset="lab", mode="pairwise", dimensions=["Info", "Coh"],
                                                items=4, per_item=1, seed=2, tracks=["lab/chitchat"]))
     pairs = stored.units(lab, task.task_id).set_index("unit")

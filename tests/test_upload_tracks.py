@@ -11,7 +11,7 @@ from conftest import TOY_ITEMS, write_jsonl
 from evalcore.core.errors import ImportRefused
 from evalcore.ingest.items import import_items
 from evalcore.ingest.responses import PAGE, import_responses
-from evalcore.ui import views
+from evalcore.pagedata import intake
 
 CLI_WORDS = ("--track", "--partial", "--model", "--dataset", "python -m")
 
@@ -33,7 +33,7 @@ def _page_import(con, path, track, **kw):
 
 
 def _filled_template(con, tmp_path, track=None) -> tuple:
-    rows = list(csv.DictReader(io.StringIO(views.template_csv(con, "toy", track).decode("utf-8-sig"))))
+    rows = list(csv.DictReader(io.StringIO(intake.template_csv(con, "toy", track).decode("utf-8-sig"))))
     for r in rows:
         r["response"] = "回答" + r["item_id"]
     path = tmp_path / "filled.csv"

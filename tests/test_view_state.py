@@ -8,7 +8,7 @@ import pytest
 from test_app import run as run_page
 
 from conftest import copy_default_store
-from evalcore.ui.share import ViewState
+from evalcore.pagedata.share import ViewState
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,19 @@ import math
 import pandas as pd
 import pytest
 
-from evalcore.ui import views
-from evalcore.ui.share import ViewState, link, to_query
+from evalcore.pagedata import (  # noqa: F401  (importing a module registers its views' scopes)
+    audits,
+    boards,
+    catalog,
+    correlation_tables,
+    head_to_head,
+    intake,
+    ratings,
+    responses,
+    scope,
+    trust_tables,
+)
+from evalcore.pagedata.share import ViewState, link, to_query
 
 
 def test_view_state_defaults_and_notices():
@@ -30,14 +41,14 @@ def test_links_round_trip():
 def test_latex_marks_the_best_and_escapes():
     frame = pd.DataFrame({"track": ["t_1", "t_1"], "model": ["a&b", "c"], "origin": ["computed"] * 2,
                           "F1": [0.5, 0.25], "DIST1": [math.nan, 0.125]})
-    tex = views.to_latex(frame)
+    tex = boards.to_latex(frame)
     assert r"t\_1 & a\&b & computed & \textbf{0.50} & -- \\" in tex
     assert r"t\_1 & c & computed & 0.25 & \textbf{0.12} \\" in tex
     assert tex.startswith(r"\begin{tabular}{lllrr}")
 
 
 def test_overlap_segments_keep_the_text():
-    segs = views.overlap_segments("我喜欢 iPhone 手机", ["我也喜欢手机"])
+    segs = responses.overlap_segments("我喜欢 iPhone 手机", ["我也喜欢手机"])
     assert "".join(s for s, _ in segs) == "我喜欢 iPhone 手机"
     assert [s for s, shared in segs if shared] == ["我喜欢", "手机"]
 
@@ -46,26 +57,26 @@ def test_board_counts_responses_and_compare(toy):
     from evalcore.scoring import score
 
     score(toy, dataset="toy", metrics="F1,DIST1", progress=False)
-    board = views.board(toy, "toy", "toy/chitchat")
-    assert dict(zip(board["model"], board[views.N_COLUMN])) == {"m1": 2, "m2": 1}
-    deltas, humans, items = views.compare(toy, "toy", "toy/chitchat", "m1", "m2", bootstrap=50, seed=1)
+    board = boards.board(toy, "toy", "toy/chitchat")
+    assert dict(zip(board["model"], board[boards.N_COLUMN])) == {"m1": 2, "m2": 1}
+    deltas, humans, items = head_to_head.compare(toy, "toy", "toy/chitchat", "m1", "m2", bootstrap=50, seed=1)
     row = deltas.set_index("metric").loc["DIST1"]
     assert row["n"] == 1 and row["delta"] == pytest.approx(0.0)  # 嗯 vs 天气很好: DIST1 1 and 1
     assert list(items["item_id"]) == ["t1"]
 
 
 def test_dataset_scoped_views_take_the_dataset_first():
-    """The dashboard keys a DATASET_SCOPED view's cache on its first argument's dataset (common._cached):
+    """The dashboard keys a DATASET_SCOPED view's cache on its first argument's dataset (pages/kit/runtime._cached):
     each such name is a view whose first argument after the connection is the dataset."""
     import inspect
 
-    for name in views.DATASET_SCOPED:
-        params = list(inspect.signature(getattr(views, name)).parameters)
+    for name in scope.DATASET_SCOPED:
+        params = list(inspect.signature(scope.VIEWS[name]).parameters)
         assert params[:2] == ["con", "dataset"], (name, params)
 
 
 def test_views_over_every_dataset_are_their_parts_merged(con, tmp_path):
-    """views.PER_DATASET: the dashboard caches one part per dataset and merges them; the merge gives what a reader
+    """scope.PER_DATASET: the dashboard caches one part per dataset and merges them; the merge gives what a reader
     expects of the whole store, written out here for two datasets."""
     from conftest import write_jsonl
     from evalcore.ingest.items import import_items
@@ -89,19 +100,19 @@ def test_views_over_every_dataset_are_their_parts_merged(con, tmp_path):
         (tmp_path / "h.csv").write_text("track,item_id,model,annotator,dimension,score\n" + "".join(
             f"{t},{i},{m},{a},Info,{s}\n" for t, i, m, a, s in rows if t.startswith(ds)), encoding="utf-8")
         import_ratings(con, tmp_path / "h.csv", dataset=ds, track=None, scales={"Info": (0, 2)})
-    assert views.multi_rated_tracks(con) == [("a", "a/chitchat")]
+    assert ratings.multi_rated_tracks(con) == [("a", "a/chitchat")]
     # most ratings first: b/knowledge 3, a/chitchat 2, b/chitchat 1
-    assert views.rated_response_tracks(con) == [("b", "b/knowledge"), ("a", "a/chitchat"), ("b", "b/chitchat")]
-    assert views.trust_choices(con) == {}   # rated, but no metric values to correlate yet
+    assert responses.rated_response_tracks(con) == [("b", "b/knowledge"), ("a", "a/chitchat"), ("b", "b/chitchat")]
+    assert trust_tables.trust_choices(con) == {}   # rated, but no metric values to correlate yet
     score(con, metrics="F1", progress=False)
     every = [("system", "computed"), ("turn", "computed"), ("dialogue", "computed")]   # 3 models, rated responses
-    assert list(views.trust_choices(con).items()) == [("b", every), ("a", every)]   # b: two rated tracks, a: one
-    assert views.judged_datasets(con) == []
+    assert list(trust_tables.trust_choices(con).items()) == [("b", every), ("a", every)]   # b: two rated tracks, a: one
+    assert audits.judged_datasets(con) == []
     con.execute("INSERT INTO system_scores (dataset, track, model, name, value, origin) "
                 "VALUES ('b', 'b/chitchat', 'm1', 'Judge-Info', 3.0, 'computed')")
-    assert views.judged_datasets(con) == ["b"]
+    assert audits.judged_datasets(con) == ["b"]
     # the overview's tables, from parts, equal the one query over the whole store
-    pd.testing.assert_frame_equal(views.summary(con), queries.summary(con))
-    pd.testing.assert_frame_equal(views.model_table(con), queries.models(con))
-    assert list(views.summary(con)["responses"]) == [6, 6, 6] and list(views.model_table(con)["responses"]) == [6, 6, 6]
-    assert views.model_table(con)["tracks"][0] == "a:a/chitchat, b:b/chitchat, b:b/knowledge"
+    pd.testing.assert_frame_equal(catalog.summary(con), queries.summary(con))
+    pd.testing.assert_frame_equal(catalog.model_table(con), queries.models(con))
+    assert list(catalog.summary(con)["responses"]) == [6, 6, 6] and list(catalog.model_table(con)["responses"]) == [6, 6, 6]
+    assert catalog.model_table(con)["tracks"][0] == "a:a/chitchat, b:b/chitchat, b:b/knowledge"

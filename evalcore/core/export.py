@@ -16,7 +16,7 @@ with Excel's quote-prefix style on a cell that begins with one of the characters
 a formula whatever its text, and its text is kept exactly (no quote added: an xlsx string cell is not
 parsed).
 
-Where this is used: the dashboard's download buttons (pages/views/common.download and the Upload page's
+Where this is used: the dashboard's download buttons (pages/kit/widgets.download and the Upload page's
 problem list), the responses template (`evalcore template`, the Upload page's template buttons:
 evalcore/ingest/template.render). The CLI's `--format csv|json` output of the analysis commands is for
 programs and stays raw (a program reading `'=1+2` would get a name that is not the model's).

@@ -81,7 +81,7 @@ def set_fields(con, job_id: int, **values) -> None:
 NICE = 10             # a worker's niceness (`evalcore worker`): with the cores busy, page runs come first
 MAX_ATTEMPTS = 3      # claims of one job: a job whose worker ended unfinished this often is marked failed
 PROGRESS_EVERY = 2.0  # seconds between progress writes within a step: each write is a commit, and a commit
-                      # changes the store's stamp, which every page's cache is keyed on (pages/views/common.data)
+                      # changes the store's stamp, which every page's cache is keyed on (pages/kit/runtime.data)
 
 
 def claim(con: duckdb.DuckDBPyConnection, job_id: int) -> bool:

@@ -6,9 +6,13 @@ shown as text. Whatever the store or the task refuses is said in a sentence, nev
 import streamlit as st
 
 from evalcore.core.errors import StoreError
+from evalcore.pagedata import annotation as ann
 from evalcore.store.tasks import TaskClosed
-from evalcore.ui import annotation as ann
-from pages.views.common import base_url, checked_guess, grid, guess_wait, md_escape, publish, release, start, wait_text
+from pages.kit.access import checked_guess, guess_wait, wait_text
+from pages.kit.runtime import release
+from pages.kit.state import base_url, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import grid
 
 con, vs = start("Annotate")
 open_tasks = ann.open_tasks(con)

@@ -2,12 +2,15 @@
 import streamlit as st
 
 from evalcore.metrics.registry import FLAVORS
-from evalcore.ui import views
-from pages.views.common import data, download, grid, md_escape, pick_track, publish, select, start
+from evalcore.pagedata import catalog, formatting, head_to_head, responses
+from pages.kit.runtime import data
+from pages.kit.state import pick_track, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import download, grid, select
 
 con, vs = start("Compare two models")
 dataset, track, _ = pick_track(con, vs, "cp", skills=False)
-models = data(views.models_of, dataset, track) if track else []
+models = data(catalog.models_of, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)
 if len(models) >= 2:  # else the page says why, instead of two empty boxes
@@ -34,16 +37,16 @@ if len(models) < 2:
 elif a == b:
     st.warning("Model A and Model B are the same: pick two different models.")
 else:
-    deltas, humans, items = data(views.compare, dataset, track, a, b, flavor=flavor)
-    deltas = views.clean_noise(deltas)
+    deltas, humans, items = data(head_to_head.compare, dataset, track, a, b, flavor=flavor)
+    deltas = formatting.clean_noise(deltas)
     st.caption(f"On the {len(items):,} items both answered. Delta = mean per-response value of {md_escape(b)} minus "
                f"{md_escape(a)}, "
                "with a 95% paired-bootstrap interval (1,000 resamples, seed 0).")
     means = [col for col in (f"mean {a}", f"mean {b}") if col in deltas]
     spread = [col for col in ("delta", "ci_low", "ci_high") if col in deltas]
-    formats = {**{col: views.sensible_format(deltas[means]) for col in means},
-               **{col: views.sensible_format(deltas[spread]) for col in spread}}
-    grid(views.round_to_format(deltas, formats), width="stretch",
+    formats = {**{col: formatting.sensible_format(deltas[means]) for col in means},
+               **{col: formatting.sensible_format(deltas[spread]) for col in spread}}
+    grid(formatting.round_to_format(deltas, formats), width="stretch",
                  column_config={"n": st.column_config.NumberColumn("n", format="%d"), **numbers(formats)})
     download(deltas, f"compare-{a}-{b}")
     if not humans.empty:
@@ -54,16 +57,16 @@ else:
         sort = vs.one("sort", metric_cols, metric_cols[0])
         sort = select("Items where they differ most, by", metric_cols, sort, key=f"cp-sort-{track}")
         values["sort"] = sort
-        items = views.clean_noise(items)
+        items = formatting.clean_noise(items)
         top = items.reindex(items[sort].abs().sort_values(ascending=False).index).head(50)
         # Each item opens in the drill-down (a relative link, so it works under any server address).
-        top.insert(1, "drill-down", [views.drilldown_link(dataset, track, i, flavor) for i in top["item_id"]])
+        top.insert(1, "drill-down", [responses.drilldown_link(dataset, track, i, flavor) for i in top["item_id"]])
         top = top[[col for col in top.columns if col not in metric_cols] + [sort]  # the sorted-by delta first
                   + [col for col in metric_cols if col != sort]]
-        formats = {col: views.sensible_format(items[col]) for col in metric_cols}
+        formats = {col: formatting.sensible_format(items[col]) for col in metric_cols}
         st.caption(f"The {len(top)} items with the largest |{md_escape(sort)}|, the last two turns of their "
                    "context and both responses; **open** shows the item in the drill-down.")
-        grid(views.round_to_format(top, formats), width="stretch", column_config={
+        grid(formatting.round_to_format(top, formats), width="stretch", column_config={
             "drill-down": st.column_config.LinkColumn("drill-down", display_text="open",
                                                       help="This item in the drill-down view"),
             "context": st.column_config.TextColumn("context", width="medium", help="The last two turns"),

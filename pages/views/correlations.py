@@ -4,35 +4,23 @@ import streamlit as st
 
 from evalcore.analysis.options import LEVELS, METHODS
 from evalcore.metrics.registry import FLAVORS
-from evalcore.ui import views
-from pages.views.common import (
-    bar,
-    choose_many,
-    data,
-    download,
-    grid,
-    heatmap,
-    level_and_origin,
-    md_escape,
-    origins_at,
-    pick_track,
-    publish,
-    scatter_vs_diagonal,
-    select,
-    shared,
-    start,
-)
+from evalcore.pagedata import catalog, correlation_tables, formatting, trust_tables
+from pages.kit.charts import bar, heatmap, scatter_vs_diagonal
+from pages.kit.runtime import data, shared
+from pages.kit.state import choose_many, level_and_origin, origins_at, pick_track, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import download, grid, select
 
 NOT_HERE = "is not scored here (no values to correlate on this track)"
 con, vs = start("Correlations with human scores")
-metrics_here = shared(views.metrics_of)   # built-in and this store's imported metrics (one object, read only)
-options = data(views.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
+metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
+options = data(trust_tables.trust_choices)  # dataset -> its (level, origin) pairs with data, richest dataset first
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")
 # Only levels and origins with data for this dataset are offered; a stale one moves to where the page opens
 # without one: the first level where some skill has a verdict, as Metric trust (evalcore.analysis.trust.opening).
 pairs = options.get(dataset) or [(lv, "computed") for lv in LEVELS]
-found = data(views.trust_opening, dataset, method="spearman", dimension="mean") if dataset in options else None
+found = data(trust_tables.trust_opening, dataset, method="spearman", dimension="mean") if dataset in options else None
 first = (found.level, found.origin) if found and found.level else pairs[0]
 levels, level, origin = level_and_origin(vs, dataset, pairs, first)
 flavor = vs.one("flavor", list(FLAVORS), "default")
@@ -51,7 +39,7 @@ boot = st.select_slider("Bootstrap resamples for CIs (0: Fisher-z for Pearson on
 values = {"dataset": dataset, "track": track, "method": method, "level": None if level == first[0] else level,
           "origin": None if (level, origin) == first else origin, "flavor": flavor, "bootstrap": boot or None}
 
-table = data(views.correlation_view, dataset, track, level=level, method=method, origin=origin, flavor=flavor,
+table = data(correlation_tables.correlation_view, dataset, track, level=level, method=method, origin=origin, flavor=flavor,
                  bootstrap=boot, seed=0 if boot else None) if track else None
 if table is None or table.empty:
     st.warning(f"No correlations for {md_escape(track or '')} at {level} level ({origin} values): they need metric "
@@ -71,14 +59,14 @@ else:
     for tr, part in shown.groupby("track", sort=False):
         cells = part.copy()
         stars = np.where(cells["p"] < 0.01, "**", np.where(cells["p"] < 0.05, "*", ""))
-        cells["label"] = np.where(cells["r"].isna(), "", views.as_text(cells["r"], ".2f") + stars)
-        cells["r (exact)"] = views.as_text(cells["r"], ".4f", "undefined")
-        cells["p value"] = views.as_text(cells["p"], ".3g")
-        cells["CI"] = np.where(cells["ci_low"].isna(), "", views.ci_text(cells["ci_low"], cells["ci_high"], ".3f")
+        cells["label"] = np.where(cells["r"].isna(), "", formatting.as_text(cells["r"], ".2f") + stars)
+        cells["r (exact)"] = formatting.as_text(cells["r"], ".4f", "undefined")
+        cells["p value"] = formatting.as_text(cells["p"], ".3g")
+        cells["CI"] = np.where(cells["ci_low"].isna(), "", formatting.ci_text(cells["ci_low"], cells["ci_high"], ".3f")
                                + " " + cells["ci_method"].fillna(""))
         tips = ["metric", "dimension", "r (exact)", "p value", "n", "CI", "note"]
         if "published" in cells:
-            cells["published r"] = views.as_text(cells["published"], ".2f")
+            cells["published r"] = formatting.as_text(cells["published"], ".2f")
             tips.insert(4, "published r")
         n_values = sorted(set(part["n"]))
         st.markdown(f"**{md_escape(tr)}** (n = {', '.join(map(str, n_values))})")
@@ -92,7 +80,8 @@ else:
     choice = vs.one("metric", metrics_all, metrics_all[0], unavailable=NOT_HERE, known=metrics_here)
     choice = select("Metric", metrics_all, choice, key=f"co-across-{dataset}")
     values["metric"] = choice if choice != metrics_all[0] else None
-    across = data(views.across_correlations, dataset, choice, level=level, method=method, origin=origin, flavor=flavor)
+    across = data(correlation_tables.across_correlations, dataset, choice, level=level, method=method, origin=origin,
+                  flavor=flavor)
     if across.empty:
         st.caption(md_escape(f"No correlations of {choice} on any track of {dataset} at {level} level ({origin} "
                              "values)."))

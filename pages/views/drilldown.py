@@ -2,42 +2,32 @@
 import streamlit as st
 
 from evalcore.metrics.registry import FLAVORS
-from evalcore.ui import views
-from pages.views.common import (
-    choose_many,
-    data,
-    download,
-    grid,
-    highlighted,
-    md_escape,
-    pick_track,
-    publish,
-    select,
-    shared,
-    sort_table,
-    start,
-)
+from evalcore.pagedata import catalog, responses
+from pages.kit.runtime import data, shared
+from pages.kit.state import choose_many, pick_track, publish, start
+from pages.kit.text import highlighted, md_escape
+from pages.kit.widgets import download, grid, select, sort_table
 
 ITEM_CHOICES = 1_000   # items offered under "Open item" (a track's 50,000 ids went to the browser on every run)
 
 con, vs = start("Drill-down")
-metrics_here = shared(views.metrics_of)   # built-in and this store's imported metrics (one object, read only)
+metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
 # Opens on a track with rated responses, where the disagreement sort means something.
-dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(views.rated_response_tracks)), None))
+dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(responses.rated_response_tracks)), None))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c[2]:
     # two short options as a radio: a select box in this narrow column showed "defau" in an 800-px window
     flavor = st.radio("Flavor", list(FLAVORS), index=list(FLAVORS).index(flavor), key="dd-flavor")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
 
-dims = data(views.dimensions_of, dataset, track) if track else []
+dims = data(catalog.dimensions_of, dataset, track) if track else []
 models_box = st.container()   # drawn above the row below, filled once the table is loaded
 c = st.columns([2, 2, 3])  # the toggle's label needs the room in a narrow window
 rated = vs.one("rated", ["1", "0"], "1" if dims else "0") == "1"
 rated_only = c[2].toggle("Rated responses only", value=rated, key="dd-rated") if dims else False
 # Rated only, the table holds just the rated items' responses: on a 50,000-item track, 1,000 items
 # instead of every response (what a disagreement sort can use anyway).
-table = shared(views.response_table, dataset, track, flavor=flavor, rated_only=rated_only) if track else None
+table = shared(responses.response_table, dataset, track, flavor=flavor, rated_only=rated_only) if track else None
 if table is None or table.empty:
     st.warning("No response on this track has a person's rating now; turn off 'Rated responses only' to see every "
                "response." if rated_only else "This track has no responses.")
@@ -45,7 +35,7 @@ if table is None or table.empty:
     st.stop()
 
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
-models = data(views.models_of, dataset, track)
+models = data(catalog.models_of, dataset, track)
 with models_box:
     chosen = choose_many(vs, values, "models", "Models", models, key="dd-models")
 metric = vs.one("metric", metrics, metrics[0] if metrics else None, unavailable="is not scored on this track",
@@ -58,7 +48,7 @@ with c[0]:
 with c[1]:
     dim = select("Human dimension", dims, dim, key=f"dd-dim-{track}",
                  empty="no human ratings on this track, so no disagreement sort.")
-# what equals its default stays out of the link: on another track it is that track's own (evalcore.ui.share)
+# what equals its default stays out of the link: on another track it is that track's own (evalcore.pagedata.share)
 values.update(metric=metric if metric != (metrics[0] if metrics else None) else None,
               dim=dim if dim != (dims[0] if dims else None) else None,
               rated=None if rated_only == bool(dims) else "1" if rated_only else "0")
@@ -68,7 +58,7 @@ shown = table.loc[table["model"].isin(chosen), [col for col in table.columns if 
 if rated_only and dim:
     shown = shown[shown[dim].notna()]
 if metric and shown[metric].notna().any():
-    lo, hi, step, digits = views.range_grid(float(shown[metric].min()), float(shown[metric].max()))
+    lo, hi, step, digits = responses.range_grid(float(shown[metric].min()), float(shown[metric].max()))
     if hi > lo:
         # Positions lie on a round grid; a handle left at its end filters nothing and stays out of the URL.
         snap = lambda v: round(lo + round((v - lo) / step) * step, digits)  # noqa: E731
@@ -83,7 +73,7 @@ if metric and shown[metric].notna().any():
             shown = shown[shown[metric] <= high]
         values.update(min=f"{low:.{digits}f}" if use_low else None, max=f"{high:.{digits}f}" if use_high else None)
 if metric and dim:
-    shown = shown.assign(disagreement=views.disagreement(shown, metric, dim))
+    shown = shown.assign(disagreement=responses.disagreement(shown, metric, dim))
     st.caption(f"disagreement: |percentile rank of {md_escape(metric)} − percentile rank of {md_escape(dim)}|.")
 shown = sort_table(vs, values, shown, "dd", default="disagreement" if "disagreement" in shown else None,
                    descending=True, columns=["disagreement", *metrics, *dims, "model", "item_id"])
@@ -103,7 +93,7 @@ page_rows = with_texts(shown.head(500))
 grid(page_rows, width="stretch", column_order=first + [col for col in page_rows.columns if col not in first],
      column_config={"text": st.column_config.TextColumn("response", width="large"),
                     **{col: st.column_config.NumberColumn(col, format="%.4f" if col in metrics else "%.2f",
-                                                          help=views.describe(col, metrics_here))
+                                                          help=catalog.describe(col, metrics_here))
                        for col in metrics + dims + ["disagreement"] if col in shown}})
 st.caption(f"{len(shown):,} responses ({min(len(shown), 500)} shown).")
 download(shown, f"drilldown-{dataset}-{track}", complete=with_texts)
@@ -114,7 +104,7 @@ items = shown["item_id"].unique().tolist()   # in order of first appearance; uni
 def item_rows(item_id: str):
     """The item's responses: from the table when it holds them, else read alone (a link's item outside it)."""
     rows = table[table["item_id"] == item_id]
-    return rows if len(rows) else data(views.response_table, dataset, track, flavor=flavor, items=(item_id,))
+    return rows if len(rows) else data(responses.response_table, dataset, track, flavor=flavor, items=(item_id,))
 
 
 # A linked item the filters leave out still opens, when the track has it.
@@ -126,7 +116,7 @@ item = select("Open item", listed if item in listed or item is None else [item] 
               empty="no response passes the filters above.",
               help=f"The first {ITEM_CHOICES:,} items of the table, in its order." if len(items) > ITEM_CHOICES else None)
 values["item"] = item if item != (items[0] if items else None) else None
-detail = data(views.item_detail, dataset, item) if item else None
+detail = data(responses.item_detail, dataset, item) if item else None
 if detail:
     st.subheader(f"Item {md_escape(item)}")
     left, right = st.columns(2)
@@ -155,7 +145,7 @@ if detail:
     for _, row in item_rows(item).iterrows():
         with st.container(border=True):
             st.markdown(f"**{md_escape(row['model'])}**")
-            st.markdown(highlighted(views.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
+            st.markdown(highlighted(responses.overlap_segments(row["text"], detail["references"], language)) or "*(empty)*")
             scores = {k: row[k] for k in metrics + dims if k in row and row[k] == row[k]}
             st.caption(md_escape(" · ".join(f"{k} {v:.3f}" for k, v in scores.items()) or "no scores yet"))
 

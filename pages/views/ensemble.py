@@ -1,12 +1,16 @@
 """Metric ensembling (MME-CRS): weights learned on some tracks, judged on held-out ones."""
 import streamlit as st
 
-from evalcore.ui import views
-from pages.views.common import bar, data, download, grid, heatmap, md_escape, origins_at, publish, select, start
+from evalcore.pagedata import catalog, ratings, trust_tables
+from pages.kit.charts import bar, heatmap
+from pages.kit.runtime import data
+from pages.kit.state import origins_at, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import download, grid, select
 
 con, vs = start("Metric ensembles (MME-CRS)")
-datasets = data(views.datasets)
-options = data(views.trust_choices)  # datasets with metric values and ratings, richest first
+datasets = data(catalog.datasets)
+options = data(trust_tables.trust_choices)  # datasets with metric values and ratings, richest first
 dataset = vs.one("dataset", datasets, next(iter(options), None))
 holdout = vs.one("holdout", ["competition", "track"], "competition")
 c1, c2, c3 = st.columns(3)
@@ -24,7 +28,7 @@ st.caption("Per human dimension, each metric's weight is max(r, 0)^2 normalised 
            "fitting track), averaged over the fitting tracks; metrics are z-normalised within each track. CRS is "
            "judged on the held-out tracks against Avg (plain mean of the z-scores) and the single metric with the "
            "highest correlation on the fitting tracks (a baseline, not a verdict that it is best).")
-results, weights = data(views.ensemble_view, dataset, level, holdout) if dataset else (None, None)
+results, weights = data(ratings.ensemble_view, dataset, level, holdout) if dataset else (None, None)
 if results is None or results.empty:
     st.warning(f"Nothing to ensemble in {md_escape(dataset)} at {level} level: this needs metric scores and human "
                "scores on at least two tracks"

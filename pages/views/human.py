@@ -2,14 +2,18 @@
 import streamlit as st
 
 from evalcore.analysis.humans import AGGREGATES
-from evalcore.ui import views
-from pages.views.common import bar, data, download, expander, grid, md_escape, pick_track, publish, select, start, unless_empty
+from evalcore.pagedata import ratings
+from pages.kit.charts import bar
+from pages.kit.runtime import data
+from pages.kit.state import pick_track, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import download, expander, grid, select, unless_empty
 
 con, vs = start("Human evaluation")
-rated = data(views.multi_rated_tracks)
+rated = data(ratings.multi_rated_tracks)
 dataset, track, _ = pick_track(con, vs, "hu", skills=False, default=rated[0] if rated else None)
 values = {"dataset": dataset, "track": track}
-dist = data(views.score_distribution, dataset, track) if track else None
+dist = data(ratings.score_distribution, dataset, track) if track else None
 if dist is None or dist.empty:
     others = ", ".join(f"{d} / {t}" for d, t in rated) or "none in this store"
     st.warning(md_escape(f"{track or 'This dataset'} has no human ratings of single responses or dialogues, so "
@@ -25,7 +29,7 @@ else:
                "(pair-filter: keep a target whose scores differ by at most 1 and average them).")
     # Point estimates first (fast); the bootstrap CIs (seconds on a cold cache) fill the same place
     # once the rest of the page is drawn, and are cached until the store changes.
-    table = data(views.agreement_table, dataset, track, 0)
+    table = data(ratings.agreement_table, dataset, track, 0)
     table = table[table["dimension"] == dim] if not table.empty else table
 
     st.subheader("Agreement")
@@ -61,7 +65,7 @@ else:
 
     if not table.empty:
         st.subheader("Annotators")
-        bias = data(views.annotator_bias, dataset, track)
+        bias = data(ratings.annotator_bias, dataset, track)
         bias = bias[bias["dimension"] == dim]
         st.caption("Bias: an annotator's mean minus the mean of all ratings of the same targets.")
         bar(bias, x="annotator", y="bias", tooltip=["annotator", "n", "mean", "bias"], key="bias", height=280)
@@ -69,7 +73,7 @@ else:
              column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "bias")})
 
     if not table.empty:
-        full = data(views.agreement_table, dataset, track)
+        full = data(ratings.agreement_table, dataset, track)
         show_agreement(full[full["dimension"] == dim], "95% percentile bootstrap intervals over rated targets (1,000 "
                        "resamples, seed 0). Fleiss' kappa over targets rated by the most common number of annotators; "
                        "Krippendorff's alpha over all.", final=True)

@@ -3,8 +3,12 @@ beside people's agreement with each other, its position and length biases, its l
 and how much it moved when its model or prompt changed."""
 import streamlit as st
 
-from evalcore.ui import views
-from pages.views.common import bar, data, download, grid, md_message, publish, select, start
+from evalcore.pagedata import audits, catalog, ratings
+from pages.kit.charts import bar
+from pages.kit.runtime import data
+from pages.kit.state import publish, start
+from pages.kit.text import md_message
+from pages.kit.widgets import download, grid, select
 
 NUMBERS = {"format": "%.3f"}
 
@@ -18,19 +22,19 @@ def show(frame) -> None:
 
 
 def table(part: str, caption: str) -> None:
-    frame = data(views.judge_audit_part, dataset, part)
+    frame = data(audits.judge_audit_part, dataset, part)
     st.caption(caption)
     if frame.empty:
-        st.caption(md_message(data(views.nothing_to_audit, dataset, part)))
+        st.caption(md_message(data(audits.nothing_to_audit, dataset, part)))
         return
     show(frame)
     download(frame, f"judge-audit-{part}-{dataset}", f"Download {part} (CSV)")
 
 
 con, vs = start("Judge audit")
-judged = data(views.judged_datasets)
-datasets = data(views.datasets)
-rated = [d for d, _ in data(views.multi_rated_tracks)]
+judged = data(audits.judged_datasets)
+datasets = data(catalog.datasets)
+rated = [d for d, _ in data(ratings.multi_rated_tracks)]
 dataset = vs.one("dataset", datasets, (judged or rated or datasets or [None])[0])
 with st.columns([1, 2])[0]:
     dataset = select("Dataset", datasets, dataset, key="ja-dataset")
@@ -38,10 +42,10 @@ publish("judges", {"dataset": dataset}, vs.notices)
 if dataset is None:
     st.stop()
 if dataset not in judged:
-    st.info(md_message(data(views.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
+    st.info(md_message(data(audits.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
                        + (", ".join(judged) or "none in this store") + "."))
     # what can be shown without a judge: how well people agree with each other here, the bar a judge must clear
-    bar_ = data(views.human_ceiling, dataset)
+    bar_ = data(audits.human_ceiling, dataset)
     if len(bar_):
         st.subheader("The bar a judge must clear here")
         st.caption("For each annotator, Spearman's correlation with the mean of the other annotators on the responses "
@@ -54,9 +58,9 @@ if dataset not in judged:
 
 # ---------------------------------------------------------------- agreement beside the human ceiling
 st.subheader("Does the judge agree with people as well as people agree with each other?")
-head = views.judge_headline(data(views.judge_audit_part, dataset, "agreement"))
+head = audits.judge_headline(data(audits.judge_audit_part, dataset, "agreement"))
 if head.empty:
-    st.caption(md_message(data(views.nothing_to_audit, dataset, "agreement")))
+    st.caption(md_message(data(audits.nothing_to_audit, dataset, "agreement")))
 else:
     judge_col, ceiling_col = "judge (leave-one-out)", "human ceiling (leave-one-out)"
     long = head.melt(id_vars=["skill", "judge", "asked", "dimension"], value_vars=[judge_col, ceiling_col],

@@ -5,37 +5,27 @@ import streamlit as st
 
 from evalcore.core.words import count
 from evalcore.metrics.registry import FLAVORS
-from evalcore.ui import views
-from pages.views.common import (
-    choose_many,
-    data,
-    download,
-    expander,
-    grid,
-    md_escape,
-    pick_track,
-    publish,
-    rank_chart,
-    select,
-    shared,
-    sort_table,
-    start,
-)
+from evalcore.pagedata import boards, catalog, formatting
+from pages.kit.charts import rank_chart
+from pages.kit.runtime import data, shared
+from pages.kit.state import choose_many, pick_track, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import download, expander, grid, select, sort_table
 
 con, vs = start("Leaderboard")
-metrics_here = shared(views.metrics_of)   # built-in and this store's imported metrics (one object, read only)
+metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
 dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c3:
     flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")
 values = {"dataset": dataset, "track": track, "flavor": flavor}
-columns = data(views.board_columns, dataset, track, flavor) if track else []
+columns = data(boards.board_columns, dataset, track, flavor) if track else []
 
 if not columns:
     st.warning("Nothing to show for this track yet: upload a model's responses on the Upload page (its scoring "
                "job computes the metrics).")
 else:
-    options, default = data(views.rank_choices, dataset, track, tuple(columns))
+    options, default = data(boards.rank_choices, dataset, track, tuple(columns))
     rank_by = vs.one("rank_by", options, default, unavailable="is not scored on this track", known=metrics_here)
     partial = vs.one("partial", ["no", "yes"], "no") == "yes"
     r1, r2 = st.columns(2)
@@ -44,38 +34,38 @@ else:
         rank_by = select("Rank by", options, rank_by, key=f"lb-rank-{dataset}-{track}",
                          help="Models are ranked within each track; the interval resamples the track's items "
                               "(1,000 paired bootstrap resamples, seed 0).")
-    by = None if rank_by == views.OFFICIAL else rank_by
+    by = None if rank_by == boards.OFFICIAL else rank_by
     with r3:
         partial = st.toggle("Show partial submissions", value=partial, key=f"lb-partial-{dataset}-{track}",
                             help="Submissions that answer only part of a track: hidden and unranked by default; "
                                  "shown, ranked and marked 'partial' when on.")
-    board = data(views.board, dataset, track, flavor, rank_by=by, partial=partial)
+    board = data(boards.board, dataset, track, flavor, rank_by=by, partial=partial)
     origins = [o for o in ("computed", "published") if o in set(board["origin"])]
     origin = vs.one("origin", origins, origins[0])
     with r2:
         origin = st.radio("Values", origins, index=origins.index(origin), horizontal=True, key=f"lb-origin-{dataset}",
                           help="computed: by `evalcore score` from the stored responses; published: the source's "
                                "own tables. Ranked and highlighted separately.")
-    # what equals its default stays out of the link: on another track it is that track's own (evalcore.ui.share)
+    # what equals its default stays out of the link: on another track it is that track's own (evalcore.pagedata.share)
     values.update(rank_by=rank_by if rank_by != default else None, partial="yes" if partial else None,
                   origin=origin if origin != origins[0] else None)
     mine = board[board["origin"] == origin]
     hidden = mine[(mine["coverage"] < 1) & ~partial] if origin == "computed" else mine.iloc[0:0]
     mine = mine.drop(hidden.index)
-    metrics, dims = views.split_columns(data(views.rated_dimensions, dataset), board)
+    metrics, dims = boards.split_columns(data(catalog.rated_dimensions, dataset), board)
     models = sorted(mine["model"].unique())
     # every model and every column with values, unless the user left some out (see choose_many)
     chosen = choose_many(vs, values, "models", "Models", models, key="lb-models")
     filled = [c for c in metrics + dims if mine[c].notna().any()]  # columns with a value for this origin
     shown_metrics = choose_many(vs, values, "metrics", "Columns", metrics + dims, filled, key="lb-cols",
                                 unavailable="is not scored on this track", known=metrics_here)
-    table = views.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
+    table = boards.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
     table = sort_table(vs, values, table, "lb", columns=["rank", "model", "coverage", *shown_metrics])
-    best = views.best_rows(table, metrics_here)
-    formats = views.column_formats(table, shown_metrics)
-    why = views.blank_reasons(table.assign(origin=origin), shown_metrics, dataset, metrics_here)
+    best = boards.best_rows(table, metrics_here)
+    formats = formatting.column_formats(table, shown_metrics)
+    why = boards.blank_reasons(table.assign(origin=origin), shown_metrics, dataset, metrics_here)
     styled = table.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
-                                | {"coverage": views.percent}, na_rep="").apply(
+                                | {"coverage": formatting.percent}, na_rep="").apply(
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
     if len(hidden):
@@ -103,7 +93,7 @@ else:
 
     def tip(col: str) -> str:
         lines = blank.get(col)
-        return views.describe(col, metrics_here) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
+        return catalog.describe(col, metrics_here) + ("\n\nBlank: " + md_escape("; ".join(lines)) if lines else "")
 
     config = {c: st.column_config.Column(c, help=tip(c), width=widths[c]) for c in shown_metrics}
     config["rank"] = st.column_config.Column(pinned=True, width=56)
@@ -118,22 +108,22 @@ else:
     with d1:
         download(table, f"leaderboard-{dataset}-{track}-{origin}")
     with d2:
-        st.download_button("Download LaTeX", views.to_latex(table, known=metrics_here, best=best), file_name="leaderboard.tex",
+        st.download_button("Download LaTeX", boards.to_latex(table, known=metrics_here, best=best), file_name="leaderboard.tex",
                            key="dl-latex")
     if len(why):
         with expander(vs, values, "why", f"Why cells are blank ({len(why)})"):
             grid(why, width="stretch")
     with expander(vs, values, "signatures", "Signatures: what each computed column is"):
-        grid(data(views.signatures, dataset, track, flavor), width="stretch")
-    missing = views.missing_metrics(list(board.columns), metrics_here)
+        grid(data(boards.signatures, dataset, track, flavor), width="stretch")
+    missing = catalog.missing_metrics(list(board.columns), metrics_here)
     if len(missing):
         with expander(vs, values, "missing", f"Metrics without a column here ({len(missing)})"):
             grid(missing, width="stretch")
 
     st.subheader("Across skills: where one model stands")
-    all_models = data(views.models_ranked, dataset)
+    all_models = data(catalog.models_ranked, dataset)
     model = vs.one("model", all_models, all_models[0] if all_models else None)
-    every, first = data(views.across_choices, dataset, flavor)
+    every, first = data(boards.across_choices, dataset, flavor)
     across = vs.one("across_by", every, first, unavailable="is not scored on this dataset", known=metrics_here)
     if not all_models or not every:  # say why instead of two empty boxes
         st.caption(md_escape(
@@ -153,16 +143,16 @@ else:
                   across_by=across if across != first else None)
     if model and across:
         # every track ranked once for all models: choosing another model only picks its rows
-        everywhere = data(views.ranked_everywhere, dataset, across, flavor, partial=partial)
-        ranks = data(views.model_ranks, dataset, model, across, flavor, partial=partial, ranked=everywhere)
+        everywhere = data(boards.ranked_everywhere, dataset, across, flavor, partial=partial)
+        ranks = data(boards.model_ranks, dataset, model, across, flavor, partial=partial, ranked=everywhere)
         if ranks["rank"].notna().any():
             rank_chart(ranks, key="model-ranks", title=f"rank by {across}")
-        shown = ranks.assign(**{"rank 95% CI": views.rank_interval(ranks)})
+        shown = ranks.assign(**{"rank 95% CI": boards.rank_interval(ranks)})
         shown = shown[["track", "skill", "rank", "rank 95% CI", "ranked", "value", "coverage", "note"]]
-        spec = views.sensible_format(shown["value"])
+        spec = formatting.sensible_format(shown["value"])
         rank_by = across
         grid(shown.style.format({"value": lambda v: "" if pd.isna(v) else spec % v,
-                                 "coverage": views.percent}, na_rep=""),
+                                 "coverage": formatting.percent}, na_rep=""),
              width="stretch",
              column_config={"ranked": st.column_config.Column(help="models ranked on this track"),
                             "value": st.column_config.Column(rank_by)})

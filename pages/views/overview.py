@@ -1,16 +1,18 @@
 """Overview: what the store holds and where to start."""
 import streamlit as st
 
+from evalcore.pagedata import catalog
 from evalcore.store import resolve_db_path
-from evalcore.ui import views
-from pages.views.common import building_note, data, empty_store, md_escape
+from pages.kit.runtime import building_note, data
+from pages.kit.state import empty_store
+from pages.kit.text import md_escape
 
 st.title("Multi-skill dialogue evaluation")
 st.caption("Which automatic metrics can you trust, for which skill? Start from a dataset below.")
 
 if not empty_store():
     building_note()
-    summary = data(views.summary)
+    summary = data(catalog.summary)
     cols = st.columns(4)
     cols[0].metric("Datasets", summary["dataset"].nunique())
     cols[1].metric("Tracks", len(summary))
@@ -26,7 +28,7 @@ if not empty_store():
     st.subheader("Datasets")
     st.caption("A dataset's language picks its default tokenizer and METEOR's mode; imported without one, it is "
                "detected from the texts.")
-    st.dataframe(data(views.dataset_languages), hide_index=True, width="stretch")
+    st.dataframe(data(catalog.dataset_languages), hide_index=True, width="stretch")
     st.subheader("Models")
-    st.dataframe(data(views.model_table), hide_index=True, width="stretch")
+    st.dataframe(data(catalog.model_table), hide_index=True, width="stretch")
 st.caption(f"Store: {md_escape(str(resolve_db_path()))}")

@@ -3,22 +3,14 @@ side-by-side tasks the Bradley-Terry ranking), close or reopen it, and export it
 import streamlit as st
 
 from evalcore.core.errors import StoreError
+from evalcore.pagedata import annotation as ann
+from evalcore.pagedata import catalog
 from evalcore.store.tasks import MAX_SEED, MODES, SAMPLINGS
-from evalcore.ui import annotation as ann
-from evalcore.ui import views
-from pages.views.common import (
-    base_url,
-    data,
-    download,
-    grid,
-    may_write,
-    md_escape,
-    page_link,
-    publish,
-    select,
-    start,
-    unless_empty,
-)
+from pages.kit.access import may_write
+from pages.kit.runtime import data
+from pages.kit.state import base_url, page_link, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import download, grid, select, unless_empty
 
 
 def ranked(table) -> None:
@@ -54,7 +46,7 @@ with st.expander("Create a task", expanded=tasks.empty):
     if not allowed:
         st.caption("Creating a task needs write access (see above).")
     else:
-        datasets = data(views.datasets)
+        datasets = data(catalog.datasets)
         dataset = select("Dataset", datasets, datasets[0] if datasets else None, key="tk-dataset")
         gen = st.session_state.get("tk-form", 0)   # a new form (its defaults) after each task created
         with st.form(f"tk-create-{gen}"):
@@ -63,7 +55,7 @@ with st.expander("Create a task", expanded=tasks.empty):
             items = c2.number_input("Units to rate", 1, 5000, 20, key=f"tk-items-{gen}")
             per_item = c3.number_input("Annotators per unit (K)", 1, 20, 2, key=f"tk-k-{gen}")
             dims = st.multiselect("Dimensions", ann.dimensions_of(con, dataset), ["Info", "Coh"], key=f"tk-dims-{gen}")
-            tracks = st.multiselect("Tracks (none: all)", data(views.track_options, dataset, skills=False),
+            tracks = st.multiselect("Tracks (none: all)", data(catalog.track_options, dataset, skills=False),
                                     key=f"tk-tracks-{gen}")
             c4, c5, c6 = st.columns(3)
             sampling = c4.selectbox("Sampling", SAMPLINGS, key=f"tk-sampling-{gen}",

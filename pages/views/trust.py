@@ -3,26 +3,18 @@ import streamlit as st
 
 from evalcore.analysis.options import ADJUSTMENTS, METHODS
 from evalcore.metrics.registry import FLAVORS
-from evalcore.ui import views
-from pages.views.common import (
-    data,
-    download,
-    expander,
-    heatmap,
-    level_and_origin,
-    md_escape,
-    md_message,
-    origins_at,
-    publish,
-    select,
-    start,
-)
+from evalcore.pagedata import trust_tables
+from pages.kit.charts import heatmap
+from pages.kit.runtime import data
+from pages.kit.state import level_and_origin, origins_at, publish, start
+from pages.kit.text import md_escape, md_message
+from pages.kit.widgets import download, expander, select
 
 ALPHAS = ("0.05", "0.01", "0.1")
 
 con, vs = start("Which metric to trust, per skill")
-options = data(views.trust_choices)
-left_out = data(views.trust_left_out)   # dataset -> why it is not offered
+options = data(trust_tables.trust_choices)
+left_out = data(trust_tables.trust_left_out)   # dataset -> why it is not offered
 not_offered = "; ".join(f"{d} ({why})" for d, why in left_out.items())
 if not options:
     st.info("No dataset here has both metric values and human ratings of the same units. Rate a track's responses in "
@@ -45,11 +37,11 @@ with c[0]:
 # opens on the first one where some skill has a verdict (evalcore.analysis.trust.opening, as `evalcore trust`
 # does), and says why the ones before it had none; a level the user chose stays in the link and wins.
 pairs = options[dataset]
-found = data(views.trust_opening, dataset, method="spearman", dimension="mean")
+found = data(trust_tables.trust_opening, dataset, method="spearman", dimension="mean")
 first = (found.level, found.origin) if found.level else pairs[0]
 levels, level, origin = level_and_origin(vs, dataset, pairs, first)
 method = vs.one("method", list(METHODS), "spearman")
-dims = data(views.trust_dimensions, dataset)
+dims = data(trust_tables.trust_dimensions, dataset)
 dimension = vs.one("dimension", dims, "mean", unavailable=f"is not rated in {dataset}")
 with c[1]:
     level = select("Level", levels, level, key=f"tr-level-{dataset}",
@@ -87,7 +79,7 @@ with o[1]:
 if origin == "computed":
     with o[3]:
         flavor = select("Flavor", list(FLAVORS), flavor, key="tr-flavor", help="of the lexical metrics")
-# What equals its default stays out of the link (evalcore.ui.share): on another dataset it is derived again.
+# What equals its default stays out of the link (evalcore.pagedata.share): on another dataset it is derived again.
 opened = (level, origin) == first
 values = {"dataset": dataset, "level": None if level == first[0] else level,
           "origin": None if opened else origin, "method": method if method != "spearman" else None,
@@ -98,7 +90,7 @@ setting = dict(level=level, method=method, dimension=dimension, origin=origin, f
                alpha=alpha, adjust=adjust)
 
 try:
-    frame, said, cells, table = data(views.trust_matrix, dataset, **setting)
+    frame, said, cells, table = data(trust_tables.trust_matrix, dataset, **setting)
 except ValueError as exc:  # e.g. a dimension no track of this level rates
     st.warning(md_message(str(exc)))
     publish("trust", values, vs.notices)
@@ -125,7 +117,7 @@ with o[2]:
                             help="a column per track beside each skill's pooled column")
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
-grid = views.trust_grid(cells, tracks=show_tracks, sort=sort)
+grid = trust_tables.trust_grid(cells, tracks=show_tracks, sort=sort)
 heatmap(grid, x="column", y="metric", value="r", label="label", value_title=f"{method} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
                  "dimensions", "note", "judge audit"], optional=("note", "judge audit"),

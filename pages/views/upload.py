@@ -5,24 +5,15 @@ import streamlit as st
 from evalcore.core.errors import ImportRefused
 from evalcore.core.export import safe_csv
 from evalcore.core.words import count
+from evalcore.pagedata import catalog, intake
 from evalcore.services import jobs
 from evalcore.services import upload as uploads
 from evalcore.store import WriteConflict, history, retrying
-from evalcore.ui import views
-from pages.views.common import (
-    cursor,
-    data,
-    deferred,
-    expander,
-    grid,
-    may_write,
-    md_escape,
-    pick_track,
-    publish,
-    release,
-    safe_filename,
-    start,
-)
+from pages.kit.access import may_write
+from pages.kit.runtime import cursor, data, release
+from pages.kit.state import pick_track, publish, start
+from pages.kit.text import md_escape, safe_filename
+from pages.kit.widgets import deferred, expander, grid
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
@@ -41,9 +32,9 @@ if kind == "responses":
                "has a `track` column: filled in, it goes into every track it names, in one transaction).")
     t1, t2 = st.columns(2)  # half the row each: a quarter cut the labels to "Template f…" at 800 px
     if track:
-        t1.download_button("Template for this track", deferred(views.template_csv, dataset, track),
+        t1.download_button("Template for this track", deferred(intake.template_csv, dataset, track),
                            file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
-    t2.download_button("Template for every track", deferred(views.template_csv, dataset, None),
+    t2.download_button("Template for every track", deferred(intake.template_csv, dataset, None),
                        file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
 else:
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
@@ -57,7 +48,7 @@ if allowed:
     neural = kind == "responses" and st.checkbox(
         "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
         help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
-existing = data(views.models_of, dataset, track) if track else []
+existing = data(catalog.models_of, dataset, track) if track else []
 if allowed and kind == "responses" and model and model in existing:
     choice = st.radio(md_escape(f"Model {model!r} already has responses in {track}."),
                       ["Use another name", "Replace its responses (the old ones are kept, restorable)"], key="up-replace")
@@ -142,7 +133,7 @@ def job_panel() -> None:
 
 
 def job_table() -> None:
-    recent = views.jobs_shown(jobs.listing(cursor(), dataset, limit=8))   # no "None" or "nan" for a queued job
+    recent = intake.jobs_shown(jobs.listing(cursor(), dataset, limit=8))   # no "None" or "nan" for a queued job
     mine = st.session_state.get("up-job")
     if len(recent):  # this session's job, else the newest (a user back on the page sees how it ended)
         row = recent[recent["job_id"] == mine].iloc[0] if mine in set(recent["job_id"]) else recent.iloc[0]
@@ -164,7 +155,7 @@ def job_table() -> None:
 
 
 if track:
-    held = data(views.track_models, dataset, track)
+    held = data(intake.track_models, dataset, track)
     st.subheader(f"Already in {md_escape(track)}")
     if held.empty:
         st.caption("No model has responses in this track yet.")
@@ -178,7 +169,7 @@ if track:
 
 if dataset:
     with expander(vs, values, "history", "History of this dataset: every import, replace, delete and restore"):
-        past = data(views.submissions, dataset)
+        past = data(intake.submissions, dataset)
         if past.empty:
             st.caption("Nothing recorded yet.")
         else:

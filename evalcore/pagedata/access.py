@@ -196,7 +196,7 @@ BUDGET = Budget()
 class Writers:
     """The sessions the page gate let write (their Streamlit session ids). Streamlit's upload endpoint
     (/_stcore/upload_file/<session>/<file>) takes a file from any session that has a page open; the
-    dashboard refuses to keep one from a session not in here (pages/views/common.py guards the endpoint),
+    dashboard refuses to keep one from a session not in here (pages/kit/access.guard_uploads guards the endpoint),
     so a visitor without the password cannot park files in the server's memory."""
 
     def __init__(self):

@@ -11,11 +11,11 @@ import duckdb
 import pandas as pd
 
 from evalcore.analysis import bradley_terry
+from evalcore.pagedata.share import link
 from evalcore.services import tasks as service
 from evalcore.store import annotators as people
 from evalcore.store import tasks as stored
 from evalcore.store.tasks import Task
-from evalcore.ui.share import link
 
 NotThem = people.NotThem   # a name entered without its person's key (the page counts a wrong key as a guess)
 

@@ -1,0 +1,79 @@
+"""The Judge audit page's data: which datasets an LLM judge scored, the audit's tables and headlines, and
+the human ceiling a judge is measured against (evalcore.analysis.judge_audit)."""
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from evalcore.analysis import judge_audit
+from evalcore.pagedata import catalog
+from evalcore.pagedata.scope import dataset_scoped, per_dataset
+
+
+@dataset_scoped
+def judged_part(con: duckdb.DuckDBPyConnection, dataset: str) -> bool:
+    """Did an LLM judge score the dataset (its system scores), or does it hold imported pairwise judgments?"""
+    judges = judge_audit.judge_names(con)
+    return bool(con.execute("""
+        SELECT EXISTS (SELECT 1 FROM system_scores WHERE dataset = ? AND origin = 'computed' AND list_contains(?, name))
+            OR EXISTS (SELECT 1 FROM pairwise_judgments WHERE dataset = ? AND source = 'judge')""",
+        [dataset, judges, dataset]).fetchall()[0][0])
+
+
+def merge_judged(parts: dict[str, bool]) -> list[str]:
+    return sorted(d for d, judged in parts.items() if judged)
+
+
+@per_dataset(judged_part, merge_judged)
+def judged_datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Datasets an LLM judge scored (its system scores) or with imported pairwise judgments, in name order."""
+    return merge_judged({d: judged_part(con, d) for d in catalog.datasets(con)})
+
+
+@dataset_scoped
+def judge_audit_part(con: duckdb.DuckDBPyConnection, dataset: str, part: str, bootstrap: int = 200) -> pd.DataFrame:
+    """One table of the judge audit, as `evalcore judge-audit --part` gives it (fewer resamples: a page)."""
+    return judge_audit.audit_part(con, dataset, part, bootstrap=bootstrap, seed=0)
+
+
+@dataset_scoped
+def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str) -> pd.DataFrame:
+    """For Metric trust's hover: per judge metric and skill, its audit headline against `dimension` (the judge's
+    own dimension where it has one) under the signature its column holds now. Columns metric, skill, audit."""
+    out = pd.DataFrame(columns=["metric", "skill", "audit"])
+    if dataset not in judged_datasets(con):
+        return out
+    head = judge_audit.headline(judge_audit.agreement(con, dataset, bootstrap=0))
+    current = {s for (s,) in con.execute("SELECT DISTINCT signature FROM system_scores WHERE dataset = ? AND "
+                                         "origin = 'computed'", [dataset]).fetchall()}
+    head = head[head["signature"].isin(current)]
+    own = head["judge"].str.removeprefix("Judge-") == head["dimension"]
+    head = head[own | (head["dimension"] == dimension)]
+    if head.empty:
+        return out
+
+    def said(r) -> str:
+        loo, ceiling, mean = r["judge (leave-one-out)"], r["human ceiling (leave-one-out)"], r["judge vs people's mean"]
+        if pd.isna(ceiling):
+            return f"audit on {r['dimension']} ({r['asked']}): r = {mean:.2f} with the one rating per response; no ceiling"
+        return (f"audit on {r['dimension']} ({r['asked']}): leave-one-out r = {loo:.2f} vs the human ceiling "
+                f"{ceiling:.2f}: {r['verdict']}")
+
+    head = head.assign(audit=head.apply(said, axis=1))
+    rows = head.groupby(["judge", "skill"])["audit"].agg("; ".join).reset_index()
+    return rows.rename(columns={"judge": "metric"})[["metric", "skill", "audit"]]
+
+
+def judge_headline(agreement_table: pd.DataFrame) -> pd.DataFrame:
+    """The headline from the agreement table a page already has (not computed twice)."""
+    return judge_audit.headline(agreement_table)
+
+
+@dataset_scoped
+def human_ceiling(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    return judge_audit.ceiling(con, dataset)
+
+
+@dataset_scoped
+def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) -> str:
+    return judge_audit.nothing_to_audit(con, dataset, part)
