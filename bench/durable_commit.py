@@ -7,7 +7,7 @@ log and write its rows only through that checkpoint; evalcore holds the threshol
 the log, fsynced, before the checkpoint (a full disk then loses nothing that was said to be stored: tests/test_disk.py).
 Each import runs as `python -m evalcore import ...` on a fresh copy of the default store (`evalcore init`), with the
 threshold as evalcore sets it and with DuckDB's default, alternately, --runs times each; reported: the median wall
-seconds of each, their ratio, and the bytes the store's file grew. The imports (the shapes issue 46 used):
+seconds of each, their ratio, and the bytes the store's file grew. The imports (a large vote import and a large ratings import):
 55,722 votes and 111,444 ratings on demo-zh (the log holds them whole), 130,000 items (row groups written into the
 file before the commit; the log holds pointers to them), and the MSDE release (96,760 responses; skipped when
 ../shared/data/msde is absent).

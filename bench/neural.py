@@ -16,7 +16,7 @@ its own default, a thread per core), so the figures are what the command gets.
    loading is not timed on either side (bert-score through its BERTScorer, same code as score()).
    bert-score on all 16,000 pairs takes about half an hour on a quiet 2-core machine.
 3. `--score-command`: the whole `evalcore score --metrics BS-P,BS-R,BS-F1,EV,VE,GM,ST` on the track in
-   a fresh process on a fresh store, in responses per second (what the issue 46 report timed).
+   a fresh process on a fresh store, in responses per second.
 Printed first: the machine (cores, CPU model), the date, the load average, library versions; last, the
 figures as one README cell. On a shared machine the CPU seconds say how much of the wall time the
 process got: pairs per CPU second is the figure that load does not move.

@@ -1,4 +1,4 @@
-"""Benchmark: peak memory and time to refusal of `import responses` on two zip bombs (issue 29).
+"""Benchmark: peak memory and time to refusal of `import responses` on two zip bombs.
 
     python bench/zip_bomb.py [--keep DIR] [--only one-member|many-rows]
 

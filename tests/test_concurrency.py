@@ -29,7 +29,6 @@ from evalcore.store import (
     retrying,
     server_lock,
     transaction,
-    waiting,
 )
 
 
@@ -89,41 +88,6 @@ def test_a_lease_dropped_without_close_is_given_back(toy):
     import gc
     gc.collect()
     assert Shared.of(db).users == 0 and not Shared.of(db).is_open
-
-
-def test_a_lingering_instance_is_reused_then_closed(toy):
-    """The dashboard keeps the instance open a moment after the last cursor is back (Shared.linger): a lease
-    in that moment reuses it; once the moment passes with no lease, it closes and the file is free."""
-    import time
-
-    db = _db(toy)
-    toy.close()
-    shared = Shared.of(db)
-    shared.linger = 0.4
-    try:
-        lease(db).close()
-        root = shared.root
-        assert shared.users == 0 and shared.is_open            # lingering
-        with lease(db) as con:                                  # reused, not reopened
-            assert shared.root is root and con.execute("SELECT 1").fetchall() == [(1,)]
-        time.sleep(0.25)   # 0.25 s after the second give-back: its own 0.4 s still runs (the first one's is void)
-        assert shared.is_open
-        deadline = time.monotonic() + 10
-        while shared.is_open and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not shared.is_open and shared.users == 0
-        connect(db).close()   # the file is free for another connection (a command of another process)
-        # a process waiting for the file (it marks <store>.wait while it retries) makes a give-back close at once
-        lease(db).close()
-        assert shared.is_open
-        with lease(db):
-            waiting(Path(db))   # this process's own mark: not a reason to let go
-        assert shared.is_open
-        with lease(db):
-            Path(f"{db}.wait").write_text("1")   # another process's mark (pid 1)
-        assert not shared.is_open
-    finally:
-        shared.linger = 0.0
 
 
 def _model_file(path: Path, model: str) -> Path:

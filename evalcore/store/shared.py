@@ -31,10 +31,7 @@ class Shared:
 
     def __init__(self, db: Path):
         self.db, self.root, self.users, self.lock = db, None, 0, threading.RLock()  # RLock: __del__ may give back
-        # Seconds the instance stays open after its last cursor is back (the dashboard's STORE_LINGER, off there at
-        # present): opening costs 20-30 ms (the file's catalog read again) and closing a checkpoint, which an
-        # annotator's next click or a page's next run within moments would pay again. 0: close at once.
-        self.linger, self.generation = 0.0, 0
+        self.generation = 0      # leases handed out: a test or a job check can tell a new one was taken
         self.read_only = False   # opened read-only: the file system would not let it be written (lease)
         self.stale = False       # to be opened anew once every cursor is back (Lease.spoiled)
 
@@ -111,25 +108,14 @@ class Shared:
             root.close()  # the instance is checkpointed and detached here, under the lock
 
     def give_back(self, cur: duckdb.DuckDBPyConnection) -> None:
-        """A lease's cursor back (Lease.close): the last one closes the instance, at once or after `linger`."""
+        """A lease's cursor back (Lease.close): the last one closes the instance, so the file is free."""
         with self.lock:
             try:
                 cur.close()
             finally:
                 self.users -= 1
-                if self.users == 0 and self.root is not None:
-                    if self.linger > 0 and not self.stale and not someone_waits(self.db):
-                        timer = threading.Timer(self.linger, self._close_idle, args=(self.generation,))
-                        timer.daemon = True
-                        timer.start()
-                    else:
-                        self._close_idle(self.generation)
-
-    def _close_idle(self, generation: int) -> None:
-        """Close the instance if nobody took a cursor since `generation` (a later give-back schedules its own)."""
-        with self.lock:
-            if self.users == 0 and self.generation == generation and self.root is not None:
-                self._close_root()
+                if self.users == 0:
+                    self._close_root()
 
     @property
     def is_open(self) -> bool:

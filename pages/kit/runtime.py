@@ -27,10 +27,6 @@ from pages.kit.text import md_escape
 _BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
 _RUN = threading.local()  # this script run's connection (each run has its own thread)
 PAGE_WAIT = 30.0  # seconds a page waits for a store a command is writing to (a busy notice after that)
-# Seconds the store's instance stays open after the last run gives its cursor back (store.Shared.linger). Off:
-# kept open 2 s it cut an annotator's click to the next unit from 2.33x to 1.70x a bare rerun, but a server
-# stopped (SIGTERM) while the first run's background build wrote then hung at exit (test_first_run_browser).
-STORE_LINGER = 0.0
 
 
 @st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
@@ -43,7 +39,6 @@ def prepared(path: str, build_default: bool) -> bool:
     tune()
     one_blas_thread()
     sweep_temp()  # copies of uploads a killed server left in the temp folder
-    Shared.of(path).linger = STORE_LINGER
     con = lease(path, wait=PAGE_WAIT)
     thread = None
     try:
