@@ -155,7 +155,7 @@ def test_system_aggregate_sentence_mean_beside_corpus(con, tmp_path):
 
 
 def test_the_same_inputs_are_computed_once(toy, tmp_path, monkeypatch):
-    import evalcore.scoring.run as S
+    import evalcore.scoring.batches as S
 
     # m3 and m4 answer t1 exactly as m1 did (天气很好), and t2 as m1 did (你好): the same inputs again
     (tmp_path / "more.csv").write_text("item_id,model,response\nt1,m3,天气很好\nt1,m4,天气很好\nt2,m3,你好\n",
@@ -180,6 +180,7 @@ def test_a_large_track_writes_its_values_batch_by_batch(toy, tmp_path, monkeypat
     batch leaves that batch cached and no system score, and the next run computes only the rest."""
     import shutil
 
+    import evalcore.scoring.batches as B
     import evalcore.scoring.run as S
     from evalcore.store import connect
 
@@ -196,7 +197,7 @@ def test_a_large_track_writes_its_values_batch_by_batch(toy, tmp_path, monkeypat
     monkeypatch.setattr(S, "WRITE_EVERY", 2)
     monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")   # every batch in this process, where it is counted
     calls = []
-    real = S.compute
+    real = B.compute
 
     def dies_on_the_third_batch(plan, hyps, *a, **k):
         calls.append(len(hyps))
@@ -204,13 +205,13 @@ def test_a_large_track_writes_its_values_batch_by_batch(toy, tmp_path, monkeypat
             raise RuntimeError("killed")
         return real(plan, hyps, *a, **k)
 
-    monkeypatch.setattr(S, "compute", dies_on_the_third_batch)
+    monkeypatch.setattr(B, "compute", dies_on_the_third_batch)
     with pytest.raises(RuntimeError):
         score(toy, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False, chunk=2)
     # two batches of two responses each, F1 and BLEU2 for each: cached; no system score yet
     assert toy.execute("SELECT count(*) FROM metric_scores").fetchall() == [(8,)]
     assert toy.execute("SELECT count(*) FROM system_scores WHERE origin = 'computed'").fetchall() == [(0,)]
-    monkeypatch.setattr(S, "compute", real)
+    monkeypatch.setattr(B, "compute", real)
     rest = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,BLEU2", progress=False, chunk=2)
     # t1's 8 responses (m1, m2 and six more) hold 6 distinct texts (天气很好 and 嗯 twice); 4 were done
     assert rest.computed["toy:toy/chitchat"] == 2 * (6 - 4)
@@ -229,13 +230,13 @@ def test_batches_computed_in_forked_helpers_write_what_one_process_writes(tmp_pa
     from conftest import TOY_ITEMS, write_jsonl
     from evalcore.ingest.items import import_items
     from evalcore.metrics.registry import resolve_metrics
-    from evalcore.scoring import run
+    from evalcore.scoring import batches
     from evalcore.store import connect
 
     forks = []
     real = multiprocessing.get_context
-    monkeypatch.setattr(run.multiprocessing, "get_context", lambda kind: forks.append(kind) or real(kind))
-    monkeypatch.setattr(run, "FORK_POOLED_FROM", 0)   # each model's DIST over its texts in a helper too
+    monkeypatch.setattr(batches.multiprocessing, "get_context", lambda kind: forks.append(kind) or real(kind))
+    monkeypatch.setattr(batches, "FORK_POOLED_FROM", 0)   # each model's DIST over its texts in a helper too
     tables = {}
     for processes in ("1", "2"):
         monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", processes)
@@ -254,9 +255,9 @@ def test_batches_computed_in_forked_helpers_write_what_one_process_writes(tmp_pa
     assert forks == ["fork", "fork"]
     assert tables["1"] == tables["2"] and len(tables["2"]["metric_scores"]) > 20
     assert f1 == [(pytest.approx(2 * 1 * (4 / 6) / (1 + 4 / 6)),)]   # 今天天气: its 4 chars all in the reference's 6
-    assert run.helpers(resolve_metrics("lexical"), batches=3) == 1
-    assert run.helpers(resolve_metrics("lexical"), batches=1) == 0
-    assert run.helpers(resolve_metrics("METEOR"), batches=3) == 0   # METEOR 1.5 runs Java: it stays here
+    assert batches.helpers(resolve_metrics("lexical"), batches=3) == 1
+    assert batches.helpers(resolve_metrics("lexical"), batches=1) == 0
+    assert batches.helpers(resolve_metrics("METEOR"), batches=3) == 0   # METEOR 1.5 runs Java: it stays here
 
 
 def _more_answers(toy, tmp_path):
@@ -271,13 +272,14 @@ def test_each_new_key_is_written_once_across_batches_by_plain_appends(toy, tmp_p
     """A track written batch by batch writes each new (signature, text) key once, though rows with the same
     DIST1 key fall in different batches; while nobody else writes, without reading the cache again."""
     import evalcore.scoring.run as S
+    import evalcore.scoring.writes as W
 
     _more_answers(toy, tmp_path)
     monkeypatch.setattr(S, "WRITE_EVERY", 1)
     monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")
     checked = []
-    real = S.insert_frame
-    monkeypatch.setattr(S, "insert_frame", lambda con, table, frame, ignore=False:
+    real = W.insert_frame
+    monkeypatch.setattr(W, "insert_frame", lambda con, table, frame, ignore=False:
                         checked.append(ignore) or real(con, table, frame, ignore=ignore))
     report = score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST1", progress=False, chunk=1)
     # texts of the 7 responses: 天气很好 嗯 你好 (m1, m2), 你好 嗯 嗯 你好 (m3, m4). DIST1: 3 distinct texts.
@@ -290,6 +292,7 @@ def test_each_new_key_is_written_once_across_batches_by_plain_appends(toy, tmp_p
 def test_a_value_cached_by_another_writer_meanwhile_stands_and_is_not_written_twice(toy, tmp_path, monkeypatch):
     """Another writer caches a key of this run between two of its batches: the run notices (the cache's row
     count and last row id moved) and checks every later write against the cache; the other's row stands."""
+    import evalcore.scoring.batches as B
     import evalcore.scoring.run as S
     from evalcore.scoring.plan import response_key
 
@@ -297,7 +300,7 @@ def test_a_value_cached_by_another_writer_meanwhile_stands_and_is_not_written_tw
     monkeypatch.setattr(S, "WRITE_EVERY", 1)
     monkeypatch.setenv("EVALCORE_SCORING_PROCESSES", "1")
     sig = {}
-    real = S.compute
+    real = B.compute
 
     def another_writer_on_the_second_batch(plan, hyps, *a, **k):
         sig.setdefault("calls", 0)
@@ -307,7 +310,7 @@ def test_a_value_cached_by_another_writer_meanwhile_stands_and_is_not_written_tw
                         [plan.signatures["DIST1"], response_key("你好", None)])
         return real(plan, hyps, *a, **k)
 
-    monkeypatch.setattr(S, "compute", another_writer_on_the_second_batch)
+    monkeypatch.setattr(B, "compute", another_writer_on_the_second_batch)
     score(toy, dataset="toy", track="toy/chitchat", metrics="F1,DIST1", progress=False, chunk=1)
     assert sig["calls"] >= 3
     assert toy.execute("SELECT count(*), count(DISTINCT (signature, text_key)) FROM metric_scores").fetchall() == [(6, 6)]

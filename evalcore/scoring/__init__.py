@@ -5,8 +5,10 @@ is the md5 of the response and its references: a score is never computed twice f
 references and signature. Corpus values are aggregated from the same statistics and stored in
 system_scores with origin 'computed', the signature, and n (responses behind the value).
 
-plan.py: what runs on a track and under which signatures and keys; run.py: `score`; ray.py: the same
-plan on Ray actors; stored.py: the stored values read back. The names below are the layer's face.
+plan.py: what runs on a track and under which signatures and keys; run.py: `score`, a track's run from
+start to end; pending.py: the rows it computes; batches.py: computing them here (and in forked helpers);
+ray.py: the same plan on Ray actors; writes.py: the values cached; system.py: the system scores formed;
+stored.py: the stored values read back. The names below are the layer's face.
 """
 from evalcore.scoring.plan import (
                                    ANY,
