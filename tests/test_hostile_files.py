@@ -633,7 +633,7 @@ def test_real_chinese_lines_in_gbk_never_read_as_utf8(tmp_path):
 @pytest.mark.parametrize("cell, value", [("1", 1.0), (" 1 ", 1.0), ("-.5", -0.5), ("1.", 1.0), ("+2", 2.0),
                                          ("2e-1", 0.2), ("１.５", 1.5), ("1E2", 100.0)])
 def test_plain_decimal_cells_still_read(cell, value):
-    from evalcore.ingest.readers import Checker
+    from evalcore.ingest.checker import Checker
 
     check = Checker("f.csv")
     assert check.number({"v": cell}, "row 2", "v") == value and not check.problems
@@ -645,7 +645,7 @@ def test_plain_decimal_cells_still_read(cell, value):
     ("1e400", "a number of magnitude at most 1e+100"), ("−1", "a number"),
 ])
 def test_what_only_python_reads_is_refused(cell, expected):
-    from evalcore.ingest.readers import Checker
+    from evalcore.ingest.checker import Checker
 
     check = Checker("f.csv")
     assert check.number({"v": cell}, "row 2", "v") is None

@@ -25,7 +25,7 @@ from test_interchange import mtbench_folder
 
 from conftest import TOY_ITEMS, fingerprint, write_jsonl
 from evalcore.cli import main
-from evalcore.ingest import readers
+from evalcore.ingest import archives, checker, limits, readers
 from evalcore.store import connect
 
 RESP = ["import", "responses", "{f}", "--dataset", "toy", "--track", "toy/chitchat", "--model", "m"]
@@ -186,7 +186,7 @@ CASES = {
                                    [r"r\.csv, row 2, field 'item_id': expected text without control characters"]),
     "csv cell over the limit": Case("responses", text("r.csv", "item_id,response\nt1," + "长" * 11 + "\n"), RESP,
                                     [r"r\.csv, row 2, field 'response': expected at most 10 characters"],
-                                    patch=lambda mp: mp.setattr(readers, "MAX_CELL", 10)),
+                                    patch=lambda mp: mp.setattr(limits, "MAX_CELL", 10)),
     "csv line over the limit (no newline bomb)": Case(
         "responses", text("r.csv", "item_id,response\n" + "a" * 5000), RESP,
         [r"r\.csv, line 2: expected lines of at most 100 characters \(EVALCORE_MAX_LINE\)"],
@@ -238,7 +238,7 @@ CASES = {
         "responses", zipped("b.zip", {"toy_chitchat.csv": b"a" * 5_000_000}), RESP_ZIP,
         [r"b\.zip/toy_chitchat\.csv: expected an archive that expands to at most 1,000,000 bytes.*passed while unpacking"],
         env={"EVALCORE_MAX_EXPANDED": "1000000"},
-        patch=lambda mp: mp.setattr(readers, "check_archive", lambda path, name: None)),
+        patch=lambda mp: mp.setattr(archives, "check_archive", lambda path, name: None)),
     "zip member lying about its size": Case("responses", _forged_size_zip, RESP_ZIP,
                                             [r"liar\.zip/toy_chitchat\.csv: expected a readable member, got unreadable"]),
     "zip of too many files": Case("responses", zipped("b.zip", {f"x{i}.csv": b"item_id,response\n" for i in range(5)}),
@@ -262,7 +262,7 @@ CASES = {
     "items context turn over the limit": Case("items", jsonl("i.jsonl", [{**TOY_ITEMS[0], "item_id": "n1",
                                                                            "context": ["x" * 11]}]), ITEMS,
                                               [r"i\.jsonl, line 1, field 'context\[0\]': expected at most 10 characters"],
-                                              patch=lambda mp: mp.setattr(readers, "MAX_CELL", 10)),
+                                              patch=lambda mp: mp.setattr(limits, "MAX_CELL", 10)),
     "items reference with a control character": Case(
         "items", jsonl("i.jsonl", [{**TOY_ITEMS[0], "item_id": "n1", "references": ["fine", "bell\x07"]}]), ITEMS,
         [r"i\.jsonl, line 1, field 'references\[1\]': expected text without control characters"]),
@@ -285,7 +285,7 @@ CASES = {
                                        "without"]),
     "dstc10 context over the limit": Case("dstc10", dstc([{**ENTRY, "context": "x" * 13}]), DSTC,
                                           [r"turns\.json, line 2, item 1 \(index 0\), field 'context': expected at most 12 char"],
-                                          patch=lambda mp: mp.setattr(readers, "MAX_CELL", 12)),
+                                          patch=lambda mp: mp.setattr(limits, "MAX_CELL", 12)),
     "dstc10 invalid JSON": Case("dstc10", text("turns.json", '[\n{"dialogue_id": "d1",,}\n]'), DSTC,
                                 [r"turns\.json, line 2: expected a JSON list of objects"]),
     "dstc10 file cut inside a UTF-8 character": Case(
@@ -477,17 +477,17 @@ def test_published_names_are_normalised_like_everywhere(tmp_path, capsys):
         con.close()
     assert rows == [("m", 0.1), ("m2", 0.2)]
     assert corpus == [("DuConv",)]
-    assert readers.NORMALISED.format(n=2) in capsys.readouterr().out
+    assert checker.NORMALISED.format(n=2) in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- temp folders left by a killed import
 def test_sweep_removes_the_folders_of_dead_processes_and_old_ones_only(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    gone = tmp_path / f"{readers.TEMP_PREFIX}{dead.pid}-abc"
-    mine = tmp_path / f"{readers.TEMP_PREFIX}{os.getpid()}-abc"
-    old = tmp_path / f"{readers.TEMP_PREFIX}xyz"
-    new = tmp_path / f"{readers.TEMP_PREFIX}uvw"
+    gone = tmp_path / f"{archives.TEMP_PREFIX}{dead.pid}-abc"
+    mine = tmp_path / f"{archives.TEMP_PREFIX}{os.getpid()}-abc"
+    old = tmp_path / f"{archives.TEMP_PREFIX}xyz"
+    new = tmp_path / f"{archives.TEMP_PREFIX}uvw"
     other = tmp_path / "somebody-else"
     for folder in (gone, mine, old, new, other):
         folder.mkdir()
@@ -495,7 +495,7 @@ def test_sweep_removes_the_folders_of_dead_processes_and_old_ones_only(tmp_path)
     hour_ago = time.time() - 3700
     os.utime(old, (hour_ago, hour_ago))
     os.utime(other, (hour_ago, hour_ago))
-    removed = readers.sweep_temp(max_age_s=3600, root=tmp_path)
+    removed = archives.sweep_temp(max_age_s=3600, root=tmp_path)
     assert sorted(removed) == sorted([gone, old])
     assert [p.exists() for p in (gone, mine, old, new, other)] == [False, True, False, True, True]
 
@@ -512,13 +512,13 @@ def test_a_killed_zip_import_leaves_a_folder_the_sweep_removes(store, tmp_path):
                               "--dataset", "toy", "--model", "m"], env={**os.environ, "TMPDIR": str(temp)},
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
-    while time.time() < deadline and not any(temp.glob(f"{readers.TEMP_PREFIX}*/*/*")):
+    while time.time() < deadline and not any(temp.glob(f"{archives.TEMP_PREFIX}*/*/*")):
         time.sleep(0.02)
     child.kill()
     child.wait()
-    left = list(temp.glob(f"{readers.TEMP_PREFIX}{child.pid}-*"))
+    left = list(temp.glob(f"{archives.TEMP_PREFIX}{child.pid}-*"))
     assert left, "the import never started unpacking"
-    assert readers.sweep_temp(root=temp) == left
+    assert archives.sweep_temp(root=temp) == left
     assert not any(temp.iterdir())
 
 

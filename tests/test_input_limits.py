@@ -6,7 +6,8 @@ import pytest
 
 from conftest import fingerprint
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest import readers
+from evalcore.core.text import normalise_id
+from evalcore.ingest import checker, limits
 from evalcore.ingest.responses import import_responses
 
 
@@ -21,7 +22,7 @@ def test_a_million_columns_are_refused_at_the_header(toy, tmp_path):
 
 
 def test_a_cell_over_the_limit_is_refused_with_its_row(toy, tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "MAX_CELL", 10)
+    monkeypatch.setattr(limits, "MAX_CELL", 10)
     path = tmp_path / "long.csv"
     path.write_text("item_id,response\nt1,short\nt2," + "长" * 11 + "\n", encoding="utf-8")
     before = fingerprint(toy)
@@ -46,9 +47,9 @@ def test_identifiers_are_normalised_one_way_and_reported(toy, tmp_path):
     # ' t1 ' (spaces) and 'ｔ２' (full-width letters and digits) are t1 and t2 under NFKC
     path.write_text("item_id,response\n t1 ,好\nｔ２,嗯\n", encoding="utf-8")
     report = import_responses(toy, path, dataset="toy", track="toy/chitchat", model="ｍ３")
-    assert readers.NORMALISED.format(n=2) in report.notes
+    assert checker.NORMALISED.format(n=2) in report.notes
     # the model named outside the file is read the same one way (issue 29): 'ｍ３' is m3
     rows = toy.execute("SELECT item_id FROM responses WHERE model = 'm3' ORDER BY 1").fetchall()
     assert rows == [("t1",), ("t2",)]
     assert toy.execute("SELECT count(*) FROM models WHERE model = 'ｍ３'").fetchone() == (0,)
-    assert readers.normalise_id(" ｍ３\u3000") == "m3"
+    assert normalise_id(" ｍ３\u3000") == "m3"

@@ -27,9 +27,11 @@ from evalcore.core import language as detection
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
+from evalcore.ingest.checker import Checker
 from evalcore.ingest.items import check_language, settle_languages
+from evalcore.ingest.jsonread import read_json
+from evalcore.ingest.limits import limit
 from evalcore.ingest.ratings import resolve_scales
-from evalcore.ingest.readers import Checker, limit, read_json
 
 SHAPE = "a JSON list of objects (DSTC10 turn-level: dialogue_id, model, context, response, reference, annotations)"
 
@@ -169,7 +171,7 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
 
 def read_json_list(path: Path, shape: str) -> tuple[list, str, list[int]]:
     """The file's JSON list, the encoding it was read in and the line each entry begins on; anything else is
-    refused (nesting deeper than readers.MAX_DEPTH included, named by its line)."""
+    refused (nesting deeper than limits.MAX_DEPTH included, named by its line)."""
     file = str(path)
     data, encoding, lines = read_json(path, shape)
     if not isinstance(data, list):

@@ -34,7 +34,7 @@ _CHINESE = re.compile("[\u2010-\u205f\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff
 # ... and nothing outside Latin-1, general punctuation and symbols, kana, CJK and full-width forms, emoji
 _UNLIKELY = re.compile("[^\x00-\x7f\u00a0-\u00ff\u2000-\u2bff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
                        "\uff00-\uffef\U0001f000-\U0001faff]")
-LINE_BYTES = 1 << 26   # a line is looked at in pieces of at most this many bytes (64 MiB; readers.MAX_LINE is in characters)
+LINE_BYTES = 1 << 26   # a line is looked at in pieces of at most this many bytes (64 MiB; limits.MAX_LINE is in characters)
 
 
 def sniff_encoding(path: Path, file: str, block: int = 1 << 20, kind: str = "") -> str:

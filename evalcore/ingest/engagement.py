@@ -16,7 +16,8 @@ import duckdb
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.checker import Checker
+from evalcore.ingest.readers import read_table
 
 DATASET = "engagement-en"
 TRACK = "dailydialog/chitchat"

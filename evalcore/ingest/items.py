@@ -11,7 +11,8 @@ from evalcore.core.errors import short
 from evalcore.core.malloc import give_back
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import SKILLS, Batch, ImportReport
-from evalcore.ingest.readers import Checker, stream_jsonl
+from evalcore.ingest.checker import Checker
+from evalcore.ingest.readers import stream_jsonl
 from evalcore.store import transaction
 
 GROUNDING_KEYS = ("knowledge", "persona", "goal")

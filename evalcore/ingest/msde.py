@@ -25,7 +25,9 @@ from tqdm import tqdm
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup, strictjson
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import decimal, parse_json, sniff_encoding
+from evalcore.ingest.checker import decimal
+from evalcore.ingest.encodings import sniff_encoding
+from evalcore.ingest.jsonread import parse_json
 
 DATASET = "msde"
 ANNOTATOR = "msde-release"
@@ -81,7 +83,7 @@ def track_of(folder: str) -> tuple[str, str, str]:
 
 
 def _number(value) -> float | None:
-    """A cell's number: a spreadsheet number, or text in plain decimal (readers.decimal: not '1_0', not 'nan')."""
+    """A cell's number: a spreadsheet number, or text in plain decimal (checker.decimal: not '1_0', not 'nan')."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

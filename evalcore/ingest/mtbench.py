@@ -34,9 +34,10 @@ from evalcore.core import language as detection
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
+from evalcore.ingest.checker import Checker
 from evalcore.ingest.dstc10 import same_item, stored_item_contents
 from evalcore.ingest.items import check_language, settle_languages
-from evalcore.ingest.readers import Checker, Table, read_table
+from evalcore.ingest.readers import Table, read_table
 from evalcore.ingest.scores import ExternalValue, external_batch
 
 METRIC = "MT-Bench"           # single judgments are stored as f"{METRIC}:{judge model}"

@@ -16,8 +16,9 @@ from evalcore.analysis.options import LEVELS, METHODS
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
+from evalcore.ingest.checker import Checker
 from evalcore.ingest.ratings import resolve_scales
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.readers import read_table
 
 FILES = {
     "automatic_system_scores.csv": ["paper_table", "competition", "skill", "model", "metric", "value"],

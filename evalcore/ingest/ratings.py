@@ -7,10 +7,12 @@ from pathlib import Path
 import duckdb
 
 from evalcore.core.errors import ImportRefused, Problem, short
-from evalcore.core.text import bad_character, identity_key
+from evalcore.core.text import bad_character, identity_key, normalise_id
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import MAX_CELL, MAX_MAGNITUDE, Checker, decimal, normalise_id, read_table
+from evalcore.ingest.checker import Checker, decimal
+from evalcore.ingest.limits import MAX_CELL, MAX_MAGNITUDE
+from evalcore.ingest.readers import read_table
 from evalcore.ingest.responses import require_track
 
 

@@ -19,9 +19,10 @@ import duckdb
 import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
-from evalcore.ingest import lookup, msde, readers
+from evalcore.ingest import archives, limits, lookup, msde
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, Table, read_table
+from evalcore.ingest.checker import Checker
+from evalcore.ingest.readers import Table, read_table
 from evalcore.store import history
 from evalcore.store.queries import answerable_items
 
@@ -110,7 +111,7 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
                        model, replace, uploader, shown, words, then)
     if track is not None:
         raise ImportRefused([Problem(str(path), "", words.track, words.no_track_with_folder, repr(track))])
-    with tempfile.TemporaryDirectory(prefix=f"{readers.TEMP_PREFIX}{os.getpid()}-") as tmp, readers.row_budget():
+    with tempfile.TemporaryDirectory(prefix=f"{archives.TEMP_PREFIX}{os.getpid()}-") as tmp, limits.row_budget():
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
         return _import(con, str(path), parts, dataset, tracks, None, model, replace, uploader, shown, words, then)
@@ -242,7 +243,7 @@ def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str |
 def _release_sheet(path: Path) -> tuple[str, list[tuple]] | None:
     """(title, rows) of the release's generation sheet, or of a first sheet with History and response but no
     item_id; None for any other workbook (read_table reads it)."""
-    readers.check_archive(path, str(path))   # an .xlsx is a zip: its declared expanded size is bounded first
+    archives.check_archive(path, str(path))   # an .xlsx is a zip: its declared expanded size is bounded first
     try:  # formulas as written, not cached values: the MSDE importer read them so (LCCC has '=...' Histories)
         wb = openpyxl.load_workbook(path, read_only=True)
     except Exception as exc:  # openpyxl raises many types for a broken file
@@ -339,8 +340,8 @@ def _folder_files(path: Path) -> list[tuple[Path, str]]:
 
 
 def _zip_files(path: Path, tmp: Path) -> list[tuple[Path, str]]:
-    """Members copied out to `tmp` under names of our own, bounded in size (readers.unpack_zip)."""
-    return readers.unpack_zip(path, tmp, _skipped)
+    """Members copied out to `tmp` under names of our own, bounded in size (archives.unpack_zip)."""
+    return archives.unpack_zip(path, tmp, _skipped)
 
 
 def _parts(path: Path, files: list[tuple[Path, str]], dataset: str, tracks: list[str]) -> list[Part]:

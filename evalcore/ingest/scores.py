@@ -19,7 +19,8 @@ import duckdb
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.checker import Checker
+from evalcore.ingest.readers import read_table
 from evalcore.metrics.external import External
 from evalcore.metrics.registry import BUILTIN
 from evalcore.scoring import ANY, SENTENCE_MEAN, item_key

@@ -16,7 +16,8 @@ import pandas as pd
 from evalcore.analysis.taskoriented import MAX_TURNS, session_scores
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.checker import Checker
+from evalcore.ingest.readers import read_table
 from evalcore.metrics.base import Signature
 from evalcore.scoring import ANY
 from evalcore.store import history

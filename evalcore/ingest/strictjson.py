@@ -20,7 +20,7 @@ import re
 from evalcore.core.errors import Problem
 from evalcore.core.text import SURROGATE
 
-MAX_MAGNITUDE = 1e100   # numbers larger than this are refused (readers.MAX_MAGNITUDE is this value)
+MAX_MAGNITUDE = 1e100   # numbers larger than this are refused (limits.MAX_MAGNITUDE is this value)
 MAX_PROBLEMS = 20        # problems named per text; one repeated mistake need not be listed a thousand times
 
 # One JSON token: a string, a number, punctuation, or a literal (NaN and Infinity included: json.loads reads them).

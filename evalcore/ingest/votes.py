@@ -19,7 +19,8 @@ import duckdb
 from evalcore.core.text import identity_key
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
-from evalcore.ingest.readers import Checker, read_table
+from evalcore.ingest.checker import Checker
+from evalcore.ingest.readers import read_table
 
 COLUMNS = ["item_id", "model_a", "model_b", "winner", "annotator", "dimension"]
 WINNERS = {"a": "model_1", "b": "model_2", "tie": "tie"}

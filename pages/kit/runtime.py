@@ -17,7 +17,7 @@ import streamlit as st
 from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
-from evalcore.ingest.readers import sweep_temp
+from evalcore.ingest.archives import sweep_temp
 from evalcore.pagedata import catalog, scope
 from evalcore.services import jobs
 from evalcore.services.defaults import SLOW, build_default_in_stages

@@ -1,0 +1,190 @@
+"""Checking the fields of records: text, identifiers, numbers and lists, every problem of a file collected so
+that a user sees all of them at once."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.text import CONTROL, SURROGATE, bad_character, normalise_id
+from evalcore.ingest import limits
+
+NORMALISED = ("normalised {n} identifier(s): surrounding whitespace removed and full-width or other "
+              "compatibility forms folded (Unicode NFKC)")
+
+
+# A number in a text cell: optional sign, ASCII digits, optional point and fraction, optional exponent.
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_NON_FINITE = {"nan", "inf", "infinity"}
+
+
+def decimal(text: str) -> float | None:
+    """The number a text cell writes, or None. Plain decimal only: digits with an optional sign, point and
+    exponent ('2', ' -0.5 ', '1e-3', '.5'); surrounding whitespace is allowed and full-width digits are read
+    through NFKC like every name ('１.５' is 1.5). What Python's float() also takes is refused: '1_0' (which it
+    reads as 10), 'nan', 'inf', 'infinity', and digits of other scripts ('١', Arabic-Indic one), which no
+    spreadsheet or statistics package reads as numbers. A decimal too large for a float reads as inf (refused by
+    magnitude by the caller)."""
+    text = text.strip()
+    if not text.isascii():
+        text = normalise_id(text)
+    if not _DECIMAL.fullmatch(text):
+        return None
+    return float(text)
+
+
+def _not_decimal(value: str) -> tuple[str, str]:
+    """(expected, got) for a text cell that is not a plain decimal number."""
+    word = value.strip().lstrip("+-").lower()
+    if word in _NON_FINITE:
+        return "a finite number", short(value)
+    try:
+        float(value)
+    except ValueError:
+        return "a number", short(value)
+    return ("a number in plain decimal (digits with an optional sign, point and exponent: 10, -0.5, 1e-3)",
+            f"{short(value)}, which only Python reads as a number")
+
+
+@dataclass
+class Checker:
+    """Collects problems across a whole file so a user sees all of them at once."""
+
+    file: str
+    problems: list[Problem] = field(default_factory=list)
+    normalised: int = 0   # identifiers changed by normalise_id (reported in the import's notes)
+
+    def add(self, where: str, field_: str, expected: str, got: object = None) -> None:
+        self.problems.append(Problem(self.file, where, field_, expected, "" if got is None else str(got)))
+
+    def require_columns(self, columns: list[str], required: list[str], where: str = "header (row 1)") -> bool:
+        missing = [c for c in required if c not in columns]
+        found = ", ".join(repr(x) for x in columns if x) or "none"
+        for c in missing:
+            self.add(where, c, f"a column named '{c}'", f"no such column (columns found: {found})")
+        return not missing
+
+    def text(self, rec: dict, where: str, key: str, *, required: bool = True, allow_empty: bool = False) -> str | None:
+        """A string field. CSV gives strings; JSON may give numbers for ids, which we accept."""
+        value = rec.get(key)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            if required:
+                self.add(where, key, "a value", "nothing")
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            self.add(where, key, "a string", f"{type(value).__name__} {short(value)}")
+            return None
+        value = str(value)
+        if len(value) > limits.MAX_CELL:
+            self.add(where, key, f"at most {limits.MAX_CELL:,} characters (EVALCORE_MAX_CELL)", f"{len(value):,} characters")
+            return None
+        bad = CONTROL.search(value)
+        if bad:
+            self.add(where, key, "text without control characters (tab and newline are fine)",
+                     f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
+            return None
+        bad = SURROGATE.search(value)   # from a JSON escape (parse_json names it first): no encoding can store it
+        if bad:
+            self.add(where, key, "text without lone surrogates (U+D800-U+DFFF not half of a pair)",
+                     f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
+            return None
+        if not value.strip() and not allow_empty:
+            if required:
+                self.add(where, key, "a non-empty string", "an empty string")
+            return None
+        return value
+
+    def ident(self, rec: dict, where: str, key: str, *, required: bool = True) -> str | None:
+        """An identifier field, normalised the one way (normalise_id); counts what changed."""
+        value = self.text(rec, where, key, required=required)
+        if value is None:
+            return None
+        out = normalise_id(value)
+        self.normalised += out != value
+        return out
+
+    def notes(self) -> list[str]:
+        return [NORMALISED.format(n=self.normalised)] if self.normalised else []
+
+    def option(self, option: str, value: str | None, *, what: str = "name") -> str | None:
+        """A name given beside the file (--dataset, --track, --model, --metric; the upload page's controls) in the
+        one normal form of names (NFKC, surrounding whitespace removed: '--metric ＢＬＥＵ４' is BLEU4). Refused at
+        once, naming the option, when it holds a control character or a lone surrogate (a terminal acts on
+        the first; the second, from a command line's undecodable bytes, cannot be stored) or nothing. None (not
+        given) stays None."""
+        if value is None:
+            return None
+        bad = bad_character(value)
+        if bad:
+            raise ImportRefused([Problem(self.file, "", option, f"a {what} without control characters or lone "
+                                         "surrogates", bad)])
+        out = normalise_id(value)
+        if not out:
+            raise ImportRefused([Problem(self.file, "", option, f"a non-empty {what}", short(value))])
+        return out
+
+    def number(self, rec: dict, where: str, key: str) -> float | None:
+        """A number: a JSON or spreadsheet number, or a cell in plain decimal (see `decimal`), finite and at most
+        limits.MAX_MAGNITUDE in magnitude."""
+        value = rec.get(key)
+        if isinstance(value, bool):
+            self.add(where, key, "a number", short(value))
+            return None
+        if isinstance(value, (int, float)):
+            try:
+                number = float(value)
+            except OverflowError:   # an int no float holds (JSON is refused before: strictjson)
+                number = math.inf
+        elif isinstance(value, str) and value.strip():
+            number = decimal(value)
+            if number is None:
+                self.add(where, key, *_not_decimal(value))
+                return None
+        else:
+            self.add(where, key, "a number", "nothing" if value in (None, "") else short(value))
+            return None
+        if math.isnan(number) or (math.isinf(number) and not isinstance(value, (int, str))):
+            self.add(where, key, "a finite number", short(value))
+            return None
+        if abs(number) > limits.MAX_MAGNITUDE:
+            self.add(where, key, f"a number of magnitude at most {limits.MAX_MAGNITUDE:g} (larger ones make sums, means and "
+                     "squares overflow to infinity)", short(value))
+            return None
+        return number
+
+    def string_list(self, rec: dict, where: str, key: str, *, required: bool = True) -> list[str] | None:
+        value = rec.get(key)
+        if value is None:
+            if required:
+                self.add(where, key, "a list of strings", "nothing")
+            return None if required else []
+        if not isinstance(value, list):
+            self.add(where, key, "a list of strings", f"{type(value).__name__} {short(value)}")
+            return None
+        bad = [i for i, v in enumerate(value) if not isinstance(v, str)]
+        if bad:
+            self.add(where, f"{key}[{bad[0]}]", "a string", f"{type(value[bad[0]]).__name__} {short(value[bad[0]])}")
+            return None
+        # each element under the same limits as any text field (length, control characters)
+        ok = [self.text({f"{key}[{i}]": v}, where, f"{key}[{i}]", allow_empty=True) for i, v in enumerate(value)]
+        return None if None in ok else value
+
+    def texts_within(self, value: object, where: str, key: str) -> bool:
+        """Every string anywhere inside a JSON value (grounding: lists of lists, objects) under the text limits;
+        keys included. False (with the problems added) when one is not."""
+        ok = True
+        if isinstance(value, str):
+            return self.text({key: value}, where, key, allow_empty=True) is not None
+        if isinstance(value, list):
+            for i, v in enumerate(value):
+                ok = self.texts_within(v, where, f"{key}[{i}]") and ok
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                ok = self.texts_within(k, where, f"{key} (a key)") and ok
+                ok = self.texts_within(v, where, f"{key}.{k}") and ok
+        return ok
+
+    def refuse_if_any(self) -> None:
+        if self.problems:
+            raise ImportRefused(self.problems)
