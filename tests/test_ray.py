@@ -105,6 +105,7 @@ class Stop(Exception):
     pass
 
 
+@pytest.mark.slow   # a local Ray cluster: 20-160 s each on two cores, beside the slow set's other real engines
 def test_interrupted_ray_run_resumes(local_ray, tmp_path):
     (tmp_path / "a").mkdir()
     con = cpc_store(tmp_path / "a" / "s.duckdb", 50)    # 200 responses: 4 batches of 50
@@ -177,6 +178,7 @@ def plugged(monkeypatch):
     return plug
 
 
+@pytest.mark.slow   # a local Ray cluster: 20-160 s each on two cores, beside the slow set's other real engines
 def test_interrupted_run_does_not_leave_a_stale_system_score(local_ray, plugged, toy, tmp_path):
     from evalcore.ingest.responses import import_responses
 
@@ -196,6 +198,7 @@ def test_interrupted_run_does_not_leave_a_stale_system_score(local_ray, plugged,
     assert got["m2"] == pytest.approx((1 + 4) / 2)        # ... and m2's score counts it: 嗯, 你们好呀
 
 
+@pytest.mark.slow   # a local Ray cluster: 20-160 s each on two cores, beside the slow set's other real engines
 def test_an_actor_the_cluster_cannot_hold_is_refused(local_ray, plugged, toy):
     from evalcore.scoring.ray import EngineUnavailable
 
@@ -204,6 +207,7 @@ def test_an_actor_the_cluster_cannot_hold_is_refused(local_ray, plugged, toy):
         score(toy, metrics="LENGTH", progress=False, ray=RayOptions(gpus_per_actor=64))
 
 
+@pytest.mark.slow   # a local Ray cluster: 20-160 s each on two cores, beside the slow set's other real engines
 def test_dead_actor_is_retried(local_ray, plugged, toy, tmp_path):
     metric = plugged(DiesOnce(str(tmp_path / "died")))
     report = score(toy, metrics=metric.name, progress=False, ray=RayOptions(actors=1, batch_size=2))
