@@ -21,6 +21,7 @@ import pandas as pd
 from evalcore.analysis import correlate
 from evalcore.analysis import leaderboard as lb
 from evalcore.analysis import trust as tr
+from evalcore.analysis.trust_opening import opening
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
 from evalcore.scoring import SENTENCE_MEAN, Plan, compute, needs_docs
@@ -132,13 +133,13 @@ class Store:
 
     def trust(self, dataset: str, **options) -> pd.DataFrame:
         """As `evalcore trust`: options level, method, dimension, origin, ...; without a level, the first level
-        (and origin) where some skill has a verdict (evalcore.analysis.trust.opening), as the command and the
+        (and origin) where some skill has a verdict (evalcore.analysis.trust_opening.opening), as the command and the
         page open. The table's attrs say which and why ('level', 'origin', 'why')."""
         def run(con, dataset: str, **options) -> pd.DataFrame:
             why = ""
             if "level" not in options:
                 chosen = {k: v for k, v in options.items() if k in OPENING_OPTIONS}
-                found = tr.opening(con, dataset, **chosen)
+                found = opening(con, dataset, **chosen)
                 if found.level is not None:
                     options = {**options, "level": found.level, "origin": found.origin}
                 why = found.why
@@ -161,7 +162,7 @@ class Store:
         return f"evalcore.Store({str(self.path)!r})"
 
 
-# the options of trust() that also decide where it opens (evalcore.analysis.trust.opening)
+# the options of trust() that also decide where it opens (evalcore.analysis.trust_opening.opening)
 OPENING_OPTIONS = ("method", "dimension", "flavor", "tokenizer", "aggregate", "models", "system_aggregate", "origin")
 
 

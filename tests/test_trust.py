@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from conftest import ROOT, write_jsonl
-from evalcore.analysis.trust import choices, trust
+from evalcore.analysis.trust import trust
+from evalcore.analysis.trust_levels import choices
 from evalcore.cli import main
 from evalcore.ingest.published import import_published
 from evalcore.services.defaults import MSDE_SCALES

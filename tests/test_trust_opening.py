@@ -11,7 +11,10 @@ import pytest
 from test_app import charts, run
 
 from conftest import write_jsonl
-from evalcore.analysis.trust import VERDICT_N, choices, opening, report
+from evalcore.analysis.trust import VERDICT_N
+from evalcore.analysis.trust_levels import choices
+from evalcore.analysis.trust_opening import opening
+from evalcore.analysis.trust_verdicts import report
 from evalcore.cli import main
 from evalcore.store import connect
 

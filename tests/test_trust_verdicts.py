@@ -18,7 +18,10 @@ from test_app import charts, run
 
 from conftest import ROOT, copy_default_store, shared
 from evalcore.analysis.correlate import metric_scores
-from evalcore.analysis.trust import dimensions, holm, robustness, robustness_text, trust, verdicts
+from evalcore.analysis.trust import trust
+from evalcore.analysis.trust_levels import dimensions
+from evalcore.analysis.trust_stats import holm
+from evalcore.analysis.trust_verdicts import robustness, robustness_text, verdicts
 from evalcore.cli import main
 from evalcore.ingest.published import import_published
 from evalcore.services.defaults import MSDE_SCALES

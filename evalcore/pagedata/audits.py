@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from evalcore.analysis import judge_audit
+from evalcore.analysis import judge_agreement, judge_audit, judge_values
 from evalcore.pagedata import catalog
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
 
@@ -13,7 +13,7 @@ from evalcore.pagedata.scope import dataset_scoped, per_dataset
 @dataset_scoped
 def judged_part(con: duckdb.DuckDBPyConnection, dataset: str) -> bool:
     """Did an LLM judge score the dataset (its system scores), or does it hold imported pairwise judgments?"""
-    judges = judge_audit.judge_names(con)
+    judges = judge_values.judge_names(con)
     return bool(con.execute("""
         SELECT EXISTS (SELECT 1 FROM system_scores WHERE dataset = ? AND origin = 'computed' AND list_contains(?, name))
             OR EXISTS (SELECT 1 FROM pairwise_judgments WHERE dataset = ? AND source = 'judge')""",
@@ -43,7 +43,7 @@ def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str
     out = pd.DataFrame(columns=["metric", "skill", "audit"])
     if dataset not in judged_datasets(con):
         return out
-    head = judge_audit.headline(judge_audit.agreement(con, dataset, bootstrap=0))
+    head = judge_agreement.headline(judge_agreement.agreement(con, dataset, bootstrap=0))
     current = {s for (s,) in con.execute("SELECT DISTINCT signature FROM system_scores WHERE dataset = ? AND "
                                          "origin = 'computed'", [dataset]).fetchall()}
     head = head[head["signature"].isin(current)]
@@ -66,12 +66,12 @@ def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str
 
 def judge_headline(agreement_table: pd.DataFrame) -> pd.DataFrame:
     """The headline from the agreement table a page already has (not computed twice)."""
-    return judge_audit.headline(agreement_table)
+    return judge_agreement.headline(agreement_table)
 
 
 @dataset_scoped
 def human_ceiling(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
-    return judge_audit.ceiling(con, dataset)
+    return judge_agreement.ceiling(con, dataset)
 
 
 @dataset_scoped

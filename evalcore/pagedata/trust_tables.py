@@ -1,12 +1,15 @@
 """The Metric trust page's data: which datasets have something to correlate, where the page opens, the
-matrix of metrics x skills with its verdicts (evalcore.analysis.trust.report), and its labels and hover texts."""
+matrix of metrics x skills with its verdicts (evalcore.analysis.trust_verdicts.report), and its labels and hover texts."""
 from __future__ import annotations
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.trust import POOLED, Opening, choices, dimensions, opening, report
+from evalcore.analysis.trust import POOLED
+from evalcore.analysis.trust_levels import choices, dimensions
+from evalcore.analysis.trust_opening import Opening, opening
+from evalcore.analysis.trust_verdicts import report
 from evalcore.pagedata import audits, catalog, formatting
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
 
@@ -43,7 +46,7 @@ def trust_left_out(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 @dataset_scoped
 def trust_opening(con: duckdb.DuckDBPyConnection, dataset: str, *, method: str, dimension: str) -> Opening:
-    """Where Metric trust opens on `dataset` when its link names no level (evalcore.analysis.trust.opening:
+    """Where Metric trust opens on `dataset` when its link names no level (evalcore.analysis.trust_opening.opening:
     the first level with a verdict for some skill, and why the ones before had none)."""
     return opening(con, dataset, method=method, dimension=dimension)
 
@@ -53,7 +56,7 @@ def trust_view(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, meth
                origin: str, flavor: str = "default", alpha: float = 0.05,
                adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every cell, one verdict per skill with how it holds under other methods and dimensions)
-    (evalcore.analysis.trust.report), from the store's values read once."""
+    (evalcore.analysis.trust_verdicts.report), from the store's values read once."""
     return report(con, dataset, level=level, method=method, dimension=dimension, origin=origin,
                   dimensions=dimensions(con, dataset), flavor=flavor, alpha=alpha, adjust=adjust)
 

@@ -18,7 +18,7 @@ options = data(trust_tables.trust_choices)  # dataset -> its (level, origin) pai
 dataset, track, _ = pick_track(con, vs, "co", skills=True, default=(next(iter(options), None), None))
 method = vs.one("method", list(METHODS), "spearman")
 # Only levels and origins with data for this dataset are offered; a stale one moves to where the page opens
-# without one: the first level where some skill has a verdict, as Metric trust (evalcore.analysis.trust.opening).
+# without one: the first level where some skill has a verdict, as Metric trust (evalcore.analysis.trust_opening.opening).
 pairs = options.get(dataset) or [(lv, "computed") for lv in LEVELS]
 found = data(trust_tables.trust_opening, dataset, method="spearman", dimension="mean") if dataset in options else None
 first = (found.level, found.origin) if found and found.level else pairs[0]

@@ -34,7 +34,7 @@ c = st.columns(3)
 with c[0]:
     dataset = select("Dataset", datasets, dataset, key="tr-dataset")
 # Level and origin offered are only those with data for this dataset. Without a level in the link, the page
-# opens on the first one where some skill has a verdict (evalcore.analysis.trust.opening, as `evalcore trust`
+# opens on the first one where some skill has a verdict (evalcore.analysis.trust_opening.opening, as `evalcore trust`
 # does), and says why the ones before it had none; a level the user chose stays in the link and wins.
 pairs = options[dataset]
 found = data(trust_tables.trust_opening, dataset, method="spearman", dimension="mean")

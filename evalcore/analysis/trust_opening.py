@@ -1,0 +1,77 @@
+"""Where a trust view opens when nobody chose a level: the first level (in choices() order) at which some
+skill has a verdict, with why the ones before it had none, or, when none has one, what is missing in the
+words of someone who rates responses."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from evalcore.analysis.correlate import Models
+from evalcore.analysis.trust import ALPHA, POOLED, UNIT, VERDICT_N, load_tracks, table
+from evalcore.analysis.trust_levels import choices, missing_words
+from evalcore.core.words import count
+from evalcore.store.queries import require_dataset
+
+
+@dataclass(frozen=True)
+class Opening:
+    """Where a trust view opens when nobody chose a level: `level` and `origin` (None when no level of the
+    dataset has a verdict), and `why`: why the levels before it were passed over ("" when it is the first),
+    or, with no level, what is missing."""
+
+    level: str | None
+    origin: str | None
+    why: str
+
+
+def opening(con, dataset: str, *, method: str = "spearman", dimension: str = "mean", flavor: str = "default",
+            tokenizer: str | None = None, aggregate: str = "mean", models: Models = Models(),
+            system_aggregate: str = "corpus", level: str | None = None, origin: str | None = None) -> Opening:
+    """The first (level, origin) of choices() (only those at `level` or of `origin` where given) at which some
+    skill has a verdict (a pooled correlation: a track with at least VERDICT_N units rated and scored, neither
+    side constant) for `method` and `dimension`.
+    Used by the Metric trust page and `evalcore trust` alike, so both open on an answer: after a rating task
+    of 16 responses of three models, system level has n <= 3 per track and turn level n = 15."""
+    require_dataset(con, dataset)
+    offered = [(lv, o) for lv, o in choices(con, dataset) if level in (None, lv) and origin in (None, o)]
+    if not offered:
+        return Opening(None, None, missing_words(con, dataset))
+    passed, most = [], {}
+    for level, origin in offered:
+        loaded = load_tracks(con, dataset, level, origin, flavor, tokenizer, aggregate, models, system_aggregate)
+        frame = table(loaded, method, dimension, alpha=ALPHA, adjust="none", ties=False)
+        pooled = frame[frame["track"] == POOLED] if len(frame) else frame
+        if len(pooled) and pooled["r"].notna().any():
+            return Opening(level, origin, "; ".join(passed))
+        cells = frame[frame["track"] != POOLED] if len(frame) else frame
+        most[level] = int(cells["n"].max()) if len(cells) else 0
+        passed.append(_passed_over(level, origin, cells))
+    return Opening(None, None, f"no verdict at any level yet: {'; '.join(passed)}" + _advice(most))
+
+
+def _where(level: str, origin: str) -> str:
+    return f"{level} level" + (" (published values)" if origin == "published" else "")
+
+
+def _passed_over(level: str, origin: str, cells: pd.DataFrame) -> str:
+    """Why a level has no verdict, in units a rater counts: models, dialogues or responses."""
+    where = _where(level, origin)
+    if cells.empty:
+        return f"{where} has no {origin} metric values of rated {UNIT[level]}s"
+    most = int(cells["n"].max())
+    tracks = int((cells.groupby("track")["n"].max() > 0).sum())   # tracks with a rated unit
+    if 0 < most < VERDICT_N:
+        per = " per track" if tracks > 1 else ""
+        return (f"{where} has {'at most ' if tracks > 1 else ''}{count(most, UNIT[level])} with both ratings and "
+                f"metric values{per} (n = {most}; a verdict needs {VERDICT_N})")
+    notes = cells["note"][cells["note"] != ""]
+    return f"{where}: {notes.mode().iloc[0] if len(notes) else 'nothing to correlate'}"
+
+
+def _advice(most: dict[str, int]) -> str:
+    """What to rate next, from the level of single responses where it was tried."""
+    if "turn" in most and most["turn"] < VERDICT_N:
+        return (f". Rate {count(VERDICT_N - most['turn'], 'more response')} of one track (a rating task, or "
+                "an imported ratings file) for a first verdict at turn level")
+    return ""
