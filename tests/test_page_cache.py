@@ -70,18 +70,7 @@ def computed(monkeypatch) -> list[tuple]:
     import functools
     import inspect
 
-    from evalcore.pagedata import (
-        audits,
-        boards,
-        catalog,
-        correlation_tables,
-        head_to_head,
-        intake,
-        ratings,
-        responses,
-        scope,
-        trust_tables,
-    )
+    from evalcore.pagedata import scope
 
     calls: list[tuple] = []
 
@@ -92,7 +81,7 @@ def computed(monkeypatch) -> list[tuple]:
             return fn(con, *args, **kwargs)
         return view
 
-    for views in (audits, boards, catalog, correlation_tables, head_to_head, intake, ratings, responses, trust_tables):
+    for views in scope.view_modules():
         for name, fn in list(vars(views).items()):   # the views that read the store: their first parameter is `con`
             if inspect.isfunction(fn) and fn.__module__ == views.__name__ and \
                     list(inspect.signature(fn).parameters)[:1] == ["con"]:

@@ -4,19 +4,10 @@ import math
 import pandas as pd
 import pytest
 
-from evalcore.pagedata import (  # noqa: F401  (importing a module registers its views' scopes)
-    audits,
-    boards,
-    catalog,
-    correlation_tables,
-    head_to_head,
-    intake,
-    ratings,
-    responses,
-    scope,
-    trust_tables,
-)
+from evalcore.pagedata import audits, boards, catalog, head_to_head, ratings, responses, scope, trust_tables
 from evalcore.pagedata.share import ViewState, link, to_query
+
+scope.view_modules()   # every view module imported: each registers its views' scopes
 
 
 def test_view_state_defaults_and_notices():

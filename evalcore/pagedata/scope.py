@@ -17,7 +17,10 @@ cache reads) and adds its name to the registry below, so the tests can walk ever
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
+from types import ModuleType
 
 DATASET, GLOBAL, CATALOG, EVERY_DATASET = "dataset", "global", "catalog", "per-dataset"
 
@@ -62,3 +65,11 @@ def per_dataset(part: Callable, merge: Callable) -> Callable[[Callable], Callabl
 def of(fn: Callable) -> str | None:
     """The scope `fn` was marked with (None: unmarked, kept until any change)."""
     return getattr(fn, "cache_scope", None)
+
+
+def view_modules() -> list[ModuleType]:
+    """Every module of evalcore.pagedata that defines a marked view, imported (importing one registers its views),
+    so a check over every view cannot miss a module added later."""
+    package = importlib.import_module(__package__)
+    modules = [importlib.import_module(f"{__package__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)]
+    return [m for m in modules if any(getattr(v, "__module__", None) == m.__name__ for v in VIEWS.values())]
