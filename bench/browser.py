@@ -94,10 +94,13 @@ class Server:
         self.db, self.port, self.log, self.proc, self.xdg = db, port, log, None, xdg
         self.base = f"http://localhost:{port}"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "app.py"]
+
     def start(self) -> None:
         out = open(self.log, "a")
         self.proc = subprocess.Popen(
-            [sys.executable, "app.py", "--server.port", str(self.port),
+            [*self.command(), "--server.port", str(self.port),
              "--server.headless", "true", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
         out.close()
@@ -110,7 +113,7 @@ class Server:
                         return
             except OSError:
                 time.sleep(0.5)
-        sys.exit(f"streamlit did not start; its log ends:\n{self.log.read_text(errors='replace')[-3000:]}")
+        sys.exit(f"{' '.join(self.command()[1:])} did not start; its log ends:\n{self.log.read_text(errors='replace')[-3000:]}")
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "EVALCORE_DB"}
@@ -137,24 +140,8 @@ VIEWPORT = {"width": 1400, "height": 1000}
 class BareServer(Server):
     """bench/bare_app.py under `streamlit run` (the --baseline reference)."""
 
-    def start(self) -> None:
-        out = open(self.log, "a")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "bench" / "bare_app.py"),
-             "--server.port", str(self.port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
-        out.close()
-        for _ in range(240):
-            if self.proc.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        sys.exit(f"bare app did not start; its log ends:\n{self.log.read_text(errors='replace')[-3000:]}")
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "streamlit", "run", str(ROOT / "bench" / "bare_app.py")]
 
 
 def free_port() -> int:

@@ -27,6 +27,22 @@ from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
 
 
+class Shots:
+    """Window PNGs under `out`, each taken once the page's script has finished and its charts had `settle_ms` to draw
+    (Streamlit scrolls inside its own pane: a tall window shows a whole page)."""
+
+    def __init__(self, out: Path, settle_ms: int):
+        self.out, self.settle_ms, self.wrote = out, settle_ms, []
+
+    def __call__(self, page, name: str) -> None:
+        page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState "
+                               "=== 'notRunning'", timeout=60_000)
+        page.wait_for_timeout(self.settle_ms)
+        path = self.out / f"{name}.png"
+        page.screenshot(path=str(path))
+        self.wrote.append(str(path))
+
+
 def simulated(db: Path) -> tuple[int, str]:
     """The demo task rated by two simulated annotators; a pairwise task created. (pairwise id, demo's code)"""
     from evalcore.services.tasks import create_task
@@ -84,15 +100,7 @@ def main() -> None:
     con.close()
     server = Server(str(db), free_port(), tmp / "server.log")
     server.start()
-    wrote = []
-
-    def shot(page, name: str) -> None:
-        page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState "
-                               "=== 'notRunning'", timeout=60_000)
-        page.wait_for_timeout(1200)   # charts and grids finish drawing
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path))   # Streamlit scrolls inside its own pane: a tall window shows it all
-        wrote.append(str(path))
+    shot = Shots(out, settle_ms=1200)
 
     try:
         with sync_playwright() as p:
@@ -128,7 +136,7 @@ def main() -> None:
             browser.close()
     finally:
         server.stop()
-    for path in wrote:
+    for path in shot.wrote:
         print(path)
 
 

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
+from bench.screenshots import Shots  # noqa: E402
 
 TRACK = "lccc/chitchat"
 
@@ -57,15 +58,7 @@ def main() -> None:
     db = upload_a_model(tmp)
     server = Server(str(db), free_port(), tmp / "server.log")
     server.start()
-    wrote = []
-
-    def shot(page, name: str) -> None:
-        page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState "
-                               "=== 'notRunning'", timeout=60_000)
-        page.wait_for_timeout(1500)   # charts and grids finish drawing
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path))
-        wrote.append(str(path))
+    shot = Shots(out, settle_ms=1500)
 
     try:
         with sync_playwright() as p:
@@ -86,7 +79,7 @@ def main() -> None:
             browser.close()
     finally:
         server.stop()
-    for path in wrote:
+    for path in shot.wrote:
         print(path)
 
 
