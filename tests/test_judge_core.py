@@ -6,7 +6,8 @@ import socket
 import pytest
 from judge_server import JudgeServer
 
-from evalcore.metrics.judge import client, prompts
+from evalcore.core import chat
+from evalcore.metrics.judge import prompts
 from evalcore.metrics.judge.client import Endpoint, availability, chat_many
 from evalcore.metrics.judge.prompts import (
     geval_messages,
@@ -241,8 +242,8 @@ def test_position_bias_end_to_end_against_the_server():
 
 def test_backoff_grows_exponentially(monkeypatch):
     waits = []
-    monkeypatch.setattr(client.time, "sleep", waits.append)
-    monkeypatch.setattr(client.random, "uniform", lambda a, b: 0.0)
+    monkeypatch.setattr(chat.time, "sleep", waits.append)
+    monkeypatch.setattr(chat.random, "uniform", lambda a, b: 0.0)
     with JudgeServer() as srv:
         [reply] = chat_many(Endpoint(srv.url, "m"), [[{"role": "user", "content": "FAIL500"}]], retries=4,
                             backoff=0.5)

@@ -16,6 +16,7 @@ LAYERS: dict[str, tuple[int, list[str]]] = {
     "scoring": (3, ["evalcore.scoring"]),
     "ingest": (4, ["evalcore.ingest"]),
     "analysis": (4, ["evalcore.analysis"]),
+    "generation": (4, ["evalcore.generation"]),
     "services": (5, ["evalcore.services"]),
     "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.pagedata"]),
 }

@@ -33,7 +33,17 @@ from evalcore.cli.commands import (
     written_text,
 )
 from evalcore.core import names
-from evalcore.core.options import TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
+from evalcore.core.options import (
+    GENERATION_CONCURRENCY,
+    GENERATION_KEY_ENV,
+    GENERATION_MAX_TOKENS,
+    GENERATION_TEMPERATURE,
+    GENERATION_TIMEOUT,
+    GENERATION_TOP_P,
+    TASK_MAX_SEED,
+    TASK_MODES,
+    TASK_SAMPLINGS,
+)
 from evalcore.metrics.options import SYSTEM_AGGREGATES, add_judge_arguments, add_neural_arguments, add_ray_arguments
 
 COMMANDS: list[Command] = []
@@ -162,6 +172,75 @@ def intent(p):
     p.add_argument("--gold", required=True, help="CSV/TSV/JSONL with columns id, label")
     p.add_argument("--pred", required=True, help="CSV/TSV/JSONL with columns id, label")
     output(p)
+
+
+group("endpoint", "chat endpoints a model answers at (OpenAI-compatible: vLLM, SGLang, Ollama, llama.cpp, TGI)",
+      "action")
+
+
+@command("endpoint add", "register an endpoint (no key is stored: only the variable it is read from)",
+         "endpoints:add", WRITES)
+def endpoint_add(p):
+    p.add_argument("name")
+    db(p)
+    p.add_argument("--base-url", required=True, metavar="URL", help="the server's OpenAI API root, e.g. "
+                   "http://127.0.0.1:8000/v1 (vLLM), http://127.0.0.1:11434/v1 (Ollama), http://127.0.0.1:8080/v1 "
+                   "(llama.cpp)")
+    p.add_argument("--model", required=True, metavar="SERVED_NAME", help="the model name the server serves")
+    p.add_argument("--api-key-env", default=GENERATION_KEY_ENV, metavar="VAR",
+                   help="the environment variable (or .streamlit/secrets.toml entry) holding the key, read at each "
+                        "call (default %(default)s; a server without a key needs none)")
+    p.add_argument("--temperature", type=float, default=GENERATION_TEMPERATURE)
+    p.add_argument("--top-p", type=float, default=GENERATION_TOP_P)
+    p.add_argument("--max-tokens", type=names.count(1), default=GENERATION_MAX_TOKENS)
+    p.add_argument("--seed", type=int, help="sent with every request (servers that honour it sample reproducibly)")
+    p.add_argument("--timeout", type=float, default=GENERATION_TIMEOUT, metavar="SEC",
+                   help="seconds without a byte of the answer before a retry (default %(default)s)")
+    p.add_argument("--concurrency", type=names.count(1), default=GENERATION_CONCURRENCY,
+                   help="requests in flight at most (default %(default)s)")
+    p.add_argument("--template", metavar="NAME_OR_FILE", help="the generation template for this endpoint (default: "
+                   "each track's skill and language: `evalcore endpoint templates`)")
+    p.add_argument("--replace", action="store_true", help="replace the endpoint registered under this name")
+
+
+@command("endpoint list", "every registered endpoint (never a key)", "endpoints:listing", READS)
+def endpoint_list(p):
+    db(p)
+    output(p)
+
+
+def endpoint_name(p):
+    p.add_argument("name")
+    db(p)
+
+
+command("endpoint show", "an endpoint's settings, and whether its key variable is set now (never the key)",
+        "endpoints:show", READS)(endpoint_name)
+command("endpoint remove", "unregister an endpoint (what it generated stays)", "endpoints:remove", WRITES)(endpoint_name)
+command("endpoint test", "one short request: latency, the served models, whether streaming works", "endpoints:test",
+        READS)(endpoint_name)
+
+
+@command("endpoint templates", "the shipped generation templates (per skill and language), or one's text",
+         "endpoints:templates")
+def endpoint_templates(p):
+    p.add_argument("template", nargs="?", metavar="NAME_OR_FILE", help="print this template's text and hash")
+
+
+@command("generate", "send a dataset's items to an endpoint and store the replies as a model's responses (resumable), "
+         "then score them", "endpoints:generate", WRITES, scores=True)
+def generate(p):
+    db(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--tracks", "--track", metavar="TRACKS", help="comma-separated (default: every track)")
+    p.add_argument("--endpoint", required=True, metavar="NAME", help="a registered endpoint (`evalcore endpoint list`)")
+    p.add_argument("--model", required=True, metavar="MODEL_NAME", help="the name the replies are stored under")
+    p.add_argument("--items", type=names.count(1), metavar="N", help="a seeded sample of N items (default: every item)")
+    p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    p.add_argument("--template", metavar="NAME_OR_FILE", help="one template for every track (default: the endpoint's, "
+                   "else each track's skill and language)")
+    p.add_argument("--no-score", action="store_true", help="store the replies only (score later with `evalcore score`)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
 
 
 @command("score", "compute metrics for stored responses (only what is missing)", "score:score", CREATES, scores=True)

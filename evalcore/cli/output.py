@@ -30,8 +30,12 @@ def on_wait(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def escaped(value):
+    """A text with its control characters written as escapes (ESC as \\x1b); anything else as it is."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value) if isinstance(value, str) else value
+
+
 def visible(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text cells with their control characters written as escapes (ESC as \\x1b): what an older store may hold
-    goes to a terminal as text, never as a command to it."""
-    shown = lambda v: CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", v) if isinstance(v, str) else v  # noqa: E731
-    return frame.map(shown) if len(frame) else frame
+    """Text cells with their control characters written as escapes: what an older store may hold goes to a
+    terminal as text, never as a command to it."""
+    return frame.map(escaped) if len(frame) else frame

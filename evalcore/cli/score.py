@@ -16,10 +16,24 @@ from evalcore.scoring import ray
 from evalcore.scoring import score as score_store
 from evalcore.services import jobs as scoring_jobs
 from evalcore.store import Handle, lock_wait, resolve_db_path, writable
+from evalcore.store.endpoints import get as registered
+
+
+def judge_from_registry(con, args) -> None:
+    """--judge-endpoint NAME: the judge's URL, model, key variable and timeout from the registered endpoint;
+    its sampling stays the judge flags' (greedy by default), which the judge's signature carries."""
+    if args.judge_base_url or args.judge_model:
+        raise ValueError("give the judge as --judge-endpoint NAME or as --judge-base-url and --judge-model, not both")
+    entry = registered(con, args.judge_endpoint)
+    args.judge_base_url, args.judge_model, args.judge_timeout = entry.base_url, entry.model, entry.timeout
+    if entry.api_key_env:
+        args.judge_api_key_env = entry.api_key_env
 
 
 def score(con, args) -> int | None:
     start = time.perf_counter()
+    if args.judge_endpoint:
+        judge_from_registry(con, args)
     opts = neural.options(args, **judge.options(args))
     # The store is let go while values are computed: the dashboard serves pages meanwhile.
     handle = Handle(resolve_db_path(args.db), con, lock_wait(), on_wait)

@@ -91,7 +91,7 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
         if args.command == "submissions":   # history also names datasets whose rows were set aside
             known += " UNION SELECT dataset FROM submissions WHERE dataset IS NOT NULL"
         require("dataset", dataset, _column(con, f"SELECT * FROM ({known}) ORDER BY 1", []))
-    if args.command == "learned" and dataset is not None:
+    if args.command in ("learned", "generate") and dataset is not None:
         tracks = [t.strip() for t in (getattr(args, "tracks", None) or "").split(",") if t.strip()]
         known = _column(con, "SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]) if tracks else []
         for name in tracks:
@@ -120,7 +120,9 @@ def check(con: duckdb.DuckDBPyConnection, args) -> None:
         require("track", track, _column(con, "SELECT DISTINCT track FROM tracks ORDER BY track", []))
     # --model (delete-model's is checked above; submissions lists the history of models deleted since, and
     # says "(nothing)" for a model without any), --models, --exclude-models
-    given = ([] if args.command in ("delete-model", "submissions") or getattr(args, "model", None) is None
+    # generate's and endpoint add's --model is a new name (the one replies are stored under, the one a server serves)
+    given = ([] if args.command in ("delete-model", "submissions", "generate", "endpoint")
+             or getattr(args, "model", None) is None
              else [args.model])
     given += [m.strip() for a in ("models", "exclude_models") for m in (getattr(args, a, None) or "").split(",")]
     given = [m for m in given if m]

@@ -6,3 +6,12 @@ TOKENIZER_NAMES = ("char", "space", "jieba", "en")
 TASK_MODES = ("absolute", "pairwise")
 TASK_SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
 TASK_MAX_SEED = 2**31 - 1                          # a task's seed is stored as a 32-bit INTEGER
+
+# A registered chat endpoint's defaults (evalcore endpoint add): sampling as chat models are commonly served,
+# and the variable its key is read from at call time (never the key itself).
+GENERATION_KEY_ENV = "EVALCORE_API_KEY"
+GENERATION_TEMPERATURE = 0.7
+GENERATION_TOP_P = 0.9
+GENERATION_MAX_TOKENS = 256
+GENERATION_TIMEOUT = 120.0
+GENERATION_CONCURRENCY = 8

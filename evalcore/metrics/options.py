@@ -54,6 +54,8 @@ def add_judge_arguments(parser) -> None:
     """`evalcore score`'s options of the LLM judge metrics, as one argument group."""
     g = parser.add_argument_group("LLM judge metrics (--metrics judge; any OpenAI-compatible server: vLLM, Ollama, "
                                   "llama.cpp)")
+    g.add_argument("--judge-endpoint", metavar="NAME", help="a registered endpoint (`evalcore endpoint list`): its URL, "
+                   "model, key variable and timeout; the sampling stays the judge's (below)")
     g.add_argument("--judge-base-url", metavar="URL", help="the server's OpenAI API root, e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--judge-model", help="the model name the server knows")
     g.add_argument("--judge-api-key-env", default=JUDGE_API_KEY_ENV, metavar="VAR",

@@ -27,6 +27,7 @@ import pandas as pd
 from evalcore.core.errors import StoreError
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.core.words import count
+from evalcore.generation import run as generation
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
@@ -137,6 +138,12 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
     last = [0.0]
     try:
         for i, step in enumerate(steps):
+            if "generate" in step:   # an endpoint's replies first; the steps after it score them
+                outcome = _generate(store(), handle, step["generate"], i, len(steps), write)
+                if outcome.missing:
+                    write(state="failed", finished_at=datetime.now(), detail=" ".join(outcome.lines())[:2000])
+                    return True
+                continue
             where = f"{step['track']} ({', '.join(step['metrics'])}; flavor {step['flavor']})"
             write(progress=i / len(steps), detail=f"step {i + 1} of {len(steps)}: {where}")
 
@@ -154,11 +161,42 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
             if report.notes:
                 write(detail="; ".join(report.notes)[:2000])
         write(state="done", progress=1.0, finished_at=datetime.now(),
-              detail=f"{count(len(steps), 'step')} done: " + ", ".join(dict.fromkeys(s["track"] for s in steps)))
+              detail=f"{count(len(steps), 'step')} done: " + ", ".join(step_tracks(steps)))
     except Exception as exc:  # recorded for the user; the traceback goes to the server log
         traceback.print_exc()
         write(state="failed", finished_at=datetime.now(), detail=f"{type(exc).__name__}: {exc}"[:2000])
     return True
+
+
+def step_tracks(steps: list[dict]) -> list[str]:
+    """The tracks a job's steps cover, in order, once each (a generation step names its tracks)."""
+    found = []
+    for step in steps:
+        found += (step["generate"].get("tracks") or []) if "generate" in step else [step["track"]]
+    return list(dict.fromkeys(found))
+
+
+def store_path(con: duckdb.DuckDBPyConnection) -> str:
+    return con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+
+
+def _generate(con, handle: Handle | None, params: dict, i: int, total: int, write) -> generation.Outcome:
+    """A job's generation step: the replies stored as they come (resumed where a killed worker left them), its
+    progress written at most every PROGRESS_EVERY s."""
+    last = [0.0]
+
+    def moved(done: int, items: int) -> None:
+        if done < items and time.monotonic() - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = time.monotonic()
+        write(skippable=True, progress=(i + done / max(items, 1)) / total,
+              detail=f"step {i + 1} of {total}: generating {params['model']}: {done:,} of {items:,} replies")
+
+    write(progress=i / total, detail=f"step {i + 1} of {total}: generating {params['model']} with endpoint "
+                                     f"{params['endpoint']}")
+    if handle is None:
+        handle = Handle(store_path(con), con)
+    return generation.generate(handle, on_progress=moved, **params)
 
 
 CHECK_VAR = "EVALCORE_JOB_CHECK"  # seconds between the server's checks for jobs no process runs (default 30)
@@ -367,5 +405,5 @@ def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, limit: i
     gone = frame["state"].isin(["queued", "running"]) & ~pd.Series(
         [alive(p, h) for p, h in zip(frame["pid"], frame["host"])], index=frame.index)
     frame.loc[gone, "state"] = "interrupted"
-    frame["tracks"] = [", ".join(dict.fromkeys(s["track"] for s in json.loads(x))) for x in frame["steps"]]
+    frame["tracks"] = [", ".join(step_tracks(json.loads(x))) for x in frame["steps"]]
     return frame[COLUMNS]

@@ -31,7 +31,8 @@ def endpoint(args) -> Endpoint | None:
             raise ValueError("a judge needs both --judge-base-url and --judge-model")
         return None
     return Endpoint(args.judge_base_url, args.judge_model, api_key_env=args.judge_api_key_env,
-                    temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
+                    temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
+                    timeout=getattr(args, "judge_timeout", None) or Endpoint.timeout)
 
 
 def options(args) -> dict:

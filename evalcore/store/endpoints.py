@@ -1,0 +1,113 @@
+"""Registered chat endpoints: a name for where a model answers (base URL, served model name) and how it is asked
+(sampling, limits, concurrency, template). No key is stored: only the name of the variable that holds it, read
+at call time (evalcore.core.keys)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from urllib.parse import urlsplit
+
+import duckdb
+import pandas as pd
+
+from evalcore.core.chat import Endpoint
+from evalcore.core.keys import DEFAULT_KEY_ENV
+from evalcore.core.options import (
+    GENERATION_CONCURRENCY,
+    GENERATION_KEY_ENV,
+    GENERATION_MAX_TOKENS,
+    GENERATION_TEMPERATURE,
+    GENERATION_TIMEOUT,
+    GENERATION_TOP_P,
+)
+from evalcore.core.text import identity_key
+from evalcore.store.history import current_user
+from evalcore.store.transactions import bump_revision, transaction
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A registered endpoint as the store has it."""
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = GENERATION_KEY_ENV
+    temperature: float | None = GENERATION_TEMPERATURE
+    top_p: float | None = GENERATION_TOP_P
+    max_tokens: int = GENERATION_MAX_TOKENS
+    seed: int | None = None
+    timeout: float = GENERATION_TIMEOUT
+    concurrency: int = GENERATION_CONCURRENCY
+    template: str | None = None
+
+    def endpoint(self, *, stream: bool = False, seed: int | None = None) -> Endpoint:
+        """The client's view of it (`seed`: a run's own, else the endpoint's)."""
+        return Endpoint(self.base_url, self.model, api_key_env=self.api_key_env, temperature=self.temperature,
+                        max_tokens=self.max_tokens, timeout=self.timeout, top_p=self.top_p,
+                        seed=self.seed if seed is None else seed, stream=stream)
+
+    def judge(self) -> Endpoint:
+        """As a judge: greedy unless the endpoint says otherwise, and one JSON answer."""
+        return Endpoint(self.base_url, self.model, api_key_env=self.api_key_env or DEFAULT_KEY_ENV,
+                        temperature=self.temperature, max_tokens=self.max_tokens, timeout=self.timeout)
+
+
+COLUMNS = [f.name for f in fields(Registered)]
+
+
+def check(entry: Registered) -> None:
+    """ValueError naming the field, for an entry no request could be made with."""
+    if not entry.name.strip():
+        raise ValueError("an endpoint needs a name")
+    parts = urlsplit(entry.base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"--base-url {entry.base_url!r} is not an http(s) URL like http://127.0.0.1:8000/v1")
+    if not entry.model.strip():
+        raise ValueError("--model: give the name the server serves (`evalcore endpoint test` lists them)")
+    if entry.api_key_env and not entry.api_key_env.replace("_", "").isalnum():
+        raise ValueError(f"--api-key-env {entry.api_key_env!r} is not a variable name (the key itself is never "
+                         "given on the command line: put it in that variable)")
+    if entry.temperature is not None and not 0 <= entry.temperature <= 2:
+        raise ValueError(f"--temperature {entry.temperature} is outside 0..2")
+    if entry.top_p is not None and not 0 < entry.top_p <= 1:
+        raise ValueError(f"--top-p {entry.top_p} is outside (0, 1]")
+    if entry.max_tokens < 1 or entry.concurrency < 1 or entry.timeout <= 0:
+        raise ValueError("--max-tokens, --concurrency and --timeout must be positive")
+
+
+def add(con: duckdb.DuckDBPyConnection, entry: Registered, *, replace: bool = False) -> None:
+    """Register `entry` (one short write). A name taken (as a person would read it) is refused unless `replace`."""
+    check(entry)
+    with transaction(con):
+        taken = [n for (n,) in con.execute("SELECT name FROM endpoints").fetchall()
+                 if identity_key(n) == identity_key(entry.name)]
+        if taken and not replace:
+            raise ValueError(f"an endpoint named {taken[0]!r} is registered already: remove it first, or give --replace")
+        for name in taken:   # --replace: the entry under its earlier spelling goes
+            con.execute("DELETE FROM endpoints WHERE name = ?", [name])
+        con.execute(f"INSERT INTO endpoints ({', '.join(COLUMNS)}, added_by, added_at) VALUES "
+                    f"({', '.join('?' * len(COLUMNS))}, ?, ?)",
+                    [*asdict(entry).values(), current_user(), datetime.now().replace(microsecond=0)])
+        bump_revision(con)
+
+
+def remove(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    get(con, name)   # an unknown name: the sentence listing those there are
+    with transaction(con):
+        con.execute("DELETE FROM endpoints WHERE name = ?", [name])
+        bump_revision(con)
+
+
+def get(con: duckdb.DuckDBPyConnection, name: str) -> Registered:
+    rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM endpoints WHERE name = ?", [name]).fetchall()
+    if not rows:
+        known = [n for (n,) in con.execute("SELECT name FROM endpoints ORDER BY 1").fetchall()]
+        raise ValueError(f"no endpoint named {name!r}; " + (f"registered: {', '.join(known)}" if known else
+                         "none is registered: `evalcore endpoint add NAME --base-url URL --model SERVED_NAME`"))
+    values = dict(zip(COLUMNS, rows[0]))
+    return Registered(**{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in values.items()})
+
+
+def listing(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Every endpoint, by name, with who added it and when (no key: there is none to show)."""
+    return con.execute(f"SELECT {', '.join(COLUMNS)}, added_by, added_at FROM endpoints ORDER BY name").df()
