@@ -28,7 +28,8 @@ from evalcore.cli import build_parser, main
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"(?m)^( *)```(\w+)\n(.*?)^\1```", re.S)
 MARK = re.compile(r"<!-- example: ([\w-]+) -->\s*$")
-RUN_ELSEWHERE = {"api": "tests/test_api.py", "human-evaluation": "tests/test_readme_human_eval.py"}
+RUN_ELSEWHERE = {"api": "tests/test_api.py", "human-evaluation": "tests/test_readme_human_eval.py",
+                 "endpoints-add": "tests/test_generate.py", "endpoints-generate": "tests/test_generate.py"}
 DATA = {"json", "text", "nginx", "toml"}
 # lines a bash block may hold that are not evalcore commands: what CI itself runs (installing, the tests, the site)
 NOT_EVALCORE = re.compile(r"^(pip install |python -m pytest|mkdocs |python app\.py|python bench/)")

@@ -41,6 +41,7 @@ FLUSH_EVERY = 1.0    # seconds between batch commits: what a SIGKILL can lose (s
 FLUSH_ROWS = 500     # replies per batch at most
 RETRIES = 3          # attempts per item (backoff and Retry-After between them)
 FATAL = ("HTTP 401", "HTTP 403", "HTTP 404")   # failures every item would meet: the run stops at the first
+DOWN_AFTER = 3   # items in a row that failed after all their attempts: the endpoint is down, the run stops
 
 
 @dataclass
@@ -228,8 +229,9 @@ def run(handle: Handle, plan: Plan, *, stop: threading.Event | None = None, prog
                     bar.update(1)
                 if reply.text is None:
                     outcome.failed[reply.error] += 1
-                    failing += 1
-                    if reply.error.startswith(FATAL) or failing >= max(2 * width, 8):
+                    # items that failed after their retries, in a row (a refused answer is the item's own)
+                    failing += " after " in reply.error
+                    if reply.error.startswith(FATAL) or failing >= max(2 * width, DOWN_AFTER):
                         outcome.stopped = outcome.stopped or _why(reply.error, plan.endpoint, failing)
                         stop.set()
                     continue
