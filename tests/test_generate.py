@@ -3,7 +3,6 @@
 with their reason, bad endpoints said in one sentence, resumable runs, and replies that are only text."""
 from __future__ import annotations
 
-import json
 import os
 import socket
 
@@ -213,8 +212,9 @@ def test_the_key_comes_from_secrets_toml(tmp_path, monkeypatch):
 
 
 def test_judge_names_a_registered_endpoint_and_is_not_instructed_by_the_reply(tmp_path, capsys):
-    from evalcore.ingest.items import import_items
     from judge_server import length_rating
+
+    from evalcore.ingest.items import import_items
 
     db = str(tmp_path / "judge.duckdb")
     con = connect(db)
@@ -255,8 +255,9 @@ def test_templates_resolve_per_skill_and_language():
 def test_the_docs_commands_run_as_written(default_store_file, tmp_path, monkeypatch, capsys):
     """docs/guide/endpoints.md's endpoints-add and endpoints-generate blocks, with the local server standing in for
     vLLM: its URL in place of the doc's, the rest as written (a sample of the items: the slow set sends them all)."""
-    from conftest import copy_default_store
     from test_docs import blocks, command_lines, evalcore_args
+
+    from conftest import copy_default_store
 
     db = str(copy_default_store(default_store_file, tmp_path / "docs.duckdb"))
     monkeypatch.setenv("EVALCORE_DB", db)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from evalcore.core.chat import Endpoint, Reply, chat_many
 from evalcore.core.chat import availability as _availability
 
-NO_ENDPOINT = ("no judge endpoint: give --judge-endpoint NAME (see `evalcore endpoint list`), or --judge-base-url "
-               "and --judge-model (no judge model ships with evalcore; any OpenAI-compatible server works: vLLM, "
+NO_ENDPOINT = ("no judge endpoint: give --judge-base-url and --judge-model, or --judge-endpoint NAME (`evalcore "
+               "endpoint list`) (no judge model ships with evalcore; any OpenAI-compatible server works: vLLM, "
                "Ollama, llama.cpp)")
 
 __all__ = ["NO_ENDPOINT", "Endpoint", "Reply", "availability", "chat_many"]
