@@ -10,6 +10,7 @@ from evalcore.services import jobs
 from evalcore.services import upload as uploads
 from evalcore.store import WriteConflict, history, retrying
 from pages.kit.access import may_write
+from pages.kit.endpoints import endpoints_panel, evaluate_form
 from pages.kit.runtime import cursor, data, release
 from pages.kit.state import pick_track, publish, start
 from pages.kit.text import md_escape, safe_filename
@@ -17,8 +18,12 @@ from pages.kit.widgets import deferred, expander, grid
 
 con, vs = start("Upload")
 dataset, track, c = pick_track(con, vs, "up", skills=False)
-kind = vs.one("kind", ["responses", "ratings"], "responses")
-kind = c[2].radio("File holds", ["responses", "ratings"], index=["responses", "ratings"].index(kind), key="up-kind")
+KINDS = ["responses", "ratings", "endpoint"]
+WORDS = {"responses": "Responses file", "ratings": "Ratings file", "endpoint": "An endpoint"}
+kind = vs.one("kind", KINDS, "responses")
+kind = c[2].radio("Evaluate", KINDS, index=KINDS.index(kind), key="up-kind", format_func=WORDS.get,
+                  help="A file of a model's responses or of human ratings, or a model served at a URL "
+                       "(\"Evaluate an endpoint\")")
 values = {"dataset": dataset, "track": track, "kind": kind}
 
 if kind == "responses":
@@ -36,19 +41,25 @@ if kind == "responses":
                            file_name=safe_filename(f"template-{dataset}-{track}") + ".csv", mime="text/csv", key="up-tpl")
     t2.download_button("Template for every track", deferred(intake.template_csv, dataset, None),
                        file_name=safe_filename(f"template-{dataset}") + ".csv", mime="text/csv", key="up-tpl-all")
-else:
+elif kind == "ratings":
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
 # Writing is gated here, in the page's own run: opening /upload directly gets the same check.
 allowed, uploader = may_write()
 upload, model, scales, neural, replace = None, "", "", False, False
-if allowed:
+if kind == "endpoint":
+    st.subheader("Evaluate an endpoint")
+    if dataset and (job := evaluate_form(con, dataset, track, allowed)) is not None:
+        st.session_state["up-job"] = job
+    with expander(vs, values, "endpoints", "Endpoints: where models answer"):
+        endpoints_panel(con, allowed)
+elif allowed:
     upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx", "zip"], key="up-file")
     model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
     scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
     neural = kind == "responses" and st.checkbox(
         "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
         help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
-existing = data(catalog.models_of, dataset, track) if track else []
+existing = data(catalog.models_of, dataset, track) if track and kind != "endpoint" else []
 if allowed and kind == "responses" and model and model in existing:
     choice = st.radio(md_escape(f"Model {model!r} already has responses in {track}."),
                       ["Use another name", "Replace its responses (the old ones are kept, restorable)"], key="up-replace")
@@ -65,7 +76,7 @@ def start_job() -> None:
     uploads.start(job)
     st.session_state["up-job"] = job
     st.info(f"Scoring runs as job {job} ({count(recorded['steps'], 'step')}). It goes on if you leave this page; "
-            "its progress is below, under Scoring jobs.")
+            "its progress is below, under Jobs.")
 
 
 def score_track() -> None:
@@ -79,7 +90,7 @@ def score_track() -> None:
         start_job()
 
 
-if upload is not None and st.button("Validate and import", type="primary", key="up-go",
+if kind != "endpoint" and upload is not None and st.button("Validate and import", type="primary", key="up-go",
                                     disabled=kind == "responses" and bool(model) and model in existing and not replace):
     path = uploads.received(upload.getvalue(), upload.name)
     try:
@@ -137,13 +148,15 @@ def job_table() -> None:
     mine = st.session_state.get("up-job")
     if len(recent):  # this session's job, else the newest (a user back on the page sees how it ended)
         row = recent[recent["job_id"] == mine].iloc[0] if mine in set(recent["job_id"]) else recent.iloc[0]
-        text = {"done": "Scored.", "failed": "Scoring failed: ", "interrupted": "Interrupted (server restarted): ",
-                "queued": "Waiting to start.", "running": "Scoring: "}
+        text = {"done": "Scored.", "failed": "Failed: ", "interrupted": "Interrupted (server restarted): ",
+                "queued": "Waiting to start.", "running": "Running: "}
+        if row["kind"] == "generate":
+            text["done"] = "Generated and scored."
         head = f"Job {row['job_id']}" + (f" for {row['model']}" if row["model"] else "") + f", {row['state']}. "
         tail = "" if row["state"] in ("done", "queued") else row["detail"]
         st.progress(row["progress"], text=md_escape(head) + text.get(row["state"], "") + md_escape(tail))
     if recent.empty:
-        st.caption("None yet: an import starts one.")
+        st.caption("None yet: an import or an endpoint's evaluation starts one.")
     else:
         st.caption("Newest first; `evalcore jobs` lists them too.")
         # what a person reads first: state, progress and detail (at 800 px the rest scrolls sideways)
@@ -188,7 +201,7 @@ if dataset:
                     else:
                         st.success(f"Restored what submission {pick} set aside (as submission {done}, itself undoable).")
     busy = jobs.listing(con, dataset, limit=8)["state"].isin(["queued", "running"]).any()
-    st.subheader("Scoring jobs")
+    st.subheader("Jobs")
     st.fragment(run_every=1.5 if busy else None)(job_panel)()
 
 publish("upload", values, vs.notices)

@@ -1,0 +1,52 @@
+"""The dashboard's data about endpoints: the registered ones as the Upload page lists them (the key variable and
+whether it is set now, never a key), the generated models a leaderboard shows beside its board, and the template
+each track of a generation would use."""
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from evalcore.core.keys import read_key
+from evalcore.generation.listing import generated_models
+from evalcore.generation.templates import resolve
+from evalcore.pagedata.scope import dataset_scoped
+from evalcore.store.endpoints import listing
+
+SHOWN = ["name", "base_url", "model", "key", "temperature", "top_p", "max_tokens", "seed", "timeout", "concurrency",
+         "template", "added_by", "added_at"]
+
+
+def registered(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Every endpoint; `key` says which variable the key is read from and whether it is set in the dashboard's
+    process now (a key is never read into a page)."""
+    frame = listing(con)
+    frame["key"] = ["none sent" if not var else f"{var} ({'set' if read_key(var) else 'not set'})"
+                    for var in frame["api_key_env"]]
+    return frame[SHOWN]
+
+
+def endpoint_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return listing(con)["name"].tolist()
+
+
+@dataset_scoped
+def generated(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
+    """The dataset's models an endpoint generated (in `track`'s items, when given), with their signatures and
+    the count of replies stored with a reason."""
+    frame = generated_models(con, dataset, track).rename(columns={"stored": "replies", "length": "cut by length",
+                                                                  "cut": "cut by client"})
+    return frame
+
+
+@dataset_scoped
+def track_templates(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | tuple,
+                    template: str | None = None) -> pd.DataFrame:
+    """The template each track would be sent with: name, hash, where it comes from, and its text."""
+    language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
+    skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
+    rows = []
+    for track in tracks:
+        tpl = resolve(template, skills.get(track), language)
+        rows.append({"track": track, "template": tpl.name, "sha256": tpl.short_hash, "source": tpl.source,
+                     "text": tpl.text})
+    return pd.DataFrame(rows, columns=["track", "template", "sha256", "source", "text"])
