@@ -98,3 +98,24 @@ def test_sigkill_at_three_moments_then_every_reply_stored_once(default_store_fil
     assert n == distinct == len(items)
     [(state, stored)] = rows(db, "SELECT state, stored FROM generations WHERE model = 'k'")
     assert (state, stored) == ("done", len(items))
+
+
+def test_ctrl_c_keeps_what_was_stored_and_says_how_to_resume(default_store_file, tmp_path):
+    db = str(copy_default_store(default_store_file, tmp_path / "c.duckdb"))
+    with JudgeServer(echo=True, delay=0.05) as srv:
+        assert main(["endpoint", "add", "local", "--db", db, "--base-url", srv.url, "--model", "m",
+                     "--concurrency", "4"]) == 0
+        proc = generate(db, "--model", "c", "--tracks", "lccc/chitchat")
+        deadline = time.monotonic() + 120
+        while srv.requests < 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "stopped by Ctrl-C: the replies received are stored" in err
+        [(state, detail, kept)] = rows(db, "SELECT state, detail, stored FROM generations WHERE model = 'c'")
+        assert state == "stopped" and "Ctrl-C" in detail and kept > 0
+        proc = generate(db, "--model", "c", "--tracks", "lccc/chitchat")
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert rows(db, "SELECT count(*), count(DISTINCT item_id) FROM responses WHERE model = 'c'") == [(200, 200)]
