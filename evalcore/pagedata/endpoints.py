@@ -35,7 +35,8 @@ def generated(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
     the count of replies stored with a reason."""
     frame = generated_models(con, dataset, track).rename(columns={"stored": "replies", "length": "cut by length",
                                                                   "cut": "cut by client"})
-    return frame
+    front = ["model", "signature", "replies", "total", "empty", "cut by length", "refused", "cut by client"]
+    return frame[front + [c for c in frame.columns if c not in front]]
 
 
 @dataset_scoped

@@ -150,8 +150,8 @@ def job_table() -> None:
         row = recent[recent["job_id"] == mine].iloc[0] if mine in set(recent["job_id"]) else recent.iloc[0]
         text = {"done": "Scored.", "failed": "Failed: ", "interrupted": "Interrupted (server restarted): ",
                 "queued": "Waiting to start.", "running": "Running: "}
-        if row["kind"] == "generate":
-            text["done"] = "Generated and scored."
+        if row["kind"] == "generate":   # its detail says which step: generating, or scoring
+            text.update(done="Generated and scored.", running="")
         head = f"Job {row['job_id']}" + (f" for {row['model']}" if row["model"] else "") + f", {row['state']}. "
         tail = "" if row["state"] in ("done", "queued") else row["detail"]
         st.progress(row["progress"], text=md_escape(head) + text.get(row["state"], "") + md_escape(tail))
