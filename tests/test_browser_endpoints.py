@@ -85,6 +85,7 @@ def test_evaluate_an_endpoint_at_1400_and_800_px_then_its_signature_on_the_leade
                     timeout=60_000)
                 _settle(page)
                 drawn(page, 3)   # the board, the generated models, the model across skills
+                expect(page.get_by_text(f"{model}: gen:{SERVED}@127.0.0.1")).to_be_visible()
                 page.screenshot(path=str(ARTIFACTS / f"endpoint-leaderboard-{width}.png"), full_page=True)
                 assert KEY not in page.content()
                 context.close()

@@ -201,6 +201,15 @@ def test_an_endpoint_that_goes_down_stops_the_run_and_the_rest_resumes(store, ca
     assert n == distinct == 1 + len(MARKERS) - 2
 
 
+def test_a_key_given_as_the_variable_is_refused_and_never_repeated(store, capsys):
+    for pasted in ("sk-abc-123", "sk_live_abc"):
+        assert main(["endpoint", "add", "x", "--db", store, "--base-url", "http://127.0.0.1:1/v1", "--model", "m",
+                     "--api-key-env", pasted]) == 1
+        err = capsys.readouterr().err
+        assert "never the key itself" in err and pasted not in err
+    assert stored(store, "SELECT count(*) FROM endpoints")[0][0] == 0
+
+
 def test_the_key_comes_from_secrets_toml(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MY_KEY", raising=False)

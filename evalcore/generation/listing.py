@@ -11,9 +11,10 @@ COLUMNS = ["model", "endpoint", "state", "stored", "total", *FLAGS, "signature"]
 
 def generated_models(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None) -> pd.DataFrame:
     """One row per model an endpoint generated in `dataset` (in `track`'s items only, when given): replies now
-    stored, items it was asked, each flag's count over the stored replies, its signature."""
+    stored, items it was asked (in `track`: the track's items; blank for a sample, whose share of the track is not
+    kept), each flag's count over the stored replies, its signature."""
     frame = con.execute("""
-        SELECT g.model, g.endpoint, g.state, g.signature,
+        SELECT g.model, g.endpoint, g.state, g.signature, json_extract(g.details, '$.sample') <> 'null' AS sampled,
                count(r.item_id) AS stored,
                any_value(g.total) AS total,
                count(r.item_id) FILTER (WHERE x.flag = 'empty') AS empty,
@@ -25,8 +26,10 @@ def generated_models(con: duckdb.DuckDBPyConnection, dataset: str, track: str | 
              AND (? IS NULL OR r.item_id IN (SELECT item_id FROM items WHERE dataset = g.dataset AND track = ?))
         LEFT JOIN generated x ON x.dataset = r.dataset AND x.item_id = r.item_id AND x.model = r.model
         WHERE g.dataset = ?
-        GROUP BY g.model, g.endpoint, g.state, g.signature
+        GROUP BY g.model, g.endpoint, g.state, g.signature, sampled
         ORDER BY g.model""", [track, track, dataset]).df()
-    if track is not None:   # the items of this track it was asked: the total is over the whole generation
-        frame = frame[frame["stored"] > 0]
+    if track is not None:   # the track's part of each generation: its items (a sample's share of them is unknown)
+        frame = frame[frame["stored"] > 0].copy()
+        items = con.execute("SELECT count(*) FROM items WHERE dataset = ? AND track = ?", [dataset, track]).fetchall()[0][0]
+        frame["total"] = [pd.NA if sampled else items for sampled in frame["sampled"]]
     return frame[COLUMNS].reset_index(drop=True) if len(frame) else pd.DataFrame(columns=COLUMNS)

@@ -9,24 +9,38 @@ import pandas as pd
 from evalcore.core.keys import read_key
 from evalcore.generation.listing import generated_models
 from evalcore.generation.templates import resolve
-from evalcore.pagedata.scope import dataset_scoped
+from evalcore.pagedata.scope import dataset_scoped, global_scoped
 from evalcore.store.endpoints import listing
 
 SHOWN = ["name", "base_url", "model", "key", "temperature", "top_p", "max_tokens", "seed", "timeout", "concurrency",
          "template", "added_by", "added_at"]
 
 
+@global_scoped
 def registered(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Every endpoint; `key` says which variable the key is read from and whether it is set in the dashboard's
-    process now (a key is never read into a page)."""
-    frame = listing(con)
-    frame["key"] = ["none sent" if not var else f"{var} ({'set' if read_key(var) else 'not set'})"
-                    for var in frame["api_key_env"]]
-    return frame[SHOWN]
+    """Every endpoint as the store has it (its writes are marked global: no dataset's)."""
+    return listing(con)
 
 
-def endpoint_names(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return listing(con)["name"].tolist()
+def shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """The endpoints as the page lists them: `key` says which variable the key is read from and whether it is set
+    in the dashboard's process at this moment (worked out at each drawing, never cached; a key is never read into
+    a page)."""
+    out = frame.copy()
+    out["key"] = ["none sent" if not var else f"{var} ({'set' if read_key(var) else 'not set'})"
+                  for var in out["api_key_env"]]
+    return out[SHOWN]
+
+
+@dataset_scoped
+def model_taken(con: duckdb.DuckDBPyConnection, dataset: str, model: str) -> str | None:
+    """Why `model` cannot be a new generation's name in `dataset` (responses an upload wrote), or None: a name
+    free, or one a generation holds (the same settings resume it; others are refused when the run is queued)."""
+    uploaded = con.execute("SELECT count(*) FROM responses r WHERE dataset = ? AND model = ? AND NOT EXISTS ("
+                           "SELECT 1 FROM generations g WHERE g.dataset = r.dataset AND g.model = r.model "
+                           "AND g.submission_id = r.submission_id)", [dataset, model]).fetchall()[0][0]
+    return (f"{model!r} already has {uploaded:,} responses here that no endpoint generated: pick another name"
+            if uploaded else None)
 
 
 @dataset_scoped
@@ -44,7 +58,10 @@ def track_templates(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[s
                     template: str | None = None) -> pd.DataFrame:
     """The template each track would be sent with: name, hash, where it comes from, and its text."""
     language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
-    skills = dict(con.execute("SELECT track, skill FROM tracks WHERE dataset = ?", [dataset]).fetchall())
+    # the skill generation's plan takes: its first item's own, else the track's (evalcore.generation.run.prepare)
+    skills = dict(con.execute("""
+        SELECT i.track, arg_min(coalesce(i.skill, t.skill), i.item_id) FROM items i LEFT JOIN tracks t USING (dataset, track)
+        WHERE i.dataset = ? GROUP BY i.track""", [dataset]).fetchall())
     rows = []
     for track in tracks:
         tpl = resolve(template, skills.get(track), language)

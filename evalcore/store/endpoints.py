@@ -3,6 +3,7 @@
 at call time (evalcore.core.keys)."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -53,6 +54,7 @@ class Registered:
 
 
 COLUMNS = [f.name for f in fields(Registered)]
+VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")   # a key variable's name; a key (sk-..., lower case) never matches
 
 
 def check(entry: Registered) -> None:
@@ -64,9 +66,10 @@ def check(entry: Registered) -> None:
         raise ValueError(f"--base-url {entry.base_url!r} is not an http(s) URL like http://127.0.0.1:8000/v1")
     if not entry.model.strip():
         raise ValueError("--model: give the name the server serves (`evalcore endpoint test` lists them)")
-    if entry.api_key_env and not entry.api_key_env.replace("_", "").isalnum():
-        raise ValueError(f"--api-key-env {entry.api_key_env!r} is not a variable name (the key itself is never "
-                         "given on the command line: put it in that variable)")
+    if entry.api_key_env and not VARIABLE.fullmatch(entry.api_key_env):
+        # never repeated in the message: what was given may be a key pasted in the wrong place
+        raise ValueError("--api-key-env takes the NAME of the environment variable that holds the key (upper-case "
+                         "letters, digits and underscores, e.g. EVALCORE_API_KEY), never the key itself")
     if entry.temperature is not None and not 0 <= entry.temperature <= 2:
         raise ValueError(f"--temperature {entry.temperature} is outside 0..2")
     if entry.top_p is not None and not 0 < entry.top_p <= 1:

@@ -29,7 +29,8 @@ EVERY_TRACK = "every track of the dataset"
 
 def evaluate_form(con, dataset: str, track: str | None, allowed: bool) -> int | None:
     """The form; the job it queued and started (None: none)."""
-    names = views.endpoint_names(con)
+    table = data(views.registered)
+    names = table["name"].tolist()
     st.caption("Sends every item of the chosen tracks to a registered endpoint (an OpenAI-compatible server: vLLM, "
                "Ollama, llama.cpp, ...), each with its grounding, stores the replies as one model's responses "
                "(resumable, signed) and scores them. A worker process runs it; its progress is under Jobs below.")
@@ -48,7 +49,7 @@ def evaluate_form(con, dataset: str, track: str | None, allowed: bool) -> int | 
     where = t1.radio("Tracks", choices, horizontal=True, key="ev-tracks")
     sample = t2.number_input("Items (0: every item)", min_value=0, value=0, step=50, key="ev-items")
     seed = t3.number_input("Sample seed", min_value=0, value=0, key="ev-seed")
-    own = next((r["template"] for r in views.registered(con).to_dict("records") if r["name"] == endpoint), None)
+    own = next((r["template"] for r in table.to_dict("records") if r["name"] == endpoint), None)
     template = st.selectbox("Template", ["each track's skill and language"] + [t.name for t in shipped()],
                             index=0, key="ev-template",
                             help="The shipped templates; the endpoint's own, if it names one, is used by default.")
@@ -61,11 +62,13 @@ def evaluate_form(con, dataset: str, track: str | None, allowed: bool) -> int | 
         for row in data(views.track_templates, dataset, tuple(shown), template or own).to_dict("records"):
             st.text(f"{row['track']}: {row['template']} (sha256 {row['sha256']}…, {row['source']})")
             st.code(row["text"], language="toml")
-    taken = model in data(catalog.models_ranked, dataset) if model else False
+    taken = data(views.model_taken, dataset, model) if model else None
     if taken:
-        st.caption(md_escape(f"{model!r} already has responses here: a run with the same settings resumes it, "
-                             "another name keeps both."))
-    if not st.button("Generate and score", type="primary", key="ev-go", disabled=not model):
+        st.caption(md_escape(taken))
+    elif model and model in data(catalog.models_ranked, dataset):
+        st.caption(md_escape(f"{model!r} was generated here before: the same endpoint and settings resume it (only "
+                             "items without a reply are sent); other settings need another name."))
+    if not st.button("Generate and score", type="primary", key="ev-go", disabled=not model or bool(taken)):
         return None
     try:
         job, items = evaluate.queue_generation(con, dataset=dataset, tracks=tracks, endpoint=endpoint, model=model,
@@ -82,7 +85,10 @@ def evaluate_form(con, dataset: str, track: str | None, allowed: bool) -> int | 
 
 def endpoints_panel(con, allowed: bool) -> None:
     """The registered endpoints, and (with write access) a form to add one and a control to remove one."""
-    table = data(views.registered)
+    said = st.session_state.pop("ep-said", None)   # what the last add or remove did, said after the rerun
+    if said:
+        st.success(md_escape(said))
+    table = views.shown(data(views.registered))
     if table.empty:
         st.caption("None registered.")
     else:
@@ -98,24 +104,30 @@ def endpoints_panel(con, allowed: bool) -> None:
         name = a1.text_input("Name", key="ep-name")
         url = a2.text_input("Base URL", placeholder="http://127.0.0.1:8000/v1", key="ep-url")
         served = a3.text_input("Served model name", placeholder="Qwen/Qwen2.5-7B-Instruct", key="ep-model")
-        b1, b2, b3, b4, b5 = st.columns(5)
+        b1, b2, b3, b4 = st.columns(4)
         var = b1.text_input("Key variable", value=GENERATION_KEY_ENV, key="ep-key",
-                            help="the environment variable (or .streamlit/secrets.toml entry) the server reads the "
-                                 "key from; leave it for a server without a key")
+                            help="the NAME of the environment variable (or .streamlit/secrets.toml entry) the server "
+                                 "reads the key from, never the key; leave it for a server without a key")
         temperature = b2.number_input("Temperature", 0.0, 2.0, GENERATION_TEMPERATURE, 0.1, key="ep-t")
         top_p = b3.number_input("Top-p", 0.01, 1.0, GENERATION_TOP_P, 0.05, key="ep-p")
         max_tokens = b4.number_input("Max tokens", 1, 32768, GENERATION_MAX_TOKENS, key="ep-max")
-        concurrency = b5.number_input("Concurrency", 1, 512, GENERATION_CONCURRENCY, key="ep-c")
+        c1, c2, c3, c4 = st.columns(4)
+        seed = c1.number_input("Seed (blank: none)", min_value=0, value=None, key="ep-seed")
+        timeout = c2.number_input("Timeout (s)", 1.0, 3600.0, GENERATION_TIMEOUT, key="ep-timeout")
+        concurrency = c3.number_input("Concurrency", 1, 512, GENERATION_CONCURRENCY, key="ep-c")
+        template = c4.selectbox("Template", ["each track's own"] + [t.name for t in shipped()], key="ep-template")
         if st.form_submit_button("Add endpoint"):
             entry = registry.Registered(name.strip(), url.strip(), served.strip(), var.strip() or None,
-                                        float(temperature), float(top_p), int(max_tokens), None, GENERATION_TIMEOUT,
-                                        int(concurrency))
+                                        float(temperature), float(top_p), int(max_tokens),
+                                        None if seed is None else int(seed), float(timeout), int(concurrency),
+                                        None if template.startswith("each track") else template)
             try:
                 retrying(registry.add, con, entry)
             except (ValueError, WriteConflict) as exc:
                 st.error(md_escape(str(exc)))
             else:
-                st.success(md_escape(f"Endpoint {entry.name} added: {entry.model} at {entry.base_url}."))
+                st.session_state["ep-said"] = f"Endpoint {entry.name} added: {entry.model} at {entry.base_url}."
+                st.rerun()
     if not table.empty:
         r1, r2 = st.columns([2, 1])
         gone = r1.selectbox("Remove an endpoint", table["name"].tolist(), key="ep-remove-pick")
@@ -125,4 +137,5 @@ def endpoints_panel(con, allowed: bool) -> None:
             except (ValueError, WriteConflict) as exc:
                 st.error(md_escape(str(exc)))
             else:
-                st.success(md_escape(f"Endpoint {gone} removed (what it generated stays)."))
+                st.session_state["ep-said"] = f"Endpoint {gone} removed (what it generated stays)."
+                st.rerun()

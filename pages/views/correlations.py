@@ -44,7 +44,7 @@ table = data(correlation_tables.correlation_view, dataset, track, level=level, m
 if table is None or table.empty:
     st.warning(f"No correlations for {md_escape(track or '')} at {level} level ({origin} values): they need metric "
                "values and human ratings of the same units." + ("" if dataset in options else f" {md_escape(dataset)} "
-               "has no human ratings with metric values; upload ratings on the Upload page (File holds: ratings) or pick "
+               "has no human ratings with metric values; upload ratings on the Upload page (Evaluate: Ratings file) or pick "
                "another dataset."))
 else:
     dims_all = list(dict.fromkeys(table["dimension"]))
