@@ -4,6 +4,7 @@ with their reason, bad endpoints said in one sentence, resumable runs, and repli
 from __future__ import annotations
 
 import os
+import re
 import socket
 
 import duckdb
@@ -307,3 +308,24 @@ def test_a_dashboard_job_generates_in_a_worker_without_the_key_on_its_command_li
     assert (state, kind) == ("done", "generate"), detail
     assert stored(store, "SELECT count(*) FROM responses WHERE model = 'dash-bot'")[0][0] == 2
     assert stored(store, "SELECT count(*) FROM system_scores WHERE model = 'dash-bot' AND name = 'BLEU4'")[0][0] == 2
+
+
+def test_endpoint_test_says_what_works(store, capsys, monkeypatch):
+    monkeypatch.delenv("EVALCORE_API_KEY", raising=False)
+    with JudgeServer(echo=True, served=("served-m", "other")) as srv:
+        register(store, srv.url)
+        assert main(["endpoint", "test", "local", "--db", store]) == 0
+        out = capsys.readouterr().out
+    assert "serves other, served-m" in out
+    assert re.search(r"one JSON answer: answered in [\d.]+ s", out) and re.search(r"streaming: answered in [\d.]+ s", out)
+    with JudgeServer(echo=True, served=("qwen",), api_key=KEY) as srv:
+        register(store, srv.url, "--replace")
+        assert main(["endpoint", "test", "local", "--db", store]) == 1
+        out = capsys.readouterr().out
+    assert "HTTP 401" in out and "EVALCORE_API_KEY" in out and "it is not set" in out
+    assert main(["endpoint", "show", "local", "--db", store]) == 0
+    shown = capsys.readouterr().out
+    assert "api_key_env  EVALCORE_API_KEY" in shown and KEY not in shown
+    assert main(["endpoint", "remove", "local", "--db", store]) == 0
+    assert main(["endpoint", "show", "local", "--db", store]) == 1
+    assert "none is registered" in capsys.readouterr().err
