@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -23,6 +24,28 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def alive_on(pid: int | None, host: str | None) -> bool:
+    """Whether process `pid` of machine `host` still runs, as far as this machine can tell: another machine's
+    (or one with no pid) is taken to (it cannot be checked from here); a zombie is not."""
+    try:
+        number = int(pid)
+    except (TypeError, ValueError):   # None, or a missing pid as pandas reads it (NaN, NA)
+        return True
+    if host != socket.gethostname():
+        return True
+    return alive(number) and not zombie(number)
+
+
+def zombie(pid: int) -> bool:
+    """A process that ended and nobody reaped (a killed server's worker, in a container whose first process
+    reaps nothing): kill(pid, 0) still finds it, Linux's /proc says Z."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def die_with_parent() -> None:

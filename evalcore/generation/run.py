@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from evalcore.core.chat import Refused, Retryable, chat_iter, served_models
 from evalcore.core.keys import where_from
+from evalcore.core.processes import alive_on
 from evalcore.core.words import count
 from evalcore.generation.signature import Plan, sign
 from evalcore.generation.source import Item, load_items
@@ -122,7 +123,7 @@ def begin(con: duckdb.DuckDBPyConnection, plan: Plan) -> tuple[int, int, int]:
             if signature != plan.signature:
                 raise ValueError(f"{plan.model} was generated in {plan.dataset} as {signature}; this run would be "
                                  f"{plan.signature}: give another --model name, so each name is one way of asking")
-            if state == "running" and pid != os.getpid() and _alive(pid, host):
+            if state == "running" and pid != os.getpid() and alive_on(pid, host):
                 raise ValueError(f"a generation of {plan.model} on {plan.dataset} is running (process {pid} on {host})")
         else:
             sid = record(con, kind="generate", dataset=plan.dataset, models=[plan.model], tracks=plan.tracks,
@@ -269,18 +270,6 @@ def _bar(progress: bool, outcome: Outcome):
         return None
     return tqdm(total=outcome.total, initial=outcome.stored_before, unit="reply", file=sys.stderr,
                 desc=f"generating {outcome.model}", dynamic_ncols=True)
-
-
-def _alive(pid: int | None, host: str | None) -> bool:
-    if pid is None or host != socket.gethostname():
-        return True   # another machine's run: it cannot be checked from here
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def generate(handle: Handle, *, dataset: str, tracks: list[str] | None, endpoint: str, model: str,

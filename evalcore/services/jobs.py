@@ -25,6 +25,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.core.errors import StoreError
+from evalcore.core.processes import alive_on as alive
 from evalcore.core.tokenize import TOKENIZERS
 from evalcore.core.words import count
 from evalcore.generation import run as generation
@@ -371,28 +372,6 @@ def watch(path: str, every: float | None = None) -> threading.Thread:
             _WATCHING[key] = threading.Thread(target=loop, name="evalcore-job-check", daemon=True)
             _WATCHING[key].start()
         return _WATCHING[key]
-
-
-def alive(pid: int | None, host: str | None) -> bool:
-    if pid is None or pd.isna(pid) or host != socket.gethostname():
-        return True  # another machine's job: it cannot be checked from here
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _zombie(int(pid))
-
-
-def _zombie(pid: int) -> bool:
-    """A process that ended and nobody reaped (a killed server's worker, in a container whose first process
-    reaps nothing): kill(pid, 0) still finds it, Linux's /proc says Z."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 def listing(con: duckdb.DuckDBPyConnection, dataset: str | None = None, limit: int = 50) -> pd.DataFrame:
