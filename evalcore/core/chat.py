@@ -265,21 +265,30 @@ def chat_iter(endpoint: Endpoint, conversations: Iterable[tuple[K, list[dict]]],
     key = read_key(endpoint.api_key_env)
     source = iter(conversations)
     pending: dict[Future, K] = {}
-    with client_for(endpoint, width) as http, ThreadPoolExecutor(max_workers=width) as pool:
-        def fill() -> None:
-            while len(pending) < 2 * width and not (stop is not None and stop.is_set()):
-                try:
-                    name, messages = next(source)
-                except StopIteration:
-                    return
-                pending[pool.submit(_chat_one, http, endpoint, messages, key, attempts, backoff)] = name
+    http, pool = client_for(endpoint, width), ThreadPoolExecutor(max_workers=width)
+    finished = False
 
+    def fill() -> None:
+        while len(pending) < 2 * width and not (stop is not None and stop.is_set()):
+            try:
+                name, messages = next(source)
+            except StopIteration:
+                return
+            pending[pool.submit(_chat_one, http, endpoint, messages, key, attempts, backoff)] = name
+
+    try:
         fill()
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield pending.pop(future), future.result()
             fill()
+        finished = True
+    finally:
+        # Ctrl-C or a caller that stopped reading: what is in flight is dropped, not waited for (a slow model's
+        # answer can take minutes); closing the connections ends those requests at once
+        pool.shutdown(wait=finished, cancel_futures=not finished)
+        http.close()
 
 
 def chat_many(endpoint: Endpoint, conversations: list[list[dict]], *, concurrency: int = 8, retries: int = 3,
