@@ -9,6 +9,7 @@ import time
 from evalcore.cli.output import emit, escaped, on_wait, visible
 from evalcore.core.chat import Refused, Retryable, chat_iter, served_models
 from evalcore.core.keys import where_from
+from evalcore.core.words import count
 from evalcore.generation import run as generation
 from evalcore.generation.templates import resolve, shipped
 from evalcore.services import jobs
@@ -110,7 +111,7 @@ def generate(con, args) -> int:
             with transaction(handle.con):
                 job, steps = queue_scoring(handle.con, args.dataset, outcome.tracks,
                                            model=outcome.model)
-            print(f"scoring {outcome.model} (job {job}, {steps} steps) ...", file=sys.stderr)
+            print(f"scoring {outcome.model} (job {job}, {count(steps, 'step')}) ...", file=sys.stderr)
             jobs.run(handle.con, job, handle=handle)
             state, detail = handle.con.execute("SELECT state, detail FROM jobs WHERE job_id = ?", [job]).fetchall()[0]
             print(f"scoring job {job}: {state}: {detail}")
