@@ -91,6 +91,7 @@ def test_evaluate_an_endpoint_at_1400_and_800_px_then_its_signature_on_the_leade
                 context.close()
         asked = len(srv.bodies)
     assert asked == 2 * 200
+    assert KEY not in (ARTIFACTS / "streamlit-endpoints.log").read_text(encoding="utf-8", errors="replace")
     con = connect(store)
     try:
         rows = con.execute("SELECT model, state, stored, total, signature FROM generations ORDER BY model").fetchall()

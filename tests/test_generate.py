@@ -92,6 +92,14 @@ def test_retry_after_is_honoured(monkeypatch):
     assert waits == [1.0]   # the server's Retry-After: 1, longer than the 0.01 s backoff
 
 
+def test_a_server_that_does_not_answer_in_time_is_retried_then_a_reason():
+    with JudgeServer(echo=True) as srv:
+        [reply] = chat_many(Endpoint(srv.url, "m", timeout=0.3), [[{"role": "user", "content": "SLOW=1.5"}]],
+                            retries=2, backoff=0.01)
+    assert reply.text is None and reply.attempts == 2
+    assert reply.error == "timeout after 2 attempts: no answer within 0.3 s"
+
+
 def test_malformed_json_is_a_reason():
     with JudgeServer(echo=True) as srv:
         [reply] = chat_many(Endpoint(srv.url, "m"), [[{"role": "user", "content": "BADJSON"}]])
