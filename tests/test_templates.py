@@ -73,6 +73,11 @@ def test_roles_from_speakers_and_merging():
     merged = t.render(["a", "b", "c"], None, speakers=["A", "B", "B"])[1:]
     assert merged == [{"role": "assistant", "content": "a"}, {"role": "user", "content": "b\nc"}]
     assert t.render([], None)[-1] == {"role": "user", "content": "Hello"}
+    # a speaker not known (None) cannot be told from the others: the roles alternate instead of merging everything
+    assert [m["role"] for m in t.render(["a", "b", "c"], None, speakers=[None, None, None])[1:]] == [
+        "user", "assistant", "user"]
+    assert [m["role"] for m in t.render(["a", "b", "c"], None, speakers=["A", None, "A"])[1:]] == [
+        "user", "assistant", "user"]
 
 
 def test_other_keys_and_text_are_written_as_given():
@@ -99,3 +104,21 @@ def test_a_users_file(tmp_path):
         assert said in str(exc.value) and str(path) in str(exc.value)
     with pytest.raises(ValueError, match="neither a shipped template"):
         resolve("no-such-template", None, None)
+
+
+def test_template_text_is_never_formatted_or_evaluated(tmp_path):
+    """str.format fields and '$$' in a user's system message come out as written; a lone '$' is refused at load,
+    naming the file, not at the first render; a placeholder's line left empty (braced too) leaves no blank line."""
+    path = tmp_path / "mine.toml"
+    text = named("knowledge-en").text
+    path.write_text(text.replace("\n$goal\n", "\n{0.__class__} {__import__} costs $$5\n${goal}\n"), encoding="utf-8")
+    system = load(path).render(["hi"], {"knowledge": [["a", "b", "c"]]})[0]["content"]
+    assert "{0.__class__} {__import__} costs $5\nKnowledge (subject | relation | object):\na | b | c" in system
+    assert "\n\n" not in system
+    for bad, said in ((text.replace("\n$goal\n", "\ncosts $5\n"), "field 'system' has a '$'"),
+                      (text.replace('line = "$n. $entry"', 'line = "$n. $entry $"'), "[parts.goal] line has a '$'"),
+                      (text + "\n# " + "x" * templates.MAX_BYTES, "more than 64 KB")):
+        path.write_text(bad, encoding="utf-8")
+        with pytest.raises(ValueError) as exc:
+            load(path)
+        assert said in str(exc.value) and str(path) in str(exc.value)

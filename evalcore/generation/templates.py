@@ -58,7 +58,7 @@ class Template:
         for line in fields["system"].split("\n"):
             names = _placeholders(line)
             rendered = string.Template(line).substitute({n: values[n] for n in names})
-            if names and line.strip() == f"${names[0]}" and not rendered.strip():
+            if names and not rendered.strip():
                 continue   # a part the item lacks: its line goes, not left blank
             lines.append(rendered)
         text = "\n".join(lines).strip()
@@ -68,8 +68,8 @@ class Template:
 
     def render(self, context: list[str], grounding: dict | None, speakers: list[str | None] | None = None) -> list[dict]:
         """OpenAI chat messages: the system message (unless empty), then the context turn by turn. The last turn is
-        the user's; with `speakers` (one per turn), a turn by the last turn's speaker is the user's and any other the
-        assistant's, else the roles alternate backwards. Consecutive turns of one role are joined by a newline
+        the user's; with `speakers` (one per turn, every one known), a turn by the last turn's speaker is the user's and
+        any other the assistant's, else the roles alternate backwards. Consecutive turns of one role are joined by a newline
         (servers' chat templates expect the roles to alternate). An empty context opens with the template's
         `opening`, so the model speaks first."""
         out = []
@@ -79,8 +79,10 @@ class Template:
         if not context:
             return out + [{"role": "user", "content": self.fields["opening"]}]
         last = len(context) - 1
+        # an unknown speaker (None) cannot be told from the others: alternation is the better guess then
+        known = speakers is not None and len(speakers) == len(context) and None not in speakers
         for i, text in enumerate(context):
-            if speakers is not None and len(speakers) == len(context):
+            if known:
                 role = "user" if speakers[i] == speakers[last] else "assistant"
             else:
                 role = "user" if (last - i) % 2 == 0 else "assistant"
@@ -126,10 +128,9 @@ def _parse(text: str, source: str, where: str) -> Template:
     for name in REQUIRED:
         if not isinstance(fields.get(name), str):
             raise ValueError(f"{where}: field {name!r} must be a string (a template has {', '.join(REQUIRED)})")
-    try:
-        unknown = [p for p in _placeholders(fields["system"]) if p not in PLACEHOLDERS]
-    except ValueError as exc:   # '$' followed by nothing a placeholder can be: write '$$' for a dollar sign
-        raise ValueError(f"{where}: field 'system': {exc}") from None
+    if not string.Template(fields["system"]).is_valid():
+        raise ValueError(f"{where}: field 'system' has a '$' that starts no placeholder (write $$ for a dollar sign)")
+    unknown = [p for p in _placeholders(fields["system"]) if p not in PLACEHOLDERS]
     if unknown:
         raise ValueError(f"{where}: field 'system' has the placeholder ${unknown[0]}; a template knows "
                          + ", ".join(f"${p}" for p in sorted(PLACEHOLDERS)))
@@ -140,6 +141,8 @@ def _parse(text: str, source: str, where: str) -> Template:
         line = spec.get("line", "$entry") if isinstance(spec, dict) else None
         if not isinstance(line, str) or not isinstance(spec.get("header", ""), str):
             raise ValueError(f"{where}: [parts.{key}] needs a string header and line")
+        if not string.Template(line).is_valid():
+            raise ValueError(f"{where}: [parts.{key}] line has a '$' that starts no placeholder (write $$ for a dollar sign)")
         bad = [p for p in _placeholders(line) if p not in ("n", "entry")]
         if bad:
             raise ValueError(f"{where}: [parts.{key}] line has the placeholder ${bad[0]}; a line knows $n and $entry")
@@ -160,8 +163,11 @@ def named(name: str) -> Template:
 
 
 def load(path: str | Path) -> Template:
+    """A user's template file; ValueError naming the file (and the field) for one that cannot be used."""
     path = Path(path)
     try:
+        if path.stat().st_size > MAX_BYTES:   # refused before reading a file of any size into memory
+            raise ValueError(f"{path}: a template of more than {MAX_BYTES // 1024} KB")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"template {path}: cannot be read ({exc})") from None
