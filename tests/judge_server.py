@@ -25,12 +25,16 @@ For generation, with JudgeServer(echo=True) only (a reply is streamed as server-
   CTRL     -> CTRL_REPLY: markup, control characters and an instruction to a judge
 Options: served=(names...) lists them on GET /v1/models and answers another model with vLLM's 404;
 api_key="..." answers a request without "Authorization: Bearer <key>" with 401; fail_after=N closes the
-connection without an answer after N answered POSTs (an endpoint that went down; srv.up() brings it back).
+connection without an answer after N answered POSTs, however many arrive at once (an endpoint that went down;
+srv.up() brings it back). Every answer is HTTP/1.0, so the connection closes after it and a stream ends there.
+Recorded: srv.requests (POSTs let through), srv.bodies and srv.headers (each such POST, in arrival order),
+srv.max_in_flight, srv.log ((path, status) per request; status None where the connection closed unanswered).
 """
 from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -79,13 +83,14 @@ class JudgeServer:
                  served: tuple[str, ...] | None = None, api_key: str | None = None, fail_after: int | None = None):
         self.delay, self.prefer, self.rate, self.echo = delay, prefer, rate, echo
         self.served, self.api_key, self.fail_after = served, api_key, fail_after
-        self.answered = 0  # POSTs answered (fail_after counts them)
+        self.answered = 0  # POSTs let through to an answer (fail_after counts them)
         self._stop = threading.Event()
         self.requests = 0  # POSTs to /chat/completions
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict] = []  # every request body, in arrival order
         self.headers: list[dict] = []  # ... and its headers
+        self.log: list[tuple[str, int | None]] = []  # (path, status) per request, None: closed unanswered
         self._seen: set[str] = set()  # FLAKY: message lists already answered with a 500
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -119,11 +124,19 @@ class JudgeServer:
                 raw = self.rfile.read(length)
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     return self._send(404, {"error": f"no route {self.path}"})
-                with owner._lock:
+                with owner._lock:   # checked and counted at once, so N concurrent requests get exactly N answers
                     down = owner.fail_after is not None and owner.answered >= owner.fail_after
+                    if down:
+                        owner.log.append((self.path, None))
+                    else:
+                        owner.answered += 1
                 if down:   # gone: the connection closes without an answer
                     self.close_connection = True
                     return
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    return self._send(400, {"error": {"message": "the body is not JSON", "type": "BadRequestError"}})
                 with owner._lock:
                     owner.requests += 1
                     owner.in_flight += 1
@@ -131,7 +144,6 @@ class JudgeServer:
                 try:
                     if owner.delay:
                         time.sleep(owner.delay)  # hold the request so concurrency is observable
-                    body = json.loads(raw)
                     with owner._lock:
                         owner.bodies.append(body)
                         owner.headers.append(dict(self.headers))
@@ -144,7 +156,6 @@ class JudgeServer:
                 finally:
                     with owner._lock:
                         owner.in_flight -= 1
-                        owner.answered += 1
                 if payload is ENDLESS:
                     return self._endless(bool(body.get("stream")))
                 if status == 200 and isinstance(payload, bytes):   # BADJSON
@@ -152,6 +163,11 @@ class JudgeServer:
                 if status == 200 and body.get("stream") and payload.get("choices"):
                     return self._stream(payload)
                 self._send(status, payload, {"Retry-After": "1"} if status == 429 else None)
+
+            def send_response(self, code, message=None):
+                with owner._lock:
+                    owner.log.append((self.path, code))
+                super().send_response(code, message)
 
             def _raw(self, status: int, data: bytes, kind: str, extra: dict | None = None):
                 self.send_response(status)
@@ -214,8 +230,7 @@ class JudgeServer:
             def log_message(self, *args):  # keep pytest output clean
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = QuietServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
@@ -238,7 +253,7 @@ class JudgeServer:
 
     def generation_answer(self, body: dict, messages: list, text: str) -> tuple[int, dict]:
         if match := SLOW.search(text):
-            time.sleep(float(match.group(1)))
+            self._stop.wait(float(match.group(1)))   # ends early when the server stops
         if "ENDLESS" in text:
             return 200, ENDLESS
         if "BADJSON" in text:
@@ -302,3 +317,12 @@ class JudgeServer:
 
 
 ENDLESS = object()   # answer(): the handler sends an answer that never ends
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True   # an answer still being written never holds up shutdown
+
+    def handle_error(self, request, client_address):
+        """A client that hung up (its timeout, its size limit) is expected; anything else is still printed."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
