@@ -2,31 +2,58 @@
 
     python bench/fixed_server.py [--port 0] [--delay 0.2]    # prints its /v1 URL on the first line
 
-asyncio, one process, HTTP/1.1 keep-alive with Content-Length bodies and no thread per request, so hundreds of
-requests in flight cost it little: what bench/generate.py measures is the client. A body with "stream": true is
-answered as server-sent events (a few chunks, then [DONE], then the connection closes)."""
+asyncio, one process, HTTP/1.1 keep-alive with Content-Length request bodies and no thread per request, so
+hundreds of requests in flight cost it little: what bench/generate.py measures is the client. POST
+/v1/chat/completions is answered `--delay` seconds after its body arrived with a short fixed reply: one JSON
+answer, or, when the body says "stream": true, server-sent events in a chunked body on the same kept-alive
+connection (as vLLM and SGLang answer). GET /v1/models lists the one model, at once.
+"""
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+from functools import lru_cache
 
 REPLY = "好的，我明白了。"
+MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
 
 
-def answer(body: dict) -> tuple[bytes, bytes]:
-    model = body.get("model", "m")
-    if body.get("stream"):
-        chunks = [{"id": "c", "object": "chat.completion.chunk", "model": model,
-                   "choices": [{"index": 0, "delta": {"content": REPLY[i:i + 3]}, "finish_reason": None}]}
-                  for i in range(0, len(REPLY), 3)]
-        chunks.append({"id": "c", "object": "chat.completion.chunk", "model": model,
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        data = b"".join(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n" for c in chunks)
-        return data + b"data: [DONE]\n\n", b"text/event-stream"
-    data = {"id": "c", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]}
-    return json.dumps(data, ensure_ascii=False).encode(), b"application/json"
+@lru_cache(maxsize=64)
+def answer(model: str, stream: bool) -> bytes:
+    """The whole HTTP response for a chat request (cached: the reply never changes, so it is built once)."""
+    if not stream:
+        data = json.dumps({"id": "c", "object": "chat.completion", "model": model,
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY},
+                                        "finish_reason": "stop"}]}, ensure_ascii=False).encode()
+        return response(b"application/json", data)
+    events = [{"id": "c", "object": "chat.completion.chunk", "model": model,
+               "choices": [{"index": 0, "delta": {"content": REPLY[i:i + 3]}, "finish_reason": None}]}
+              for i in range(0, len(REPLY), 3)]
+    events.append({"id": "c", "object": "chat.completion.chunk", "model": model,
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    lines = [b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+    body = b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+
+
+def response(kind: bytes, data: bytes, status: bytes = b"200 OK") -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\nContent-Type: " + kind + b"\r\nContent-Length: " + str(len(data)).encode()
+            + b"\r\n\r\n" + data)
+
+
+def reply_to(method: str, path: str, body: bytes) -> tuple[bytes, bool]:
+    """(the response, whether it waits the delay) for one request."""
+    path = path.split("?", 1)[0].rstrip("/")
+    if method == "GET" and path.endswith("/models"):
+        return response(b"application/json", MODELS), False
+    if method != "POST" or not path.endswith("/chat/completions"):
+        return response(b"application/json", b'{"error": {"message": "not found"}}', b"404 Not Found"), False
+    try:
+        parsed = json.loads(body or b"{}")
+        return answer(str(parsed.get("model", "m")), bool(parsed.get("stream"))), True
+    except (ValueError, AttributeError):
+        return response(b"application/json", b'{"error": {"message": "body is not JSON"}}', b"400 Bad Request"), False
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
@@ -35,25 +62,17 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, del
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
             method, path, _ = lines[0].split(" ", 2)
-            headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:] if h)}
+            headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:] if h)}
             body = await reader.readexactly(int(headers.get("content-length", 0)))
-            if method == "GET" and path.rstrip("/").endswith("/models"):
-                data, kind, stream = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode(), \
-                    b"application/json", False
-            else:
+            data, waits = reply_to(method, path, body)
+            if waits:
                 await asyncio.sleep(delay)
-                parsed = json.loads(body or b"{}")
-                data, kind = answer(parsed)
-                stream = bool(parsed.get("stream"))
-            if stream:   # no length: the stream ends with the connection
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\nConnection: close\r\n\r\n" + data)
-                await writer.drain()
-                break
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\nContent-Length: "
-                         + str(len(data)).encode() + b"\r\n\r\n" + data)
+            writer.write(data)
             await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-        pass
+            if headers.get("connection", "").lower() == "close":
+                break
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
+        pass   # the client went away or sent what is not HTTP: this connection ends, the server goes on
     finally:
         writer.close()
 
@@ -67,7 +86,7 @@ async def serve(port: int, delay: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0, help="0: a free port (the URL is printed)")
     parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer (default 0.2)")
     args = parser.parse_args()
     try:
