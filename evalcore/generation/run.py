@@ -180,14 +180,19 @@ class Writer:
         with self.handle.now() as con, transaction(con):
             ds, model = self.plan.dataset, self.plan.model
             if rows:
-                con.executemany(
-                    "INSERT INTO responses (dataset, item_id, model, text, origin, submission_id) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT DO NOTHING",
-                    [(ds, it.item_id, model, r.text, f"endpoint {self.plan.endpoint.name}", self.sid) for it, r in rows])
-                con.executemany(
+                # one statement per table over the batch's columns as lists: executemany ran a statement per row,
+                # 0.9 s for a batch of 70 replies
+                ids = [it.item_id for it, _ in rows]
+                con.execute(
+                    "INSERT INTO responses (dataset, item_id, model, text, origin, submission_id) "
+                    "SELECT ?, unnest(?::VARCHAR[]), ?, unnest(?::VARCHAR[]), ?, ? ON CONFLICT DO NOTHING",
+                    [ds, ids, model, [r.text for _, r in rows], f"endpoint {self.plan.endpoint.name}", self.sid])
+                con.execute(
                     "INSERT OR REPLACE INTO generated (dataset, item_id, model, generation_id, flag, finish, attempts, "
-                    "seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(ds, it.item_id, model, self.gid, r.flag, r.finish, r.attempts, round(r.seconds, 3)) for it, r in rows])
+                    "seconds) SELECT ?, unnest(?::VARCHAR[]), ?, ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                    "unnest(?::INTEGER[]), unnest(?::DOUBLE[])",
+                    [ds, ids, model, self.gid, [r.flag for _, r in rows], [r.finish for _, r in rows],
+                     [r.attempts for _, r in rows], [round(r.seconds, 3) for _, r in rows]])
             stored = con.execute("SELECT count(*) FROM responses WHERE dataset = ? AND model = ? AND submission_id = ?",
                                  [ds, model, self.sid]).fetchall()[0][0]
             con.execute("UPDATE generations SET stored = ?, failed = ?, updated_at = ?, state = coalesce(?, state), "

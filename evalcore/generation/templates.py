@@ -8,6 +8,7 @@ substituted into it is not read again, so a '$' or '{}' in a dialogue stays as i
 hashed, shown on the page, and carried (by its hash) in the generation signature."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import string
 import tomllib
@@ -41,7 +42,7 @@ class Template:
 
     @property
     def fields(self) -> dict:
-        return tomllib.loads(self.text)
+        return _fields(self.text)
 
     def system(self, grounding: dict | None) -> str:
         """The system message: the template's text with each grounding part written in, the line of a part the
@@ -91,6 +92,13 @@ class Template:
             else:
                 out.append({"role": role, "content": text})
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _fields(text: str) -> dict:
+    """A template file's fields, parsed once per text (a run renders thousands of items with one template).
+    Callers only read the dict."""
+    return tomllib.loads(text)
 
 
 def _placeholders(text: str) -> list[str]:
