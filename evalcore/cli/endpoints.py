@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
 from evalcore.cli.output import emit, escaped, on_wait, visible
 from evalcore.core.chat import Refused, Retryable, chat_iter, served_models
-from evalcore.core.keys import where_from
+from evalcore.core.keys import key_hint, where_from
 from evalcore.core.words import count
 from evalcore.generation import run as generation
 from evalcore.generation.templates import resolve, shipped
@@ -59,15 +60,12 @@ def test(con, args) -> int:
             listed += f"; NOT {entry.model!r}: register it with one of those names (--replace)"
             ok = False
     except (Retryable, Refused) as exc:
-        listed = f"GET /models failed: {exc}"
-        if isinstance(exc, Refused) and str(exc).startswith(("HTTP 401", "HTTP 403")):
-            listed += f" ({where_from(entry.api_key_env)})"
-            ok = False
+        hint = key_hint(str(exc), entry.api_key_env)
+        listed, ok = f"GET /models failed: {exc}{hint}", ok and not hint
     print(f"{entry.name}: {entry.base_url} {listed}")
     for stream in (False, True):
         start = time.monotonic()
-        probe = entry.endpoint(stream=stream)
-        probe = type(probe)(**{**vars(probe), "max_tokens": min(16, entry.max_tokens)})
+        probe = replace(entry.endpoint(stream=stream), max_tokens=min(16, entry.max_tokens))
         [(_, reply)] = list(chat_iter(probe, [(0, [{"role": "user", "content": "Say hello."}])], concurrency=1,
                                       retries=1))
         took = time.monotonic() - start
@@ -76,8 +74,7 @@ def test(con, args) -> int:
             print(f"{how}: answered in {took:.2f} s ({len(reply.text)} characters, finish {reply.finish})")
         else:
             ok = False
-            hint = f" ({where_from(entry.api_key_env)})" if (reply.error or "").startswith(("HTTP 401", "HTTP 403")) else ""
-            print(f"{how}: failed after {took:.2f} s: {reply.error}{hint}")
+            print(f"{how}: failed after {took:.2f} s: {reply.error}{key_hint(reply.error, entry.api_key_env)}")
     return 0 if ok else 1
 
 

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 from urllib.parse import urlsplit
@@ -144,6 +145,17 @@ def headers(key: str | None) -> dict:
     return out
 
 
+@contextmanager
+def _transport(endpoint: Endpoint) -> Iterator[None]:
+    """httpx2's failures to reach or hear the server as Retryable, each a sentence."""
+    try:
+        yield
+    except httpx2.TimeoutException:
+        raise Retryable(f"timeout: no answer within {endpoint.timeout:g} s") from None
+    except (httpx2.TransportError, OSError) as e:   # refused, reset, closed mid-answer, garbled status line
+        raise Retryable(f"connection error: {str(e) or type(e).__name__}") from None
+
+
 def _post(http: httpx2.Client, endpoint: Endpoint, messages: list[dict], key: str | None) -> tuple[str, str | None]:
     """One request: (the answer text, finish_reason); raises Retryable or Refused."""
     try:
@@ -151,21 +163,15 @@ def _post(http: httpx2.Client, endpoint: Endpoint, messages: list[dict], key: st
     except TypeError as e:
         raise Refused(f"messages are not JSON: {e}") from None
     url = endpoint.base_url.rstrip("/") + "/chat/completions"
-    try:
-        with http.stream("POST", url, content=body, headers=headers(key)) as response:
-            if response.status_code >= 400:
-                reason = f"HTTP {response.status_code}: {short(_read(response, 4096))}"
-                if response.status_code in (408, 429) or response.status_code >= 500:
-                    raise Retryable(reason, _retry_after(response.headers))
-                raise Refused(reason)
-            if "text/event-stream" in response.headers.get("content-type", ""):
-                return _events(response, endpoint)
-            return _answer(_read(response, MAX_BODY), endpoint)
-    except httpx2.TimeoutException:
-        raise Retryable(f"timeout: no answer within {endpoint.timeout:g} s") from None
-    except (httpx2.TransportError, OSError) as e:   # refused, reset, closed mid-answer, garbled status line
-        detail = str(e) or type(e).__name__
-        raise Retryable(f"connection error: {detail}") from None
+    with _transport(endpoint), http.stream("POST", url, content=body, headers=headers(key)) as response:
+        if response.status_code >= 400:
+            reason = f"HTTP {response.status_code}: {short(_read(response, 4096))}"
+            if response.status_code in (408, 429) or response.status_code >= 500:
+                raise Retryable(reason, _retry_after(response.headers))
+            raise Refused(reason)
+        if "text/event-stream" in response.headers.get("content-type", ""):
+            return _events(response, endpoint)
+        return _answer(_read(response, MAX_BODY), endpoint)
 
 
 def _read(response: httpx2.Response, limit: int) -> bytes:
@@ -309,12 +315,8 @@ def served_models(endpoint: Endpoint) -> list[str]:
     """The names GET /models lists (raises Retryable or Refused, as a request does)."""
     url = endpoint.base_url.rstrip("/") + "/models"
     with client_for(endpoint, 1) as http:
-        try:
+        with _transport(endpoint):
             response = http.get(url, headers=headers(read_key(endpoint.api_key_env)))
-        except httpx2.TimeoutException:
-            raise Retryable(f"timeout: no answer within {endpoint.timeout:g} s") from None
-        except (httpx2.TransportError, OSError) as e:
-            raise Retryable(f"connection error: {str(e) or type(e).__name__}") from None
         if response.status_code >= 400:
             raise Refused(f"HTTP {response.status_code}: {short(response.content[:4096])}")
         try:

@@ -30,6 +30,14 @@ def read_key(var: str | None) -> str | None:
     return None
 
 
+REFUSED = ("HTTP 401", "HTTP 403")   # how the chat client words a refused key
+
+
+def key_hint(error: str | None, var: str | None) -> str:
+    """' (where the key comes from)' after a failure the server gave for the key, '' after any other."""
+    return f" ({where_from(var)})" if (error or "").startswith(REFUSED) else ""
+
+
 def where_from(var: str | None) -> str:
     """Where the key of `var` is looked for, for a 401's sentence."""
     if not var:

@@ -26,12 +26,13 @@ import duckdb
 from tqdm import tqdm
 
 from evalcore.core.chat import Refused, Retryable, chat_iter, served_models
-from evalcore.core.keys import where_from
+from evalcore.core.keys import REFUSED, key_hint, where_from
 from evalcore.core.processes import alive_on
 from evalcore.core.words import count
 from evalcore.generation.signature import Plan, sign
 from evalcore.generation.source import Item, load_items
 from evalcore.generation.templates import Template, resolve
+from evalcore.ingest.lookup import dataset_language
 from evalcore.store import Handle, StoreError, transaction
 from evalcore.store.endpoints import Registered
 from evalcore.store.endpoints import get as get_endpoint
@@ -41,8 +42,10 @@ from evalcore.store.transactions import bump_revision
 FLUSH_EVERY = 1.0    # seconds between batch commits: what a SIGKILL can lose (sent again by the re-run)
 FLUSH_ROWS = 500     # replies per batch at most
 RETRIES = 3          # attempts per item (backoff and Retry-After between them)
-FATAL = ("HTTP 401", "HTTP 403", "HTTP 404")   # failures every item would meet: the run stops at the first
-DOWN_AFTER = 3   # items in a row that failed after all their attempts: the endpoint is down, the run stops
+FATAL = (*REFUSED, "HTTP 404")   # failures every item would meet: the run stops at the first
+# Items in a row that failed after all their attempts, at least, for the endpoint to count as down and the run to
+# stop; and at least twice the concurrency (the requests in flight when a server goes down fail together)
+DOWN_AFTER = 3
 
 
 @dataclass
@@ -94,7 +97,7 @@ def prepare(con: duckdb.DuckDBPyConnection, *, dataset: str, tracks: list[str] |
             raise ValueError("--items must be at least 1")
         pick = random.Random(0 if seed is None else seed).sample(range(len(chosen)), min(items, len(chosen)))
         chosen = [chosen[i] for i in sorted(pick)]
-    language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
+    language, _ = dataset_language(con, dataset)
     templates: dict[str, Template] = {}
     for it in chosen:
         if it.track not in templates:
@@ -152,7 +155,7 @@ def preflight(entry: Registered) -> None:
     except Retryable as exc:
         raise ValueError(f"endpoint {entry.name} ({entry.base_url}) cannot be reached: {exc.reason}") from None
     except Refused as exc:
-        if str(exc).startswith(("HTTP 401", "HTTP 403")):
+        if key_hint(str(exc), entry.api_key_env):
             raise ValueError(f"endpoint {entry.name} refused the key ({exc}); {where_from(entry.api_key_env)}") from None
         return
     if served and entry.model not in served:
@@ -211,11 +214,10 @@ class Writer:
 
 
 def run(handle: Handle, plan: Plan, *, stop: threading.Event | None = None, progress: bool = False,
-        on_progress: Callable[[int, int], None] | None = None, check: bool = True) -> Outcome:
+        on_progress: Callable[[int, int], None] | None = None) -> Outcome:
     """Send every item of `plan` that has no reply stored, and store the replies (see the module's docstring).
     `progress`: a bar with rate and ETA on standard error. `stop`: set it to send nothing more (Ctrl-C does so)."""
-    if check:
-        preflight(plan.endpoint)
+    preflight(plan.endpoint)
     gid, sid, stored = begin(handle.con, plan)
     outcome = Outcome(gid, plan.model, len(plan.items), stored, submission=sid, tracks=plan.tracks)
     done = {i for (i,) in handle.con.execute("SELECT item_id FROM responses WHERE dataset = ? AND model = ?",
@@ -259,7 +261,7 @@ def run(handle: Handle, plan: Plan, *, stop: threading.Event | None = None, prog
 
 
 def _why(error: str, entry: Registered, failing: int) -> str:
-    if error.startswith(("HTTP 401", "HTTP 403")):
+    if key_hint(error, entry.api_key_env):
         return f"the endpoint refused the key ({error}); {where_from(entry.api_key_env)}"
     if error.startswith("HTTP 404"):
         return f"the endpoint answered 404 ({error}): `evalcore endpoint test {entry.name}` lists the served models"

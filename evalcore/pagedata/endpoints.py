@@ -9,6 +9,7 @@ import pandas as pd
 from evalcore.core.keys import read_key
 from evalcore.generation.listing import generated_models
 from evalcore.generation.templates import resolve
+from evalcore.ingest.lookup import dataset_language
 from evalcore.pagedata.scope import dataset_scoped, global_scoped
 from evalcore.store.endpoints import listing
 
@@ -57,7 +58,7 @@ def generated(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
 def track_templates(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | tuple,
                     template: str | None = None) -> pd.DataFrame:
     """The template each track would be sent with: name, hash, where it comes from, and its text."""
-    language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
+    language, _ = dataset_language(con, dataset)
     # the skill generation's plan takes: its first item's own, else the track's (evalcore.generation.run.prepare)
     skills = dict(con.execute("""
         SELECT i.track, arg_min(coalesce(i.skill, t.skill), i.item_id) FROM items i LEFT JOIN tracks t USING (dataset, track)

@@ -33,6 +33,7 @@ from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
 from evalcore.store import Handle, connect, file_stamp, lease, lock_wait, transaction
+from evalcore.store.transactions import database_path
 
 BATCH = 1_000  # responses per progress step of a job
 # attempts: how many times a worker claimed the job (more than one: it was resumed after its worker ended)
@@ -177,10 +178,6 @@ def step_tracks(steps: list[dict]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def store_path(con: duckdb.DuckDBPyConnection) -> str:
-    return con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
-
-
 def _generate(con, handle: Handle | None, params: dict, i: int, total: int, write) -> generation.Outcome:
     """A job's generation step: the replies stored as they come (resumed where a killed worker left them), its
     progress written at most every PROGRESS_EVERY s."""
@@ -196,7 +193,7 @@ def _generate(con, handle: Handle | None, params: dict, i: int, total: int, writ
     write(progress=i / total, detail=f"step {i + 1} of {total}: generating {params['model']} with endpoint "
                                      f"{params['endpoint']}")
     if handle is None:
-        handle = Handle(store_path(con), con)
+        handle = Handle(database_path(con), con)
     return generation.generate(handle, on_progress=moved, **params)
 
 

@@ -145,6 +145,11 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     return int(rel.query("_evalcore_frame", sql).fetchall()[0][0])
 
 
+def database_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The file `con` has open (None or '' for an in-memory database)."""
+    return con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+
+
 def bump_revision(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> None:
     """Mark the store as changed (call inside the writing transaction): its revision, and, once the
     transaction commits, `<store>.rev`, the mark pages' caches are keyed on (stamp). `dataset`: the one
@@ -152,7 +157,7 @@ def bump_revision(con: duckdb.DuckDBPyConnection, dataset: str | None = None) ->
     that dataset's pages (and the pages about every dataset) are computed anew; None: anything may have
     changed (every page is)."""
     con.execute("UPDATE revision SET n = n + 1")
-    db = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    db = database_path(con)
     if not db:   # an in-memory database: no file to mark
         return
     if getattr(_CHANGED, "depth", 0):

@@ -5,14 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.core.options import (
-    GENERATION_CONCURRENCY,
-    GENERATION_KEY_ENV,
-    GENERATION_MAX_TOKENS,
-    GENERATION_TEMPERATURE,
-    GENERATION_TIMEOUT,
-    GENERATION_TOP_P,
-)
 from evalcore.generation.templates import shipped
 from evalcore.pagedata import catalog
 from evalcore.pagedata import endpoints as views
@@ -25,6 +17,7 @@ from pages.kit.text import md_escape
 from pages.kit.widgets import grid
 
 EVERY_TRACK = "every track of the dataset"
+DEFAULT = registry.Registered("", "", "")   # the form's defaults are `evalcore endpoint add`'s
 
 
 def evaluate_form(con, dataset: str, track: str | None, allowed: bool) -> int | None:
@@ -105,37 +98,36 @@ def endpoints_panel(con, allowed: bool) -> None:
         url = a2.text_input("Base URL", placeholder="http://127.0.0.1:8000/v1", key="ep-url")
         served = a3.text_input("Served model name", placeholder="Qwen/Qwen2.5-7B-Instruct", key="ep-model")
         b1, b2, b3, b4 = st.columns(4)
-        var = b1.text_input("Key variable", value=GENERATION_KEY_ENV, key="ep-key",
+        var = b1.text_input("Key variable", value=DEFAULT.api_key_env, key="ep-key",
                             help="the NAME of the environment variable (or .streamlit/secrets.toml entry) the server "
                                  "reads the key from, never the key; leave it for a server without a key")
-        temperature = b2.number_input("Temperature", 0.0, 2.0, GENERATION_TEMPERATURE, 0.1, key="ep-t")
-        top_p = b3.number_input("Top-p", 0.01, 1.0, GENERATION_TOP_P, 0.05, key="ep-p")
-        max_tokens = b4.number_input("Max tokens", 1, 32768, GENERATION_MAX_TOKENS, key="ep-max")
+        temperature = b2.number_input("Temperature", 0.0, 2.0, DEFAULT.temperature, 0.1, key="ep-t")
+        top_p = b3.number_input("Top-p", 0.01, 1.0, DEFAULT.top_p, 0.05, key="ep-p")
+        max_tokens = b4.number_input("Max tokens", 1, 32768, DEFAULT.max_tokens, key="ep-max")
         c1, c2, c3, c4 = st.columns(4)
         seed = c1.number_input("Seed (blank: none)", min_value=0, value=None, key="ep-seed")
-        timeout = c2.number_input("Timeout (s)", 1.0, 3600.0, GENERATION_TIMEOUT, key="ep-timeout")
-        concurrency = c3.number_input("Concurrency", 1, 512, GENERATION_CONCURRENCY, key="ep-c")
+        timeout = c2.number_input("Timeout (s)", 1.0, 3600.0, DEFAULT.timeout, key="ep-timeout")
+        concurrency = c3.number_input("Concurrency", 1, 512, DEFAULT.concurrency, key="ep-c")
         template = c4.selectbox("Template", ["each track's own"] + [t.name for t in shipped()], key="ep-template")
         if st.form_submit_button("Add endpoint"):
             entry = registry.Registered(name.strip(), url.strip(), served.strip(), var.strip() or None,
                                         float(temperature), float(top_p), int(max_tokens),
                                         None if seed is None else int(seed), float(timeout), int(concurrency),
                                         None if template.startswith("each track") else template)
-            try:
-                retrying(registry.add, con, entry)
-            except (ValueError, WriteConflict) as exc:
-                st.error(md_escape(str(exc)))
-            else:
-                st.session_state["ep-said"] = f"Endpoint {entry.name} added: {entry.model} at {entry.base_url}."
-                st.rerun()
+            write(registry.add, con, entry, said=f"Endpoint {entry.name} added: {entry.model} at {entry.base_url}.")
     if not table.empty:
         r1, r2 = st.columns([2, 1])
         gone = r1.selectbox("Remove an endpoint", table["name"].tolist(), key="ep-remove-pick")
         if r2.button("Remove", key="ep-remove"):
-            try:
-                retrying(registry.remove, con, gone)
-            except (ValueError, WriteConflict) as exc:
-                st.error(md_escape(str(exc)))
-            else:
-                st.session_state["ep-said"] = f"Endpoint {gone} removed (what it generated stays)."
-                st.rerun()
+            write(registry.remove, con, gone, said=f"Endpoint {gone} removed (what it generated stays).")
+
+
+def write(change, *args, said: str) -> None:
+    """One change to the registry; its refusal said here, its success said after the rerun that shows it."""
+    try:
+        retrying(change, *args)
+    except (ValueError, WriteConflict) as exc:
+        st.error(md_escape(str(exc)))
+    else:
+        st.session_state["ep-said"] = said
+        st.rerun()
