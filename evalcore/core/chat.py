@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 from urllib.parse import urlsplit
 
@@ -209,8 +209,19 @@ def _answer(raw: bytes, endpoint: Endpoint) -> tuple[str, str | None]:
 
 
 def _events(response: httpx2.Response, endpoint: Endpoint) -> tuple[str, str | None]:
-    """Read server-sent chunks until [DONE], a finish_reason, or this client's limits: `max_tokens` chunks
-    (a chunk is about a token; a server that streams forever is cut there) or `max_bytes` of text."""
+    """The whole streamed answer: (text, finish_reason)."""
+    pieces = _pieces(response, endpoint)
+    while True:
+        try:
+            next(pieces)
+        except StopIteration as done:
+            return done.value
+
+
+def _pieces(response: httpx2.Response, endpoint: Endpoint) -> Iterator[str]:
+    """Yield the text of server-sent chunks as they arrive until [DONE], a finish_reason, or this client's limits:
+    `max_tokens` chunks (a chunk is about a token; a server that streams forever is cut there) or `max_bytes` of
+    text. Returns (the whole text, finish_reason) as the generator's value."""
     pieces, size, chunks, finish, buffer = [], 0, 0, None, b""
     for raw in response.iter_raw():
         buffer += raw
@@ -229,16 +240,77 @@ def _events(response: httpx2.Response, endpoint: Endpoint) -> tuple[str, str | N
             except (ValueError, LookupError, TypeError):
                 raise Refused(f"a streamed chunk that is not the protocol's: {short(data)}") from None
             piece = (choice.get("delta") or {}).get("content") or ""
-            pieces.append(piece)
             size += len(piece.encode("utf-8"))
             chunks += 1 if piece else 0
             finish = choice.get("finish_reason") or finish
             if size > endpoint.max_bytes or chunks > endpoint.max_tokens:
-                text, _ = _cut("".join(pieces), endpoint)
+                text, _ = _cut("".join(pieces) + piece, endpoint)
                 return text, "cut"
+            if piece:
+                pieces.append(piece)
+                yield piece
     if finish is None:
         raise Retryable("connection error: the stream ended before its last chunk")
     return "".join(pieces), finish
+
+
+class Stream:
+    """One streamed answer for a person waiting on it: iterate for the text piece by piece as it arrives; once the
+    iteration ends, `reply` holds the whole answer or why there is none. A failure before the first piece is retried
+    as chat_many retries; after it, the partial text is dropped and the reply is the failure (a retry would show the
+    same words twice), so the caller offers its own retry. Nothing raises out of the iteration."""
+
+    def __init__(self, endpoint: Endpoint, messages: list[dict], *, retries: int = 3, backoff: float = 0.5):
+        self.endpoint = replace(endpoint, stream=True)
+        self.messages, self.retries, self.backoff = messages, max(1, retries), backoff
+        self.reply: Reply | None = None
+        self.first_piece_at: float | None = None   # time.monotonic() of the first piece (benchmarks read it)
+
+    def __iter__(self) -> Iterator[str]:
+        start = time.monotonic()
+        key = read_key(self.endpoint.api_key_env)
+        with client_for(self.endpoint, 1) as http:
+            for attempt in range(self.retries):
+                shown = False
+                try:
+                    url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
+                    body = json.dumps(self.endpoint.body(self.messages), ensure_ascii=False).encode("utf-8")
+                    with _transport(self.endpoint), http.stream("POST", url, content=body, headers=headers(key)) as response:
+                        if response.status_code >= 400:
+                            reason = f"HTTP {response.status_code}: {short(_read(response, 4096))}"
+                            if response.status_code in (408, 429) or response.status_code >= 500:
+                                raise Retryable(reason, _retry_after(response.headers))
+                            raise Refused(reason)
+                        if "text/event-stream" not in response.headers.get("content-type", ""):
+                            text, finish = _answer(_read(response, MAX_BODY), self.endpoint)
+                            if text:
+                                self.first_piece_at = time.monotonic()
+                                yield text
+                        else:
+                            pieces = _pieces(response, self.endpoint)
+                            while True:
+                                try:
+                                    piece = next(pieces)
+                                except StopIteration as done:
+                                    text, finish = done.value
+                                    break
+                                if not shown:
+                                    self.first_piece_at, shown = time.monotonic(), True
+                                yield piece
+                    self.reply = Reply(text, None, attempt + 1, finish, time.monotonic() - start)
+                    return
+                except Refused as e:
+                    self.reply = Reply(None, str(e), attempt + 1, None, time.monotonic() - start)
+                    return
+                except Retryable as e:
+                    if shown or attempt + 1 == self.retries:
+                        head, _, tail = e.reason.partition(": ")
+                        self.reply = Reply(None, f"{head} after {attempt + 1} attempts: {tail}" if not shown else
+                                           f"{head} in the middle of the reply: {tail}", attempt + 1, None,
+                                           time.monotonic() - start)
+                        return
+                    pause = self.backoff * 2 ** attempt
+                    time.sleep(max(pause, min(e.wait or 0.0, MAX_RETRY_AFTER)) + random.uniform(0, pause / 10))
 
 
 def _chat_one(http: httpx2.Client, endpoint: Endpoint, messages: list[dict], key: str | None, attempts: int,

@@ -106,7 +106,9 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
     with transaction(con):
         bump_revision(con)
         task_id = con.execute("SELECT coalesce(max(task_id), 0) + 1 FROM tasks").fetchall()[0][0]
-        con.execute("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL)",
+        con.execute("INSERT INTO tasks (task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
+                    "access_code, state, created_by, created_at, deleted_by) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL)",
                     [task_id, name, dataset, mode, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      per_item, ties, guidelines, seed, sampling, secrets.token_hex(3), created_by,
                      datetime.now().replace(microsecond=0)])
@@ -117,7 +119,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         frame = frame.reindex(columns=["task_id", "unit", "item_id", "track", "model_a", "model_b"])
         con.register("_evalcore_units", frame)
         try:
-            con.execute("INSERT INTO task_units SELECT * FROM _evalcore_units")
+            con.execute("INSERT INTO task_units BY NAME SELECT * FROM _evalcore_units")
         finally:
             con.unregister("_evalcore_units")
     return int(task_id)
