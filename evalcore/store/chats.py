@@ -28,6 +28,7 @@ import pandas as pd
 
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store.annotators import check_name
+from evalcore.store.history import record
 from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_settings
 from evalcore.store.transactions import bump_revision, transaction
 
@@ -399,7 +400,6 @@ def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, 
         if conv.state != "rated":
             raise OutOfTurn(f"conversation {conversation_id} is {conv.state.replace('_', ' ')}: "
                             "only a rated conversation is reviewed")
-        bump_revision(con, task.target)
         if accept:
             _accept(con, task, conv, reviewer=reviewer, now=now)
             return None
@@ -418,33 +418,38 @@ def dialogue_id_of(task: ChatTask, conversation_id: int) -> str:
 def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, now: datetime) -> None:
     """Inside the caller's transaction: the conversation as a dialogue of the target dataset, its model turns as
     items answered by the endpoint, its ratings as dialogue-level human ratings."""
+    bump_revision(con, task.target)
     dialogue = dialogue_id_of(task, conv.conversation_id)
     grounding = scenario(con, task.task_id, conv.scenario)["grounding"]
     texts = messages(con, conv.conversation_id)
     source = con.execute("SELECT language, licence FROM datasets WHERE dataset = ?", [task.dataset]).fetchall()
     language, licence = source[0] if source else (None, None)
+    sid = record(con, kind="chat", dataset=task.target, models=[conv.endpoint], tracks=[task.track],
+                 file=f"chat task {task.task_id}, conversation {conv.conversation_id}", uploader=reviewer or conv.annotator)
     con.execute("INSERT OR IGNORE INTO datasets (dataset, language, licence, source, description) VALUES (?, ?, ?, ?, ?)",
                 [task.target, language, licence, f"chat task {task.task_id}",
                  f"Conversations of chat task {task.task_id} ({task.name}) on scenarios of {task.dataset}/{task.track}"])
     skill = con.execute("SELECT competition, skill, corpus FROM tracks WHERE dataset = ? AND track = ?",
                         [task.dataset, task.track]).fetchall()
     competition, track_skill, corpus = skill[0] if skill else (None, None, None)
-    con.execute("INSERT OR IGNORE INTO tracks VALUES (?, ?, ?, ?, ?)",
+    con.execute("INSERT OR IGNORE INTO tracks (dataset, track, competition, skill, corpus) VALUES (?, ?, ?, ?, ?)",
                 [task.target, task.track, competition, track_skill, corpus])
-    con.execute("INSERT INTO dialogues VALUES (?, ?, ?, 'chat', ?)",
+    con.execute("INSERT INTO dialogues (dataset, dialogue_id, track, split, grounding) VALUES (?, ?, ?, 'chat', ?)",
                 [task.target, dialogue, task.track, json.dumps(grounding, ensure_ascii=False)])
     context: list[str] = []
     for m in texts.itertuples(index=False):
         speaker = "user" if m.role == "user" else "model"
-        con.execute("INSERT INTO turns VALUES (?, ?, ?, ?, ?, NULL)", [task.target, dialogue, int(m.idx), speaker, m.text])
+        con.execute("INSERT INTO turns (dataset, dialogue_id, turn_index, speaker, text) VALUES (?, ?, ?, ?, ?)",
+                    [task.target, dialogue, int(m.idx), speaker, m.text])
         if m.role == "assistant":
             item = f"{dialogue}-t{int(m.idx)}"
-            con.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO items (dataset, item_id, track, dialogue_id, turn_index, context, grounding, skill, origin) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [task.target, item, task.track, dialogue, int(m.idx), json.dumps(context, ensure_ascii=False),
                          json.dumps(grounding, ensure_ascii=False), track_skill,
                          f"chat task {task.task_id}, conversation {conv.conversation_id}, message {int(m.idx)}"])
-            con.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
-                        [task.target, item, conv.endpoint, m.text, f"chat:{task.task_id}"])
+            con.execute("INSERT INTO responses (dataset, item_id, model, text, origin, submission_id) VALUES (?, ?, ?, ?, ?, ?)",
+                        [task.target, item, conv.endpoint, m.text, f"chat:{task.task_id}", sid])
         context.append(m.text)
     con.execute("INSERT OR IGNORE INTO models (model, description, added_at, added_by) VALUES (?, ?, ?, ?)",
                 [conv.endpoint, f"registered endpoint {conv.endpoint}", now, task.created_by])
