@@ -32,4 +32,5 @@ PAGES: tuple[Page, ...] = (
     Page("Upload", ":material/upload:", "upload", "pages/views/upload.py"),
     Page("Rating tasks", ":material/assignment:", "tasks", "pages/views/tasks.py"),
     Page("Annotate", ":material/rate_review:", "annotate", "pages/views/annotate.py"),
+    Page("Chat", ":material/chat:", "chat", "pages/views/chat.py"),
 )

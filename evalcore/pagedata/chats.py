@@ -1,0 +1,141 @@
+"""What the Chat and Chat tasks pages show and do: a person's conversation as they see it (the scenario, the
+messages, whose turn it is; never which endpoint answers), their writes (one short transaction each, through
+evalcore.store.chats), the model's streamed reply kept once, and for the lab: tasks, results, the review queue
+and the export."""
+from __future__ import annotations
+
+import hmac
+import io
+import zipfile
+
+import duckdb
+import pandas as pd
+
+from evalcore.pagedata.annotation import grounding_lines
+from evalcore.pagedata.share import link
+from evalcore.services import chats as service
+from evalcore.store import chats as stored
+from evalcore.store.chats import ChatTask
+
+GROUNDING_NAMES = {"knowledge": "Knowledge", "goal": "Goal", "persona": "Persona", "user_profile": "User profile"}
+
+
+def open_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return con.execute("SELECT task_id, name, track, max_rounds FROM chat_tasks WHERE state = 'open' "
+                       "ORDER BY task_id").df()
+
+
+def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return stored.listing(con)
+
+
+def task(con: duckdb.DuckDBPyConnection, task_id: int) -> ChatTask | None:
+    try:
+        return stored.get(con, task_id)
+    except ValueError:
+        return None
+
+
+def code_ok(task: ChatTask, code: str) -> bool:
+    return hmac.compare_digest((code or "").strip().lower(), task.access_code.lower())
+
+
+def personal_link(base: str, task_id: int, name: str, key: str) -> str:
+    """The Chat page of the task with the person's name and key filled in (the page takes both out of the bar)."""
+    return link(base, "chat", {"task": str(task_id), "name": name, "key": key})
+
+
+def assign(con: duckdb.DuckDBPyConnection, task: ChatTask, annotator: str) -> int | None:
+    return stored.assign(con, task, annotator)
+
+
+def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, annotator: str) -> dict:
+    """The conversation as its person sees it: its number among theirs, the scenario as (heading, lines), the
+    opening to start with (chit-chat), the messages, its state, rounds, pending reply, their ratings and flags."""
+    conv = stored.conversation(con, conversation_id)
+    scene = stored.scenario(con, task.task_id, conv.scenario)
+    theirs = stored.mine(con, task.task_id, annotator)
+    position = theirs["conversation_id"].tolist().index(conversation_id) + 1 if conversation_id in \
+        set(theirs["conversation_id"]) else None
+    frame = stored.messages(con, conversation_id)
+    return {"conversation": conv, "number": position, "done": int(theirs["state"].isin(["rated", "accepted"]).sum()),
+            "scenario": [(GROUNDING_NAMES.get(k, k), lines) for k, lines in grounding_lines(scene["grounding"])],
+            "opening": scene["opening"], "messages": list(zip(frame["idx"], frame["role"], frame["text"])),
+            "rounds": int((frame["role"] == "assistant").sum()), "pending": stored.pending(con, conversation_id),
+            "ratings": stored.ratings(con, conversation_id), "flags": stored.flags(con, conversation_id)}
+
+
+def say(con, conversation_id: int, annotator: str, text: str) -> int:
+    return stored.say(con, conversation_id, annotator, text)
+
+
+def ask(con, conversation_id: int):
+    return service.ask(con, conversation_id)
+
+
+def keep(con, conversation_id: int, after: int, reply) -> str | None:
+    return service.keep(con, conversation_id, after, reply)
+
+
+def end(con, conversation_id: int, annotator: str, goal: bool | None) -> None:
+    stored.end(con, conversation_id, annotator, goal=goal)
+
+
+def rate(con, conversation_id: int, annotator: str, dimension: str, value: float) -> None:
+    stored.rate(con, conversation_id, annotator, dimension, value)
+
+
+def flag(con, conversation_id: int, idx: int, annotator: str, name: str, value: bool) -> None:
+    stored.flag(con, conversation_id, idx, annotator, name, value)
+
+
+def create(con, **spec) -> int:
+    return service.create_chat(con, **spec)
+
+
+def tracks_with_dialogues(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """(dataset, track, skill, dialogues): where scenarios can come from."""
+    return con.execute("""
+        SELECT d.dataset, d.track, t.skill, count(*) AS dialogues FROM dialogues d
+        LEFT JOIN tracks t USING (dataset, track)
+        WHERE d.dataset NOT IN (SELECT target FROM chat_tasks) GROUP BY ALL ORDER BY 1, 2""").df()
+
+
+def endpoints(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [n for (n,) in con.execute("SELECT name FROM endpoints ORDER BY name").fetchall()]
+
+
+def results(con, task_id: int, include_all: bool = False) -> dict:
+    counted = ("rated", "accepted") if include_all else stored.COUNTED
+    return service.results(con, task_id, counted=counted)
+
+
+def waiting(con, task_id: int) -> pd.DataFrame:
+    """Conversations rated and waiting for a reviewer."""
+    frame = stored.conversations(con, task_id)
+    return frame.loc[frame["state"] == "rated", ["conversation_id", "scenario", "endpoint", "annotator", "rounds",
+                                                 "goal", "ended_at"]]
+
+
+def transcript(con, conversation_id: int) -> dict:
+    conv = stored.conversation(con, conversation_id)
+    frame = stored.messages(con, conversation_id)
+    return {"conversation": conv, "messages": list(zip(frame["idx"], frame["role"], frame["text"])),
+            "ratings": stored.ratings(con, conversation_id), "flags": stored.flags(con, conversation_id)}
+
+
+def review(con, conversation_id: int, reviewer: str, accept: bool, reason: str = "") -> int | None:
+    return stored.review(con, conversation_id, reviewer, accept=accept, reason=reason)
+
+
+def set_state(con, task_id: int, state: str) -> None:
+    stored.set_state(con, task_id, state)
+
+
+def export_zip(con, task_id: int) -> bytes:
+    """The task's export (messages, ratings, flags, conversations) as CSV files in one zip."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, frame in service.export(con, task_id).items():
+            z.writestr(f"{name}.csv", frame.to_csv(index=False))
+    return out.getvalue()

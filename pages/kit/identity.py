@@ -1,0 +1,105 @@
+"""Who is at the keyboard, for the pages where people give answers (Chat; Annotate's way): the task's access code,
+then their name and personal key (issued at their first entry and shown once), or the deployment's sign-in. A wrong
+code and a wrong personal key are guesses, counted against this session, this client's address and the server."""
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from evalcore.core.errors import StoreError
+from evalcore.pagedata import annotation as ann
+from pages.kit.access import checked_guess, guess_wait, wait_text
+from pages.kit.state import base_url
+from pages.kit.text import md_escape
+
+
+def say(exc: Exception) -> str:
+    """A refusal or a store that cannot be used, as the one sentence a page shows (markdown-escaped)."""
+    if isinstance(exc, StoreError) and type(exc).__name__ != "TaskClosed":
+        return md_escape(f"The store cannot be used right now: {exc}")
+    return md_escape(str(exc))
+
+
+def leave(prefix: str) -> None:
+    for key in [k for k in st.session_state if str(k).startswith(f"{prefix}-who") or str(k).startswith(f"{prefix}-at")]:
+        st.session_state.pop(key, None)
+
+
+def identify(con, *, prefix: str, code_ok: Callable[[str], bool], link_of: Callable[[str, str], str],
+             intro: Callable[[], None], start_label: str) -> str:
+    """The person's name as stored; until they are known, draws the entry form (after `intro`) and stops the run."""
+    who_key, issued_key = f"{prefix}-who", f"{prefix}-issued"
+    user = getattr(st, "user", None)
+    if not st.session_state.get(who_key) and user is not None and getattr(user, "is_logged_in", False):
+        try:
+            st.session_state[who_key] = ann.signed_in(con, str(user.get("email") or user.get("name")))
+        except (ValueError, StoreError) as exc:
+            st.error(say(exc))
+            st.stop()
+    if not st.session_state.get(who_key):
+        intro()
+        link_name, link_key = st.session_state.get(f"{prefix}-link", ("", ""))
+        with st.form(f"{prefix}-login"):
+            st.caption("The task's access code and your name. The first time you enter, you get a personal key: keep "
+                       "it, you need it with your name to come back (on any machine). Lost it? Whoever runs the task "
+                       "can give you a new one.")
+            name = st.text_input("Your name", value=link_name, max_chars=80)
+            code = st.text_input("Access code", type="password")
+            key = st.text_input("Personal key (leave empty the first time)", value=link_key, type="password")
+            if st.form_submit_button(start_label):
+                _enter(con, prefix, name, code, key, code_ok)
+        st.stop()
+    who = st.session_state[who_key]
+    if st.session_state.get(issued_key):
+        issued = st.session_state[issued_key]
+        st.success(md_escape(f"Welcome, {who}. Your personal key is below: it is shown this once, and you need it "
+                             "with your name to come back. Keep it (or the link) to yourself: whoever has it can "
+                             "answer as you."))
+        st.caption("Your personal key")
+        st.text(issued)
+        st.caption("Your personal link (opens this task with your name and key filled in)")
+        st.text(link_of(who, issued))
+        st.button("I have kept my key: start", key=f"{prefix}-kept", on_click=lambda: st.session_state.pop(issued_key, None))
+        st.stop()
+    return who
+
+
+def _enter(con, prefix: str, name: str, code: str, key: str, code_ok: Callable[[str], bool]) -> None:
+    code_said = checked_guess("task-code", lambda: code_ok(code))
+    if not code_said.checked:
+        st.error(wait_text("access codes", *guess_wait("task-code")))
+        return
+    if not code_said.right:
+        st.error("That is not this task's access code.")
+        return
+    entered: dict = {}
+
+    def key_right() -> bool:
+        # only a personal key given and refused is a wrong guess; a taken name without a key is not one
+        try:
+            entered["who"] = ann.enter(con, name, key)
+        except ann.NotThem as exc:
+            entered["error"] = exc
+            return not (key or "").strip()
+        except (ValueError, StoreError) as exc:
+            entered["error"] = exc
+        return True
+
+    key_said = checked_guess("personal-key", key_right)
+    if not key_said.checked:
+        st.error(wait_text("personal keys", *guess_wait("personal-key")))
+        return
+    if "error" in entered:
+        st.error(say(entered["error"]))
+        return
+    who, issued = entered["who"]
+    leave(prefix)
+    st.session_state[f"{prefix}-who"] = who
+    st.session_state.pop(f"{prefix}-link", None)
+    if issued:
+        st.session_state[f"{prefix}-issued"] = issued
+    st.rerun()
+
+
+__all__ = ["identify", "leave", "say", "base_url"]

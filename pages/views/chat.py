@@ -1,0 +1,172 @@
+"""Chat: a person talks with an anonymous model on a grounded scenario, then rates the whole dialogue (MSDE §3.1).
+Every message is stored when it is sent or received (evalcore.store.chats), so a closed tab, a restart or a crash
+loses nothing and the person resumes where they stood, on any machine. The model's reply is shown piece by piece
+as it arrives, as text; a model that fails mid-reply gives a sentence and a retry, and the person's message stays.
+Which endpoint answers is never shown."""
+import streamlit as st
+
+from evalcore.core.errors import StoreError
+from evalcore.pagedata import chats
+from pages.kit.identity import identify, leave, say
+from pages.kit.state import base_url, publish, start
+from pages.kit.text import md_escape
+
+con, vs = start("Chat")
+open_tasks = chats.open_tasks(con)
+asked = vs.one("task", [str(t) for t in open_tasks["task_id"]], None,
+               unavailable="is not an open chat task (closed, deleted or unknown)")
+if vs.peek("key") or vs.peek("name"):   # a personal link: fills the form, never stays in the shared link
+    st.session_state["chat-link-pending"] = (vs.peek("name") or "", vs.peek("key") or "")
+if asked is None:
+    if open_tasks.empty:
+        st.info("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
+                "`evalcore chat create`, and sends you its link.")
+        st.stop()
+    labels = {str(r.task_id): f"{r.task_id}: {r.name}" for r in open_tasks.itertuples()}
+    asked = st.selectbox("Task", list(labels), format_func=lambda t: labels[t], key="chat-pick")
+publish("chat", {"task": asked}, vs.notices)
+task = chats.task(con, int(asked))
+if task is None or task.state != "open":
+    st.info("This chat task is no longer open. Ask whoever runs the evaluation for its new link.")
+    st.stop()
+prefix = f"chat-{task.task_id}"
+if "chat-link-pending" in st.session_state:
+    st.session_state[f"{prefix}-link"] = st.session_state.pop("chat-link-pending")
+
+
+def _intro() -> None:
+    st.text(task.name)
+    st.caption(md_escape(f"You will talk with models you are not told the names of, about a scenario you are given, "
+                         f"for up to {task.max_rounds} rounds (your message and the model's reply), then rate the "
+                         "whole conversation on:"))
+    for d in task.dimensions:
+        st.caption(md_escape(f"{d.dimension} ({d.min:g} to {d.max:g}): {d.description}"))
+    if task.guidelines:
+        with st.expander("Guidelines"):
+            st.text(task.guidelines)
+
+
+person = identify(con, prefix=prefix, code_ok=lambda code: chats.code_ok(task, code), intro=_intro,
+                  link_of=lambda name, key: chats.personal_link(base_url(), task.task_id, name, key),
+                  start_label="Start chatting")
+at_key = f"{prefix}-at"
+me, out = st.columns([3, 1])
+me.caption(md_escape(f"Chatting as {person}"))
+out.button("Leave", key="chat-leave", on_click=leave, args=(prefix,),
+           help="not you, or done for now: this browser forgets who is chatting; what you said stays yours")
+
+
+def _write(action, *args) -> bool:
+    """One write; a refusal is said on the next draw."""
+    try:
+        action(con, *args)
+        return True
+    except (ValueError, StoreError) as exc:
+        st.session_state[f"{prefix}-error"] = say(exc)
+        return False
+
+
+if st.session_state.get(at_key) is None:
+    st.session_state[at_key] = chats.assign(con, task, person)
+cid = st.session_state[at_key]
+if cid is None:
+    st.info("Nothing more to talk about for you in this task: every conversation left is on a scenario you have "
+            "met already, or taken by others. Thank you.")
+    st.stop()
+
+input_key = f"{prefix}-say-{cid}"
+sent = st.session_state.get(input_key)
+if sent:   # the message submitted in this run: stored before anything else is drawn
+    _write(chats.say, cid, person, sent)
+view = chats.view(con, task, cid, person)
+conv = view["conversation"]
+if st.session_state.get(f"{prefix}-error"):
+    st.error(st.session_state.pop(f"{prefix}-error"))
+
+st.caption(f"Conversation {view['number']} · {view['done']} finished by you · round {view['rounds']} of "
+           f"{task.max_rounds}")
+with st.container(border=True):
+    st.caption("Your scenario")
+    if view["scenario"]:
+        for heading, lines in view["scenario"]:
+            st.text(f"{heading}:\n" + "\n".join(lines))
+    else:
+        st.text("Open chat: talk about anything.")
+    if view["opening"] and not view["messages"]:
+        st.caption("You could start with")
+        st.text(view["opening"])
+
+talking = conv.state == "talking"
+rating = conv.state in ("ended", "rated")
+
+
+def _flagged(idx: int, before: frozenset) -> None:
+    """A change of a reply's flags: each flag set or cleared is its own write."""
+    now = set(st.session_state.get(f"{prefix}-flags-{cid}-{idx}") or [])
+    for name in sorted(now ^ before):
+        _write(chats.flag, cid, idx, person, name, name in now)
+
+
+for idx, role, text in view["messages"]:
+    with st.chat_message("user" if role == "user" else "assistant"):
+        st.text(text)
+        if role == "assistant" and rating and task.flags:
+            had = frozenset(view["flags"].get(int(idx), set()))
+            st.pills("Flag this reply", list(task.flags), selection_mode="multi", default=sorted(had),
+                     key=f"{prefix}-flags-{cid}-{idx}", label_visibility="collapsed", on_change=_flagged,
+                     args=(int(idx), had), help="optional: what is wrong with this reply")
+
+failed_key = f"{prefix}-failed-{cid}"
+if talking:
+    full = view["rounds"] >= task.max_rounds
+    st.chat_input("The model is answering…" if view["pending"] is not None else
+                  ("Round limit reached: end the conversation" if full else "Your message"),
+                  key=input_key, max_chars=4000, disabled=view["pending"] is not None or full)
+    if view["pending"] is not None:
+        failure = st.session_state.get(failed_key)
+        with st.chat_message("assistant"):
+            if failure and failure[0] == view["pending"]:
+                st.warning(md_escape(failure[1] + ". Your message is kept; try again, or end the conversation."))
+                st.button("Retry", key=f"{prefix}-retry-{cid}", on_click=lambda: st.session_state.pop(failed_key, None))
+            else:
+                shown = st.empty()
+                asked_for = chats.ask(con, cid)
+                if asked_for is not None:
+                    after, stream = asked_for
+                    text = ""
+                    for piece in stream:
+                        text += piece
+                        shown.text(text)
+                    problem = chats.keep(con, cid, after, stream.reply)
+                    if problem:
+                        st.session_state[failed_key] = (after, problem)
+                    st.rerun()
+    if view["rounds"] and view["pending"] is None:
+        with st.form(f"{prefix}-end-{cid}", border=False):
+            goal = st.checkbox("Everything in the scenario came up (the goal was reached)", key=f"{prefix}-goal-{cid}")
+            if st.form_submit_button("End the conversation and rate it"):
+                if _write(chats.end, cid, person, goal):
+                    st.rerun()
+elif rating:
+    st.subheader("Rate the whole conversation")
+    st.caption("Each rating is stored when you click it. Flag single replies above if something was wrong with them.")
+
+    def _rated(dimension: str) -> None:
+        value = st.session_state.get(f"{prefix}-rate-{cid}-{dimension}")
+        if value is not None:
+            _write(chats.rate, cid, person, dimension, float(value))
+
+    for d in task.dimensions:
+        st.text(f"{d.dimension} ({d.min:g} to {d.max:g})")
+        if d.description:
+            st.caption(md_escape(d.description))
+        st.segmented_control(d.dimension, d.scale(), default=view["ratings"].get(d.dimension),
+                             format_func=lambda v: f"{v:g}", key=f"{prefix}-rate-{cid}-{d.dimension}",
+                             label_visibility="collapsed", on_change=_rated, args=(d.dimension,))
+    if conv.state == "rated":
+        st.success("Thank you: this conversation is rated (you can still change a rating until it is reviewed).")
+        st.button("Next conversation", key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
+else:
+    st.success("Thank you: this conversation is accepted." if conv.state == "accepted" else
+               md_escape(f"This conversation was sent back: {conv.reason}"))
+    st.button("Next conversation", key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
