@@ -16,3 +16,9 @@ def said(names, last: str = "or") -> str:
     """Names as a sentence: ('system', 'dialogue', 'turn') -> 'system, dialogue or turn'."""
     names = list(names)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+# How a per-response metric gives one value per dialogue (evalcore.analysis.correlate, level 'dialogue'): named
+# wherever a dialogue-level figure is shown, and appended to the metric's signature there.
+DIALOGUE_AGGREGATE = "dialogue:mean-of-turns"
+DIALOGUE_VALUE = ("a dialogue's metric value is the mean of its model turns' values (signature + "
+                  f"'|{DIALOGUE_AGGREGATE}')")

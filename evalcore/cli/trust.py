@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from evalcore.analysis.options import DIALOGUE_VALUE
 from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import choices, dimensions, missing
 from evalcore.analysis.trust_opening import opening
@@ -28,6 +29,8 @@ def trust(con, args) -> None:
     print(f"{args.method.capitalize()} with human {args.dimension} at {args.level} level ({args.origin} metric "
           f"values); significant: p < {args.alpha:g}" + (", Holm-adjusted over each skill's metrics" if args.adjust ==
                                                           "holm" else ""), file=out)
+    if args.level == "dialogue":
+        print(DIALOGUE_VALUE, file=out)
     for row in said.itertuples():
         print(row.text + (f"\n    {row.robust}" if row.robust else ""), file=out)
     print(file=out)

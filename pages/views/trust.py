@@ -1,7 +1,7 @@
 """Metric trust: which automatic metric agrees with people on which skill, at a glance."""
 import streamlit as st
 
-from evalcore.analysis.options import ADJUSTMENTS, METHODS
+from evalcore.analysis.options import ADJUSTMENTS, DIALOGUE_VALUE, METHODS
 from evalcore.metrics.registry import FLAVORS
 from evalcore.pagedata import trust_tables
 from pages.kit.charts import heatmap
@@ -132,7 +132,7 @@ st.caption(
     "pooled: per-track tests combined by Stouffer's Z). ▼ significantly negative: the metric disagrees with people. "
     "Hover a cell for its 95% CI, p values and n; – is undefined (the hover says why)."
     + (" At system level there are few systems per track, so Williams' test has low power: many ties." if level ==
-       "system" else ""))
+       "system" else "") + (f" At dialogue level, {DIALOGUE_VALUE}." if level == "dialogue" else ""))
 
 st.subheader("Ranking per skill")
 unranked = [sk for sk in skills if sk not in set(table["skill"])]
