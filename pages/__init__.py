@@ -32,5 +32,6 @@ PAGES: tuple[Page, ...] = (
     Page("Upload", ":material/upload:", "upload", "pages/views/upload.py"),
     Page("Rating tasks", ":material/assignment:", "tasks", "pages/views/tasks.py"),
     Page("Annotate", ":material/rate_review:", "annotate", "pages/views/annotate.py"),
+    Page("Chat tasks", ":material/forum:", "chats", "pages/views/chats.py"),
     Page("Chat", ":material/chat:", "chat", "pages/views/chat.py"),
 )

@@ -107,3 +107,47 @@ def test_a_failing_endpoint_gives_a_retry_and_keeps_the_message(chat_store, monk
     assert messages(chat_store, cid) == [[0, "user", "还在吗"]]
     assert any("did not answer" in w.value for w in at.warning), [w.value for w in at.warning]
     assert at.button(key=f"chat-{task.task_id}-retry-{cid}")
+
+
+def test_the_chat_tasks_page_creates_reviews_and_exports(chat_store, monkeypatch):
+    with JudgeServer(echo=True) as srv:
+        task = make_task(chat_store, srv.url)
+        con = connect(chat_store)
+        try:
+            cid = stored.assign(con, task, "ann")
+            stored.say(con, cid, "ann", "你好")
+            after, stream = service.ask(con, cid)
+            list(stream)
+            service.keep(con, cid, after, stream.reply)
+            stored.end(con, cid, "ann", goal=False)
+            for d in task.dimensions:
+                stored.rate(con, cid, "ann", d.dimension, 1)
+        finally:
+            con.close()
+    env = {"EVALCORE_DB": chat_store, "EVALCORE_UPLOAD_PASSWORD": None, "EVALCORE_READ_ONLY": None}
+    at = run("chats", monkeypatch, env, task=str(task.task_id))
+    assert any(f"give the access code {task.access_code}" in t.value for t in at.text)
+    table = at.dataframe[1].value
+    assert table["endpoint"].tolist() == ["secret-alpha", "secret-beta"] and table["conversations"].tolist() == [0, 0]
+    at.button(key=f"ct-accept-{cid}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[1].value
+    counted = table.set_index("endpoint")["conversations"]
+    con = connect(chat_store)
+    try:
+        conv = stored.conversation(con, cid)
+        assert conv.state == "accepted" and counted[conv.endpoint] == 1
+        assert con.execute("SELECT count(*) FROM dialogues WHERE dataset = ?", [task.target]).fetchall() == [(1,)]
+    finally:
+        con.close()
+    # a new task from the form: the first source (demo-zh's KdConv dialogues), both endpoints
+    at.text_input(key="ct-name").input("second")
+    next(b for b in at.button if b.label == "Create chat task").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Chat task 2 created" in s.value for s in at.success)
+    con = connect(chat_store)
+    try:
+        made = stored.get(con, 2)
+        assert made.name == "second" and made.endpoints == ("secret-alpha", "secret-beta") and made.target == "chat-2-demo-zh"
+    finally:
+        con.close()

@@ -11,6 +11,7 @@ import zipfile
 import duckdb
 import pandas as pd
 
+from evalcore.core.export import safe_csv
 from evalcore.pagedata.annotation import grounding_lines
 from evalcore.pagedata.share import link
 from evalcore.services import chats as service
@@ -137,5 +138,5 @@ def export_zip(con, task_id: int) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for name, frame in service.export(con, task_id).items():
-            z.writestr(f"{name}.csv", frame.to_csv(index=False))
+            z.writestr(f"{name}.csv", safe_csv(frame))
     return out.getvalue()

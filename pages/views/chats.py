@@ -1,0 +1,127 @@
+"""Chat tasks: make an interactive evaluation (people talk with blind endpoints on a track's grounded scenarios,
+then rate whole dialogues), follow it, review conversations (accept, or send back with a reason, as MSDE's experts
+did), read its results per endpoint, and export every message and rating."""
+import streamlit as st
+
+from evalcore.core.errors import StoreError
+from evalcore.pagedata import chats
+from pages.kit.access import may_write
+from pages.kit.state import page_link, publish, start
+from pages.kit.text import md_escape
+from pages.kit.widgets import grid
+
+con, vs = start("Chat tasks")
+tasks = chats.all_tasks(con)
+ids = [str(t) for t in tasks["task_id"]]
+chosen = vs.one("task", ids, ids[-1] if ids else None, unavailable="is not a chat task of this store")
+publish("chats", {"task": chosen} if chosen else {}, vs.notices)
+st.caption("People talk with models they are not told the names of, on scenarios drawn from a track's dialogues, "
+           "then rate each whole conversation (the Chat page). Accepted conversations become dialogues of the task's "
+           "own dataset, which every page and metric reads like any other.")
+if not tasks.empty:
+    grid(tasks.drop(columns=["created_by"]), width="stretch")
+
+allowed, who = may_write()
+made = st.session_state.pop("ct-created", None)
+if made:
+    st.success(f"Chat task {made} created. Send the people the link and the access code shown below.")
+with st.expander("Create a chat task", expanded=tasks.empty):
+    sources, endpoints = chats.tracks_with_dialogues(con), chats.endpoints(con)
+    if not allowed:
+        st.caption("Creating a chat task needs write access (see above).")
+    elif not endpoints:
+        st.info("No endpoint is registered: add one on the Upload page (Evaluate an endpoint) or with "
+                "`evalcore endpoint add`.")
+    elif sources.empty:
+        st.info("No dataset has stored dialogues to draw scenarios from.")
+    else:
+        labels = [f"{r.dataset} · {r.track} ({r.dialogues} dialogues)" for r in sources.itertuples()]
+        with st.form("ct-create"):
+            at = st.selectbox("Scenarios from", range(len(labels)), format_func=lambda i: labels[i], key="ct-source")
+            picked = st.multiselect("Endpoints (shown to people only as 'the model')", endpoints, endpoints[:2],
+                                    key="ct-endpoints")
+            c1, c2, c3, c4 = st.columns(4)
+            n = c1.number_input("Scenarios", 1, 500, 10, key="ct-n")
+            k = c2.number_input("Conversations per scenario and endpoint", 1, 20, 1, key="ct-k")
+            rounds = c3.number_input("Rounds at most", 1, 50, 10, key="ct-rounds")
+            seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="ct-seed")
+            review = st.checkbox("A reviewer accepts each conversation before it counts", True, key="ct-review")
+            name = st.text_input("Name", max_chars=120, key="ct-name")
+            guidelines = st.text_area("Guidelines for the people chatting", max_chars=5000, key="ct-guide")
+            if st.form_submit_button("Create chat task"):
+                row = sources.iloc[int(at)]
+                try:
+                    new = chats.create(con, dataset=row["dataset"], track=row["track"], endpoints=picked,
+                                       n_scenarios=int(n), per_scenario=int(k), max_rounds=int(rounds), seed=int(seed),
+                                       review=review, name=name or None, guidelines=guidelines, created_by=who)
+                except (ValueError, StoreError) as exc:
+                    st.error(md_escape(str(exc)))
+                else:
+                    st.session_state["ct-created"] = new
+                    st.query_params["task"] = str(new)
+                    st.rerun()
+
+if not chosen:
+    st.stop()
+task = chats.task(con, int(chosen))
+st.subheader(f"Chat task {task.task_id}")
+st.text(f"{task.name}\nscenarios from {task.dataset} · {task.track}; endpoints {', '.join(task.endpoints)}; "
+        f"{task.per_scenario} per scenario and endpoint; at most {task.max_rounds} rounds; rated on "
+        f"{', '.join(d.dimension for d in task.dimensions)}; {task.state}; conversations become dataset {task.target}")
+url = page_link("chat", {"task": str(task.task_id)})
+st.link_button("Open the chat page", url, help="the page people chat on (send them this link)")
+st.text(f"People open {url} and give the access code {task.access_code}" if allowed else
+        f"People open {url} (the access code is shown to those who may write)")
+
+everything = st.toggle("Count every rated conversation, not only accepted ones", False, key="ct-all",
+                       disabled=not task.review)
+result = chats.results(con, task.task_id, include_all=everything)
+states = result["states"]
+st.caption(f"Per endpoint, over {'rated and accepted' if everything else 'accepted'} conversations: rounds, how "
+           "often the person said the goal was reached, and the mean whole-dialogue rating with its 95% bootstrap "
+           f"interval over conversations. States now: " + ", ".join(f"{v} {k.replace('_', ' ')}"
+                                                                      for k, v in sorted(states.items())))
+grid(result["table"], width="stretch")
+if len(result["sent_back"]):
+    st.caption(f"{len(result['sent_back'])} sent back (each replaced by a fresh conversation for someone else)")
+    grid(result["sent_back"], width="stretch")
+with st.expander("Signatures: how each endpoint was asked"):
+    for endpoint, setting in task.settings.items():
+        st.text(f"{endpoint}: {setting['signature']}")
+
+waiting = chats.waiting(con, task.task_id)
+with st.expander(f"Review ({len(waiting)} waiting)", expanded=bool(len(waiting)) and allowed):
+    if not allowed:
+        st.caption("Reviewing needs write access (see above).")
+    elif waiting.empty:
+        st.caption("Nothing waits for review.")
+    else:
+        grid(waiting, width="stretch")
+        cid = st.selectbox("Conversation", waiting["conversation_id"].tolist(), key="ct-review-pick")
+        shown = chats.transcript(con, int(cid))
+        for idx, role, text in shown["messages"]:
+            with st.chat_message("user" if role == "user" else "assistant"):
+                st.text(text)
+                if shown["flags"].get(int(idx)):
+                    st.caption(md_escape("flagged: " + ", ".join(sorted(shown["flags"][int(idx)]))))
+        st.text("Ratings: " + ", ".join(f"{d} {v:g}" for d, v in sorted(shown["ratings"].items())))
+        reason = st.text_input("Reason, when sending it back", max_chars=2000, key=f"ct-reason-{cid}")
+        a, b = st.columns(2)
+        try:
+            if a.button("Accept", key=f"ct-accept-{cid}"):
+                chats.review(con, int(cid), who or "reviewer", True)
+                st.rerun()
+            if b.button("Send back", key=f"ct-back-{cid}"):
+                chats.review(con, int(cid), who or "reviewer", False, reason)
+                st.rerun()
+        except (ValueError, StoreError) as exc:
+            st.error(md_escape(str(exc)))
+
+if allowed:
+    c1, c2 = st.columns(2)
+    opened = task.state == "open"
+    if c1.button("Close (no new conversations)" if opened else "Reopen", key="ct-state"):
+        chats.set_state(con, task.task_id, "closed" if opened else "open")
+        st.rerun()
+    c2.download_button("Download every message and rating (zip of CSV)", chats.export_zip(con, task.task_id),
+                       file_name=f"chat-task-{task.task_id}.zip", mime="application/zip", key="ct-export")
