@@ -43,6 +43,9 @@ def test_pages_on_default_store(page, monkeypatch, default_store):
     assert at.title
     # opened with no parameters, every page draws a table or chart from data, never an empty state
     assert not at.warning, [w.value for w in at.warning]
+    if page == "chat":   # a person's page, opened from a chat task's link; no task ships (it needs an endpoint)
+        assert any("No chat task is open" in i.value for i in at.info)
+        return
     assert len(at.dataframe) + len(charts(at)) + len(at.table) + len(at.metric) > 0
     if page == "overview":
         metrics = {m.label: m.value for m in at.metric}

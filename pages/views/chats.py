@@ -20,6 +20,10 @@ st.caption("People talk with models they are not told the names of, on scenarios
            "own dataset, which every page and metric reads like any other.")
 if not tasks.empty:
     grid(tasks.drop(columns=["created_by"]), width="stretch")
+else:
+    st.caption("Where scenarios can come from: the tracks with stored dialogues (a dialogue's grounding is a "
+               "scenario; a dialogue without one, chit-chat, gives its first utterance as an opening)")
+    grid(chats.tracks_with_dialogues(con), width="stretch")
 
 allowed, who = may_write()
 made = st.session_state.pop("ct-created", None)
