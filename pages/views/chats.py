@@ -89,6 +89,13 @@ grid(result["table"], width="stretch")
 if len(result["sent_back"]):
     st.caption(f"{len(result['sent_back'])} sent back (each replaced by a fresh conversation for someone else)")
     grid(result["sent_back"], width="stretch")
+c1, c2 = st.columns(2)
+c1.link_button("Metric trust on these dialogues", page_link("trust", {"dataset": task.target, "level": "dialogue"}),
+               help="which metric and judge agree with the people's whole-dialogue ratings (score the dataset first: "
+                    f"`evalcore score --dataset {task.target}`)", disabled=not states.get("accepted"))
+c2.link_button("Rate these dialogues with more people", page_link("tasks", {}),
+               help=f"a rating task on {task.target} at dialogue level (K raters per dialogue, blind) gives agreement; "
+                    "a pairwise one compares two endpoints' conversations on the same scenario (ACUTE-Eval)")
 with st.expander("Signatures: how each endpoint was asked"):
     for endpoint, setting in task.settings.items():
         st.text(f"{endpoint}: {setting['signature']}")
