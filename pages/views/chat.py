@@ -85,8 +85,9 @@ if st.session_state.get(f"{prefix}-error"):
 
 st.caption(f"Conversation {view['number']} · {view['done']} finished by you · round {view['rounds']} of "
            f"{task.max_rounds}")
-with st.container(border=True):
-    st.caption("Your scenario")
+st.caption("Your scenario")
+# a fixed height that scrolls: a knowledge scenario runs to 1,300 characters, and the chat must stay in view
+with st.container(border=True, height=200 if len(view["scenario"]) else "content"):
     if view["scenario"]:
         for heading, lines in view["scenario"]:
             st.text(f"{heading}:\n" + "\n".join(lines))
