@@ -60,10 +60,16 @@ def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, a
         set(theirs["conversation_id"]) else None
     frame = stored.messages(con, conversation_id)
     return {"conversation": conv, "number": position, "done": int(theirs["state"].isin(["rated", "accepted"]).sum()),
-            "scenario": [(GROUNDING_NAMES.get(k, k), lines) for k, lines in grounding_lines(scene["grounding"])],
+            "scenario": [(GROUNDING_NAMES.get(k, k), short_first(lines)) for k, lines in grounding_lines(scene["grounding"])],
             "opening": scene["opening"], "messages": list(zip(frame["idx"], frame["role"], frame["text"])),
             "rounds": int((frame["role"] == "assistant").sum()), "pending": stored.pending(con, conversation_id),
             "ratings": stored.ratings(con, conversation_id), "flags": stored.flags(con, conversation_id)}
+
+
+def short_first(lines: list[str], long: int = 120) -> list[str]:
+    """The facts first, the long descriptions after (KdConv's 'Information' paragraphs run to 1,000 characters and
+    hid the short facts a person steers by)."""
+    return [x for x in lines if len(x) <= long] + [x for x in lines if len(x) > long]
 
 
 def say(con, conversation_id: int, annotator: str, text: str) -> int:
