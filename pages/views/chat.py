@@ -3,6 +3,7 @@ Every message is stored when it is sent or received (evalcore.store.chats), so a
 loses nothing and the person resumes where they stood, on any machine. The model's reply is shown piece by piece
 as it arrives, as text; a model that fails mid-reply gives a sentence and a retry, and the person's message stays.
 Which endpoint answers is never shown."""
+import pandas as pd
 import streamlit as st
 
 from evalcore.core.errors import StoreError
@@ -10,6 +11,7 @@ from evalcore.pagedata import chats
 from pages.kit.identity import identify, leave, say
 from pages.kit.state import base_url, publish, start
 from pages.kit.text import md_escape
+from pages.kit.widgets import grid
 
 con, vs = start("Chat")
 open_tasks = chats.open_tasks(con)
@@ -39,8 +41,11 @@ def _intro() -> None:
     st.caption(md_escape(f"You will talk with models you are not told the names of, about a scenario you are given, "
                          f"for up to {task.max_rounds} rounds (your message and the model's reply), then rate the "
                          "whole conversation on:"))
-    for d in task.dimensions:
-        st.caption(md_escape(f"{d.dimension} ({d.min:g} to {d.max:g}): {d.description}"))
+    grid(pd.DataFrame({"dimension": [d.dimension for d in task.dimensions],
+                       "scale": [f"{d.min:g} to {d.max:g}" for d in task.dimensions]}), width="stretch")
+    for d in task.dimensions:   # each definition as wrapped text (a table cell cuts it at 800 px)
+        if d.description:
+            st.caption(md_escape(f"{d.dimension}: {d.description}"))
     if task.guidelines:
         with st.expander("Guidelines"):
             st.text(task.guidelines)
