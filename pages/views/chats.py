@@ -85,7 +85,11 @@ st.caption(f"Per endpoint, over {'rated and accepted' if everything else 'accept
            "often the person said the goal was reached, and the mean whole-dialogue rating with its 95% bootstrap "
            f"interval over conversations. States now: " + ", ".join(f"{v} {k.replace('_', ' ')}"
                                                                       for k, v in sorted(states.items())))
-grid(result["table"], width="stretch")
+two = st.column_config.NumberColumn(format="%.2f")
+grid(result["table"], width="stretch",
+     column_config={"rounds": st.column_config.NumberColumn(format="%.1f"),
+                    "goal_reached": st.column_config.NumberColumn("goal reached", format="percent"),
+                    **{d.dimension: two for d in task.dimensions}})
 if len(result["sent_back"]):
     st.caption(f"{len(result['sent_back'])} sent back (each replaced by a fresh conversation for someone else)")
     grid(result["sent_back"], width="stretch")
