@@ -391,6 +391,73 @@ def winrate(p):
     output(p)
 
 
+group("chat", "live conversations with blind endpoints on a track's scenarios, rated as whole dialogues: create, "
+      "list, show, review, close, reopen, delete, export", "action")
+
+
+@command("chat create", "draw scenarios from a track's dialogues for people to talk through with endpoints; prints the "
+         "task id", "chats:create", WRITES)
+def chat_create(p):
+    on_dataset(p)
+    p.add_argument("--endpoints", required=True, metavar="A,B,...", help="registered endpoints (`evalcore endpoint "
+                   "list`); people are never told which one answers")
+    p.add_argument("--scenarios", type=names.count(1), default=10, metavar="N",
+                   help="scenarios drawn from the track's stored dialogues (default 10)")
+    p.add_argument("--seed", type=task_seed, default=0, help=f"the draw's seed, 0 to {TASK_MAX_SEED} (default 0)")
+    p.add_argument("--per-scenario", type=names.count(1), default=1, metavar="K",
+                   help="conversations per scenario and endpoint, each by a different person (default 1)")
+    p.add_argument("--max-rounds", type=names.count(1), default=10,
+                   help="rounds at most (a round: the person's message and the reply; MSDE: 10)")
+    p.add_argument("--dimensions", help="comma-separated (default: Info,Coh, with Know for knowledge tracks and Rec "
+                                        "for recommendation ones, as MSDE rated them)")
+    p.add_argument("--flags", help="comma-separated flags a person may set on a reply (default: contradiction, wrong "
+                                   "knowledge, repetition, off topic; '' for none)")
+    p.add_argument("--guidelines", metavar="FILE", help="a UTF-8 text file shown to the people chatting")
+    p.add_argument("--name", type=written_text("name"))
+    p.add_argument("--target", metavar="DATASET", help="the dataset accepted conversations become (default "
+                                                       "chat-<id>-<dataset>)")
+    p.add_argument("--no-review", action="store_true", help="count a conversation once it is rated (default: a "
+                                                            "reviewer accepts it first, as MSDE's experts did)")
+
+
+@command("chat list", "every chat task with its conversations' states", "chats:listing", READS)
+def chat_list(p):
+    db(p)
+    output(p)
+
+
+def chat_id(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+
+
+@command("chat show", "a chat task's settings, signatures and results per endpoint", "chats:show", READS)
+def chat_show(p):
+    chat_id(p)
+    p.add_argument("--all", action="store_true", help="count every rated conversation, not only accepted ones")
+
+
+command("chat close", "no new conversations (none resumed)", "chats:close", WRITES)(chat_id)
+command("chat reopen", "take conversations again (also undoes a delete)", "chats:reopen", WRITES)(chat_id)
+command("chat delete", "hide the task (every row is kept; `chat reopen` brings it back)", "chats:delete", WRITES)(chat_id)
+
+
+@command("chat review", "the conversations waiting for review, or accept one or send it back with a reason",
+         "chats:review", WRITES)
+def chat_review(p):
+    chat_id(p)
+    p.add_argument("--conversation", type=int, metavar="ID")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--accept", action="store_true", help="it becomes a dialogue of the task's dataset")
+    what.add_argument("--send-back", metavar="REASON", help="a fresh conversation takes its place, for someone else")
+
+
+@command("chat export", "every message (time, person, endpoint), rating and flag, as CSV files", "chats:export", READS)
+def chat_export(p):
+    chat_id(p)
+    p.add_argument("--out", required=True, metavar="DIR")
+
+
 group("task", "human rating tasks: create, list, show, close, reopen, delete, export, annotators, reset-key", "action")
 
 
