@@ -189,7 +189,7 @@ def _seed(*parts) -> int:
 def order_for(task: ChatTask, person: str) -> tuple[list[str], dict[int, int]]:
     """A person's own seeded order of the endpoints, and a rank per scenario (so no endpoint is always met first
     and people do not all start on scenario 1)."""
-    rng = np.random.default_rng(_seed(task.task_id, task.seed, person))
+    rng = np.random.default_rng(_seed(task.task_id, task.seed, identity_key(person)))
     ends = [str(e) for e in rng.permutation(list(task.endpoints))]
     scenarios = 10_000   # more than a task has; ranks past it fall back to the scenario's number
     return ends, {s + 1: int(r) for s, r in enumerate(rng.permutation(scenarios))}
