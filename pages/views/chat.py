@@ -90,7 +90,8 @@ if st.session_state.get(f"{prefix}-error"):
 
 st.caption(f"Conversation {view['number']} · {view['done']} finished by you · round {view['rounds']} of "
            f"{task.max_rounds}")
-st.caption("Your scenario")
+st.caption(f"Your scenario: talk with the model so that what it holds comes up; end the conversation when it has, "
+           f"or at round {task.max_rounds}")
 # a fixed height that scrolls: a knowledge scenario runs to 1,300 characters, and the chat must stay in view
 with st.container(border=True, height=200 if len(view["scenario"]) else "content"):
     if view["scenario"]:
