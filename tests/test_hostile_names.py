@@ -44,6 +44,7 @@ def build(folder: Path) -> Path:
     from evalcore.scoring import score
     from evalcore.services.tasks import create_task
     from evalcore.store import connect
+    from evalcore.store import chats as stored_chats
     from evalcore.store import tasks as stored_tasks
 
     rng = random.Random(0)
@@ -81,6 +82,18 @@ def build(folder: Path) -> Path:
         unit = stored_tasks.next_unit(con, task, rater)
         for dim in DIMENSIONS:
             stored_tasks.answer(con, task, unit, rater, dim, 1.0)
+        # a chat task named HOSTILE on a HOSTILE scenario and dimension, a rated conversation of hostile messages
+        chat = stored_chats.get(con, stored_chats.create(
+            con, name=HOSTILE, dataset=DATASET, track=TRACK, target=f"chat-{HOSTILE}", endpoints=[HOSTILE],
+            settings={HOSTILE: {"signature": HOSTILE}}, per_scenario=1, max_rounds=3,
+            dimensions=[stored_tasks.Dimension(HOSTILE, 0, 2, HOSTILE)], flags=[HOSTILE], guidelines=HOSTILE,
+            scenarios=pd.DataFrame({"dialogue_id": ["d"], "grounding": [{"knowledge": [[HOSTILE, "r", "o"]]}],
+                                    "opening": [None]})))
+        cid = stored_chats.assign(con, chat, rater)
+        stored_chats.say(con, cid, rater, HOSTILE)
+        stored_chats.reply(con, cid, 0, HOSTILE)
+        stored_chats.end(con, cid, rater)
+        stored_chats.rate(con, cid, rater, HOSTILE, 1)
     finally:
         con.close()
     return db
@@ -133,6 +146,8 @@ VIEWS = {
     "upload": (q(dataset=DATASET, track=TRACK), [("combobox", "Track", TRACK), ("markdown", f"Already in {TRACK}")]),
     "tasks": (q(task=1), [("grid", HOSTILE)]),            # the task's name, its annotator in the progress
     "annotate": (q(task=1), [("grid", HOSTILE)]),         # the dimensions it asks for
+    "chat": (q(task=1), [("grid", HOSTILE)]),             # the dimensions it asks for, before a person enters
+    "chats": (q(task=1), [("grid", HOSTILE)]),            # the task's name; its review queue's person
     "judges": (q(dataset=HOSTILE), [("combobox", "Dataset", HOSTILE),   # no judge scored it: the notice quotes it
                                     ("markdown", f"no LLM judge has scored '{HOSTILE}'")]),
 }
