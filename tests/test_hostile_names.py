@@ -43,8 +43,8 @@ def build(folder: Path) -> Path:
     from evalcore.ingest.responses import import_responses
     from evalcore.scoring import score
     from evalcore.services.tasks import create_task
-    from evalcore.store import connect
     from evalcore.store import chats as stored_chats
+    from evalcore.store import connect
     from evalcore.store import tasks as stored_tasks
 
     rng = random.Random(0)

@@ -40,6 +40,7 @@ from evalcore.core.options import (
     GENERATION_TEMPERATURE,
     GENERATION_TIMEOUT,
     GENERATION_TOP_P,
+    TASK_LEVELS,
     TASK_MAX_SEED,
     TASK_MODES,
     TASK_SAMPLINGS,
@@ -479,6 +480,9 @@ def task_create(p):
     p.add_argument("--no-ties", action="store_true", help="pairwise: annotators must pick a side")
     p.add_argument("--guidelines", type=written_text("guidelines"), default="",
                    help="text shown to annotators above every unit")
+    p.add_argument("--level", choices=TASK_LEVELS, default=TASK_LEVELS[0],
+                   help="response: one response per unit; dialogue: a whole conversation one model held (a chat "
+                        "task's), and with --mode pairwise two of them on one scenario (ACUTE-Eval's questions)")
 
 
 @command("task list", "every task with its progress", "tasks:listing", READS)

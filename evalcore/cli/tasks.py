@@ -18,7 +18,8 @@ def create(con, args) -> None:
     task_id = tasks.create_task(con, dataset=args.dataset, mode=args.mode, dimensions=split(args.dimensions) or [],
                                 items=args.items, per_item=args.per_item, tracks=split(args.tracks),
                                 models=split(args.models), seed=args.seed, name=args.name, sampling=args.sampling,
-                                ties=not args.no_ties, guidelines=args.guidelines, created_by=history.current_user())
+                                ties=not args.no_ties, guidelines=args.guidelines, created_by=history.current_user(),
+                                level=args.level)
     task = stored.get(con, task_id)
     print(task_id)
     print(f"task {task_id}: {len(stored.units(con, task_id))} units, K = {task.per_item}; annotators open the "

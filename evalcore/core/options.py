@@ -5,6 +5,7 @@ TOKENIZER_NAMES = ("char", "space", "jieba", "en")
 
 TASK_MODES = ("absolute", "pairwise")
 TASK_SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
+TASK_LEVELS = ("response", "dialogue")   # what a unit is: one response, or a model's whole side of a dialogue
 TASK_MAX_SEED = 2**31 - 1                          # a task's seed is stored as a 32-bit INTEGER
 
 # A registered chat endpoint's defaults (evalcore endpoint add): sampling as chat models are commonly served,

@@ -90,7 +90,10 @@ def nothing_left(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> 
 
 def unit_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict:
     """The unit as this annotator sees it: turns [(speaker, text)], grounding, and responses [(label, text)]
-    in their order; `sides` maps each shown response to the stored model side ('a' or 'b')."""
+    in their order; `sides` maps each shown response to the stored model side ('a' or 'b'). A dialogue unit: no
+    context, and `dialogues` (one transcript [(speaker, text)] per shown side) in place of the responses."""
+    if task.level == "dialogue":
+        return dialogue_view(con, task, unit, annotator)
     row = con.execute("""
         SELECT u.item_id, u.track, u.model_a, u.model_b, i.context, i.grounding
         FROM task_units u JOIN items i ON i.dataset = ? AND i.item_id = u.item_id
@@ -104,6 +107,30 @@ def unit_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: 
     shown = [texts.get(model_a if s == "a" else model_b, "") for s in sides]
     return {"item_id": item_id, "track": track, "turns": list(zip(speakers, turns)),
             "grounding": json.loads(grounding) if grounding else {}, "responses": shown, "sides": sides}
+
+
+def dialogue_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict:
+    """A whole-dialogue unit as this annotator sees it: the scenario's grounding and each side's transcript, the
+    model's turns named only 'Model' (pairwise: sides in their own order, as response pairs are)."""
+    item_id, track, dialogue_a, dialogue_b = con.execute(
+        "SELECT item_id, track, dialogue_a, dialogue_b FROM task_units WHERE task_id = ? AND unit = ?",
+        [task.task_id, unit]).fetchall()[0]
+    sides = ["a"] if dialogue_b is None else (["b", "a"] if stored.swapped(task, annotator, unit) else ["a", "b"])
+    dialogues, grounding = [], {}
+    for side in sides:
+        dialogue = dialogue_a if side == "a" else dialogue_b
+        # a turn the model answered is an item's turn (its response); every other turn is the person's
+        turns = con.execute("""
+            SELECT t.text, EXISTS (SELECT 1 FROM items i WHERE i.dataset = t.dataset AND i.dialogue_id = t.dialogue_id
+                                   AND i.turn_index = t.turn_index) AS answered
+            FROM turns t WHERE t.dataset = ? AND t.dialogue_id = ? ORDER BY t.turn_index""",
+                            [task.dataset, dialogue]).fetchall()
+        dialogues.append([("Model" if answered else "User", text) for text, answered in turns])
+        found = con.execute("SELECT grounding FROM dialogues WHERE dataset = ? AND dialogue_id = ?",
+                            [task.dataset, dialogue]).fetchall()
+        grounding = grounding or (json.loads(found[0][0]) if found and found[0][0] else {})
+    return {"item_id": item_id, "track": track, "turns": [], "grounding": grounding, "responses": [],
+            "dialogues": dialogues, "sides": sides}
 
 
 def grounding_lines(grounding: dict) -> list[tuple[str, list[str]]]:

@@ -32,19 +32,34 @@ from evalcore.store.tasks import SAMPLINGS, Dimension
 QUESTIONS = {"Info": "Which response is more informative?", "Coh": "Which response is more coherent?",
              "Know": "Which response uses its knowledge more correctly?",
              "Rec": "Which response recommends more successfully?"}
+# ACUTE-Eval (Li et al. 2019) asks about two whole conversations, one question per quality, in its own words
+# (Table 2's optimised questions); MSDE's dimensions asked the same way.
+ACUTE = {"Engagingness": "Who would you prefer to talk to for a long conversation?",
+         "Interestingness": "If you had to say one of these speakers is interesting and one is boring, who would you "
+                            "say is more interesting?",
+         "Humanness": "Which speaker sounds more human?",
+         "Knowledgeable": "If you had to say that one speaker is more knowledgeable and one is more ignorant, who is "
+                          "more knowledgeable?",
+         "Info": "Which speaker brings up more knowledge: the topics and their attributes?",
+         "Coh": "Which speaker is more coherent: relevant to the conversation, fluent and never contradicting itself?",
+         "Know": "If you had to say that one speaker is more knowledgeable and one is more ignorant, who is more "
+                 "knowledgeable?",
+         "Rec": "Whose recommendation would the user in this conversation rather take?"}
 
 
-def dimension_specs(con: duckdb.DuckDBPyConnection, dataset: str, wanted: list[str]) -> list[Dimension]:
+def dimension_specs(con: duckdb.DuckDBPyConnection, dataset: str, wanted: list[str],
+                    questions: dict[str, str] = QUESTIONS) -> list[Dimension]:
     """The dimensions a task rates, with their scales and descriptions: the store's, and for MSDE's Info, Coh,
-    Know and Rec (0-2) the paper's definitions and score levels."""
+    Know and Rec (0-2) the paper's definitions and score levels; a side-by-side task's question per dimension from
+    `questions` (ACUTE-Eval's, for whole dialogues, where its own qualities may be asked too)."""
     rows = {d: (lo, hi, desc) for d, lo, hi, desc in con.execute(
         "SELECT dimension, scale_min, scale_max, description FROM dimensions WHERE dataset = ?", [dataset]).fetchall()}
     language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
     rubrics = RUBRICS["en" if (language or "").startswith("en") else "zh"]
     out = []
     for name in wanted:
-        if name not in rows and name not in rubrics:
-            names.require("dimension", name, sorted(set(rows) | set(rubrics)))
+        if name not in rows and name not in rubrics and name not in questions:
+            names.require("dimension", name, sorted(set(rows) | set(rubrics) | (set(questions) - set(QUESTIONS))))
         lo, hi, desc = rows.get(name, (0.0, 2.0, None))
         if name in rubrics:
             rubric = rubrics[name]
@@ -54,27 +69,63 @@ def dimension_specs(con: duckdb.DuckDBPyConnection, dataset: str, wanted: list[s
         if lo is None or hi is None:
             raise ValueError(f"dimension {name!r} has no scale in {dataset}: import ratings with --scale first")
         out.append(Dimension(name, float(lo), float(hi), desc or "",
-                             QUESTIONS.get(name, f"Which response is better on {name}?")))
+                             questions.get(name, f"Which response is better on {name}?")))
     return out
 
 
 def candidates(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, tracks: list[str] | None,
-               models: list[str] | None) -> pd.DataFrame:
-    """Every unit the task could hold: (item_id, track, model_a, model_b)."""
+               models: list[str] | None, level: str = "response") -> pd.DataFrame:
+    """Every unit the task could hold: (item_id, track, model_a, model_b), at dialogue level with dialogue_a and
+    dialogue_b."""
+    if level == "dialogue":
+        return dialogue_candidates(con, dataset, mode, tracks, models)
     frame = con.execute("""
         SELECT r.item_id, i.track, r.model FROM responses r JOIN items i USING (dataset, item_id)
         WHERE r.dataset = ? ORDER BY i.track, r.item_id, r.model""", [dataset]).df()
+    frame = _chosen(frame, tracks, models)
+    if mode == "absolute":
+        return frame.rename(columns={"model": "model_a"}).assign(model_b=None)
+    rows = [(item, track, a, b) for (item, track), group in frame.groupby(["item_id", "track"], sort=True)
+            for a, b in itertools.combinations(sorted(group["model"]), 2)]
+    return pd.DataFrame(rows, columns=["item_id", "track", "model_a", "model_b"])
+
+
+def _chosen(frame: pd.DataFrame, tracks: list[str] | None, models: list[str] | None) -> pd.DataFrame:
     for what, chosen, column in (("track", tracks, "track"), ("model", models, "model")):
         if chosen:
             for name in chosen:
                 if name not in set(frame[column]):
                     names.require(what, name, sorted(set(frame[column])))
             frame = frame[frame[column].isin(chosen)]
+    return frame
+
+
+def dialogue_candidates(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, tracks: list[str] | None,
+                        models: list[str] | None) -> pd.DataFrame:
+    """Whole dialogues as units: a dialogue whose every model turn one model answered (a conversation held with it,
+    such as a chat task's) is that model's. Absolute: one unit per dialogue. Pairwise (ACUTE-Eval): two dialogues of
+    different models on the same scenario (the same grounding), item_id 'dialogue_a|dialogue_b'."""
+    frame = con.execute("""
+        SELECT i.dialogue_id, any_value(i.track) AS track, any_value(r.model) AS model,
+               any_value(d.grounding) AS grounding
+        FROM items i JOIN responses r USING (dataset, item_id)
+        LEFT JOIN dialogues d ON d.dataset = i.dataset AND d.dialogue_id = i.dialogue_id
+        WHERE i.dataset = ? AND i.dialogue_id IS NOT NULL
+        GROUP BY i.dialogue_id HAVING count(DISTINCT r.model) = 1
+        ORDER BY 2, 1""", [dataset]).df()
+    if frame.empty:
+        raise ValueError(f"no whole dialogues in {dataset}: a dialogue unit is a conversation one model held (every "
+                         "model turn of the dialogue answered by that model), such as a chat task's")
+    frame = _chosen(frame, tracks, models)
     if mode == "absolute":
-        return frame.rename(columns={"model": "model_a"}).assign(model_b=None)
-    rows = [(item, track, a, b) for (item, track), group in frame.groupby(["item_id", "track"], sort=True)
-            for a, b in itertools.combinations(sorted(group["model"]), 2)]
-    return pd.DataFrame(rows, columns=["item_id", "track", "model_a", "model_b"])
+        return pd.DataFrame({"item_id": frame["dialogue_id"], "track": frame["track"], "model_a": frame["model"],
+                             "model_b": None, "dialogue_a": frame["dialogue_id"], "dialogue_b": None})
+    rows = []
+    for (track, _), group in frame.groupby(["track", frame["grounding"].fillna("")], sort=True):
+        for a, b in itertools.combinations(group.sort_values(["model", "dialogue_id"]).itertuples(index=False), 2):
+            if a.model != b.model:
+                rows.append((f"{a.dialogue_id}|{b.dialogue_id}", track, a.model, b.model, a.dialogue_id, b.dialogue_id))
+    return pd.DataFrame(rows, columns=["item_id", "track", "model_a", "model_b", "dialogue_a", "dialogue_b"])
 
 
 MIN_PER_TRACK = VERDICT_N   # units a track gets before the rest: the fewest a trust verdict can use (Fisher z: n - 3)
@@ -138,10 +189,14 @@ def disagreement(con: duckdb.DuckDBPyConnection, dataset: str, units: pd.DataFra
 
 
 def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, tracks: list[str] | None = None,
-           models: list[str] | None = None, seed: int = 0, sampling: str = "stratified") -> pd.DataFrame:
+           models: list[str] | None = None, seed: int = 0, sampling: str = "stratified",
+           level: str = "response") -> pd.DataFrame:
     if sampling not in SAMPLINGS:
         raise ValueError(f"unknown sampling {sampling!r}; known: {', '.join(SAMPLINGS)}")
-    pool = candidates(con, dataset, mode, tracks, models).reset_index(drop=True)
+    if level == "dialogue" and sampling == "disagreement":
+        raise ValueError("--sampling disagreement measures the metrics' disagreement on single responses: sample "
+                         "whole dialogues with --sampling stratified")
+    pool = candidates(con, dataset, mode, tracks, models, level).reset_index(drop=True)
     if pool.empty:
         raise ValueError(f"nothing to rate in {dataset}: " + ("no item has two models' responses"
                                                                 if mode == "pairwise" else "no responses"))
@@ -159,24 +214,29 @@ def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, t
             picked.append(group.sort_values("spread", ascending=False, na_position="last", kind="stable").head(k))
         else:
             picked.append(_round_robin(group, key, k, rng))
-    units = pd.concat(picked, ignore_index=True)[["item_id", "track", "model_a", "model_b"]]
+    units = pd.concat(picked, ignore_index=True).reindex(columns=["item_id", "track", "model_a", "model_b",
+                                                                  "dialogue_a", "dialogue_b"])
     return units.sample(frac=1, random_state=int(rng.integers(2**31))).reset_index(drop=True)
 
 
 def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dimensions: list[str], items: int,
                 per_item: int, tracks: list[str] | None = None, models: list[str] | None = None, seed: int = 0,
                 name: str | None = None, sampling: str = "stratified", ties: bool = True, guidelines: str = "",
-                created_by: str | None = None) -> int:
-    """Sample the units and store the task; its id."""
+                created_by: str | None = None, level: str = "response") -> int:
+    """Sample the units and store the task; its id. At dialogue level a unit is a whole dialogue (absolute) or two
+    whole dialogues on one scenario (pairwise: ACUTE-Eval, with its questions)."""
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     if not dimensions:
         raise ValueError("a task rates at least one dimension")
-    name = (name or "").strip() or f"{dataset} {mode} {','.join(dimensions)}"
+    if level not in stored.LEVELS:
+        raise ValueError(f"unknown level {level!r}; known: {', '.join(stored.LEVELS)}")
+    name = (name or "").strip() or f"{dataset} {mode}{' dialogues' if level == 'dialogue' else ''} {','.join(dimensions)}"
     stored.check_settings(name=name, guidelines=guidelines, seed=seed)
-    specs = dimension_specs(con, dataset, dimensions)
-    units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling)
+    specs = dimension_specs(con, dataset, dimensions, ACUTE if level == "dialogue" else QUESTIONS)
+    units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling, level=level)
     return stored.create(con, name=name, dataset=dataset, mode=mode, dimensions=specs, per_item=per_item, units=units,
-                         ties=ties, guidelines=guidelines, seed=seed, sampling=sampling, created_by=created_by)
+                         ties=ties, guidelines=guidelines, seed=seed, sampling=sampling, created_by=created_by,
+                         level=level)
 
 
 def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
@@ -260,7 +320,7 @@ def results(con: duckdb.DuckDBPyConnection, task_id: int, *, bootstrap: int = 20
 
 def describe(task: stored.Task) -> dict:
     """A task as plain values (for `task show` and the export's header)."""
-    return {"task_id": task.task_id, "name": task.name, "dataset": task.dataset, "mode": task.mode,
+    return {"task_id": task.task_id, "name": task.name, "dataset": task.dataset, "mode": task.mode, "level": task.level,
             "state": task.state, "per_item": task.per_item, "ties": task.ties, "seed": task.seed,
             "sampling": task.sampling, "access_code": task.access_code, "guidelines": task.guidelines,
             "dimensions": json.loads(json.dumps([d.__dict__ for d in task.dimensions], ensure_ascii=False)),

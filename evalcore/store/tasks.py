@@ -29,13 +29,15 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.errors import StoreError
-from evalcore.core.options import TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
+from evalcore.core.options import TASK_LEVELS, TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store import history
 from evalcore.store.annotators import check_name
 from evalcore.store.transactions import bump_revision, transaction
 
 MODES = TASK_MODES
+LEVELS = TASK_LEVELS
+RATED = {"response": "item_id", "dialogue": "dialogue_id"}   # the human_ratings column an absolute unit's item_id is
 SAMPLINGS = TASK_SAMPLINGS
 WINNERS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 CLAIM_TTL = timedelta(minutes=30)  # a unit shown and left unanswered this long goes to someone else
@@ -86,16 +88,26 @@ class Task:
     state: str
     created_by: str | None
     created_at: datetime
+    level: str = "response"   # the rated unit: a response, or a whole dialogue (its model's side, as MSDE rated)
 
     @property
     def origin(self) -> str:
         return f"task:{self.task_id}"
 
+    @property
+    def target(self) -> str:
+        """What an absolute answer rates, as human_ratings.target names it."""
+        return "dialogue" if self.level == "dialogue" else "response"
+
 
 def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str, dimensions: list[Dimension],
            per_item: int, units: pd.DataFrame, ties: bool = True, guidelines: str = "", seed: int = 0,
-           sampling: str = "stratified", created_by: str | None = None) -> int:
-    """Store a task and its units (columns item_id, track, model_a, model_b) in one transaction; its id."""
+           sampling: str = "stratified", created_by: str | None = None, level: str = "response") -> int:
+    """Store a task and its units (columns item_id, track, model_a, model_b; at dialogue level also dialogue_a and
+    dialogue_b) in one transaction; its id. A dialogue unit's item_id is its dialogue (absolute) or the pair of
+    dialogues (pairwise: 'dialogue_a|dialogue_b', so two pairs on one scenario stay apart)."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     if per_item < 1:
@@ -107,16 +119,17 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         bump_revision(con)
         task_id = con.execute("SELECT coalesce(max(task_id), 0) + 1 FROM tasks").fetchall()[0][0]
         con.execute("INSERT INTO tasks (task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
-                    "access_code, state, created_by, created_at, deleted_by) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL)",
+                    "access_code, state, created_by, created_at, deleted_by, level) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL, ?)",
                     [task_id, name, dataset, mode, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      per_item, ties, guidelines, seed, sampling, secrets.token_hex(3), created_by,
-                     datetime.now().replace(microsecond=0)])
+                     datetime.now().replace(microsecond=0), level])
         for d in dimensions:   # the ratings to come are on these scales (the store's other readers know them)
             con.execute("INSERT OR IGNORE INTO dimensions VALUES (?, ?, ?, ?, ?)",
                         [dataset, d.dimension, d.min, d.max, d.description or None])
         frame = units.reset_index(drop=True).assign(task_id=task_id, unit=lambda f: f.index + 1)
-        frame = frame.reindex(columns=["task_id", "unit", "item_id", "track", "model_a", "model_b"])
+        frame = frame.reindex(columns=["task_id", "unit", "item_id", "track", "model_a", "model_b", "dialogue_a",
+                                       "dialogue_b"])
         con.register("_evalcore_units", frame)
         try:
             con.execute("INSERT INTO task_units BY NAME SELECT * FROM _evalcore_units")
@@ -140,13 +153,14 @@ def check_settings(*, name: str, guidelines: str, seed: int) -> None:
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> Task:
     rows = con.execute("SELECT task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
-                       "access_code, state, created_by, created_at FROM tasks WHERE task_id = ?", [task_id]).fetchall()
+                       "access_code, state, created_by, created_at, coalesce(level, 'response') FROM tasks WHERE task_id = ?",
+                       [task_id]).fetchall()
     if not rows:
         known = [str(t) for (t,) in con.execute("SELECT task_id FROM tasks ORDER BY 1").fetchall()]
         names.require("task", str(task_id), known)
     r = rows[0]
     dims = tuple(Dimension(**d) for d in json.loads(r[4]))
-    return Task(r[0], r[1], r[2], r[3], dims, r[5], r[6], r[7] or "", r[8], r[9], r[10], r[11], r[12], r[13])
+    return Task(r[0], r[1], r[2], r[3], dims, r[5], r[6], r[7] or "", r[8], r[9], r[10], r[11], r[12], r[13], r[14])
 
 
 def listing(con: duckdb.DuckDBPyConnection, *, include_deleted: bool = False) -> pd.DataFrame:
@@ -165,8 +179,8 @@ def listing(con: duckdb.DuckDBPyConnection, *, include_deleted: bool = False) ->
 
 
 def units(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
-    return con.execute("SELECT unit, item_id, track, model_a, model_b FROM task_units WHERE task_id = ? ORDER BY unit",
-                       [task_id]).df()
+    return con.execute("SELECT unit, item_id, track, model_a, model_b, dialogue_a, dialogue_b FROM task_units "
+                       "WHERE task_id = ? ORDER BY unit", [task_id]).df()
 
 
 def answers(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
@@ -263,9 +277,9 @@ def _elsewhere(con, task: Task, annotator: str) -> dict[int, str]:
     on one of the task's dimensions somewhere other than this task (they are not offered to them)."""
     params = [task.dataset, task.task_id, task.origin, [d.dimension for d in task.dimensions]]
     if task.mode == "absolute":
-        rows = con.execute("""
+        rows = con.execute(f"""
             SELECT u.unit, h.annotator, h.origin FROM task_units u JOIN human_ratings h
-              ON h.dataset = ? AND h.item_id = u.item_id AND h.model = u.model_a AND h.target = 'response'
+              ON h.dataset = ? AND h.{RATED[task.target]} = u.item_id AND h.model = u.model_a AND h.target = '{task.target}'
             WHERE u.task_id = ? AND h.origin IS DISTINCT FROM ? AND list_contains(?, h.dimension)""", params).fetchall()
     else:
         rows = con.execute("""
@@ -365,8 +379,8 @@ def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id:
     count (who hold its places), and where else this person rated the unit's response or pair on `dimension`
     (None: nowhere)."""
     if task.mode == "absolute":
-        elsewhere = ("SELECT annotator, origin FROM human_ratings WHERE dataset = ? AND item_id = ? AND model = ? "
-                     "AND target = 'response' AND dimension = ? AND origin IS DISTINCT FROM ?")
+        elsewhere = (f"SELECT annotator, origin FROM human_ratings WHERE dataset = ? AND {RATED[task.target]} = ? "
+                     f"AND model = ? AND target = '{task.target}' AND dimension = ? AND origin IS DISTINCT FROM ?")
         params = [task.dataset, item_id, model_a, dimension, task.origin]
     else:
         elsewhere = ("SELECT judge, prompt FROM pairwise_judgments WHERE dataset = ? AND item_id = ? AND source = 'human' "
@@ -423,11 +437,13 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
         answer_id = _insert(con, task.task_id, unit, annotator, dimension, float(value), kind, None, seconds, now)
         bump_revision(con, task.dataset)
         if task.mode == "absolute":
-            con.execute("DELETE FROM human_ratings WHERE origin = ? AND item_id = ? AND model = ? AND annotator = ? "
+            column = RATED[task.target]
+            con.execute(f"DELETE FROM human_ratings WHERE origin = ? AND {column} = ? AND model = ? AND annotator = ? "
                         "AND dimension = ?", [task.origin, item_id, model_a, annotator, dimension])
-            con.execute("INSERT INTO human_ratings (dataset, track, target, item_id, model, annotator, dimension, score, "
-                        "origin) VALUES (?, ?, 'response', ?, ?, ?, ?, ?, ?)",
-                        [task.dataset, track, item_id, model_a, annotator, dimension, float(value), task.origin])
+            con.execute(f"INSERT INTO human_ratings (dataset, track, target, {column}, model, annotator, dimension, "
+                        "score, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [task.dataset, track, task.target, item_id, model_a, annotator, dimension, float(value),
+                         task.origin])
         else:
             winner = {1.0: "model_1", 0.0: "model_2", 0.5: "tie"}[float(value)]
             con.execute("INSERT OR REPLACE INTO pairwise_judgments (dataset, track, item_id, model_1, model_2, judge, "
@@ -455,8 +471,8 @@ def skip(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) 
         if given:   # what they stood for elsewhere goes with them
             bump_revision(con, task.dataset)
             if task.mode == "absolute":
-                con.execute("DELETE FROM human_ratings WHERE origin = ? AND item_id = ? AND model = ? AND annotator = ?",
-                            [task.origin, item_id, model_a, annotator])
+                con.execute(f"DELETE FROM human_ratings WHERE origin = ? AND {RATED[task.target]} = ? AND model = ? "
+                            "AND annotator = ?", [task.origin, item_id, model_a, annotator])
             else:
                 con.execute("DELETE FROM pairwise_judgments WHERE prompt = ? AND item_id = ? AND model_1 = ? "
                             "AND model_2 = ? AND judge = ? AND source = 'human'",

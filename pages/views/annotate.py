@@ -215,10 +215,20 @@ def _unit_panel() -> None:
         if not revisit and len(ann.my_answers(con, task, unit, annotator)) == len(task.dimensions):
             st.session_state[unit_key] = None
 
+    if task.level == "dialogue":   # whole conversations: the model's turns are what is rated
+        labels = ["The conversation"] if task.mode == "absolute" else ["Speaker A's conversation",
+                                                                       "Speaker B's conversation"]
+        for label, turns in zip(labels, view["dialogues"]):
+            with st.container(border=True):
+                st.caption(label)
+                for speaker, text in turns:
+                    with st.chat_message("user" if speaker == "User" else "assistant"):
+                        st.text(text)
     if task.mode == "absolute":
-        with st.container(border=True):
-            st.caption("Response")
-            st.text(view["responses"][0])
+        if task.level != "dialogue":
+            with st.container(border=True):
+                st.caption("Response")
+                st.text(view["responses"][0])
         for dim in task.dimensions:
             st.text(f"{dim.dimension} ({dim.min:g} to {dim.max:g})")
             if dim.description:
@@ -227,14 +237,16 @@ def _unit_panel() -> None:
                                  format_func=lambda v: f"{v:g}", key=f"ann-{task.task_id}-{unit}-{dim.dimension}",
                                  label_visibility="collapsed", on_change=_answered, args=(dim.dimension, float))
     else:
-        left, right = st.columns(2)
-        for col, label, text in ((left, "Left response", view["responses"][0]),
-                                 (right, "Right response", view["responses"][1])):
-            with col, st.container(border=True):
-                st.caption(label)
-                st.text(text)
+        if task.level != "dialogue":
+            left, right = st.columns(2)
+            for col, label, text in ((left, "Left response", view["responses"][0]),
+                                     (right, "Right response", view["responses"][1])):
+                with col, st.container(border=True):
+                    st.caption(label)
+                    st.text(text)
         choices = ["left", "tie", "right"] if task.ties else ["left", "right"]
-        names = {"left": "Left", "tie": "Tie", "right": "Right"}
+        names = ({"left": "Speaker A", "tie": "Tie", "right": "Speaker B"} if task.level == "dialogue" else
+                 {"left": "Left", "tie": "Tie", "right": "Right"})
         for dim in task.dimensions:
             st.text(dim.question or dim.dimension)
             st.segmented_control(dim.dimension, choices, default=ann.choice_of(view["sides"], given.get(dim.dimension)),

@@ -5,7 +5,7 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.pagedata import annotation as ann
 from evalcore.pagedata import catalog
-from evalcore.store.tasks import MAX_SEED, MODES, SAMPLINGS
+from evalcore.store.tasks import LEVELS, MAX_SEED, MODES, SAMPLINGS
 from pages.kit.access import may_write
 from pages.kit.runtime import data
 from pages.kit.state import base_url, page_link, publish, start
@@ -63,13 +63,16 @@ with st.expander("Create a task", expanded=tasks.empty):
                                          "over their models in turn; or where the metrics disagree most")
             seed = c5.number_input("Seed", 0, MAX_SEED, 0, key=f"tk-seed-{gen}")
             ties = c6.checkbox("Ties allowed (side by side)", True, key=f"tk-ties-{gen}")
+            level = st.selectbox("Unit", LEVELS, key=f"tk-level-{gen}",
+                                 format_func={"response": "one response", "dialogue": "a whole dialogue (a conversation "
+                                              "one model held; side by side: ACUTE-Eval)"}.get)
             name = st.text_input("Name", max_chars=120, key=f"tk-name-{gen}")
             guidelines = st.text_area("Guidelines for annotators", max_chars=5000, key=f"tk-guide-{gen}")
             if st.form_submit_button("Create task"):
                 try:
                     new = ann.create(con, dataset=dataset, mode=mode, dimensions=dims, items=int(items),
                                      per_item=int(per_item), tracks=tracks or None, seed=int(seed), name=name or None,
-                                     sampling=sampling, ties=ties, guidelines=guidelines, created_by=who)
+                                     sampling=sampling, ties=ties, guidelines=guidelines, created_by=who, level=level)
                     st.session_state["tk-created"] = (new, ann.coverage(con, new))
                 except (ValueError, StoreError) as exc:
                     st.error(md_escape(str(exc)))
