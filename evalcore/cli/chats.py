@@ -23,7 +23,7 @@ def create(con, args) -> None:
     guidelines = ""
     if args.guidelines:
         try:
-            guidelines = Path(args.guidelines).read_text(encoding="utf-8")
+            guidelines = Path(args.guidelines).read_text(encoding="utf-8-sig")   # Notepad's byte-order mark is not text
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"--guidelines {args.guidelines}: cannot be read as UTF-8 text ({exc})") from None
     task_id = service.create_chat(con, dataset=args.dataset, track=args.track, endpoints=_split(args.endpoints) or [],
@@ -60,6 +60,7 @@ def show(con, args) -> None:
 
 
 def review(con, args) -> None:
+    stored.get(con, args.task_id)   # an unknown task is an error, not an empty queue
     if args.conversation is None:
         if args.accept or args.send_back:
             raise ValueError("say which conversation: --conversation ID")
