@@ -30,10 +30,10 @@ ENDPOINTS = ("secret-alpha", "secret-beta")   # names the page must never show
 DOCS = ROOT / "docs" / "img"
 WIDE = Path("/tmp/chat-shots")
 INPUT = '[data-testid="stChatInputTextArea"]'
-# What each person types, per conversation (their 1st and 2nd); ann's 2nd message of her first conversation asks
-# the server to wait before answering, so the app is killed while that reply is awaited.
+SLOW = 3.0   # seconds the endpoint holds the reply the app is killed in the middle of
+# What each person types, per conversation (their 1st and 2nd), Chinese and English.
 SAID = {
-    "ann": (["你好！我想了解一下这个地方。", "SLOW=3 它什么时候开放？", "谢谢，还有别的推荐吗？"],
+    "ann": (["你好！我想了解一下这个地方。", "它什么时候开放？门票多少钱？", "谢谢，还有别的推荐吗？"],
             ["请介绍一下这个乐队吧", "他们有什么代表作品？", "好的，我去听听。"]),
     "bob": (["Hi, what can you tell me about this?", "有意思，再多说一点", "OK, thanks!"],
             ["这个是什么时候成立的？", "What is it known for?", "明白了，谢谢你"]),
@@ -145,9 +145,11 @@ def _next(page) -> None:
 
 
 def _conversation(page, said: list[str], values, flag: str | None = None) -> None:
+    """The rest of a conversation: `said` are the messages left, then end and rate it."""
+    before = _said(page)
     for text in said:
         _round(page, text)
-    assert _said(page) == said
+    assert _said(page) == before + said
     _end_and_rate(page, values, flag)
 
 
@@ -186,13 +188,16 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                 # ann's first conversation: two messages, the second awaiting its (slow) reply when the app dies
                 ann_ctx, ann, link = _enter(browser, base, task, "ann")
                 first, second = SAID["ann"]
+                expect(ann.get_by_placeholder("Your message")).to_be_visible(timeout=30_000)
                 _shoot(ann, "chat-scenario-start", docs=False)
                 _round(ann, first[0])
+                srv.delay = SLOW
                 _typed(ann, first[1])
                 expect(ann.get_by_text(first[1], exact=True)).to_be_visible(timeout=30_000)   # stored, then drawn
                 expect(ann.get_by_placeholder("The model is answering…")).to_be_visible(timeout=30_000)
                 os.kill(server.pid, signal.SIGKILL)
                 server.wait(timeout=30)
+                srv.delay = 0.3
                 stored_before = _messages(db)
                 assert [m for ms in stored_before.values() for m in ms] == [
                     ("user", first[0]), ("assistant", f"echo: {first[0]}"), ("user", first[1])]
@@ -207,7 +212,7 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                 ann.get_by_role("button", name="Start chatting").click()
                 _answered(ann, first[1])   # the awaited reply is asked for again and arrives
                 assert _said(ann) == first[:2]   # every message she sent before the kill
-                _shoot(ann, "chat-scenario")
+                _shoot(ann, "chat-resumed", docs=False)
                 _round(ann, first[2])
                 assert _said(ann) == first
                 _end_and_rate(ann, RATINGS["ann"][0], flag="repetition")
@@ -221,6 +226,7 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                 # the endpoint goes down for ann's first message: a sentence and Retry, her message kept
                 with srv._lock:
                     srv.fail_after = srv.answered
+                    closed = [status for _, status in srv.log].count(None)
                 _typed(ann, second[0])
                 expect(ann.get_by_text("the model did not answer")).to_be_visible(timeout=60_000)
                 retry = ann.get_by_role("button", name="Retry")
@@ -229,6 +235,7 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                 assert _said(ann) == second[:1]
                 _blind(ann)
                 _shoot(ann, "chat-talk")
+                assert [status for _, status in srv.log].count(None) - closed == 3   # the client's three attempts
                 srv.up()
                 retry.click()
                 _answered(ann, second[0])
@@ -242,7 +249,9 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                     _round(bob, text)
                 _end_and_rate(bob, RATINGS["bob"][0])
                 _next(bob)
-                _conversation(bob, SAID["bob"][1], RATINGS["bob"][1], flag="off topic")
+                _round(bob, SAID["bob"][1][0])
+                _shoot(bob, "chat-scenario")   # a short scenario: it, the talk and the input on one screen
+                _conversation(bob, SAID["bob"][1][1:], RATINGS["bob"][1], flag="off topic")
                 _blind(bob)
                 ann_ctx.close()
                 bob_ctx.close()
@@ -277,6 +286,8 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                             "AND target = 'dialogue' AND item_id IS NULL ORDER BY 1, 4", [task.target]).fetchall()
     finally:
         con.close()
+    for log in ("streamlit-chat.log", "streamlit-chat-2.log"):
+        assert "Traceback" not in (ARTIFACTS / log).read_text(encoding="utf-8", errors="replace")
     assert len(convs) == 4 and set(convs["state"]) == {"accepted"}
     assert sorted(convs["annotator"]) == ["ann", "ann", "bob", "bob"]
     for _, theirs in convs.groupby("annotator"):
