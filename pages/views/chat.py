@@ -133,7 +133,8 @@ if talking:
         failure = st.session_state.get(failed_key)
         with st.chat_message("assistant"):
             if failure and failure[0] == view["pending"]:
-                st.warning(md_escape(failure[1] + ". Your message is kept; try again, or end the conversation."))
+                st.warning(md_escape(failure[1].rstrip(".") + ". Your message is kept; try again, or end the "
+                                     "conversation."))
                 st.button("Retry", key=f"{prefix}-retry-{cid}", on_click=lambda: st.session_state.pop(failed_key, None))
             else:
                 shown = st.empty()
