@@ -5,7 +5,8 @@ three rounds a conversation, then rate each whole dialogue and a reviewer accept
 Along the way: the app server is SIGKILLed while a reply is awaited and started again, and the person finds every
 message she sent and goes on; the endpoint goes down for one message, the page says so with a Retry, and after it
 comes back the reply is stored once; Chinese typed into the chat input is stored intact; the endpoints' names never
-reach the page. Screenshots at 800 px go to docs/img/, at 1400 px to /tmp/chat-shots/."""
+reach the page. Screenshots at 800 px go to tests/artifacts/, at 1400 px to /tmp/chat-shots/ (the docs' own come
+from bench/chat_screenshots.py)."""
 from __future__ import annotations
 
 import os
@@ -17,17 +18,20 @@ import pytest
 from judge_server import JudgeServer
 from test_annotate_browser import _start
 from test_browser import ARTIFACTS, CHROMIUM, _free_port, _settle, chromium, expect
+from test_tasks import _fastchat_mle
 
-from conftest import ROOT, copy_default_store
+from conftest import copy_default_store
+from evalcore.analysis.bradley_terry import fit, votes
 from evalcore.services import chats as service
+from evalcore.services import tasks as tasks_service
 from evalcore.store import chats as stored
 from evalcore.store import connect
 from evalcore.store import endpoints as registry
+from evalcore.store import tasks as tasks_stored
 
 pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"), pytest.mark.slow]
 
 ENDPOINTS = ("secret-alpha", "secret-beta")   # names the page must never show
-DOCS = ROOT / "docs" / "img"
 WIDE = Path("/tmp/chat-shots")
 INPUT = '[data-testid="stChatInputTextArea"]'
 SLOW = 3.0   # seconds the endpoint holds the reply the app is killed in the middle of
@@ -54,11 +58,11 @@ def _make_task(db: Path, url: str) -> stored.ChatTask:
 
 
 def _shoot(page, name: str, *, docs: bool = True) -> None:
-    """The page at 800 px (docs/img/, or tests/artifacts/) and at 1400 px (/tmp/chat-shots/), then back at 800."""
+    """The page at 800 px (tests/artifacts/) and at 1400 px (/tmp/chat-shots/), then back at 800."""
     WIDE.mkdir(exist_ok=True)
     ARTIFACTS.mkdir(exist_ok=True)
     height = page.viewport_size["height"]
-    page.screenshot(path=str((DOCS if docs else ARTIFACTS) / f"{name}-800.png"))
+    page.screenshot(path=str(ARTIFACTS / f"{name}-800.png"))
     page.set_viewport_size({"width": 1400, "height": height})
     page.wait_for_timeout(500)
     page.screenshot(path=str(WIDE / f"{name}-1400.png"))
@@ -165,19 +169,60 @@ def _messages(db: Path) -> dict[int, list[tuple[str, str]]]:
     return out
 
 
+# A third person's ACUTE-Eval votes per unit, by the side shown (sides are in her own order, so which model wins the
+# one decided vote is not fixed; with a tie beside it the fit is finite either way)
+VOTES = {"Engagingness": ("Speaker A", "Tie"), "Knowledgeable": ("Tie", "Speaker B")}   # one win and one tie: finite
+
+
 def acute_eval_hook(browser, base: str, db: Path, task: stored.ChatTask) -> None:
-    """HOOK for the ACUTE-Eval part (Li et al. 2019), added once the pairwise dialogue task is merged: a third
-    person opens a pairwise task at level 'dialogue' over the two endpoints' accepted dialogues of task.target
-    (task_units.dialogue_a / dialogue_b), votes on whole conversations side by side in `browser` at `base`, and
-    the Bradley-Terry ratings from the exported votes equal FastChat's compute_mle_elo (test_tasks._fastchat_mle).
-    Called with the app server running and all four conversations accepted; does nothing yet."""
-    return None
+    """ACUTE-Eval (Li et al. 2019) on the accepted conversations: a pairwise rating task at dialogue level over the
+    target dataset (one unit per scenario: the two endpoints' conversations), a third person who never chatted
+    votes on whole conversations in Chromium, blind, and the Bradley-Terry ratings from her votes equal FastChat's
+    compute_mle_elo fit (test_tasks._fastchat_mle)."""
+    con = connect(db)
+    try:
+        acute = tasks_stored.get(con, tasks_service.create_task(
+            con, dataset=task.target, mode="pairwise", level="dialogue", dimensions=list(VOTES), items=2, per_item=1))
+        assert len(tasks_stored.units(con, acute.task_id)) == 2   # two scenarios, one pair of endpoints each
+    finally:
+        con.close()
+    page = browser.new_context(viewport={"width": 800, "height": 1000}).new_page()
+    page.goto(f"{base}/annotate?task={acute.task_id}")
+    page.get_by_label("Your name").fill("cy")
+    page.get_by_label("Access code").fill(acute.access_code)
+    page.get_by_role("button", name="Start rating").click()
+    page.get_by_role("button", name="I have kept my key: start rating").click(timeout=60_000)
+    for unit in range(2):
+        expect(page.get_by_text("Speaker B's conversation")).to_be_visible(timeout=60_000)
+        html = page.content()
+        assert not any(name in html for name in ENDPOINTS)   # blind
+        if unit == 0:
+            _shoot(page, "chat-acute")
+        shown = page.get_by_text(re.compile(r"^Unit \d+$")).inner_text()
+        for i, (dimension, choices) in enumerate(VOTES.items()):
+            group = page.locator('[data-testid="stButtonGroup"]').nth(i)
+            group.get_by_role("button", name=choices[unit], exact=True).click()
+            page.wait_for_timeout(700)
+        if unit == 0:   # the last dimension's click draws the next unit
+            expect(page.get_by_text(re.compile(r"^Unit \d+$"))).not_to_have_text(shown, timeout=60_000)
+    page.context.close()
+    con = connect(db)
+    try:
+        for dimension in VOTES:
+            cast = votes(con, task.target, dimension=dimension)
+            assert len(cast) == 2 and set(cast["voter"]) == {"cy"}
+            ours, reference = fit(cast), _fastchat_mle(cast)
+            assert ours.ratings is not None, ours.reason
+            for model, rating in zip(ours.models, ours.ratings):
+                assert rating == pytest.approx(reference[model], abs=0.01)
+    finally:
+        con.close()
 
 
 def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_accepted(tmp_path, default_store_file):
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
     db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
-    DOCS.mkdir(parents=True, exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with JudgeServer(delay=0.3, echo=True) as srv:
         task = _make_task(db, srv.url)
         port = _free_port()

@@ -134,3 +134,29 @@ def test_mean_ci_is_the_mean_and_percentiles_of_resampled_means():
     mean, lo, hi = service.mean_ci(values, 2000, np.random.default_rng(0))
     assert mean == 1.25 and 0.0 <= lo < 1.25 < hi <= 2.0
     assert service.mean_ci(np.array([2.0]), 10, np.random.default_rng(0)) == (2.0, None, None)
+
+
+def test_two_people_two_endpoints_each_meet_both_whatever_the_order(con):
+    """Two scenarios, two endpoints, K = 1, people entering in turn: each person meets both endpoints (a greedy
+    choice of the least-started scenario once left the second person only an endpoint she had met)."""
+    for seed in range(6):
+        task = make(con, scenarios=2, seed=seed)
+        met = {}
+        for person in ("ann", "bob", "ann", "bob"):
+            cid = stored.assign(con, task, person)
+            conv = stored.conversation(con, cid)
+            met.setdefault(person, []).append((conv.scenario, conv.endpoint))
+            finish(con, task, cid, person)
+        assert all(sorted(e for _, e in pairs) == ["e1", "e2"] for pairs in met.values()), (seed, met)
+        assert all(len({s for s, _ in pairs}) == 2 for pairs in met.values())
+
+
+def test_a_closed_task_takes_no_messages_until_reopened(con):
+    task = make(con)
+    cid = stored.assign(con, task, "ann")
+    stored.set_state(con, task.task_id, "closed")
+    with pytest.raises(stored.TaskClosed, match="closed"):
+        stored.say(con, cid, "ann", "hi")
+    assert stored.assign(con, stored.get(con, task.task_id), "bob") is None
+    stored.set_state(con, task.task_id, "open")
+    assert stored.say(con, cid, "ann", "hi") == 0

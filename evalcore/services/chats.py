@@ -221,5 +221,4 @@ def describe(task: stored.ChatTask) -> dict:
     out = asdict(task)
     out["dimensions"] = [d.dimension for d in task.dimensions]
     out["created_at"] = str(task.created_at)
-    out.pop("access_code")
     return out

@@ -236,7 +236,10 @@ def assign(con: duckdb.DuckDBPyConnection, task: ChatTask, annotator: str, *, no
         frame["met"] = frame["endpoint"].map(lambda e: met.get(e, 0))
         frame["end_rank"] = frame["endpoint"].map(ends.index)
         frame["scen_rank"] = frame["scenario"].map(lambda s: ranks.get(int(s), int(s)))
-        # the endpoint they met least (in their own order), on the scenario fewest people have started yet
+        # the endpoint they met least (in their own order), on the scenario MOST people have started already: those
+        # people cannot take it, so the scenarios they can still meet stay free for them (taking the least-started
+        # one first left a second person only an endpoint they had met, with two people and two endpoints)
+        frame["taken"] = -frame["taken"]
         pick = frame.sort_values(["met", "end_rank", "taken", "scen_rank", "slot"], kind="stable").iloc[0]
         con.execute("UPDATE chat_conversations SET annotator = ?, person = ?, state = 'talking', assigned_at = ? "
                     "WHERE conversation_id = ?", [annotator, person, now, int(pick.conversation_id)])
@@ -248,8 +251,9 @@ def _held(con, conversation_id: int, annotator: str) -> tuple[Conversation, Chat
     if conv.annotator is None or identity_key(conv.annotator) != identity_key(annotator):
         raise NotYours("this conversation is someone else's; nothing was stored")
     task = get(con, conv.task_id)
-    if task.state == "deleted":
-        raise TaskClosed(f"chat task {task.task_id} was deleted; nothing was stored")
+    if task.state != "open":
+        raise TaskClosed(f"chat task {task.task_id} is {task.state}: it takes no messages or ratings now; nothing was "
+                         "stored" + (" (whoever runs it can reopen it)" if task.state == "closed" else ""))
     return conv, task
 
 
@@ -465,9 +469,9 @@ def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, no
 
 
 def set_state(con: duckdb.DuckDBPyConnection, task_id: int, state: str) -> None:
-    """Close (no new conversations, none resumed), reopen, or delete a task. Deleting keeps every row (reopen
-    brings it back); dialogues already accepted stay in the target dataset, where `evalcore delete` undoably
-    removes them."""
+    """Close (no messages or ratings until it is reopened; review goes on), reopen, or delete a task. Deleting keeps
+    every row (reopen brings it back); dialogues already accepted stay in the target dataset, where `evalcore
+    delete-model` removes them, restorably."""
     if state not in ("open", "closed", "deleted"):
         raise ValueError(f"unknown state {state!r}")
     get(con, task_id)

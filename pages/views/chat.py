@@ -126,13 +126,15 @@ for idx, role, text in view["messages"]:
 failed_key = f"{prefix}-failed-{cid}"
 if talking:
     full = view["rounds"] >= task.max_rounds
-    st.chat_input("The model is answering…" if view["pending"] is not None else
+    failure = st.session_state.get(failed_key)
+    failed = bool(failure) and view["pending"] is not None and failure[0] == view["pending"]
+    st.chat_input("The model did not answer: retry, or end the conversation" if failed else
+                  "The model is answering…" if view["pending"] is not None else
                   ("Round limit reached: end the conversation" if full else "Your message"),
                   key=input_key, max_chars=4000, disabled=view["pending"] is not None or full)
     if view["pending"] is not None:
-        failure = st.session_state.get(failed_key)
         with st.chat_message("assistant"):
-            if failure and failure[0] == view["pending"]:
+            if failed:
                 st.warning(md_escape(failure[1].rstrip(".") + ". Your message is kept; try again, or end the "
                                      "conversation."))
                 st.button("Retry", key=f"{prefix}-retry-{cid}", on_click=lambda: st.session_state.pop(failed_key, None))
@@ -149,7 +151,7 @@ if talking:
                     if problem:
                         st.session_state[failed_key] = (after, problem)
                     st.rerun()
-    if view["rounds"] and view["pending"] is None:
+    if view["rounds"] and (view["pending"] is None or failed):
         with st.form(f"{prefix}-end-{cid}", border=False):
             goal = st.checkbox("Everything in the scenario came up (the goal was reached)", key=f"{prefix}-goal-{cid}")
             if st.form_submit_button("End the conversation and rate it"):
