@@ -10,7 +10,6 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.pagedata import annotation as ann
 from pages.kit.access import checked_guess, guess_wait, wait_text
-from pages.kit.state import base_url
 from pages.kit.text import md_escape
 
 
@@ -21,15 +20,17 @@ def say(exc: Exception) -> str:
     return md_escape(str(exc))
 
 
-def leave(prefix: str) -> None:
-    for key in [k for k in st.session_state if str(k).startswith(f"{prefix}-who") or str(k).startswith(f"{prefix}-at")]:
+def leave(*keys: str) -> None:
+    """This browser forgets who is at the keyboard (the session keys given: who they are, what they were shown)."""
+    for key in keys:
         st.session_state.pop(key, None)
 
 
-def identify(con, *, prefix: str, code_ok: Callable[[str], bool], link_of: Callable[[str, str], str],
-             intro: Callable[[], None], start_label: str) -> str:
-    """The person's name as stored; until they are known, draws the entry form (after `intro`) and stops the run."""
-    who_key, issued_key = f"{prefix}-who", f"{prefix}-issued"
+def identify(con, *, who_key: str, issued_key: str, link_key: str, form_key: str, kept_key: str, kept_label: str,
+             code_ok: Callable[[str], bool], link_of: Callable[[str, str], str], intro: Callable[[], None],
+             start_label: str, forget: tuple[str, ...] = ()) -> str:
+    """The person's name as stored (session state `who_key`); until they are known, draws the entry form (after
+    `intro`) and stops the run. `link_key`: (name, key) a personal link filled in; `forget`: what a new entry clears."""
     user = getattr(st, "user", None)
     if not st.session_state.get(who_key) and user is not None and getattr(user, "is_logged_in", False):
         try:
@@ -39,16 +40,16 @@ def identify(con, *, prefix: str, code_ok: Callable[[str], bool], link_of: Calla
             st.stop()
     if not st.session_state.get(who_key):
         intro()
-        link_name, link_key = st.session_state.get(f"{prefix}-link", ("", ""))
-        with st.form(f"{prefix}-login"):
+        link_name, link_secret = st.session_state.get(link_key, ("", ""))
+        with st.form(form_key):
             st.caption("The task's access code and your name. The first time you enter, you get a personal key: keep "
                        "it, you need it with your name to come back (on any machine). Lost it? Whoever runs the task "
                        "can give you a new one.")
             name = st.text_input("Your name", value=link_name, max_chars=80)
             code = st.text_input("Access code", type="password")
-            key = st.text_input("Personal key (leave empty the first time)", value=link_key, type="password")
+            key = st.text_input("Personal key (leave empty the first time)", value=link_secret, type="password")
             if st.form_submit_button(start_label):
-                _enter(con, prefix, name, code, key, code_ok)
+                _enter(con, name, code, key, code_ok, who_key, issued_key, link_key, forget)
         st.stop()
     who = st.session_state[who_key]
     if st.session_state.get(issued_key):
@@ -60,12 +61,16 @@ def identify(con, *, prefix: str, code_ok: Callable[[str], bool], link_of: Calla
         st.text(issued)
         st.caption("Your personal link (opens this task with your name and key filled in)")
         st.text(link_of(who, issued))
-        st.button("I have kept my key: start", key=f"{prefix}-kept", on_click=lambda: st.session_state.pop(issued_key, None))
+        st.button(kept_label, key=kept_key, on_click=lambda: st.session_state.pop(issued_key, None))
         st.stop()
     return who
 
 
-def _enter(con, prefix: str, name: str, code: str, key: str, code_ok: Callable[[str], bool]) -> None:
+def _enter(con, name: str, code: str, key: str, code_ok: Callable[[str], bool], who_key: str, issued_key: str,
+           link_key: str, forget: tuple[str, ...]) -> None:
+    """A login: the task's access code, then the name and personal key. A wrong code and a wrong personal key are
+    guesses, counted against this session, this client's address and the server (access.checked_guess), as the
+    upload password is: a code is six characters, and a script could otherwise try them all."""
     code_said = checked_guess("task-code", lambda: code_ok(code))
     if not code_said.checked:
         st.error(wait_text("access codes", *guess_wait("task-code")))
@@ -94,12 +99,9 @@ def _enter(con, prefix: str, name: str, code: str, key: str, code_ok: Callable[[
         st.error(say(entered["error"]))
         return
     who, issued = entered["who"]
-    leave(prefix)
-    st.session_state[f"{prefix}-who"] = who
-    st.session_state.pop(f"{prefix}-link", None)
+    leave(who_key, *forget)
+    st.session_state[who_key] = who
+    st.session_state.pop(link_key, None)
     if issued:
-        st.session_state[f"{prefix}-issued"] = issued
+        st.session_state[issued_key] = issued
     st.rerun()
-
-
-__all__ = ["identify", "leave", "say", "base_url"]

@@ -8,7 +8,7 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.pagedata import annotation as ann
 from evalcore.store.tasks import TaskClosed
-from pages.kit.access import checked_guess, guess_wait, wait_text
+from pages.kit.identity import identify, leave, say
 from pages.kit.runtime import release
 from pages.kit.state import base_url, publish, start
 from pages.kit.text import md_escape
@@ -40,11 +40,7 @@ if task is None:   # deleted between the list and now
 st.text(f"{task.name}: {task.mode}, {', '.join(d.dimension for d in task.dimensions)}")
 
 
-def _say(exc: Exception) -> str:
-    """A refusal or a store that cannot be used, as the one sentence the page shows (markdown-escaped)."""
-    if isinstance(exc, StoreError) and not isinstance(exc, TaskClosed):
-        return md_escape(f"The store cannot be used right now: {exc}")
-    return md_escape(str(exc))
+
 
 
 # -------------------------------------------------------------- who is rating
@@ -53,58 +49,10 @@ who_key, issued_key, unit_key = f"ann-who-{task.task_id}", f"ann-issued-{task.ta
 
 def _leave() -> None:
     """This browser forgets who rates here (and the unit drawn for them)."""
-    for key in (who_key, unit_key):
-        st.session_state.pop(key, None)
+    leave(who_key, unit_key)
 
 
-def _start(name: str, code: str, key: str) -> None:
-    """A login: the task's access code, then the name and personal key. A wrong code and a wrong personal key are
-    guesses, counted against this session, this client's address and the server (common.checked_guess), as the
-    upload password is: a code is six characters, and a script could otherwise try them all."""
-    code_said = checked_guess("task-code", lambda: ann.code_ok(task, code))
-    if not code_said.checked:
-        st.error(wait_text("access codes", *guess_wait("task-code")))
-        return
-    if not code_said.right:
-        st.error("That is not this task's access code.")
-        return
-    entered: dict = {}
-
-    def key_right() -> bool:
-        # only a personal key given and refused is a wrong guess; a taken name without a key is not one
-        try:
-            entered["who"] = ann.enter(con, name, key)
-        except ann.NotThem as exc:
-            entered["error"] = exc
-            return not (key or "").strip()
-        except (ValueError, StoreError) as exc:
-            entered["error"] = exc
-        return True
-
-    key_said = checked_guess("personal-key", key_right)
-    if not key_said.checked:
-        st.error(wait_text("personal keys", *guess_wait("personal-key")))
-        return
-    if "error" in entered:
-        st.error(_say(entered["error"]))
-        return
-    who, issued = entered["who"]
-    _leave()
-    st.session_state[who_key] = who
-    st.session_state.pop("ann-link", None)
-    if issued:
-        st.session_state[issued_key] = issued
-    st.rerun()
-
-
-user = getattr(st, "user", None)
-if not st.session_state.get(who_key) and user is not None and getattr(user, "is_logged_in", False):
-    try:
-        st.session_state[who_key] = ann.signed_in(con, str(user.get("email") or user.get("name")))
-    except (ValueError, StoreError) as exc:
-        st.error(_say(exc))
-        st.stop()
-if not st.session_state.get(who_key):
+def _intro() -> None:
     st.caption("What you will rate")
     asks = ann.dimensions_table(task)
     # the scales in a table; each definition as wrapped text below it (a table cell cut them at 800 px)
@@ -112,35 +60,16 @@ if not st.session_state.get(who_key):
     for dimension, description in zip(asks["dimension"], asks["description"]):
         if description:
             st.caption(md_escape(f"{dimension}: {description}"))
-    link_name, link_key = st.session_state.get("ann-link", ("", ""))
-    with st.form(f"ann-login-{task.task_id}"):
-        st.caption("The task's access code and your name. The first time you enter, you get a personal key: keep "
-                   "it, you need it with your name to come back (on any machine). Lost it? Whoever runs the task "
-                   "can give you a new one.")
-        name = st.text_input("Your name", value=link_name, max_chars=80)
-        code = st.text_input("Access code", type="password")
-        key = st.text_input("Personal key (leave empty the first time)", value=link_key, type="password")
-        if st.form_submit_button("Start rating"):
-            _start(name, code, key)
-    st.stop()
-annotator = st.session_state[who_key]
 
-if st.session_state.get(issued_key):
-    issued = st.session_state[issued_key]
-    st.success(md_escape(f"Welcome, {annotator}. Your personal key is below: it is shown this once, and you need "
-                         "it with your name to come back. Keep it (or the link) to yourself: whoever has it can "
-                         "rate as you."))
-    st.caption("Your personal key")
-    st.text(issued)
-    st.caption("Your personal link (opens this task with your name and key filled in)")
-    st.text(ann.personal_link(base_url(), task.task_id, annotator, issued))
-    st.button("I have kept my key: start rating", key="ann-kept",
-              on_click=lambda: st.session_state.pop(issued_key, None))
-    st.stop()
 
-me, leave = st.columns([3, 1])
+annotator = identify(con, who_key=who_key, issued_key=issued_key, link_key="ann-link", form_key=f"ann-login-{task.task_id}",
+                     kept_key="ann-kept", kept_label="I have kept my key: start rating", start_label="Start rating",
+                     code_ok=lambda code: ann.code_ok(task, code), intro=_intro, forget=(unit_key,),
+                     link_of=lambda name, key: ann.personal_link(base_url(), task.task_id, name, key))
+
+me, out = st.columns([3, 1])
 me.caption(md_escape(f"Rating as {annotator}"))
-leave.button("Leave", key="ann-leave", on_click=_leave,
+out.button("Leave", key="ann-leave", on_click=_leave,
              help="not you, or done for now: this browser forgets who is rating; your answers stay yours")
 
 
@@ -158,7 +87,7 @@ def unit_panel() -> None:
         else:
             _unit_panel()
     except (ValueError, StoreError) as exc:   # the task closed or deleted, the store busy or full
-        st.warning(_say(exc))
+        st.warning(say(exc))
         st.button("Try again", key="ann-retry")
     finally:
         release()   # give back the cursor the fragment's run took (and the store's lock)
@@ -172,7 +101,7 @@ def _act(write, *args) -> bool:
         return True
     except (ValueError, StoreError) as exc:
         unusable = isinstance(exc, StoreError) and not isinstance(exc, TaskClosed)
-        st.session_state["ann-down" if unusable else "ann-error"] = _say(exc)
+        st.session_state["ann-down" if unusable else "ann-error"] = say(exc)
         if ann.moves_on(exc):
             st.session_state[unit_key] = None
         return False

@@ -51,13 +51,14 @@ def _intro() -> None:
             st.text(task.guidelines)
 
 
-person = identify(con, prefix=prefix, code_ok=lambda code: chats.code_ok(task, code), intro=_intro,
-                  link_of=lambda name, key: chats.personal_link(base_url(), task.task_id, name, key),
-                  start_label="Start chatting")
 at_key = f"{prefix}-at"
+person = identify(con, who_key=f"{prefix}-who", issued_key=f"{prefix}-issued", link_key=f"{prefix}-link",
+                  form_key=f"{prefix}-login", kept_key=f"{prefix}-kept", kept_label="I have kept my key: start",
+                  code_ok=lambda code: chats.code_ok(task, code), intro=_intro, start_label="Start chatting",
+                  link_of=lambda name, key: chats.personal_link(base_url(), task.task_id, name, key), forget=(at_key,))
 me, out = st.columns([3, 1])
 me.caption(md_escape(f"Chatting as {person}"))
-out.button("Leave", key="chat-leave", on_click=leave, args=(prefix,),
+out.button("Leave", key="chat-leave", on_click=leave, args=(f"{prefix}-who", at_key),
            help="not you, or done for now: this browser forgets who is chatting; what you said stays yours")
 
 
