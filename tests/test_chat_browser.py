@@ -201,7 +201,8 @@ def acute_eval_hook(browser, base: str, db: Path, task: stored.ChatTask) -> None
         shown = page.get_by_text(re.compile(r"^Unit \d+$")).inner_text()
         for i, (dimension, choices) in enumerate(VOTES.items()):
             group = page.locator('[data-testid="stButtonGroup"]').nth(i)
-            group.get_by_role("button", name=choices[unit], exact=True).click()
+            # the control's buttons in order: Speaker A, Tie, Speaker B
+            group.locator("button").nth(["Speaker A", "Tie", "Speaker B"].index(choices[unit])).click()
             page.wait_for_timeout(700)
         if unit == 0:   # the last dimension's click draws the next unit
             expect(page.get_by_text(re.compile(r"^Unit \d+$"))).not_to_have_text(shown, timeout=60_000)

@@ -8,6 +8,7 @@ import csv
 
 import pytest
 from judge_server import JudgeServer
+from test_cli_chat import chat
 
 from conftest import copy_default_store
 from evalcore.cli import main
@@ -18,21 +19,8 @@ from evalcore.store import endpoints as registry
 
 
 def talk(db, task_id: int, person: str, said: list[str], rating: float) -> int:
-    con = connect(db)
-    try:
-        task = stored.get(con, task_id)
-        cid = stored.assign(con, task, person)
-        for text in said:
-            stored.say(con, cid, person, text)
-            after, stream = service.ask(con, cid)
-            list(stream)
-            assert service.keep(con, cid, after, stream.reply) is None
-        stored.end(con, cid, person, goal=rating > 1)
-        for d in task.dimensions:
-            stored.rate(con, cid, person, d.dimension, rating)
-        return cid
-    finally:
-        con.close()
+    """A conversation held as the page holds it, rated `rating` on Info and Coh (the goal reached above 1)."""
+    return chat(str(db), task_id, person, said, {"Info": rating, "Coh": rating}, goal=rating > 1)
 
 
 def test_chat_commands(tmp_path, default_store_file, capsys):

@@ -130,7 +130,7 @@ def test_show_review_list_and_export(db, tmp_path, capsys):
     assert main(["chat", "show", "1", *base]) == 0
     shown = capsys.readouterr().out
     assert signature in shown and "1 accepted" in shown and "1 rated" in shown and "1 sent back" in shown
-    assert "没有谈到目标" in shown and "\"access_code\"" in shown   # as `task show` prints it: whoever runs the task reads it here
+    assert "没有谈到目标" in shown and "\"access_code\"" in shown   # as `task show` prints it
 
     def table(flag: list[str]) -> pd.DataFrame:
         con = connect(db)
