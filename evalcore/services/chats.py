@@ -99,14 +99,14 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
     specs = [Dimension(d.dimension, d.min, d.max, d.description, d.question)
              for d in dimension_specs(con, dataset, wanted)]
     chosen = scenarios(con, dataset, track, n_scenarios, seed)
-    next_id = con.execute("SELECT coalesce(max(task_id), 0) + 1 FROM chat_tasks").fetchall()[0][0]
-    target = (target or "").strip() or f"chat-{next_id}-{dataset}"
-    if con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [target]).fetchall()[0][0] and not \
+    target = (target or "").strip() or None
+    if target and con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [target]).fetchall()[0][0] and not \
             con.execute("SELECT count(*) FROM chat_tasks WHERE target = ?", [target]).fetchall()[0][0]:
         raise ValueError(f"dataset {target!r} exists and holds no chat task's dialogues: give another --target")
     name = (name or "").strip() or f"{dataset} {track}: {', '.join(endpoints)}"
     return stored.create(con, name=name, dataset=dataset, track=track, target=target, endpoints=endpoints,
-                         settings=settings_of(con, next_id, endpoints, skill, language), per_scenario=per_scenario,
+                         settings=lambda task_id: settings_of(con, task_id, endpoints, skill, language),
+                         per_scenario=per_scenario,
                          max_rounds=max_rounds, dimensions=specs,
                          flags=DEFAULT_FLAGS if flags is None else flags, scenarios=chosen, guidelines=guidelines,
                          seed=seed, review=review, created_by=created_by or current_user())

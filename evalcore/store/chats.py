@@ -21,6 +21,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Callable
 
 import duckdb
 import numpy as np
@@ -86,12 +87,13 @@ class Conversation:
     dialogue_id: str | None
 
 
-def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: str, target: str,
-           endpoints: list[str], settings: dict, per_scenario: int, max_rounds: int, dimensions: list[Dimension],
-           flags: list[str], scenarios: pd.DataFrame, guidelines: str = "", seed: int = 0, review: bool = True,
-           created_by: str | None = None) -> int:
+def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: str, target: str | None,
+           endpoints: list[str], settings: dict | Callable[[int], dict], per_scenario: int, max_rounds: int,
+           dimensions: list[Dimension], flags: list[str], scenarios: pd.DataFrame, guidelines: str = "",
+           seed: int = 0, review: bool = True, created_by: str | None = None) -> int:
     """Store a chat task, its scenarios (columns dialogue_id, grounding as a dict, opening) and one open
-    conversation per (scenario, endpoint, slot), in one transaction; its id."""
+    conversation per (scenario, endpoint, slot), in one transaction; its id. `settings` may be a function of the new
+    task's id (its signatures name it); `target` None: chat-<id>-<dataset>."""
     check_settings(name=name, guidelines=guidelines, seed=seed)
     if len(set(endpoints)) != len(endpoints) or not endpoints:
         raise ValueError("give one or more different endpoints")
@@ -105,6 +107,8 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
     with transaction(con):
         bump_revision(con)
         task_id = con.execute("SELECT coalesce(max(task_id), 0) + 1 FROM chat_tasks").fetchall()[0][0]
+        settings = settings(task_id) if callable(settings) else settings
+        target = target or f"chat-{task_id}-{dataset}"
         con.execute("INSERT INTO chat_tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)",
                     [task_id, name, dataset, track, target, json.dumps(endpoints), json.dumps(settings, ensure_ascii=False),
                      per_scenario, max_rounds, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
