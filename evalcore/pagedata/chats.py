@@ -59,11 +59,15 @@ def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, a
     position = theirs["conversation_id"].tolist().index(conversation_id) + 1 if conversation_id in \
         set(theirs["conversation_id"]) else None
     frame = stored.messages(con, conversation_id)
+    talked = conv.state != "talking"
     return {"conversation": conv, "number": position, "done": int(theirs["state"].isin(["rated", "accepted"]).sum()),
             "scenario": [(GROUNDING_NAMES.get(k, k), short_first(lines)) for k, lines in grounding_lines(scene["grounding"])],
             "opening": scene["opening"], "messages": list(zip(frame["idx"], frame["role"], frame["text"])),
-            "rounds": int((frame["role"] == "assistant").sum()), "pending": stored.pending(con, conversation_id),
-            "ratings": stored.ratings(con, conversation_id), "flags": stored.flags(con, conversation_id)}
+            "rounds": int((frame["role"] == "assistant").sum()),
+            "pending": int(frame["idx"].iloc[-1]) if len(frame) and frame["role"].iloc[-1] == "user" else None,
+            # what a person has rated or flagged exists only once the conversation ended: not read while talking
+            "ratings": stored.ratings(con, conversation_id) if talked else {},
+            "flags": stored.flags(con, conversation_id) if talked else {}}
 
 
 def short_first(lines: list[str], long: int = 120) -> list[str]:
