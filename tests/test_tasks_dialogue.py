@@ -132,3 +132,20 @@ def test_the_annotate_page_shows_whole_conversations_blind(monkeypatch, tmp_path
         assert not any(m in everything for m in MODELS)   # blind
         if task_id == pair:
             assert "Which speaker sounds more human?" in texts
+
+
+def test_a_dialogue_tasks_export_is_read_back_as_dialogue_ratings(con, tmp_path):
+    from evalcore.ingest.ratings import import_ratings
+    held(con)
+    task = stored.get(con, service.create_task(con, dataset="chat-toy", mode="absolute", dimensions=["Info"], items=3,
+                                               per_item=1, level="dialogue"))
+    for unit in stored.units(con, task.task_id)["unit"]:
+        stored.answer(con, task, int(unit), "rater", "Info", 2)
+    exported = service.export(con, task.task_id)
+    assert exported["item_id"].isna().all() and exported["dialogue_id"].notna().all()
+    exported.drop(columns=["task_id"]).to_csv(tmp_path / "r.csv", index=False)
+    stored.delete(con, task.task_id)                        # its ratings set aside; the file brings them back
+    import_ratings(con, tmp_path / "r.csv", dataset="chat-toy", track="toy/knowledge")
+    back = con.execute("SELECT target, dialogue_id, score FROM human_ratings WHERE annotator = 'rater' "
+                       "ORDER BY dialogue_id").fetchall()
+    assert back == sorted((("dialogue", d, 2.0) for d in exported["dialogue_id"]), key=lambda r: r[1])

@@ -268,18 +268,21 @@ def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
     return out
 
 
-EXPORT_COLUMNS = ["task_id", "unit", "item_id", "track", "model", "model_a", "model_b", "winner", "annotator",
-                  "dimension", "score", "given_at", "seconds", "comment"]
+EXPORT_COLUMNS = ["task_id", "unit", "item_id", "dialogue_id", "track", "model", "model_a", "model_b", "winner",
+                  "annotator", "dimension", "score", "given_at", "seconds", "comment"]
 
 
 def export(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
     """Every answer that counts (the latest rating or vote per unit, annotator and dimension) with the unit's
     item and models, and every flag's comment. Absolute rows fill model and score (`import ratings` reads
-    them); pairwise rows fill model_a, model_b and winner a|b|tie (`import votes` reads them)."""
+    them; a dialogue-level task's rows name the dialogue in dialogue_id); pairwise rows fill model_a, model_b and
+    winner a|b|tie (`import votes` reads them)."""
     task = stored.get(con, task_id)
     frame = stored.latest(con, task_id).assign(task_id=task_id, comment=None)
     if task.mode == "absolute":
         frame = frame.assign(model=frame["model_a"], score=frame["value"], model_a=None, model_b=None, winner=None)
+        if task.level == "dialogue":   # a whole dialogue's rating: `import ratings` reads it by dialogue_id
+            frame = frame.assign(dialogue_id=frame["item_id"], item_id=None)
     else:
         frame = frame.assign(model=None, score=None,
                              winner=frame["value"].map({1.0: "a", 0.0: "b", 0.5: "tie"}))
