@@ -274,7 +274,7 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
                     srv.fail_after = srv.answered
                     closed = [status for _, status in srv.log].count(None)
                 _typed(ann, second[0])
-                expect(ann.get_by_text("the model did not answer")).to_be_visible(timeout=60_000)
+                expect(ann.get_by_text("The model did not answer")).to_be_visible(timeout=60_000)
                 retry = ann.get_by_role("button", name="Retry")
                 expect(retry).to_be_visible()
                 _settle(ann)

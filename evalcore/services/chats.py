@@ -145,11 +145,11 @@ def keep(con: duckdb.DuckDBPyConnection, conversation_id: int, after: int, reply
     """Store a finished reply; None once it is stored (or a reply to the same message is already), else the
     sentence to show beside a retry (nothing of the failed reply is stored; the person's message stays)."""
     if reply is None:
-        return "the reply was interrupted before it finished; nothing of it was stored"
+        return "The reply was interrupted before it finished; nothing of it was stored"
     if reply.error is not None:
-        return f"the model did not answer: {reply.error}"
+        return f"The model did not answer: {reply.error}"
     if reply.flag == "empty":
-        return "the model answered with nothing; nothing was stored"
+        return "The model answered with nothing; nothing was stored"
     stored.reply(con, conversation_id, after, reply.text, attempts=reply.attempts, finish=reply.finish,
                  seconds=round(reply.seconds, 3))
     return None

@@ -281,7 +281,7 @@ def say(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, te
         last = con.execute("SELECT idx, role FROM chat_messages WHERE conversation_id = ? ORDER BY idx DESC LIMIT 1",
                            [conversation_id]).fetchall()
         if last and last[0][1] == "user":
-            raise OutOfTurn("the model has not answered your last message yet; nothing was stored")
+            raise OutOfTurn("The model has not answered your last message yet; nothing was stored")
         rounds = con.execute("SELECT count(*) FROM chat_messages WHERE conversation_id = ? AND role = 'assistant'",
                              [conversation_id]).fetchall()[0][0]
         if rounds >= task.max_rounds:
