@@ -93,6 +93,16 @@ class Session:
         self.states[w.id] = state
         await self.run(w.fragment)
 
+    async def send_chat(self, key: str, text: str) -> None:
+        """Submit `text` in the chat input with this key: its value is a trigger carrying the text (Streamlit's
+        ChatInputValue), sent with this rerun only, as the frontend sends a message once."""
+        w = self.widget(key)
+        state = WidgetState(id=w.id)
+        state.chat_input_value.data = text
+        self.states[w.id] = state
+        await self.run(w.fragment)
+        self.states.pop(w.id, None)
+
     async def run(self, fragment: str = "") -> None:
         """One rerun (of the page, or of one fragment) until its script finishes (a st.rerun inside it is
         followed to the run it starts)."""
