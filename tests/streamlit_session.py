@@ -152,7 +152,7 @@ class Session:
         elif kind == "exception":
             self.exceptions.append(el.exception.message)
             drawn.append(("exception", el.exception.message))
-        elif kind in ("button", "button_group", "text_input", "text_area", "selectbox", "link_button"):
+        elif kind in ("button", "button_group", "text_input", "text_area", "selectbox", "link_button", "chat_input"):
             proto = getattr(el, kind)
             if getattr(proto, "id", ""):
                 options = [o.content for o in proto.options] if kind == "button_group" else []
