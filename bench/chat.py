@@ -1,12 +1,12 @@
 """Benchmark: people chatting with blind models through one dashboard server, at the protocol level (no browser).
 
     python bench/chat.py [--people 20] [--seconds 120] [--delay 0.3] [--tokens 30] [--token-gap 0.02]
-                         [--store STORE] [--json OUT]
+                         [--rounds 10] [--store STORE] [--json OUT]
 
 A store made with `evalcore init` (or a copy of --store, one such store), two endpoints registered at one local
 bench/fixed_server.py that answers after --delay seconds with --tokens tokens --token-gap seconds apart, the first
 token stamped with the endpoint's clock; a chat task on demo-zh kdconv/knowledge (one conversation per scenario
-and endpoint, 10 rounds, no review, enough scenarios for everyone); `python app.py` on it.
+and endpoint, --rounds rounds, no review, enough scenarios for everyone); `python app.py` on it.
 
 Each simulated person is one websocket session speaking Streamlit's protocol (tests/streamlit_session.py): they
 enter with the task's access code and their own name, then send a message, wait until the reply is drawn from
@@ -53,7 +53,6 @@ from evalcore.store import endpoints as registry  # noqa: E402
 STAMP = re.compile(r"⟨(\d+\.\d+)⟩")
 KEY_LABEL = "Personal key (leave empty the first time)"
 END_LABEL = "End the conversation and rate it"
-MAX_ROUNDS = 10
 ROUND_SECONDS = 3.0   # a round's shortest likely length (reply and thinking): how many scenarios people may need
 
 
@@ -94,14 +93,14 @@ def endpoint_server(delay: float, tokens: int, gap: float) -> tuple[subprocess.P
     return proc, proc.stdout.readline().strip()
 
 
-def make_task(db: Path, url: str, scenarios: int) -> tuple[int, str]:
+def make_task(db: Path, url: str, scenarios: int, rounds: int) -> tuple[int, str]:
     """Two endpoints at `url` and a chat task over them: (task id, access code)."""
     con = connect(db)
     try:
         for name in ("bench-a", "bench-b"):
             registry.add(con, registry.Registered(name, url, "m", api_key_env=None, max_tokens=512))
         tid = service.create_chat(con, dataset="demo-zh", track="kdconv/knowledge", endpoints=["bench-a", "bench-b"],
-                                  per_scenario=1, max_rounds=MAX_ROUNDS, n_scenarios=scenarios, review=False,
+                                  per_scenario=1, max_rounds=rounds, n_scenarios=scenarios, review=False,
                                   name="bench chat")
         code = con.execute("SELECT access_code FROM chat_tasks WHERE task_id = ?", [tid]).fetchall()[0][0]
         return tid, code
@@ -161,11 +160,11 @@ async def person(base: str, tid: int, code: str, name: str, stop: float, log: Lo
             elif box is not None:
                 await tab.click(label=END_LABEL)   # the round limit: end it and rate it
             elif follow:
-                log.rated += 1
                 await tab.click(key=f"{prefix}-next")
             elif scales:
                 for key, _ in scales:
                     await tab.choose(key, str(rng.randint(0, 2)))
+                log.rated += bool(_found(tab, rf"{prefix}-next"))   # every dimension rated: handed in
                 await asyncio.sleep(rng.uniform(0.5, 1))
             elif tab.said("Nothing more to talk about"):
                 break
@@ -216,7 +215,8 @@ def ms(values: list[float], q) -> float | None:
     return round(q(values) * 1000, 1) if values else None
 
 
-def run(people: int, seconds: float, delay: float, tokens: int, gap: float, store: Path | None) -> dict:
+def run(people: int, seconds: float, delay: float, tokens: int, gap: float, rounds: int = 10,
+        store: Path | None = None) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-chat-"))
     db = tmp / "store.duckdb"
     if store is not None:
@@ -227,8 +227,8 @@ def run(people: int, seconds: float, delay: float, tokens: int, gap: float, stor
     endpoint, url = endpoint_server(delay, tokens, gap)
     app = None
     try:
-        scenarios = min(450, people * int(seconds / (MAX_ROUNDS * ROUND_SECONDS) + 2))
-        tid, code = make_task(db, url, scenarios)
+        scenarios = min(450, people * int(seconds / (rounds * ROUND_SECONDS) + 2))
+        tid, code = make_task(db, url, scenarios, rounds)
         app, base = serve(["app.py"], {**os.environ, "EVALCORE_DB": str(db), "PYTHONPATH": str(ROOT)}, ROOT,
                           tmp / "server.log")
         pids = servers(app.pid)
@@ -271,10 +271,11 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.3, help="the endpoint's seconds before its first token")
     parser.add_argument("--tokens", type=int, default=30, help="tokens per reply")
     parser.add_argument("--token-gap", type=float, default=0.02, help="seconds between tokens")
+    parser.add_argument("--rounds", type=int, default=10, help="the task's round limit per conversation")
     parser.add_argument("--store", type=Path, help="copy this `evalcore init` store instead of building one")
     parser.add_argument("--json", type=Path, help="also write the summary here")
     args = parser.parse_args()
-    s = run(args.people, args.seconds, args.delay, args.tokens, args.token_gap, args.store)
+    s = run(args.people, args.seconds, args.delay, args.tokens, args.token_gap, args.rounds, args.store)
     print(f"people {s['people']}  seconds {s['seconds']}  messages sent {s['messages']}  replies {s['replies']}  "
           f"conversations rated {s['conversations_rated']}")
     print(f"lost {s['lost']}  duplicated {s['duplicated']}  replies lost {s['replies_lost']}  replies duplicated "
