@@ -63,8 +63,10 @@ class Tab(Session):
         super().__init__(*args, **kwargs)
         self.arrived: dict[str, float] = {}   # stamp -> this machine's clock when it was first read
         self.delays: list[float] = []          # seconds from the endpoint's send to that read, one per reply
+        self.elements = 0                      # elements drawn in this session: what the server sent it
 
     def _read(self, el, fragment: str, drawn: list, seen: dict) -> None:
+        self.elements += 1
         if el.WhichOneof("type") == "text":
             found = STAMP.match(el.text.body)
             if found and found.group(1) not in self.arrived:
@@ -256,6 +258,7 @@ def run(people: int, seconds: float, delay: float, tokens: int, gap: float, roun
                "turn_s_p50": round(statistics.median(log.turns), 3) if log.turns else None,
                "turn_s_p95": round(p95(log.turns), 3) if log.turns else None,
                "server_cpu_s_per_message": round(cpu / len(log.sent), 4) if log.sent else None,
+               "elements_per_message": round(sum(t.elements for t in log.tabs) / len(log.sent), 1) if log.sent else None,
                "errors": len(log.errors), "unfinished_sessions": log.unfinished, "error_samples": log.errors[:5]}
     if log.errors:
         summary["server_log"] = str(tmp / "server.log")
@@ -284,7 +287,8 @@ def main() -> None:
     print(f"first token to the session: p50 {s['first_token_ms_p50']} ms  p95 {s['first_token_ms_p95']} ms  "
           f"max {s['first_token_ms_max']} ms  ({s['first_tokens']} replies)")
     print(f"message to its stored reply drawn: p50 {s['turn_s_p50']} s  p95 {s['turn_s_p95']} s")
-    print(f"server CPU-seconds per message {s['server_cpu_s_per_message']}  errors {s['errors']}  "
+    print(f"server CPU-seconds per message {s['server_cpu_s_per_message']}  elements drawn per message "
+          f"{s['elements_per_message']}  errors {s['errors']}  "
           f"sessions that never finished {s['unfinished_sessions']}")
     for e in s["error_samples"]:
         print("  ", e)
