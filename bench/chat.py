@@ -16,11 +16,12 @@ conversation, rate it and take the next one. People start spread over the first 
 Measured: for every reply, the delay from the endpoint sending its first token to that token reaching the
 person's session in a ForwardMsg delta (the stamp against this machine's clock when the message is read); the
 time from sending a message to the stored reply being drawn; the server's CPU-seconds (/proc, user + system) per
-message sent over the run. Then, the server stopped, the store is checked against every session's log: each
-message a session sent is stored exactly once in its conversation (lost: none; duplicated: more than one), each
-reply a session saw finished likewise, no message is stored that no session sent, (conversation, idx) is
-unique and each conversation alternates person and model from index 0. Errors: exceptions drawn, a message
-without a reply, a session that stopped early.
+message sent over the run, and the elements it drew per message (each one a ForwardMsg its event loop sends).
+Then, the server stopped, the store is checked against every session's log: each message a session sent is
+stored exactly once in its conversation (lost: none; duplicated: more than one), each reply a session saw
+finished likewise, no message is stored that no session sent, (conversation, idx) is unique and each
+conversation alternates person and model from index 0. Errors: exceptions drawn, a message without a reply, a
+session that stopped early.
 """
 from __future__ import annotations
 
