@@ -93,6 +93,16 @@ class Session:
         self.states[w.id] = state
         await self.run(w.fragment)
 
+    async def send_chat(self, key: str, text: str) -> None:
+        """Submit `text` in the chat input with this key: its value is a trigger carrying the text (Streamlit's
+        ChatInputValue), sent with this rerun only, as the frontend sends a message once."""
+        w = self.widget(key)
+        state = WidgetState(id=w.id)
+        state.chat_input_value.data = text
+        self.states[w.id] = state
+        await self.run(w.fragment)
+        self.states.pop(w.id, None)
+
     async def run(self, fragment: str = "") -> None:
         """One rerun (of the page, or of one fragment) until its script finishes (a st.rerun inside it is
         followed to the run it starts)."""
@@ -142,7 +152,7 @@ class Session:
         elif kind == "exception":
             self.exceptions.append(el.exception.message)
             drawn.append(("exception", el.exception.message))
-        elif kind in ("button", "button_group", "text_input", "text_area", "selectbox", "link_button"):
+        elif kind in ("button", "button_group", "text_input", "text_area", "selectbox", "link_button", "chat_input"):
             proto = getattr(el, kind)
             if getattr(proto, "id", ""):
                 options = [o.content for o in proto.options] if kind == "button_group" else []
