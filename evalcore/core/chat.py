@@ -13,6 +13,7 @@ so one bad item cannot stop a run. The key is read at call time (keys.read_key),
 """
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
@@ -135,7 +136,14 @@ def client_for(endpoint: Endpoint, connections: int = 8) -> httpx2.Client:
     not carry requests meant for a local server (NO_PROXY rarely lists 127.0.0.1's port)."""
     timeout = httpx2.Timeout(endpoint.timeout, connect=min(endpoint.timeout, 10.0))
     limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return httpx2.Client(timeout=timeout, limits=limits, trust_env=False)
+    return httpx2.Client(timeout=timeout, limits=limits, trust_env=False, verify=_tls())
+
+
+@functools.lru_cache(maxsize=1)
+def _tls():
+    """One TLS context for every client: reading the CA certificates costs about 50 ms of CPU with the GIL held, on
+    each streamed chat reply (a client each), which every other session's script waited through."""
+    return httpx2.create_ssl_context(trust_env=False)
 
 
 def headers(key: str | None) -> dict:
