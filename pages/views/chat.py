@@ -3,6 +3,8 @@ Every message is stored when it is sent or received (evalcore.store.chats), so a
 loses nothing and the person resumes where they stood, on any machine. The model's reply is shown piece by piece
 as it arrives, as text; a model that fails mid-reply gives a sentence and a retry, and the person's message stays.
 Which endpoint answers is never shown."""
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -12,6 +14,8 @@ from pages.kit.identity import identify, leave, say
 from pages.kit.state import base_url, publish, start
 from pages.kit.text import md_escape
 from pages.kit.widgets import grid
+
+DRAW_EVERY = 0.1   # seconds between redraws of a streaming reply (its first piece is drawn at once)
 
 con, vs = start("Chat")
 open_tasks = chats.open_tasks(con)
@@ -144,10 +148,13 @@ if talking:
                 asked_for = chats.ask(con, cid)
                 if asked_for is not None:
                     after, stream = asked_for
-                    text = ""
+                    text, drawn_at = "", 0.0
                     for piece in stream:
                         text += piece
-                        shown.text(text)
+                        if time.monotonic() - drawn_at >= DRAW_EVERY:   # each redraw wakes the server to send it
+                            shown.text(text)
+                            drawn_at = time.monotonic()
+                    shown.text(text)
                     problem = chats.keep(con, cid, after, stream.reply)
                     if problem:
                         st.session_state[failed_key] = (after, problem)
