@@ -157,10 +157,12 @@ def _parse(text: str, source: str, where: str) -> Template:
     return Template(fields["name"], fields["skill"], fields["language"], fields["description"], text, source)
 
 
-def shipped() -> list[Template]:
-    """The templates that ship with evalcore, by name."""
-    return sorted((_parse(p.read_text(encoding="utf-8"), "shipped", p.name) for p in HERE.glob("*.toml")),
-                  key=lambda t: t.name)
+@functools.lru_cache(maxsize=1)
+def shipped() -> tuple[Template, ...]:
+    """The templates that ship with evalcore, by name: read once per process (a chat resolves its template for every
+    reply, and read anew that was sixteen files per message)."""
+    return tuple(sorted((_parse(p.read_text(encoding="utf-8"), "shipped", p.name) for p in HERE.glob("*.toml")),
+                        key=lambda t: t.name))
 
 
 def named(name: str) -> Template:
