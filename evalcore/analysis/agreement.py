@@ -3,12 +3,14 @@
 - Cohen's kappa for each annotator pair on the targets both rated: unweighted, linear and quadratic
   weights on category ranks (as statsmodels' cohens_kappa and sklearn do);
 - Fleiss' kappa over the targets rated by the most common number of annotators (it needs a fixed
-  number of raters per target);
+  number of raters per target; the note says how many targets it used and how many it left out);
 - Krippendorff's alpha, nominal / ordinal / interval, from the coincidence matrix (any number of
   annotators per target, missing ratings allowed; targets with one rating do not pair);
 - per annotator: mean score and bias (their mean minus the mean of all ratings of the same targets).
 Every statistic is a function of a sum of per-target tables, so a bootstrap resample of targets
-is one weighted sum: 1,000 resamples cost little more than one estimate.
+is one weighted sum: 1,000 resamples cost little more than one estimate. A resample where a statistic has
+no value is counted in the row's note; past 5% of resamples the interval is withheld (stats.interval).
+Correlations between annotators, as dialogue papers report agreement, are in agreement_corr.
 """
 from __future__ import annotations
 
@@ -18,7 +20,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["track", "dimension", "statistic", "annotators", "value", "ci_low", "ci_high", "n_items", "n_annotators", "note"]
+from evalcore.analysis.stats import interval
+
+COLUMNS = ["track", "dimension", "level", "statistic", "annotators", "value", "ci_low", "ci_high", "n_items",
+           "n_annotators", "note"]
 MIN_UNITS = 2   # a chance-corrected statistic over one unit says nothing (Fleiss' kappa of one unit can be -1)
 WEIGHTS = ("unweighted", "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
@@ -114,34 +119,29 @@ def krippendorff_alpha(data, level: str = "interval") -> float:
 # ---------------------------------------------------------------- from the store
 def ratings(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None,
             origin: str | None = None) -> pd.DataFrame:
-    """One row per rating: track, dimension, unit (the rated target and model), annotator, score; `origin`:
-    only those of one source (a rating task's: 'task:<id>')."""
+    """One row per rating: track, dimension, level (turn: a response; dialogue: a whole dialogue), unit (the rated
+    target and model), annotator, slot (1, 2, ...: the rating's position among its unit's ratings, in the order
+    they were stored: a file's column or list position), score; `origin`: only those of one source (a rating
+    task's: 'task:<id>')."""
     return con.execute("""
-        SELECT track, dimension, target || ':' || coalesce(item_id, dialogue_id, '') || chr(31) || model AS unit,
-               annotator, score
+        SELECT track, dimension, CASE target WHEN 'dialogue' THEN 'dialogue' ELSE 'turn' END AS level,
+               target || ':' || coalesce(item_id, dialogue_id, '') || chr(31) || model AS unit, annotator,
+               row_number() OVER (PARTITION BY track, dimension, target, item_id, dialogue_id, model
+                                  ORDER BY rowid) AS slot, score
         FROM human_ratings WHERE dataset = ? AND (? IS NULL OR track = ?) AND target <> 'system'
           AND (? IS NULL OR origin = ?)
         ORDER BY track, dimension, unit, annotator
     """, [dataset, track, track, origin, origin]).df()
 
 
-def _interval(values) -> tuple[float, float]:
-    """95% percentile interval of the defined bootstrap values."""
-    values = np.asarray(values, float)
-    values = values[~np.isnan(values)]
-    if len(values) == 0:
-        return float("nan"), float("nan")
-    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
-
-
-def _ci(stat, tables: np.ndarray, draws: np.ndarray) -> tuple[float, float]:
-    """`stat` maps a (resamples, k, k) stack of summed tables to one value per resample."""
+def _ci(stat, tables: np.ndarray, draws: np.ndarray) -> tuple[float, float, str]:
+    """`stat` maps a (resamples, k, k) stack of summed tables to one value per resample: (low, high, note)."""
     if draws is None or len(tables) == 0:
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), ""
     # draws: resamples x units counts; each resample's table is a weighted sum of unit tables,
     # all of them in one matrix product
     summed = (draws @ tables.reshape(len(tables), -1)).reshape(len(draws), *tables.shape[1:])
-    return _interval(stat(summed))
+    return interval(stat(summed))
 
 
 def _kappa_batch(tables: np.ndarray, kind: str) -> np.ndarray:
@@ -191,13 +191,14 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
 def agreement_of(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
     """agreement() over any frame of ratings (track, dimension, unit, annotator, score): a task's votes too."""
     rows = []
-    for (tr, dim), group in frame.groupby(["track", "dimension"], sort=True):
+    frame = frame if "level" in frame else frame.assign(level="turn")
+    for (tr, dim, lvl), group in frame.groupby(["track", "dimension", "level"], sort=True):
         rng = np.random.default_rng(seed)
         wide = group.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
         cats = np.unique(group["score"].to_numpy(float))
         k = len(cats)
         annotators = list(wide.columns)
-        base = {"track": tr, "dimension": dim}
+        base = {"track": tr, "dimension": dim, "level": lvl}
         for a, b in combinations(annotators, 2):
             both = wide[[a, b]].dropna()
             if both.empty:  # crowd data: most pairs of workers never rated the same target
@@ -207,10 +208,10 @@ def agreement_of(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -
             tables[np.arange(len(both)), ia, ib] = 1
             draws = _draws(len(both), bootstrap, rng)
             for kind in WEIGHTS:
-                lo, hi = _ci(lambda t, kind=kind: _kappa_batch(t, kind), tables, draws)
+                lo, hi, note = _ci(lambda t, kind=kind: _kappa_batch(t, kind), tables, draws)
                 rows.append({**base, "statistic": f"cohen_kappa_{kind}", "annotators": f"{a}|{b}",
                              "value": kappa_from_table(tables.sum(0), kind), "ci_low": lo, "ci_high": hi,
-                             "n_items": len(both), "n_annotators": 2})
+                             "n_items": len(both), "n_annotators": 2, "note": note})
         per_unit = wide.notna().sum(axis=1)
         if len(per_unit) and per_unit.max() >= 2:
             m = int(per_unit[per_unit >= 2].mode().max())
@@ -218,21 +219,22 @@ def agreement_of(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -
             counts = np.stack([np.bincount(np.searchsorted(cats, r[~np.isnan(r)]), minlength=k)
                                for r in units.to_numpy(float)]).astype(float)
             draws = _draws(len(counts), bootstrap, rng)
-            lo, hi = _interval([fleiss_from_counts(np.repeat(counts, w.astype(int), axis=0))
-                                for w in (draws if draws is not None else [])])
+            lo, hi, note = interval([fleiss_from_counts(np.repeat(counts, w.astype(int), axis=0))
+                                     for w in (draws if draws is not None else [])])
             rows.append({**base, "statistic": "fleiss_kappa", "annotators": f"{m} per item",
                          "value": fleiss_from_counts(counts), "ci_low": lo, "ci_high": hi,
-                         "n_items": len(counts), "n_annotators": len(annotators)})
+                         "n_items": len(counts), "n_annotators": len(annotators),
+                         "note": "; ".join(filter(None, [_fleiss_items(per_unit, m), note]))})
         units = [r[~np.isnan(r)] for r in wide.to_numpy(float)]
         tables = _unit_coincidences(units, cats)
         paired = tables.sum(axis=(1, 2)) > 0
         tables = tables[paired]
         draws = _draws(len(tables), bootstrap, rng)
         for level in LEVELS:
-            lo, hi = _ci(lambda t, level=level: _alpha_batch(t, cats, level), tables, draws)
+            lo, hi, note = _ci(lambda t, level=level: _alpha_batch(t, cats, level), tables, draws)
             rows.append({**base, "statistic": f"krippendorff_alpha_{level}", "annotators": "all",
                          "value": alpha_from_coincidences(tables.sum(0), cats, level), "ci_low": lo, "ci_high": hi,
-                         "n_items": int(paired.sum()), "n_annotators": len(annotators)})
+                         "n_items": int(paired.sum()), "n_annotators": len(annotators), "note": note})
     return _withheld(pd.DataFrame(rows, columns=COLUMNS))
 
 
@@ -260,15 +262,27 @@ def vote_agreement(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0)
             total = counts[:, den].sum()
             if total == 0:
                 continue
-            lo, hi = (np.nan, np.nan)
+            lo, hi, note = (np.nan, np.nan, "")
             if draws is not None:
                 sums = draws @ counts
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    lo, hi = _interval(sums[:, num] / sums[:, den])
-            rows.append({"track": tr, "dimension": dim, "statistic": name, "annotators": "all",
+                    lo, hi, note = interval(sums[:, num] / sums[:, den])
+            rows.append({"track": tr, "dimension": dim, "level": "turn", "statistic": name, "annotators": "all",
                          "value": counts[:, num].sum() / total, "ci_low": lo, "ci_high": hi,
-                         "n_items": int((counts[:, den] > 0).sum()), "n_annotators": group["annotator"].nunique()})
+                         "n_items": int((counts[:, den] > 0).sum()), "n_annotators": group["annotator"].nunique(),
+                         "note": note})
     return _withheld(pd.DataFrame(rows, columns=COLUMNS), chance_corrected=False)
+
+
+def _fleiss_items(per_unit: pd.Series, m: int) -> str:
+    """Which targets Fleiss' kappa used: it needs the same number of raters on every target."""
+    rated = per_unit[per_unit >= 2]
+    others = rated[rated != m]
+    if others.empty:
+        return f"over all {len(rated):,} targets rated by {m} people"
+    sizes = ", ".join(f"{n:,} by {k}" for k, n in others.value_counts().sort_index().items())
+    return (f"over the {len(rated) - len(others):,} of {len(rated):,} targets rated by {m} people (the most common "
+            f"number; Fleiss' kappa needs the same number of raters per target); left out: {sizes}")
 
 
 def _withheld(frame: pd.DataFrame, *, chance_corrected: bool = True) -> pd.DataFrame:

@@ -9,6 +9,9 @@ ADJUSTMENTS = ("holm", "none")
 HOLDOUTS = ("track", "competition")
 ENSEMBLE_LEVELS = ("system", "turn")
 MAX_TURNS = 34.29   # turns counted for a task-oriented session that did not finish (taskoriented)
+AGREEMENT_STATISTICS = ("chance", "corr_pairwise", "corr_loo", "corr_item_mean")   # chance: kappas and alpha
+AGREEMENT_RATERS = ("ids", "slots")
+OUTLIER_RULES = ("none", "fed")
 JUDGE_AUDIT_PARTS = ("agreement", "headline", "pairwise", "length-controlled", "drift", "uncertainty")
 
 

@@ -22,6 +22,26 @@ from scipy import special, stats
 from evalcore.analysis.options import METHODS
 
 LEVEL_LIMIT = 256  # a vector with at most this many distinct values takes Kendall's counting path
+# past this share of resamples without a value (a constant resample, a pair no one rated twice), a percentile
+# interval over the rest would be too narrow: it describes only the resamples where the statistic happens to exist
+MAX_UNDEFINED = 0.05
+
+
+def interval(draws, confidence: float = 0.95) -> tuple[float, float, str]:
+    """The percentile interval of bootstrap values and what it left out: (low, high, note). NaN values are
+    resamples without a value; they are counted in the note, and past MAX_UNDEFINED of all resamples the interval
+    is withheld (NaN, NaN) with the reason."""
+    draws = np.asarray(draws, float)
+    total = len(draws)
+    bad = int(np.isnan(draws).sum())
+    if total == 0:
+        return math.nan, math.nan, ""
+    if bad > MAX_UNDEFINED * total:
+        return math.nan, math.nan, (f"interval withheld: {bad:,} of {total:,} resamples ({bad / total:.1%}) had no "
+                                    f"value (more than {MAX_UNDEFINED:.0%})")
+    alpha = (1 - confidence) / 2
+    low, high = (float(v) for v in np.quantile(draws[~np.isnan(draws)], [alpha, 1 - alpha]))
+    return low, high, (f"{bad:,} of {total:,} resamples had no value and are left out" if bad else "")
 
 
 @dataclass(frozen=True)
@@ -294,11 +314,8 @@ def correlate_prepared(method: str, px: Prepared, py: Prepared, *, confidence: f
             raise ValueError("a bootstrap needs an explicit seed, recorded with the result")
         rng = np.random.default_rng(seed)
         draws = np.array([pair.r(method, rng.integers(0, n, n)) for _ in range(bootstrap)])
-        draws = draws[~np.isnan(draws)]  # a resample can be constant
-        alpha = (1 - confidence) / 2
-        if len(draws):
-            low, high = (float(v) for v in np.quantile(draws, [alpha, 1 - alpha]))
-        ci_method = f"bootstrap-percentile {confidence:.0%} B={bootstrap} seed={seed}"
+        low, high, left_out = interval(draws, confidence)   # a resample can be constant
+        ci_method = f"bootstrap-percentile {confidence:.0%} B={bootstrap} seed={seed}" + (f" ({left_out})" if left_out else "")
     elif method == "pearson" and n > 3 and abs(r) < 1:
         low, high = fisher_interval(r, n, confidence)
         ci_method = f"fisher-z {confidence:.0%}"

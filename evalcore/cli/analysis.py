@@ -10,6 +10,7 @@ import pandas as pd
 from evalcore.analysis import agreement as ag
 from evalcore.analysis import judge_audit as ja
 from evalcore.analysis import leaderboard as lb
+from evalcore.analysis.agreement_corr import agreement_table
 from evalcore.analysis.bradley_terry import table as bt_table
 from evalcore.analysis.correlate import Models, correlations
 from evalcore.analysis.ensemble import ensemble as ensemble_of
@@ -85,8 +86,17 @@ def correlate(con, args) -> None:
 
 
 def agreement(con, args) -> None:
-    frame = (ag.annotator_bias(con, args.dataset, args.track) if args.bias else
-             ag.agreement(con, args.dataset, args.track, bootstrap=args.bootstrap, seed=args.seed))
+    if args.bias:
+        emit(ag.annotator_bias(con, args.dataset, args.track), args.format, 4)
+        return
+    frame, removed = agreement_table(con, args.dataset, args.track, statistics=args.statistic, methods=args.method,
+                                     raters=args.annotators, outliers=args.exclude_outliers,
+                                     bootstrap=args.bootstrap, seed=args.seed)
+    for r in removed.itertuples():
+        print(f"note: {r.track} {r.level} {r.dimension}: {args.exclude_outliers} outlier rule "
+              + (r.note if r.note else f"removed {r.removed:,} of {r.annotations:,} annotations"), file=sys.stderr)
+    if frame.empty:
+        print(f"note: no target of {args.dataset!r} is rated by two or more annotators", file=sys.stderr)
     emit(frame, args.format, 4)
 
 

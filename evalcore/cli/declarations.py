@@ -8,6 +8,8 @@ import argparse
 from evalcore.analysis.humans import AGGREGATES
 from evalcore.analysis.options import (
     ADJUSTMENTS,
+    AGREEMENT_RATERS,
+    AGREEMENT_STATISTICS,
     ENSEMBLE_LEVELS,
     HOLDOUTS,
     JUDGE_AUDIT_PARTS,
@@ -15,6 +17,7 @@ from evalcore.analysis.options import (
     MAX_TURNS,
     METHODS,
     ORIGINS,
+    OUTLIER_RULES,
     said,
 )
 from evalcore.cli.commands import (
@@ -321,6 +324,19 @@ def trust(p):
 @command("agreement", "inter-annotator agreement per track and dimension, with bootstrap CIs", "analysis:agreement", READS)
 def agreement(p):
     on_dataset(p)
+    p.add_argument("--statistic", nargs="+", choices=AGREEMENT_STATISTICS, default=["chance"],
+                   help="chance: Cohen's and Fleiss' kappa, Krippendorff's alpha (default); correlations as dialogue "
+                   "papers report them: corr_pairwise (per pair of annotators, mean over pairs: USR), corr_loo (each "
+                   "annotator against the others' mean: the human ceiling), corr_item_mean (each annotation against its "
+                   "target's mean, itself included, pooled: FED)")
+    p.add_argument("--method", nargs="+", choices=METHODS, default=["spearman", "pearson", "kendall"],
+                   help="the correlations' methods (default: all three)")
+    p.add_argument("--annotators", choices=AGREEMENT_RATERS, default="ids",
+                   help="ids: the stored annotators (people; default); slots: the k-th rating stored for each target "
+                   "(a file's columns as released, e.g. USR's three lists)")
+    p.add_argument("--exclude-outliers", choices=OUTLIER_RULES, default="none",
+                   help="fed: FED's rule (per target, the annotation farthest from its mean is removed; yes/no "
+                   "questions left as they are); the count removed is in every row's note (default none)")
     p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of rated targets for the CIs (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bias", action="store_true", help="per-annotator means and bias instead")
