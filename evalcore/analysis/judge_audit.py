@@ -4,7 +4,8 @@ Judges are the computed metrics of the judge family (G-Eval rubrics, MT-Bench si
 against a baseline), one per signature (judge model, server, temperature, prompt), and the pairwise
 judgments a store holds with source 'judge' (MT-Bench's imported verdicts).
 
-- agreement(): a rating judge against people, per track and human dimension:
+- agreement(): a rating judge against people, per track, human dimension and level (turn: ratings of responses;
+  dialogue: ratings of whole dialogues, the judge's value for a dialogue the mean of its turns'):
   * Spearman and Kendall with the mean of the annotators, at turn and system level (bootstrap CIs);
   * the same question put fairly to people: for each annotator a, the correlation of a's scores with the
     mean of the *other* annotators on the same responses, and the judge's with that same leave-a-out mean;
@@ -69,13 +70,13 @@ def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) ->
                          [judge_names(con)]).fetchall()[0][0]
     imported = con.execute("SELECT count(*) FROM pairwise_judgments WHERE dataset = ? AND source = 'judge'",
                            [dataset]).fetchall()[0][0]
-    rated = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ? AND target = 'response'",
+    rated = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ? AND target IN ('response', 'dialogue')",
                         [dataset]).fetchall()[0][0]
     if not judged and not imported:
         return (f"no LLM judge has scored {dataset!r}: run `evalcore score --metrics judge --judge-base-url URL "
                 f"--judge-model NAME` (or import MT-Bench judgments) first")
     if part in ("agreement", "headline") and not rated:
-        return f"{dataset!r} has no human ratings of responses to audit a rating judge against"
+        return f"{dataset!r} has no human ratings of responses or dialogues to audit a rating judge against"
     if part == "drift":
         return "drift needs one judge scored under two signatures (another judge model, prompt or temperature)"
     if part == "uncertainty":

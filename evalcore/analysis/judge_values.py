@@ -62,11 +62,20 @@ def judge_values(con: duckdb.DuckDBPyConnection, dataset: str, track: str, judge
 
 
 def human_ratings(con, dataset: str, track: str) -> pd.DataFrame:
-    """Response-level ratings: item_id, model, annotator, dimension, score (an annotator's repeated rating of
-    one response averaged)."""
+    """Ratings of responses (level 'turn', target_id the item) and of whole dialogues (level 'dialogue', target_id
+    the dialogue): level, target_id, model, annotator, dimension, score (an annotator's repeated rating of one
+    target averaged)."""
     return con.execute("""
-        SELECT item_id, model, annotator, dimension, avg(score) AS score FROM human_ratings
-        WHERE dataset = ? AND track = ? AND target = 'response' GROUP BY ALL ORDER BY ALL""", [dataset, track]).df()
+        SELECT CASE target WHEN 'dialogue' THEN 'dialogue' ELSE 'turn' END AS level,
+               coalesce(item_id, dialogue_id) AS target_id, model, annotator, dimension, avg(score) AS score
+        FROM human_ratings WHERE dataset = ? AND track = ? AND target IN ('response', 'dialogue')
+        GROUP BY ALL ORDER BY ALL""", [dataset, track]).df()
+
+
+def dialogue_of(con, dataset: str, track: str) -> dict[str, str]:
+    """Each item's dialogue (an item without one is its own dialogue, as correlate counts it)."""
+    return dict(con.execute("SELECT item_id, coalesce(dialogue_id, item_id) FROM items WHERE dataset = ? AND track = ?",
+                            [dataset, track]).fetchall())
 
 
 def scale(con, dataset: str, dimension: str) -> tuple[float, float] | None:

@@ -48,12 +48,13 @@ if dataset not in judged:
     bar_ = data(audits.human_ceiling, dataset)
     if len(bar_):
         st.subheader("The bar a judge must clear here")
-        st.caption("For each annotator, Spearman's correlation with the mean of the other annotators on the responses "
-                   "both rated (turn level), averaged over annotators; a judge audited on this dataset is set beside "
-                   "this number.")
+        st.caption("For each annotator, Spearman's correlation with the mean of the other annotators on the targets "
+                   "both rated (responses at turn level, whole dialogues at dialogue level), averaged over "
+                   "annotators; a judge audited on this dataset is set beside this number.")
         show(bar_)
     else:
-        st.caption("No response here is rated by two or more annotators, so there is no human ceiling either.")
+        st.caption("No response or dialogue here is rated by two or more annotators, so there is no human ceiling "
+                   "either.")
     st.stop()
 
 # ---------------------------------------------------------------- agreement beside the human ceiling
@@ -63,6 +64,7 @@ if head.empty:
     st.caption(md_message(data(audits.nothing_to_audit, dataset, "agreement")))
 else:
     judge_col, ceiling_col = "judge (leave-one-out)", "human ceiling (leave-one-out)"
+    head = head.assign(dimension=head["dimension"].where(head["level"] == "turn", head["dimension"] + " (dialogue)"))
     long = head.melt(id_vars=["skill", "judge", "asked", "dimension"], value_vars=[judge_col, ceiling_col],
                      var_name="who", value_name="spearman")
     long["judge"] = long["skill"] + ": " + long["judge"] + " (" + long["asked"] + ")"
@@ -76,7 +78,8 @@ else:
     st.caption("For each annotator, the judge's Spearman correlation with the mean of the other annotators, and "
                "that annotator's own, on the same responses; averaged over annotators (FastChat's judge-human vs "
                "human-human comparison). A judge at or above the ceiling agrees with people as well as they agree "
-               "with each other; below it, it does not (yet). Turn level; one panel per skill and judge.")
+               "with each other; below it, it does not (yet). Turn level, and dialogue level where people rated whole dialogues "
+               "(the judge's value for a dialogue: the mean of its turns'); one panel per skill and judge.")
     show(head)
     download(head, f"judge-audit-headline-{dataset}", "Download headline (CSV)")
 with st.expander("Every agreement statistic (turn and system level, Kendall, weighted kappa, CIs)"):
