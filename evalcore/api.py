@@ -21,6 +21,7 @@ import pandas as pd
 from evalcore.analysis import correlate
 from evalcore.analysis import leaderboard as lb
 from evalcore.analysis import trust as tr
+from evalcore.analysis.agreement_corr import agreement_table
 from evalcore.analysis.trust_opening import opening
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import get_flavor, pick_tokenizer, resolve_metrics
@@ -130,6 +131,14 @@ class Store:
     def correlations(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
         """As `evalcore correlate`: options level, origin, methods, bootstrap, seed, aggregate, ..."""
         return self._call(correlate.correlations, dataset, track, **options)
+
+    def agreement(self, dataset: str, track: str | None = None, **options) -> pd.DataFrame:
+        """As `evalcore agreement`: options statistics (('chance',) default; 'corr_pairwise', 'corr_loo',
+        'corr_item_mean'), methods, raters ('ids' or 'slots'), outliers ('none' or 'fed'), bootstrap, seed. The
+        outlier rule's counts per dimension are in the table's attrs['outliers']."""
+        table, removed = self._call(agreement_table, dataset, track, **options)
+        table.attrs["outliers"] = removed
+        return table
 
     def trust(self, dataset: str, **options) -> pd.DataFrame:
         """As `evalcore trust`: options level, method, dimension, origin, ...; without a level, the first level
