@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import TOY_ITEMS, fingerprint, shared, write_jsonl
+from conftest import ROOT, TOY_ITEMS, fingerprint, shared, write_jsonl
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
 from evalcore.ingest.dstc10 import import_dstc10
@@ -106,6 +106,20 @@ def test_the_cli_and_the_upload_service_pass_missing_through(tmp_path, capsys):
         assert any(n.startswith("3 answer(s) matching --missing 'N/A*'") for n in done.report.notes)
     finally:
         con.close()
+
+
+def test_the_upload_pages_ratings_form_asks_for_patterns(toy, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    toy.close()
+    monkeypatch.setenv("EVALCORE_DB", str(tmp_path / "store.duckdb"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("pages/views/upload.py")
+    for key, value in {"dataset": "toy", "track": "toy/chitchat", "kind": "ratings"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_input(key="up-missing").label == "Answers that are not numbers (patterns, comma-separated)"
 
 
 DSTC = [
