@@ -146,7 +146,7 @@ def test_ratings_land_with_scales(toy, tmp_path):
     ("item_id,model,annotator,dimension,score\nt1,m1,a,Coh,3\n", {"Coh": (0, 2)}, "row 2",
      "field 'score': expected a score on the Coh scale 0..2, got 3"),
     ("item_id,model,annotator,dimension,score\nt1,m1,a,Coh,good\n", {"Coh": (0, 2)}, "row 2",
-     "field 'score': expected a number, got 'good'"),
+     "field 'score': expected a number (or give --missing PATTERN for answers that are not numbers), got 'good'"),
     ("item_id,model,annotator,dimension,score\nt1,m1,a,Coh,1\n", {}, "row 2",
      "give --scale Coh=MIN:MAX"),
     ("item_id,model,annotator,dimension,score\nzz,m1,a,Coh,1\n", {"Coh": (0, 2)}, "row 2",

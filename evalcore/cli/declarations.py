@@ -70,6 +70,12 @@ def aggregate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
 
 
+def missing(p: argparse.ArgumentParser, cell: str) -> None:
+    p.add_argument("--missing", action="append", default=[], metavar="PATTERN",
+                   help=f"{cell} whose text matches this pattern (fnmatch-style, case-sensitive, e.g. 'N/A*') is no "
+                        "rating: nothing stored, counted in the report (repeatable; a number never matches)")
+
+
 def system_aggregate(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument("--system-aggregate", default=SYSTEM_AGGREGATES[0], choices=SYSTEM_AGGREGATES,
                    help=f"system scores {verb}: each metric's corpus value, or the mean of its sentence values")
@@ -114,6 +120,7 @@ def import_ratings(p):
     imported(p)
     p.add_argument("--track", help="the track every row rates (else the file's 'track' column: all tracks at once)")
     scale(p)
+    missing(p, "a score")
 
 
 @command("import scores", "per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx with item_id, model, "
@@ -137,6 +144,7 @@ def import_dstc10(p):
     p.add_argument("--track", required=True)
     p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...; default: detected from the texts)")
     scale(p)
+    missing(p, "an annotation")
 
 
 @command("import mtbench", "a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, reference_answer/*.jsonl, "

@@ -65,7 +65,8 @@ def responses(con, args):
 
 @reported
 def ratings(con, args):
-    return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=scales(args.scale))
+    return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=scales(args.scale),
+                          missing=args.missing)
 
 
 @reported
@@ -77,7 +78,7 @@ def scores(con, args):
 @reported
 def dstc10(con, args):
     return import_dstc10(con, args.file, dataset=args.dataset, track=args.track, language=args.language,
-                         scales=scales(args.scale))
+                         scales=scales(args.scale), missing=args.missing)
 
 
 @reported

@@ -13,7 +13,8 @@ What is stored, in one transaction, into one --track:
 - item references: the entries' reference lists (entries of one item that give references must agree);
 - models and responses, one per item and model;
 - dimensions: each one the file rates needs a scale (--scale DIM=MIN:MAX) unless the dataset has it;
-- human ratings: annotators a1, a2, ... by position in each list (null: that annotator gave no score).
+- human ratings: annotators a1, a2, ... by position in each list (null: that annotator gave no score; so is a
+  text answer matching a --missing pattern, counted per dimension; any other text refuses the file).
 """
 from __future__ import annotations
 
@@ -31,16 +32,17 @@ from evalcore.ingest.checker import Checker
 from evalcore.ingest.items import check_language, settle_languages
 from evalcore.ingest.jsonread import read_json
 from evalcore.ingest.limits import limit
-from evalcore.ingest.ratings import resolve_scales
+from evalcore.ingest.ratings import NOT_A_NUMBER, Missing, resolve_scales, text_answer
 
 SHAPE = "a JSON list of objects (DSTC10 turn-level: dialogue_id, model, context, response, reference, annotations)"
 
 
 def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
                   language: str | None = None, scales: dict[str, tuple[float, float]] | None = None,
-                  shown: str | None = None) -> ImportReport:
+                  shown: str | None = None, missing: list[str] | None = None) -> ImportReport:
     path = Path(path)
     file = str(path)
+    absent = Missing.of(file, missing)
     entries, encoding, lines = read_json_list(path, SHAPE)
     check = Checker(file)
     dataset = check.ident({"--dataset": dataset}, "", "--dataset")
@@ -62,7 +64,7 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
         context = check.text(rec, where, "context", allow_empty=True)
         response = check.text(rec, where, "response", allow_empty=True)
         refs = check.string_list(rec, where, "reference", required=False)
-        annotations = _annotations(check, rec, where)
+        annotations = _annotations(check, rec, where, absent)
         if None in (dialogue_id, model, context, response, refs, annotations):
             continue
         turns = tuple(t for t in context.split("\n") if t.strip())
@@ -126,6 +128,9 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
                 if score is None:
                     skipped += 1
                     continue
+                if isinstance(score, str):   # a text answer matching --missing
+                    absent.counts[dimension] += 1
+                    continue
                 if not lo <= score <= hi:
                     check.add(where, f"annotations.{dimension}[{k}]", f"a score on the {dimension} scale "
                               f"{lo:g}..{hi:g}", f"{score:g}")
@@ -165,6 +170,8 @@ def import_dstc10(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
                         + (f" ({reused:,} of them already stored, reused)" if reused else ""))
     if skipped:
         report.notes.append(f"{skipped:,} null scores (no score from that annotator) skipped")
+    if absent.note():
+        report.notes.append(absent.note())
     report.notes += check.notes()
     return report
 
@@ -185,14 +192,15 @@ def read_json_list(path: Path, shape: str) -> tuple[list, str, list[int]]:
     return data, encoding, lines
 
 
-def _annotations(check: Checker, rec: dict, where: str) -> dict[str, list[float | None]] | None:
-    """{dimension: [score or None per annotator]}, dimension names normalised like any identifier."""
+def _annotations(check: Checker, rec: dict, where: str, absent: Missing) -> dict[str, list[float | str | None]] | None:
+    """{dimension: [score, None or a text answer `absent` matches, per annotator]}, dimension names normalised
+    like any identifier."""
     value = rec.get("annotations")
     if not isinstance(value, dict):
         got = "nothing" if value is None else f"{type(value).__name__} {short(value)}"
         check.add(where, "annotations", "an object {dimension: [one score per annotator]}", got)
         return None
-    out: dict[str, list[float | None]] = {}
+    out: dict[str, list[float | str | None]] = {}
     ok = True
     for key, scores in value.items():
         dimension = check.ident({"annotations": key}, where, "annotations")
@@ -210,6 +218,13 @@ def _annotations(check: Checker, rec: dict, where: str) -> dict[str, list[float 
             continue
         out[dimension] = []
         for k, score in enumerate(scores):
+            if absent.matches(score):
+                out[dimension].append(score.strip())
+                continue
+            if text_answer(score):
+                check.add(where, f"annotations.{key}[{k}]", NOT_A_NUMBER, short(score))
+                ok = False
+                continue
             good = score is None or (isinstance(score, (int, float)) and not isinstance(score, bool)
                                      and math.isfinite(score))
             if not good:

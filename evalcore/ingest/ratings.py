@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import duckdb
@@ -14,6 +17,63 @@ from evalcore.ingest.checker import Checker, decimal
 from evalcore.ingest.limits import MAX_CELL, MAX_MAGNITUDE
 from evalcore.ingest.readers import read_table
 from evalcore.ingest.responses import require_track
+
+NOT_A_NUMBER = "a number (or give --missing PATTERN for answers that are not numbers)"
+
+
+def text_answer(value: object) -> bool:
+    """Whether a cell is text that no reader takes for a number ('N/A (No errors)'; not '2', ' 0.5 ', 'nan',
+    'inf' or '1_0', which have their own problems): the only cells a --missing pattern may match."""
+    if not isinstance(value, str) or not value.strip() or decimal(value) is not None:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False
+
+
+@dataclass
+class Missing:
+    """The --missing patterns: answers that are not numbers, stored as no rating and counted per dimension."""
+
+    patterns: list[str]
+    counts: Counter = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, file: str, patterns: list[str] | None) -> Missing:
+        """The patterns given (fnmatch-style, case-sensitive); a blank one, or one with a control character,
+        is refused at once."""
+        out = []
+        for pattern in patterns or []:
+            bad = bad_character(pattern)
+            if bad or not pattern.strip():
+                raise ImportRefused([Problem(file, "", "--missing", "a non-empty pattern without control characters "
+                                             "(for example 'N/A*')", bad or short(pattern))])
+            out.append(pattern.strip())
+        return cls(out)
+
+    def matches(self, value: object) -> bool:
+        """Whether a cell is an answer given as no rating: text that is not a number, whose whole text
+        (surrounding whitespace removed) matches a pattern."""
+        return text_answer(value) and any(fnmatchcase(value.strip(), p) for p in self.patterns)
+
+    def number(self, check: Checker, rec: dict, where: str, key: str) -> float | None:
+        """check.number, except that a text answer's problem suggests --missing."""
+        if text_answer(rec.get(key)):
+            check.add(where, key, NOT_A_NUMBER, short(rec.get(key)))
+            return None
+        return check.number(rec, where, key)
+
+    def note(self) -> str | None:
+        """What the patterns did, for the import's notes (None: no pattern was given)."""
+        if not self.patterns:
+            return None
+        given = " or ".join(repr(p) for p in self.patterns)
+        if not self.counts:
+            return f"no answer matched --missing {given}"
+        per = ", ".join(f"{dim} {n:,}" for dim, n in sorted(self.counts.items(), key=lambda x: (-x[1], x[0])))
+        return f"{sum(self.counts.values()):,} answer(s) matching --missing {given} stored as no rating: {per}"
 
 
 def parse_scale(text: str) -> tuple[str, float, float]:
@@ -57,11 +117,15 @@ def resolve_scales(con, dataset: str, given: dict[str, tuple[float, float]], fil
 
 
 def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None,
-                   scales: dict[str, tuple[float, float]] | None = None, shown: str | None = None) -> ImportReport:
+                   scales: dict[str, tuple[float, float]] | None = None, shown: str | None = None,
+                   missing: list[str] | None = None) -> ImportReport:
     """Ratings into one track, or (track None) into each row's `track` column, all in one transaction. A row
-    with no score but a comment (a rating task's export carries its flags that way) is left out and counted."""
+    with no score but a comment (a rating task's export carries its flags that way) is left out and counted.
+    A row whose score is text matching a `missing` pattern (Missing) is checked like any other, then stored as
+    no rating and counted."""
     table = read_table(path)
     check = Checker(table.file)
+    absent = Missing.of(table.file, missing)
     dataset, track = check.option("--dataset", dataset), check.option("--track", track)
     if track is not None:
         require_track(con, table.file, dataset, track)
@@ -105,8 +169,9 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         model = check.ident(rec, where, "model")
         annotator = check.ident(rec, where, "annotator")
         dimension = check.ident(rec, where, "dimension")
-        score = check.number(rec, where, "score")
-        if None in (model, annotator, dimension, score) or not (item_id or dialogue_id):
+        no_rating = absent.matches(rec.get("score"))
+        score = None if no_rating else absent.number(check, rec, where, "score")
+        if None in (model, annotator, dimension) or (score is None and not no_rating) or not (item_id or dialogue_id):
             continue
         if dimension not in known_scales or known_scales[dimension] == (None, None):
             if dimension not in unscaled:
@@ -115,7 +180,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
                           f"{dimension!r} with no scale")
             continue
         lo, hi = known_scales[dimension]
-        if not lo <= score <= hi:
+        if not no_rating and not lo <= score <= hi:
             check.add(where, "score", f"a score on the {dimension} scale {lo:g}..{hi:g}", f"{score:g}")
             continue
         if item_id:
@@ -141,6 +206,9 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             check.add(where, "score", "a rating not yet in the store",
                       f"one already stored for this target, model, annotator and dimension (from {stored[key]})")
             continue
+        if no_rating:
+            absent.counts[dimension] += 1
+            continue
         batch.add("human_ratings", dataset=dataset, track=row_track, target=target,
                   item_id=item_id if target == "response" else None,
                   dialogue_id=dialogue_id if target == "dialogue" else None,
@@ -155,5 +223,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     report.notes.append(f"read as {table.encoding}")
     if flags:
         report.notes.append(f"{flags} row(s) without a score but with a comment (a task's flags) left out")
+    if absent.note():
+        report.notes.append(absent.note())
     report.notes += check.notes()
     return report

@@ -83,10 +83,18 @@ def parse_scales(text: str) -> dict[str, tuple[float, float]]:
     return {n: (lo, hi) for n, lo, hi in (parse_scale(t.strip()) for t in text.split(",") if t.strip())}
 
 
+def parse_patterns(text: str) -> list[str]:
+    """'N/A*, none' as ['N/A*', 'none']: the page's --missing patterns (a pattern cannot hold a comma there)."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def upload_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str | None,
-                   scales: dict[str, tuple[float, float]] | None = None, shown: str | None = None) -> Upload:
-    """A ratings file imported as the upload page imports it (no scoring job: ratings need none)."""
-    return Upload(retrying(import_ratings, con, path, dataset=dataset, track=track, scales=scales, shown=shown))
+                   scales: dict[str, tuple[float, float]] | None = None, shown: str | None = None,
+                   missing: list[str] | None = None) -> Upload:
+    """A ratings file imported as the upload page imports it (no scoring job: ratings need none); scores
+    matching a `missing` pattern are stored as no rating (import_ratings)."""
+    return Upload(retrying(import_ratings, con, path, dataset=dataset, track=track, scales=scales, shown=shown,
+                           missing=missing))
 
 
 def queue_track(con: duckdb.DuckDBPyConnection, dataset: str, track: str, *, neural: bool = False) -> tuple[int, int]:

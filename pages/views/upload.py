@@ -45,7 +45,7 @@ elif kind == "ratings":
     st.caption("Long format: `item_id` (or `dialogue_id`), `model`, `annotator`, `dimension`, `score`.")
 # Writing is gated here, in the page's own run: opening /upload directly gets the same check.
 allowed, uploader = may_write()
-upload, model, scales, neural, replace = None, "", "", False, False
+upload, model, scales, missing, neural, replace = None, "", "", "", False, False
 if kind == "endpoint":
     st.subheader("Evaluate an endpoint")
     if dataset and (job := evaluate_form(con, dataset, track, allowed)) is not None:
@@ -56,6 +56,9 @@ elif allowed:
     upload = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json", "xlsx", "zip"], key="up-file")
     model = st.text_input("Model name (blank: the file's model column)", key="up-model").strip() if kind == "responses" else ""
     scales = st.text_input("Scales of new dimensions (e.g. Info=0:2, Coh=0:2)", key="up-scales") if kind == "ratings" else ""
+    missing = st.text_input("Answers that are not numbers (patterns, comma-separated)", key="up-missing",
+                            help="Scores whose text matches one (e.g. `N/A*`) are stored as no rating and counted; "
+                                 "any other text refuses the file.") if kind == "ratings" else ""
     neural = kind == "responses" and st.checkbox(
         "Also score the model-based metrics (BERTScore, EV, VE, GM, ST)", key="up-neural",
         help="Minutes per thousand responses on a CPU; the first run also converts the default BERTScore model.")
@@ -103,7 +106,7 @@ if kind != "endpoint" and upload is not None and st.button("Validate and import"
                 recorded.update(job=done.job, steps=done.steps)
         else:
             done = uploads.upload_ratings(con, path, dataset=dataset, track=track, scales=uploads.parse_scales(scales),
-                                          shown=upload.name)
+                                          shown=upload.name, missing=uploads.parse_patterns(missing))
     except ImportRefused as exc:
         st.error(f"{md_escape(upload.name)} was refused: {count(len(exc.problems), 'problem')}. Nothing was written.")
         report = pd.DataFrame([{"where": p.where or "(whole file)", "field": p.field, "expected": p.expected,
