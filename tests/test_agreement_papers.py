@@ -26,6 +26,7 @@ from scipy import stats
 
 from conftest import shared
 from evalcore.cli import main
+from evalcore.store import connect
 
 USR_SCALES = {"Understandable": (0, 1), "Natural": (1, 3), "Maintains Context": (1, 3), "Engaging": (1, 3),
               "Uses Knowledge": (0, 1), "Overall": (1, 5)}
@@ -53,7 +54,10 @@ FED_SCALES = {"Overall": (0, 4), "Understandable": (0, 1), "Consistent": (0, 1)}
 def cli_table(capsys, *argv) -> pd.DataFrame:
     capsys.readouterr()
     assert main(list(argv)) == 0
-    return pd.read_csv(io.StringIO(capsys.readouterr().out))
+    out = capsys.readouterr()
+    table = pd.read_csv(io.StringIO(out.out))
+    table.attrs["err"] = out.err
+    return table
 
 
 def scale_options(dimensions, scales: dict) -> list[str]:
@@ -166,7 +170,7 @@ def test_fed_table3_at_turn_and_dialogue_level(fed_db, capsys):
     db, raw = fed_db
     table = cli_table(capsys, "agreement", "--db", db, "--dataset", "fed", "--statistic", "corr_item_mean",
                       "--method", "spearman", "--exclude-outliers", "fed", "--bootstrap", "0", "--format", "csv")
-    err = capsys.readouterr().err
+    err = table.attrs["err"]
     got = table.set_index(["level", "dimension"])
     assert len(got) == 20
     for level, printed in FED_TABLE3.items():
@@ -192,7 +196,6 @@ def test_fed_answers_that_are_not_numbers_were_counted_not_stored(fed_db):
     db, raw = fed_db
     text = sum(1 for e in raw for v in e["annotations"].values() for s in v if not isinstance(s, (int, float)))
     numbers = sum(1 for e in raw for v in e["annotations"].values() for s in v if isinstance(s, (int, float)))
-    from evalcore.store import connect
     con = connect(db, read_only=True)
     stored = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = 'fed'").fetchall()[0][0]
     con.close()
