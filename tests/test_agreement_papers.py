@@ -235,3 +235,30 @@ def test_judge_audit_on_fed_dialogue_ratings(fed_db, capsys):
     ceiling = cli_table(capsys, "judge-audit", "--db", db, "--dataset", "fed", "--part", "headline", "--bootstrap",
                         "0", "--format", "csv")
     assert {"turn", "dialogue"} <= set(ceiling["level"])
+
+
+def test_human_evaluation_page_shows_the_papers_figures(usr_db, monkeypatch):
+    """The page opens on USR's pairwise figure for its first rated track and dimension; picking FED's definition
+    and rule puts them in the link."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    monkeypatch.setenv("EVALCORE_DB", usr_db)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.switch_page("pages/views/human.py")
+    at.query_params.update({"dataset": "usr", "track": "usr/tc", "dimension": "Overall"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    corr = next(d.value for d in at.dataframe if "statistic" in d.value and
+                d.value["statistic"].str.startswith("corr_").any()).set_index("statistic")
+    assert round(corr.loc["corr_pairwise_spearman", "value"], 4) == USR_PRINTED["tc"]["Overall"][0]
+    assert round(corr.loc["corr_pairwise_pearson", "value"], 4) == USR_PRINTED["tc"]["Overall"][1]
+    at.selectbox(key="hu-corr-usr/tc").set_value("corr_item_mean")
+    at.selectbox(key="hu-outliers-usr/tc").set_value("fed")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params["corr"] == "corr_item_mean" and at.query_params["outliers"] == "fed"
+    corr = next(d.value for d in at.dataframe if "statistic" in d.value and
+                d.value["statistic"].str.startswith("corr_item_mean").any())
+    assert corr["note"].str.contains("after FED's outlier rule").all()

@@ -164,11 +164,14 @@ def correlation_agreement(frame: pd.DataFrame, *, statistics=STATISTICS, methods
 
 def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *,
                     statistics=(CHANCE,), methods=("spearman", "pearson", "kendall"), raters: str = "ids",
-                    outliers: str = "none", bootstrap: int = 1000, seed: int = 0,
-                    origin: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    outliers: str = "none", bootstrap: int = 1000, seed: int = 0, origin: str | None = None,
+                    dimension: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What `evalcore agreement` prints: the chosen statistics (CHANCE and/or STATISTICS) per track, level and
-    dimension, computed after the outlier rule; and the rule's counts of removed annotations."""
-    frame, removed = exclude_outliers(ratings(con, dataset, track, origin), outliers)
+    dimension (or one dimension), computed after the outlier rule; and the rule's counts of removed annotations."""
+    frame = ratings(con, dataset, track, origin)
+    if dimension is not None:
+        frame = frame[frame["dimension"] == dimension]
+    frame, removed = exclude_outliers(frame, outliers)
     parts = []
     if CHANCE in statistics:
         chance = agreement_of(frame, bootstrap=bootstrap, seed=seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
+from evalcore.analysis import agreement_corr
 from evalcore.analysis.agreement import agreement
 from evalcore.analysis.agreement import annotator_bias as annotator_bias_of
 from evalcore.analysis.ensemble import ensemble
@@ -15,6 +16,15 @@ from evalcore.pagedata.scope import dataset_scoped, per_dataset
 @dataset_scoped
 def agreement_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str, bootstrap: int = 1000) -> pd.DataFrame:
     return agreement(con, dataset, track, bootstrap=bootstrap, seed=0)
+
+
+@dataset_scoped
+def correlation_agreement(con: duckdb.DuckDBPyConnection, dataset: str, track: str, dimension: str, statistic: str,
+                          raters: str, outliers: str, bootstrap: int = 1000) -> pd.DataFrame:
+    """One definition of correlation agreement on one dimension, with Spearman, Pearson and Kendall, per level."""
+    table, _ = agreement_corr.agreement_table(con, dataset, track, statistics=(statistic,), raters=raters, outliers=outliers,
+                               bootstrap=bootstrap, seed=0, dimension=dimension)
+    return table
 
 
 @dataset_scoped

@@ -1,4 +1,5 @@
-"""Human evaluation: annotator agreement with bootstrap CIs, score distributions, annotator bias."""
+"""Human evaluation: annotator agreement with bootstrap CIs (kappas and alpha; correlations as dialogue papers
+report them), score distributions, annotator bias."""
 import streamlit as st
 
 from evalcore.analysis.humans import AGGREGATES
@@ -57,6 +58,35 @@ else:
                      f"show. Tracks with several annotators: {md_escape(others)}.")
     else:
         show_agreement(table, "Computing 95% bootstrap intervals (1,000 resamples)...", final=False)
+
+    st.subheader("Correlation between annotators, as papers report it")
+    definitions = {"corr_pairwise": "pairwise (USR)", "corr_loo": "each vs the others' mean (ceiling)",
+                   "corr_item_mean": "each vs its target's mean (FED)"}
+    raters = {"ids": "annotators (people)", "slots": "columns as released"}
+    rules = {"none": "none", "fed": "FED's rule"}
+    chosen = {"corr": vs.one("corr", list(definitions), "corr_pairwise"), "raters": vs.one("raters", list(raters), "ids"),
+              "outliers": vs.one("outliers", list(rules), "none")}
+    columns = st.columns(3)
+    for column, (name, label, options) in zip(columns, (("corr", "Definition", definitions),
+                                                        ("raters", "Raters", raters),
+                                                        ("outliers", "Outliers removed", rules))):
+        with column:
+            chosen[name] = st.selectbox(label, list(options), index=list(options).index(chosen[name]),
+                                        format_func=options.get, key=f"hu-{name}-{track}")
+    values.update({k: None if v == d else v for (k, v), d in zip(chosen.items(), ("corr_pairwise", "ids", "none"))})
+    corr = data(ratings.correlation_agreement, dataset, track, dim, chosen["corr"], chosen["raters"],
+                chosen["outliers"])
+    if corr.empty:
+        st.caption(md_escape(f"No {dim} target in this track is rated by two or more annotators."))
+    else:
+        st.caption(md_escape(f"{corr['definition'].iloc[0]}. Columns as released: the k-th rating stored for each "
+                             "target (USR's three lists are positions, not people). 95% percentile bootstrap over "
+                             "targets (1,000 resamples, seed 0); more than 5% of resamples without a value withholds "
+                             "the interval. Which paper means which figure: docs, \"Agreement: which figure a paper "
+                             "means\"."))
+        grid(unless_empty(corr.drop(columns=["track", "dimension", "definition"]), "note"), width="stretch",
+             column_config={k: st.column_config.NumberColumn(format="%.4f") for k in ("value", "ci_low", "ci_high")})
+        download(corr, f"correlation-agreement-{dataset}-{track}-{dim}")
 
     st.subheader("Score distributions")
     shown = dist[dist["dimension"] == dim]
