@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.judge_values import PAIRWISE, asked, judge_values, tracks
-from evalcore.analysis.stats import correlate
+from evalcore.analysis.stats import correlate, interval
 
 UNCERTAINTY_COLUMNS = ["track", "judge", "asked", "samples", "model", "items", "mean", "judge_sd", "rank",
                        "rank_low_items", "rank_high_items", "rank_low", "rank_high"]
 DRIFT_COLUMNS = ["track", "judge", "asked_a", "asked_b", "signature_a", "signature_b", "n", "spearman_turn", "models",
-                 "kendall_tau_system", "ci_low", "ci_high"]
+                 "kendall_tau_system", "ci_low", "ci_high", "note"]
 
 
 # ---------------------------------------------------------------- a judge's own variance in the ranks
@@ -101,26 +101,25 @@ def drift(con: duckdb.DuckDBPyConnection, dataset: str, *, bootstrap: int = 1000
                 turn = correlate(both[a], both[b], "spearman")
                 board = both.groupby(level="model").mean()
                 tau = correlate(board[a], board[b], "kendall")
-                lo, hi = _tau_interval(both, a, b, bootstrap, seed)
+                lo, hi, note = _tau_interval(both, a, b, bootstrap, seed)
                 rows.append({"track": track, "judge": name, "asked_a": asked(a), "asked_b": asked(b),
                              "signature_a": a, "signature_b": b, "n": len(both),
                              "spearman_turn": turn.r, "models": len(board), "kendall_tau_system": tau.r,
-                             "ci_low": lo, "ci_high": hi})
+                             "ci_low": lo, "ci_high": hi, "note": note})
     return pd.DataFrame(rows, columns=DRIFT_COLUMNS)
 
 
-def _tau_interval(both: pd.DataFrame, a: str, b: str, bootstrap: int, seed: int) -> tuple[float, float]:
-    """95% percentile interval of the leaderboards' Kendall tau, resampling items (each with all its models)."""
+def _tau_interval(both: pd.DataFrame, a: str, b: str, bootstrap: int, seed: int) -> tuple[float, float, str]:
+    """95% percentile interval of the leaderboards' Kendall tau, resampling items (each with all its models), and
+    the resamples where tau had no value (stats.interval: withheld past 5%)."""
     items = both.index.get_level_values("item_id").unique()
     if bootstrap <= 0 or len(items) < 2:
-        return np.nan, np.nan
+        return np.nan, np.nan, ""
     rng = np.random.default_rng(seed)
     by_item = {i: g for i, g in both.groupby(level="item_id")}
     taus = []
     for _ in range(bootstrap):
         sample = pd.concat([by_item[i] for i in rng.choice(items, len(items))])
         board = sample.groupby(level="model").mean()
-        r = correlate(board[a], board[b], "kendall").r
-        if not np.isnan(r):
-            taus.append(r)
-    return (float(np.percentile(taus, 2.5)), float(np.percentile(taus, 97.5))) if taus else (np.nan, np.nan)
+        taus.append(correlate(board[a], board[b], "kendall").r)
+    return interval(taus)
