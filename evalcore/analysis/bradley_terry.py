@@ -30,10 +30,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalcore.analysis.rank_ci import competition_ranks
+from evalcore.analysis.stats import interval
 
 SCALE, BASE, INIT = 400.0, 10.0, 1000.0
 TOL = 1e-10
-MAX_UNDEFINED = 0.05   # the shared bootstrap rule: past this share of resamples without a value, no interval
 NEVER_COMPARED = "some models were never compared, even through others: their ratings are not on one scale"
 COLUMNS = ["dimension", "source", "model", "rating", "ci_low", "ci_high", "rank", "rank_ci_low", "rank_ci_high",
            "votes", "wins", "losses", "ties", "note"]
@@ -230,33 +230,21 @@ def _rate(out: pd.DataFrame, votes: pd.DataFrame, fitted: list[str], offset: int
     out.loc[rows, "rating"] = base.ratings
     out.loc[rows, "rank"] = offset + competition_ranks(base.ratings, True).astype(int)
     rng = np.random.default_rng(seed)
-    draws, failed = [], 0
-    for _ in range(resamples):
+    draws = np.full((resamples, len(fitted)), np.nan)      # a row of NaN: a resample without a finite fit
+    for r in range(resamples):
         sample = votes.iloc[rng.integers(0, len(votes), len(votes))]
         f = fit(within(sample), fitted, anchor)
-        if f.ratings is None:
-            failed += 1
-            continue
-        draws.append(f.ratings)
-    note = _bootstrap_note(failed, resamples)
-    if draws and not note.startswith("interval withheld"):
-        draws = np.array(draws)
-        ranks = offset + np.array([competition_ranks(r, True) for r in draws])
-        out.loc[rows, "ci_low"] = np.quantile(draws, 0.025, axis=0)
-        out.loc[rows, "ci_high"] = np.quantile(draws, 0.975, axis=0)
+        if f.ratings is not None:
+            draws[r] = f.ratings
+    found = [interval(draws[:, k]) for k in range(len(fitted))]
+    note = found[0][2] if found else ""
+    defined = draws[~np.isnan(draws[:, 0])]
+    if len(defined) and not math.isnan(found[0][0]):
+        ranks = offset + np.array([competition_ranks(r, True) for r in defined])
+        out.loc[rows, "ci_low"], out.loc[rows, "ci_high"] = [lo for lo, _, _ in found], [hi for _, hi, _ in found]
         out.loc[rows, "rank_ci_low"] = np.floor(np.quantile(ranks, 0.025, axis=0)).astype(int)
         out.loc[rows, "rank_ci_high"] = np.ceil(np.quantile(ranks, 0.975, axis=0)).astype(int)
     out.loc[rows, "note"] = "; ".join(n for n in (note, anchor_note) if n)
-
-
-def _bootstrap_note(failed: int, total: int) -> str:
-    """The shared bootstrap rule: past MAX_UNDEFINED of resamples without a value the interval is withheld."""
-    if not failed:
-        return ""
-    if failed > MAX_UNDEFINED * total:
-        return (f"interval withheld: {failed:,} of {total:,} resamples ({failed / total:.1%}) had no value "
-                f"(more than {MAX_UNDEFINED:.0%})")
-    return f"{failed:,} of {total:,} resamples had no value and are left out"
 
 
 def _counts(votes: pd.DataFrame, models: list[str]) -> dict[str, list[int]]:
