@@ -276,9 +276,13 @@ def test_bradley_terry_on_votes_derived_from_real_ratings():
 
 
 def test_no_finite_rating_is_said_not_guessed():
-    swept = pd.DataFrame({"model_a": ["x", "x", "y"], "model_b": ["y", "z", "z"], "score": [1.0, 1.0, 0.5]})
-    out = ratings(swept, resamples=10)
-    assert out["rating"].isna().all() and "won, or lost, every vote" in out["note"].iloc[0]
+    """x and y met, z and w met, the pairs never: no common scale, so nothing is rated or ranked (an unbeaten
+    model's place is tested in test_bradley_terry.py)."""
+    apart = pd.DataFrame({"model_a": ["x", "y", "z", "w"], "model_b": ["y", "x", "w", "z"],
+                          "score": [1.0, 1.0, 1.0, 0.5]})
+    out = ratings(apart, resamples=10)
+    assert out["rating"].isna().all() and out["rank"].isna().all()
+    assert "never compared" in out["note"].iloc[0]
 
 
 def test_cli_creates_a_task_and_ranks_votes(lab, tmp_path, capsys):

@@ -11,8 +11,12 @@ converges to.
 
 A finite fit exists only when every model has won (or tied) against the rest and lost (or tied) to them,
 through some chain of votes: the graph "a got credit against b" must be strongly connected (Zermelo 1929;
-Ford 1957). Otherwise the ratings are unavailable, with the reason; a bootstrap resample without a finite
-fit is left out and counted.
+Ford 1957). When it is not, the largest strongly connected group of models is fitted and the others are
+placed around it: a group that won every vote against the groups below it (unbeaten) ranks above every rated
+model, one that lost every vote against those above it (winless) below; their rating is NaN and their note
+says why. Models never compared, even through others, have no common scale: then nothing is rated. A
+bootstrap resample refits the same group; one without a finite fit has no value, and past 5% of resamples
+without a value the intervals are withheld.
 """
 from __future__ import annotations
 
@@ -26,9 +30,11 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalcore.analysis.rank_ci import competition_ranks
+from evalcore.analysis.stats import interval
 
 SCALE, BASE, INIT = 400.0, 10.0, 1000.0
 TOL = 1e-10
+NEVER_COMPARED = "some models were never compared, even through others: their ratings are not on one scale"
 COLUMNS = ["dimension", "source", "model", "rating", "ci_low", "ci_high", "rank", "rank_ci_low", "rank_ci_high",
            "votes", "wins", "losses", "ties", "note"]
 
@@ -46,20 +52,96 @@ def _design(votes: pd.DataFrame, models: list[str]) -> tuple[np.ndarray, np.ndar
             votes["score"].to_numpy(float))
 
 
+def _credit(a: np.ndarray, b: np.ndarray, y: np.ndarray, p: int) -> csr_matrix:
+    """The graph "row model got credit (a win or a tie) against column model"."""
+    rows = np.concatenate([a[y > 0], b[y < 1]])     # who got credit ...
+    cols = np.concatenate([b[y > 0], a[y < 1]])     # ... against whom
+    return csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(p, p))
+
+
 def finite(a: np.ndarray, b: np.ndarray, y: np.ndarray, p: int) -> str:
     """Why no finite fit exists ('' when one does): the credit graph must be strongly connected."""
     if p < 2:
         return "fewer than two models"
-    rows = np.concatenate([a[y > 0], b[y < 1]])     # who got credit ...
-    cols = np.concatenate([b[y > 0], a[y < 1]])     # ... against whom
-    graph = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(p, p))
+    graph = _credit(a, b, y, p)
     n, labels = connected_components(graph, directed=True, connection="strong")
     if n == 1:
         return ""
     weak, _ = connected_components(graph, directed=True, connection="weak")
     if weak > 1:
-        return "some models were never compared, even through others: their ratings are not on one scale"
+        return NEVER_COMPARED
     return "a model (or a group of models) won, or lost, every vote against the others: no finite rating"
+
+
+@dataclass
+class Split:
+    """Where each model (an index into the sorted models) stands. `fitted`: the largest strongly connected group
+    of at least two models (a tie broken by more votes inside, then by the first name), empty when there is none.
+    `side` per model: fitted, unbeaten (its group reaches the fitted one through credit: above it), winless
+    (reached from it: below), unranked (neither), or ordered (no group to fit: ranked by who beat whom).
+    `above`: how many models rank above each one. `reach[i, j]`: i's group got credit against j's, directly or
+    through others, and not back. `reason`: why no model can be placed ('' when they can)."""
+    fitted: list[int]
+    side: list[str]
+    above: np.ndarray
+    labels: np.ndarray
+    reach: np.ndarray
+    offset: int = 0
+    reason: str = ""
+
+
+def split(a: np.ndarray, b: np.ndarray, y: np.ndarray, p: int) -> Split:
+    """The models a finite fit exists for, and how every other model ranks against them: the condensation of the
+    credit graph into its strongly connected groups is a partial order; a group above the fitted one won every
+    vote against the groups below it (unbeaten), a group below lost every vote against those above (winless)."""
+    nothing = Split([], ["unranked"] * p, np.zeros(p, int), np.zeros(p, int), np.zeros((p, p), bool))
+    if p < 2:
+        return Split(**{**nothing.__dict__, "reason": "fewer than two models"})
+    graph = _credit(a, b, y, p)
+    if connected_components(graph, directed=True, connection="weak")[0] > 1:
+        return Split(**{**nothing.__dict__, "reason": NEVER_COMPARED})
+    n, labels = connected_components(graph, directed=True, connection="strong")
+    member = np.eye(n, dtype=int)[labels]                          # model x group
+    reach = (member.T @ (graph.toarray() > 0).astype(int) @ member) > 0
+    np.fill_diagonal(reach, False)
+    for k in range(n):                                             # transitive closure (Floyd-Warshall)
+        reach |= reach[:, [k]] & reach[[k], :]
+    size = member.sum(axis=0)
+    same = labels[a] == labels[b]
+    inner = np.bincount(labels[a][same], minlength=n)
+    best = max(range(n), key=lambda g: (size[g], inner[g], -int(np.flatnonzero(labels == g)[0])))
+    model_reach = reach[labels][:, labels]
+    above = model_reach.sum(axis=0)
+    if size[best] < 2:
+        return Split([], ["ordered"] * p, above, labels, model_reach)
+    side = ["fitted" if g == best else "unbeaten" if reach[g, best] else "winless" if reach[best, g]
+            else "unranked" for g in labels]
+    fitted = [i for i in range(p) if labels[i] == best]
+    return Split(fitted, side, above, labels, model_reach, offset=int(above[fitted[0]]))
+
+
+def _placed_note(i: int, found: Split, a: np.ndarray, b: np.ndarray, y: np.ndarray, models: list[str]) -> str:
+    """Why model i has no rating, and where it is ranked."""
+    side, m = found.side[i], models[i]
+    if side == "ordered":
+        return ("no model has a finite rating: no two models both won and lost against each other, directly or "
+                "through others; ranked by who beat whom")
+    if side == "unranked":
+        return (f"{m}: no finite rating, and no chain of votes places it above or below the rated models: "
+                "not ranked")
+    mine = (a == i) | (b == i)
+    other = np.where(a == i, b, a)[mine]
+    below, above = int(found.reach[i, other].sum()), int(found.reach[other, i].sum())
+    group = [models[j] for j in np.flatnonzero(found.labels == found.labels[i]) if j != i]
+    if side == "unbeaten":
+        said = f"{m} is unbeaten: won all {below} of its votes against the models ranked below it"
+        said += f", lost all {above} against the models ranked above it" if above else ""
+    else:
+        said = f"{m} is winless: lost all {above} of its votes against the models ranked above it"
+        said += f", won all {below} against the models ranked below it" if below else ""
+    if group:
+        said += f"; it shares its rank with {', '.join(group)} (each won and lost among them)"
+    return said + f"; no finite rating, ranked {'above' if side == 'unbeaten' else 'below'} every rated model"
 
 
 def fit(votes: pd.DataFrame, models: list[str] | None = None, anchor: str | None = None) -> Fit:
@@ -103,38 +185,66 @@ def win_matrix(votes: pd.DataFrame) -> pd.DataFrame:
 
 
 def ratings(votes: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, anchor: str | None = None) -> pd.DataFrame:
-    """Per model: rating, its 95% bootstrap interval over votes, rank (1 = best) and its 95% interval, counts."""
+    """Per model: rating, its 95% bootstrap interval over votes, rank (1 = best) and its 95% interval, counts.
+    Models outside the largest fittable group (unbeaten, winless, or unrelated to it) keep NaN ratings and are
+    ranked above or below the rated ones, or not at all, with a note saying which and why."""
     models = sorted(set(votes["model_a"]) | set(votes["model_b"]))
     if anchor is not None and anchor not in models:
         raise ValueError(f"anchor {anchor!r} has no votes; models with votes: {', '.join(models)}")
-    base = fit(votes, models, anchor)
     counts = _counts(votes, models)
     out = pd.DataFrame({"model": models, **counts})
-    if base.ratings is None:
+    a, b, y = _design(votes, models)
+    found = split(a, b, y, len(models))
+    if found.reason:
         return out.assign(rating=np.nan, ci_low=np.nan, ci_high=np.nan, rank=pd.NA, rank_ci_low=pd.NA,
-                          rank_ci_high=pd.NA, note=base.reason)
-    out["rating"] = base.ratings
-    out["rank"] = competition_ranks(base.ratings, True).astype(int)
-    rng = np.random.default_rng(seed)
-    draws, failed = [], 0
-    for _ in range(resamples):
-        sample = votes.iloc[rng.integers(0, len(votes), len(votes))]
-        f = fit(sample, models, anchor)
-        if f.ratings is None:
-            failed += 1
-            continue
-        draws.append(f.ratings)
-    note = f"{failed} of {resamples} resamples had no finite fit and are left out" if failed else ""
-    if draws:
-        draws = np.array(draws)
-        ranks = np.array([competition_ranks(r, True) for r in draws])
-        out["ci_low"], out["ci_high"] = np.quantile(draws, 0.025, axis=0), np.quantile(draws, 0.975, axis=0)
-        out["rank_ci_low"] = np.floor(np.quantile(ranks, 0.025, axis=0)).astype(int)
-        out["rank_ci_high"] = np.ceil(np.quantile(ranks, 0.975, axis=0)).astype(int)
+                          rank_ci_high=pd.NA, note=found.reason)
+    out = out.assign(rating=np.nan, ci_low=np.nan, ci_high=np.nan, rank=pd.array([pd.NA] * len(models), "Int64"),
+                     rank_ci_low=pd.array([pd.NA] * len(models), "Int64"),
+                     rank_ci_high=pd.array([pd.NA] * len(models), "Int64"), note="")
+    for i in range(len(models)):
+        if found.side[i] != "fitted":
+            out.loc[i, "note"] = _placed_note(i, found, a, b, y, models)
+            if found.side[i] != "unranked":
+                out.loc[i, "rank"] = found.above[i] + 1
+    fitted = [models[i] for i in found.fitted]
+    if fitted:
+        _rate(out, votes, fitted, found.offset, resamples=resamples, seed=seed, anchor=anchor)
+    order = out["rank"].astype("Float64").fillna(np.inf).astype(float)
+    return out.assign(_order=order).sort_values(["_order", "model"]).drop(columns="_order").reset_index(drop=True)
+
+
+def _rate(out: pd.DataFrame, votes: pd.DataFrame, fitted: list[str], offset: int, *, resamples: int, seed: int,
+          anchor: str | None) -> None:
+    """Fill the fitted models' rows of `out`: ratings, ranks after the `offset` models above them, and bootstrap
+    intervals over all votes, each resample fitted over the same models (a resample without a finite fit has
+    no value)."""
+    if anchor is not None and anchor not in fitted:
+        anchor_note = f"the anchor {anchor} has no finite rating: 1000 is the mean of the rated models"
+        anchor = None
     else:
-        out = out.assign(ci_low=np.nan, ci_high=np.nan, rank_ci_low=pd.NA, rank_ci_high=pd.NA)
-    out["note"] = note
-    return out.sort_values(["rating", "model"], ascending=[False, True]).reset_index(drop=True)
+        anchor_note = ""
+    inside = set(fitted)
+    within = lambda v: v[v["model_a"].isin(inside) & v["model_b"].isin(inside)]  # noqa: E731
+    rows = out.index[out["model"].isin(inside)].to_numpy()   # out is in sorted model order, as `fitted` is
+    base = fit(within(votes), fitted, anchor)
+    out.loc[rows, "rating"] = base.ratings
+    out.loc[rows, "rank"] = offset + competition_ranks(base.ratings, True).astype(int)
+    rng = np.random.default_rng(seed)
+    draws = np.full((resamples, len(fitted)), np.nan)      # a row of NaN: a resample without a finite fit
+    for r in range(resamples):
+        sample = votes.iloc[rng.integers(0, len(votes), len(votes))]
+        f = fit(within(sample), fitted, anchor)
+        if f.ratings is not None:
+            draws[r] = f.ratings
+    found = [interval(draws[:, k]) for k in range(len(fitted))]
+    note = found[0][2] if found else ""
+    defined = draws[~np.isnan(draws[:, 0])]
+    if len(defined) and not math.isnan(found[0][0]):
+        ranks = offset + np.array([competition_ranks(r, True) for r in defined])
+        out.loc[rows, "ci_low"], out.loc[rows, "ci_high"] = [lo for lo, _, _ in found], [hi for _, hi, _ in found]
+        out.loc[rows, "rank_ci_low"] = np.floor(np.quantile(ranks, 0.025, axis=0)).astype(int)
+        out.loc[rows, "rank_ci_high"] = np.ceil(np.quantile(ranks, 0.975, axis=0)).astype(int)
+    out.loc[rows, "note"] = "; ".join(n for n in (note, anchor_note) if n)
 
 
 def _counts(votes: pd.DataFrame, models: list[str]) -> dict[str, list[int]]:
