@@ -26,6 +26,7 @@ from scipy import stats
 
 from conftest import shared
 from evalcore.cli import main
+from evalcore.pagedata import audits
 from evalcore.store import connect
 
 USR_SCALES = {"Understandable": (0, 1), "Natural": (1, 3), "Maintains Context": (1, 3), "Engaging": (1, 3),
@@ -202,14 +203,20 @@ def test_fed_answers_that_are_not_numbers_were_counted_not_stored(fed_db):
     assert stored == numbers and text > 150
 
 
-def test_judge_audit_on_fed_dialogue_ratings(fed_db, capsys):
-    """A toy judge of the local server (its rating from the answer's length) scores FED; the audit sets it beside
-    people at dialogue level, from the ratings imported by dialogue_id: the human ceiling equals the
-    leave-one-out Spearman computed here, and so does the judge's own."""
+@pytest.fixture(scope="module")
+def fed_judged(fed_db):
+    """FED scored by a toy judge of the local server: its rating from the answer's length."""
     db, raw = fed_db
     with JudgeServer(rate="length") as srv:
         assert main(["score", "--db", db, "--dataset", "fed", "--metrics", "Judge-Coh", "--judge-base-url", srv.url,
                      "--judge-model", "tiny-judge", "--judge-retries", "1"]) == 0
+    return db, raw
+
+
+def test_judge_audit_on_fed_dialogue_ratings(fed_judged, capsys):
+    """The audit sets the toy judge beside people at dialogue level, from the ratings imported by dialogue_id: the
+    human ceiling equals the leave-one-out Spearman computed here, and so does the judge's own."""
+    db, raw = fed_judged
     table = cli_table(capsys, "judge-audit", "--db", db, "--dataset", "fed", "--bootstrap", "0", "--format", "csv")
     dialogue = table[table["level"] == "dialogue"].set_index(["dimension", "statistic", "who"])
     assert set(dialogue.index.get_level_values("dimension")) == set(FED_TABLE3["dialogue"])
@@ -262,3 +269,21 @@ def test_human_evaluation_page_shows_the_papers_figures(usr_db, monkeypatch):
     corr = next(d.value for d in at.dataframe if "statistic" in d.value and
                 d.value["statistic"].str.startswith("corr_item_mean").any())
     assert corr["note"].str.contains("after FED's outlier rule").all()
+
+
+def test_metric_trust_reads_fed_dialogue_ratings_at_dialogue_level(fed_judged, capsys):
+    """Metric trust at dialogue level correlates each dialogue's mean judge value with its people's mean, and its
+    hover quotes the dialogue-level audit."""
+    db, raw = fed_judged
+    con = connect(db, read_only=True)
+    head = audits.judge_headlines(con, "fed", "Overall", "dialogue")
+    con.close()
+    assert (head["metric"] == "Judge-Coh").any()
+    assert head["audit"].str.contains(r"audit on Overall \(whole dialogues\)").any()
+    table = cli_table(capsys, "trust", "--db", db, "--dataset", "fed", "--level", "dialogue", "--dimension",
+                      "Overall", "--format", "csv")
+    row = table[(table["metric"] == "Judge-Coh") & (table["track"] == "fed/dialogue")].iloc[0]
+    entries = [e for e in raw if "response" not in e]
+    judge = [length_rating("Response to evaluate:\n\n" + e["context"].split("\n")[-1]) for e in entries]
+    people = [np.mean([s for s in e["annotations"]["Overall"] if isinstance(s, (int, float))]) for e in entries]
+    assert row["r"] == pytest.approx(stats.spearmanr(judge, people)[0], abs=1e-9)

@@ -6,6 +6,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.analysis import judge_agreement, judge_audit, judge_values
+from evalcore.analysis.options import DIALOGUE_AGGREGATE
 from evalcore.pagedata import catalog
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
 
@@ -37,27 +38,32 @@ def judge_audit_part(con: duckdb.DuckDBPyConnection, dataset: str, part: str, bo
 
 
 @dataset_scoped
-def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str) -> pd.DataFrame:
+def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, level: str = "turn") -> pd.DataFrame:
     """For Metric trust's hover: per judge metric and skill, its audit headline against `dimension` (the judge's
-    own dimension where it has one) under the signature its column holds now. Columns metric, skill, audit."""
+    own dimension where it has one) under the signature its column holds now, at Metric trust's level (dialogue:
+    the audit on ratings of whole dialogues; system: the turn-level one). Columns metric, skill, audit."""
     out = pd.DataFrame(columns=["metric", "skill", "audit"])
     if dataset not in judged_datasets(con):
         return out
     head = judge_agreement.headline(judge_agreement.agreement(con, dataset, bootstrap=0))
     current = {s for (s,) in con.execute("SELECT DISTINCT signature FROM system_scores WHERE dataset = ? AND "
                                          "origin = 'computed'", [dataset]).fetchall()}
-    head = head[head["signature"].isin(current)]
+    wanted = "dialogue" if level == "dialogue" else "turn"
+    suffix = f"|{DIALOGUE_AGGREGATE}" if wanted == "dialogue" else ""
+    head = head[(head["level"] == wanted) & head["signature"].isin({s + suffix for s in current})]
     own = head["judge"].str.removeprefix("Judge-") == head["dimension"]
     head = head[own | (head["dimension"] == dimension)]
     if head.empty:
         return out
 
+    unit = "dialogue" if wanted == "dialogue" else "response"
+
     def said(r) -> str:
         loo, ceiling, mean = r["judge (leave-one-out)"], r["human ceiling (leave-one-out)"], r["judge vs people's mean"]
+        what = f"audit on {r['dimension']}{' (whole dialogues)' if wanted == 'dialogue' else ''} ({r['asked']})"
         if pd.isna(ceiling):
-            return f"audit on {r['dimension']} ({r['asked']}): r = {mean:.2f} with the one rating per response; no ceiling"
-        return (f"audit on {r['dimension']} ({r['asked']}): leave-one-out r = {loo:.2f} vs the human ceiling "
-                f"{ceiling:.2f}: {r['verdict']}")
+            return f"{what}: r = {mean:.2f} with the one rating per {unit}; no ceiling"
+        return f"{what}: leave-one-out r = {loo:.2f} vs the human ceiling {ceiling:.2f}: {r['verdict']}"
 
     head = head.assign(audit=head.apply(said, axis=1))
     rows = head.groupby(["judge", "skill"])["audit"].agg("; ".join).reset_index()

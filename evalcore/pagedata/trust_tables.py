@@ -103,7 +103,7 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     cells["adjusted p"] = formatting.as_text(cells["p_adjusted"], ".3g")
     cells["verdict"] = cells["mark"].map(TRUST_WORDS).fillna("")
     # a judge's row: its audit against the lab's people on hover (the Judge audit page has the whole of it)
-    headlines = audits.judge_headlines(con, dataset, dimension)
+    headlines = audits.judge_headlines(con, dataset, dimension, level)
     cells = cells.merge(headlines.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
     cells["judge audit"] = cells["judge audit"].fillna("")
     skills = list(dict.fromkeys(frame["skill"]))
