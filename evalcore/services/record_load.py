@@ -1,0 +1,109 @@
+"""`record import`: an evaluation record into a store, in one transaction, refusing conflicts by name.
+
+Written: the dataset's rows (datasets, tracks, dimensions, dialogues, turns, items, references, responses, human
+ratings, pairwise votes, system scores, published correlations), the models, metric signatures and external
+metrics it names (kept when the store has the same ones, refused when it has others under the same name), and
+the per-response metric values into the value cache. Rating-task definitions and answers, and generation
+signatures, stay in the record (tasks are numbered per store): their ratings arrive as human ratings, their
+signatures in the metric values' and responses' own signatures.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from evalcore.core.errors import ImportRefused, Problem
+from evalcore.ingest.batch import ImportReport
+from evalcore.services.record import read
+from evalcore.store import bump_revision, history, insert_frame, transaction
+from evalcore.store.history import current_user
+
+# the store's tables a record fills, in the order they are written (what the rows refer to first)
+WRITTEN = ("datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures", "dialogues",
+           "turns", "items", "item_references", "responses", "human_ratings", "metric_scores", "system_scores",
+           "published_correlations", "pairwise_judgments")
+SHARED = {"models": "model", "external_metrics": "metric", "metric_signatures": "signature"}
+KEPT_IN_RECORD = ("tasks", "task_units", "task_answers", "generations")
+
+
+def _nulls(frame: pd.DataFrame) -> pd.DataFrame:
+    """NaN in a text column is NULL in the store."""
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def conflicts(con: duckdb.DuckDBPyConnection, file: str, manifest: dict, data: dict[str, pd.DataFrame]) -> list[Problem]:
+    """What the store already holds that the record would contradict: the dataset itself, or a shared name
+    (model, metric, signature) with other contents."""
+    problems = []
+    dataset = manifest["dataset"]
+    if con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [dataset]).fetchall()[0][0]:
+        problems.append(Problem(file, "manifest.json", "dataset", "a dataset this store does not hold",
+                                f"{dataset!r}, already in the store (import into another store, or delete it first)"))
+    for table, key in SHARED.items():
+        frame = data.get(table)
+        if frame is None or frame.empty:
+            continue
+        compared = [c for c in frame.columns if c not in ("added_at", "added_by", "description")]
+        stored = con.execute(f"SELECT {', '.join(compared)} FROM {table} WHERE list_contains(?, {key})",
+                             [sorted(frame[key].astype(str))]).df()
+        mine = frame[compared].set_index(key)
+        for row in stored.itertuples(index=False):
+            theirs = dict(zip(compared, row))
+            ours = mine.loc[theirs[key]]
+            ours = ours.iloc[0] if isinstance(ours, pd.DataFrame) else ours
+            for col in compared:
+                if col == key:
+                    continue
+                a, b = ours[col], theirs[col]
+                if not (pd.isna(a) and pd.isna(b)) and str(a) != str(b):
+                    problems.append(Problem(file, f"tables/{table}.parquet", col,
+                                            f"the store's {key} {theirs[key]!r} as it is ({str(b)[:80]!r})",
+                                            f"other contents ({str(a)[:80]!r})"))
+    return problems
+
+
+def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = True) -> ImportReport:
+    """Import the record at `path`; `values` False leaves out its metric values and computed system scores (what
+    `record verify` recomputes from the texts)."""
+    file = str(path)
+    manifest, data, _ = read(path)
+    problems = conflicts(con, file, manifest, data)
+    if problems:
+        raise ImportRefused(problems)
+    frames = dict(data)
+    values_frame = frames.pop("metric_values", pd.DataFrame())
+    if values and len(values_frame):
+        cache = values_frame[["signature", "text_key", "value", "stats", "reason"]].drop_duplicates(
+            ["signature", "text_key"])
+        frames["metric_scores"] = cache
+    if not values:
+        scores = frames.get("system_scores", pd.DataFrame())
+        frames["system_scores"] = scores[scores["origin"] != "computed"] if len(scores) else scores
+    counts = {}
+    with transaction(con):
+        bump_revision(con, manifest["dataset"])
+        sid = history.record(con, kind="record", dataset=manifest["dataset"],
+                             models=sorted(set(frames.get("responses", pd.DataFrame({"model": []}))["model"])),
+                             tracks=manifest["tracks"], file=file, sha256=history.sha256_of(path), scope=None,
+                             uploader=current_user())
+        for table in WRITTEN:
+            frame = frames.get(table)
+            if frame is None or frame.empty:
+                continue
+            if table == "responses":
+                frame = frame.assign(submission_id=sid)
+            counts[table] = insert_frame(con, table, _nulls(frame), ignore=table in SHARED or table == "metric_scores")
+        con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
+                    [json.dumps({t: n for t, n in counts.items() if n}), sid])
+    report = ImportReport(file, counts)
+    kept = [f"{len(data[t]):,} {t.replace('_', ' ')}" for t in KEPT_IN_RECORD if t in data and len(data[t])]
+    if kept:
+        report.notes.append(f"kept in the record, not in the store: {', '.join(kept)}")
+    report.notes.append(f"record {manifest['content_sha256'][:16]}... of evalcore {manifest['evalcore']}, "
+                        f"made {manifest['created_at']}")
+    report.tracks = list(manifest["tracks"])
+    return report
+

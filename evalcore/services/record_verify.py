@@ -1,0 +1,191 @@
+"""`record verify`: recompute what an evaluation record's figures depend on and report each difference.
+
+1. Every table's checksum against the manifest (a table changed since export).
+2. The record, without its metric values, into a scratch store; the metrics this machine can compute offline
+   (lexical and DIST always; model-based ones where their model is present) scored again from the texts, under
+   the flavors and tokenizers the record's system scores name; each per-response value and system score set
+   beside the record's. A judge is not asked again (the same endpoint is rarely the same model a month later);
+   its values, and those computed elsewhere, are reported as taken from the record.
+3. The record with its values into a second scratch store; its figures (leaderboards, correlations, agreement)
+   computed again and set beside the record's.
+A difference beyond TOLERANCE names its table, item, model, metric and both values; what could not be recomputed
+is listed with the reason.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evalcore.metrics import registry
+from evalcore.scoring import score
+from evalcore.services.record import figures, metric_values, read, table_sha256
+from evalcore.services.record_load import load
+from evalcore.store import connect
+
+TOLERANCE = 1e-9   # relative, and absolute near 0: float sums in another order differ by ~1e-15
+RECOMPUTED_FAMILIES = ("lexical",)   # model-based ones need their model on this machine: not recomputed yet
+
+
+@dataclass
+class Verification:
+    """What `record verify` found: differences (one row each), what it could not recompute and why, counts."""
+
+    differences: pd.DataFrame
+    unverified: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        return self.differences.empty
+
+    def render(self) -> str:
+        lines = [f"checked: {', '.join(f'{n:,} {what}' for what, n in self.checked.items())}"]
+        lines += [f"not recomputed: {u}" for u in self.unverified]
+        if self.clean:
+            lines.append("verified: every recomputed value and figure equals the record's")
+        else:
+            lines.append(f"{len(self.differences):,} difference(s):")
+            for r in self.differences.head(50).itertuples(index=False):
+                lines.append("  " + "; ".join(f"{k} {v}" for k, v in r._asdict().items() if v is not None and v == v))
+        return "\n".join(lines)
+
+
+DIFF_COLUMNS = ["where", "track", "item_id", "model", "metric", "signature", "column", "recorded", "recomputed"]
+
+
+def _diff(**row) -> dict:
+    return {c: row.get(c) for c in DIFF_COLUMNS}
+
+
+def _differs(a, b) -> bool:
+    if pd.isna(a) and pd.isna(b):
+        return False
+    if pd.isna(a) or pd.isna(b):
+        return True
+    if isinstance(a, (int, float, np.number)) and isinstance(b, (int, float, np.number)):
+        return abs(float(a) - float(b)) > TOLERANCE * max(1.0, abs(float(a)), abs(float(b)))
+    return str(a) != str(b)
+
+
+def _checksums(manifest: dict, data: dict, derived: dict) -> list[dict]:
+    out = []
+    for part, frames, listed in (("tables", data, manifest["tables"]), ("figures", derived, manifest["figure_tables"])):
+        for name, entry in listed.items():
+            if name not in frames:
+                out.append(_diff(where=f"{part}/{name}.parquet", column="file", recorded="present", recomputed="missing"))
+            elif table_sha256(frames[name]) != entry["sha256"]:
+                out.append(_diff(where=f"{part}/{name}.parquet", column="sha256", recorded=entry["sha256"][:16],
+                                 recomputed=table_sha256(frames[name])[:16]))
+    return out
+
+
+def _recomputable(signatures: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The record's metrics this machine computes from texts offline, and why the others are not."""
+    known = registry.METRICS   # built-ins only: a store's imported metrics were computed elsewhere
+    names, why = [], []
+    for metric in sorted(set(signatures["metric"])):
+        info = known.get(metric)
+        if info is None:
+            why.append(f"{metric}: computed elsewhere (an imported or external metric): values taken from the record")
+        elif info.family not in RECOMPUTED_FAMILIES:
+            reason = "a judge is not asked again" if info.family == "judge" else \
+                "a model-based metric is not recomputed by verify yet"
+            why.append(f"{metric}: {reason}: values taken from the record")
+        else:
+            names.append(metric)
+    return names, why
+
+
+def _values(manifest: dict, path: Path, scratch: Path, names: list[str], data: dict) -> tuple[list[dict], int, list[str]]:
+    """Score the record's texts again; per-response and system differences."""
+    con = connect(scratch / "texts.duckdb")
+    try:
+        load(con, path, values=False)
+        scores = data["system_scores"]
+        computed = scores[scores["origin"] == "computed"] if len(scores) else scores
+        # each flavor the record's values were computed under (its tokenizer by the dataset's language, as the
+        # record's were: a signature computed under another shows as not recomputed, never as a difference)
+        flavors = {f for f in computed.get("flavor", []) if f in registry.FLAVORS}   # 'any': a flavor-free metric
+        for flavor in sorted(flavors) or ["default"]:
+            score(con, metrics=names, dataset=manifest["dataset"], flavor=flavor, progress=False)
+        fresh = metric_values(con, manifest["dataset"], manifest["tracks"])
+        fresh_system = con.execute("SELECT track, model, name, signature, value FROM system_scores WHERE dataset = ? "
+                                   "AND origin = 'computed'", [manifest["dataset"]]).df()
+    finally:
+        con.close()
+    recorded = data["metric_values"]
+    recorded = recorded[recorded["metric"].isin(names)]
+    keys = ["item_id", "model", "signature"]
+    both = recorded.merge(fresh[keys + ["value"]], on=keys, how="left", suffixes=("", "_new"))
+    out, missing = [], []
+    for r in both.itertuples(index=False):
+        if pd.isna(r.value_new) and not pd.isna(r.value) and r.signature not in set(fresh["signature"]):
+            missing.append(r.signature)
+            continue
+        if _differs(r.value, r.value_new):
+            out.append(_diff(where="tables/metric_values.parquet", track=r.track, item_id=r.item_id, model=r.model,
+                             metric=r.metric, signature=r.signature, column="value", recorded=r.value,
+                             recomputed=r.value_new))
+    system = computed[computed["name"].isin(names)] if len(computed) else computed
+    if len(system):
+        sys_both = system.merge(fresh_system, on=["track", "model", "name", "signature"], how="left",
+                                suffixes=("", "_new"))
+        for r in sys_both.itertuples(index=False):
+            if r.signature in set(missing):
+                continue
+            if _differs(r.value, r.value_new):
+                out.append(_diff(where="tables/system_scores.parquet", track=r.track, model=r.model, metric=r.name,
+                                 signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new))
+    metric_of = dict(zip(recorded["signature"], recorded["metric"]))
+    why = [f"{metric_of.get(s, s)}: this machine computes it under another signature than the record's ({s}): "
+           f"values taken from the record" for s in sorted(set(missing))]
+    return out, len(both), why
+
+
+def _figures(manifest: dict, path: Path, scratch: Path, derived: dict) -> tuple[list[dict], int]:
+    con = connect(scratch / "values.duckdb")
+    try:
+        load(con, path)
+        again = figures(con, manifest["dataset"], manifest["tracks"])
+    finally:
+        con.close()
+    out, n = [], 0
+    for name, recorded in derived.items():
+        fresh = again.get(name, pd.DataFrame())
+        if len(recorded) != len(fresh):
+            out.append(_diff(where=f"figures/{name}.parquet", column="rows", recorded=len(recorded),
+                             recomputed=len(fresh)))
+            continue
+        numeric = [c for c in recorded.columns if pd.api.types.is_numeric_dtype(recorded[c])]
+        keys = [c for c in recorded.columns if c not in numeric]
+        left = recorded.sort_values(keys, kind="stable").reset_index(drop=True) if keys else recorded
+        right = fresh[recorded.columns].sort_values(keys, kind="stable").reset_index(drop=True) if keys else fresh
+        for i in range(len(left)):
+            for c in numeric:
+                n += 1
+                if _differs(left.at[i, c], right.at[i, c]):
+                    out.append(_diff(where=f"figures/{name}.parquet", track=left.at[i, "track"] if "track" in left
+                                     else None, model=left.at[i, "model"] if "model" in left else None,
+                                     metric=left.at[i, "metric"] if "metric" in left else None, column=c,
+                                     recorded=left.at[i, c], recomputed=right.at[i, c]))
+    return out, n
+
+
+def verify(path: str | Path) -> Verification:
+    path = Path(path)
+    manifest, data, derived = read(path)
+    differences = _checksums(manifest, data, derived)
+    names, unverified = _recomputable(data["metric_signatures"])
+    with tempfile.TemporaryDirectory(prefix="evalcore-verify-") as tmp:
+        found, n_values, why = _values(manifest, path, Path(tmp), names, data) if names else ([], 0, [])
+        differences += found
+        unverified += why
+        found, n_figures = _figures(manifest, path, Path(tmp), derived)
+        differences += found
+    checked = {"tables": len(manifest["tables"]) + len(manifest["figure_tables"]), "metric values": n_values,
+               "figure cells": n_figures}
+    return Verification(pd.DataFrame(differences, columns=DIFF_COLUMNS), unverified, checked)

@@ -1,0 +1,105 @@
+"""Evaluation records: export, import into an empty store, verify clean; a value edited inside the record is
+named by verify with its item, metric and both values; conflicts refused whole. The MSDE release's record on a
+fresh install is in tests/test_packaging.py (slow)."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pandas as pd
+import pytest
+
+from conftest import write_jsonl
+from evalcore.cli import main
+from evalcore.services import record
+from evalcore.store import connect
+
+ITEMS = [{"item_id": f"d{k}-t1", "dataset": "rec", "track": "rec/knowledge", "dialogue_id": f"d{k}",
+          "context": ["你好", f"你看过电影{k}吗？"], "references": [f"看过电影{k}，很好看。", "没看过。"],
+          "grounding": {"knowledge": [[f"电影{k}", "导演", f"导演{k}"]]}} for k in range(6)]
+RESPONSES = {"m1": [f"看过电影{k}，导演是导演{k}。" for k in range(6)], "m2": ["没看过。"] * 3 + ["很好看。"] * 3}
+
+
+@pytest.fixture
+def scored(tmp_path):
+    db = str(tmp_path / "src.duckdb")
+    assert main(["import", "items", str(write_jsonl(tmp_path / "items.jsonl", ITEMS)), "--db", db]) == 0
+    rows = "\n".join(f"d{k}-t1,{m},{texts[k]}" for m, texts in RESPONSES.items() for k in range(6))
+    (tmp_path / "r.csv").write_text("item_id,model,response\n" + rows + "\n", encoding="utf-8")
+    assert main(["import", "responses", str(tmp_path / "r.csv"), "--db", db, "--dataset", "rec",
+                 "--track", "rec/knowledge"]) == 0
+    ratings = "\n".join(f"d{k}-t1,{m},{a},Info,{(k + len(a) + (m == 'm1')) % 3}" for m in RESPONSES for k in range(6)
+                        for a in ("ann", "bo"))
+    (tmp_path / "h.csv").write_text("item_id,model,annotator,dimension,score\n" + ratings + "\n", encoding="utf-8")
+    assert main(["import", "ratings", str(tmp_path / "h.csv"), "--db", db, "--dataset", "rec", "--track",
+                 "rec/knowledge", "--scale", "Info=0:2"]) == 0
+    assert main(["score", "--db", db, "--dataset", "rec", "--metrics", "F1,BLEU2,DIST1,ROUGE,chrF"]) == 0
+    return db
+
+
+def test_export_import_verify_and_an_edited_value(scored, tmp_path, capsys):
+    out = tmp_path / "rec.zip"
+    assert main(["record", "export", "--db", scored, "--dataset", "rec", "--out", str(out)]) == 0
+    manifest = json.loads(zipfile.ZipFile(out).read("manifest.json"))
+    assert manifest["format"] == "evalcore-record" and manifest["tables"]["responses"]["rows"] == 12
+    assert manifest["tables"]["human_ratings"]["rows"] == 24
+    assert manifest["tables"]["metric_values"]["rows"] == 12 * 5
+    assert {"judge-prompts (evalcore/metrics/judge/prompts.py)", "generation/knowledge-zh.toml"} <= set(
+        manifest["templates"])
+    assert manifest["libraries"]["duckdb"] and manifest["evalcore"]
+
+    fresh = str(tmp_path / "fresh.duckdb")
+    assert main(["record", "import", str(out), "--db", fresh]) == 0
+    src, dst = connect(scored, read_only=True), connect(fresh, read_only=True)
+    for table in ("items", "responses", "human_ratings", "item_references"):
+        q = f"SELECT * EXCLUDE (origin{', submission_id' if table == 'responses' else ''}) FROM {table} ORDER BY ALL" \
+            if table in ("responses", "human_ratings", "items") else f"SELECT * FROM {table} ORDER BY ALL"
+        pd.testing.assert_frame_equal(src.execute(q).df(), dst.execute(q).df())
+    assert record.tables(dst, "rec")["metric_values"]["value"].tolist() == \
+        record.tables(src, "rec")["metric_values"]["value"].tolist()
+    src.close()
+    dst.close()
+    # a second import into the same store: refused whole, the store unchanged
+    capsys.readouterr()
+    assert main(["record", "import", str(out), "--db", fresh]) == 2
+    assert "'rec', already in the store" in capsys.readouterr().err
+
+    capsys.readouterr()
+    assert main(["record", "verify", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "verified: every recomputed value and figure equals the record's" in said
+    assert "checked: 23 tables, 60 metric values" in said
+
+    # one value edited inside the record: verify names it
+    edited = tmp_path / "edited.zip"
+    with zipfile.ZipFile(out) as zin, zipfile.ZipFile(edited, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "tables/metric_values.parquet":
+                values = pd.read_parquet(io.BytesIO(data))
+                row = values.index[(values["item_id"] == "d3-t1") & (values["model"] == "m1")
+                                   & (values["metric"] == "F1")][0]
+                truth = values.at[row, "value"]
+                values.at[row, "value"] = truth + 0.25
+                buffer = io.BytesIO()
+                values.to_parquet(buffer, index=False)
+                data = buffer.getvalue()
+            zout.writestr(info, data)
+    capsys.readouterr()
+    assert main(["record", "verify", str(edited), "--format", "csv"]) == 1
+    found = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    value = found[(found["where"] == "tables/metric_values.parquet") & (found["column"] == "value")].iloc[0]
+    assert (value["item_id"], value["model"], value["metric"]) == ("d3-t1", "m1", "F1")
+    assert float(value["recorded"]) == pytest.approx(truth + 0.25) and float(value["recomputed"]) == pytest.approx(truth)
+    assert (found["column"] == "sha256").any()   # the table no longer matches its manifest checksum
+
+
+def test_not_a_record_is_refused(tmp_path, capsys):
+    (tmp_path / "x.zip").write_bytes(b"not a zip")
+    assert main(["record", "verify", str(tmp_path / "x.zip")]) == 1
+    assert "not an evaluation record" in capsys.readouterr().err
+    with zipfile.ZipFile(tmp_path / "y.zip", "w") as zf:
+        zf.writestr("manifest.json", json.dumps({"format": "other", "version": 9}))
+    assert main(["record", "import", str(tmp_path / "y.zip"), "--db", str(tmp_path / "s.duckdb")]) == 1
+    assert "expected format 'evalcore-record' version 1" in capsys.readouterr().err
