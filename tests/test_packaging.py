@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_browser import ARTIFACTS, CHROMIUM, DRAWN, _free_port, _settle, chromium, expect
 
-from conftest import ROOT
+from conftest import ROOT, shared
 
 pytestmark = pytest.mark.slow
 
@@ -178,3 +178,19 @@ def test_app_serves_the_dashboard(installed):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def test_msde_release_record_verifies_on_a_fresh_install(installed):
+    """The MSDE release with its ratings and lexical scores: its record exported, imported into an empty store and
+    verified clean, all by the freshly installed `evalcore`."""
+    msde = shared("msde")
+    _run(installed, "evalcore", "import", "msde", str(msde), "--db", "msde.duckdb", timeout=600)
+    _run(installed, "evalcore", "score", "--db", "msde.duckdb", "--dataset", "msde", "--metrics", "lexical",
+         timeout=900)
+    said = _run(installed, "evalcore", "record", "export", "--db", "msde.duckdb", "--dataset", "msde", "--out",
+                "msde-record.zip", timeout=600).stdout
+    assert "responses 96,760" in said and "human_ratings 2,190" in said
+    said = _run(installed, "evalcore", "record", "import", "msde-record.zip", "--db", "empty.duckdb", timeout=600).stdout
+    assert "96,760 responses" in said and "2,190 human ratings" in said
+    done = _run(installed, "evalcore", "record", "verify", "msde-record.zip", timeout=900)
+    assert "verified: every recomputed value and figure equals the record's" in done.stdout, done.stdout
