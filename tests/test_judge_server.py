@@ -158,7 +158,8 @@ def test_fail_after_answers_exactly_n_of_many_at_once():
             t.start()
         for t in threads:
             t.join()
-        assert srv.max_in_flight == 3   # the five over the limit never reached an answer
+        # the five over the limit never reached an answer (on a loaded machine the three answered need not overlap)
+        assert 1 <= srv.max_in_flight <= 3
     assert sorted(statuses, key=str) == [200, 200, 200] + [None] * 5
 
 
