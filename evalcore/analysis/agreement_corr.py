@@ -42,7 +42,7 @@ DEFINITIONS = {
     "corr_item_mean": "every annotation against the mean of all annotations of its target, itself included, pooled "
                       "(FED, SIGDIAL 2020, Table 3)",
 }
-RULES = {"fed": "FED's outlier rule (§3.4: per target, the annotation farthest from the target's mean removed)"}
+RULES = {"fed": "FED's outlier rule (§3.4)"}   # per target, the annotation farthest from its mean removed
 
 
 def _r(x: np.ndarray, y: np.ndarray, method: str) -> float:

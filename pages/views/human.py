@@ -79,12 +79,15 @@ else:
     if corr.empty:
         st.caption(md_escape(f"No {dim} target in this track is rated by two or more annotators."))
     else:
-        st.caption(md_escape(f"{corr['definition'].iloc[0]}. Columns as released: the k-th rating stored for each "
+        definition = corr["definition"].iloc[0]
+        st.caption(md_escape(f"{definition[:1].upper()}{definition[1:]}; over {corr['n_annotators'].max()} "
+                             f"{raters[chosen['raters']]}. Columns as released: the k-th rating stored for each "
                              "target (USR's three lists are positions, not people). 95% percentile bootstrap over "
                              "targets (1,000 resamples, seed 0); more than 5% of resamples without a value withholds "
                              "the interval. Which paper means which figure: docs, \"Agreement: which figure a paper "
                              "means\"."))
-        grid(unless_empty(corr.drop(columns=["track", "dimension", "definition"]), "note"), width="stretch",
+        shown = corr[["level", "statistic", "value", "ci_low", "ci_high", "n_items", "note"]]
+        grid(unless_empty(shown, "note"), width="stretch",
              column_config={k: st.column_config.NumberColumn(format="%.4f") for k in ("value", "ci_low", "ci_high")})
         download(corr, f"correlation-agreement-{dataset}-{track}-{dim}")
 
