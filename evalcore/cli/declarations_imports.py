@@ -1,0 +1,21 @@
+"""The `import` commands for files other tools write: lm-evaluation-harness samples, Hugging Face datasets, Label
+Studio exports and DSTC11 Track 4 annotations. Declared beside evalcore.cli.declarations (same registry)."""
+from __future__ import annotations
+
+from evalcore.cli.commands import CREATES, imported
+from evalcore.cli.declarations import command
+
+
+@command("import lm-eval", "lm-evaluation-harness --log_samples output (samples_<task>_<date>.jsonl): the filtered "
+         "response as the model's response, each per-sample metric as external metric lm-eval:<metric>",
+         "exchange_imports:lmeval", CREATES)
+def import_lmeval(p):
+    imported(p)
+    p.add_argument("--track", required=True, help="the track of the samples' items")
+    p.add_argument("--model", required=True, help="the model the harness evaluated")
+    p.add_argument("--doc-id", required=True, metavar="FIELD",
+                   help="dotted path of the item id in a sample: doc.id, or doc_id (the document's position)")
+    p.add_argument("--doc-context", metavar="FIELD", help="dotted path of the item's context (doc.question): items "
+                   "not in the store are created from it, the target as their reference")
+    p.add_argument("--metrics", help="comma-separated per-sample metrics to import (default: every numeric one)")
+    p.add_argument("--filter", help="the filter whose responses to import, when the file has several")

@@ -1,0 +1,12 @@
+"""Handlers of the `import` commands for files other tools write (evalcore.cli.declarations_imports)."""
+from __future__ import annotations
+
+from evalcore.cli.imports import reported
+from evalcore.ingest.lmeval import import_lmeval
+
+
+@reported
+def lmeval(con, args):
+    return import_lmeval(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
+                         doc_id=args.doc_id, doc_context=args.doc_context, metrics=args.metrics,
+                         filter_name=args.filter)
