@@ -2,8 +2,8 @@
 Studio exports and DSTC11 Track 4 annotations. Declared beside evalcore.cli.declarations (same registry)."""
 from __future__ import annotations
 
-from evalcore.cli.commands import CREATES, imported
-from evalcore.cli.declarations import command
+from evalcore.cli.commands import CREATES, imported, scale
+from evalcore.cli.declarations import command, missing
 
 
 @command("import lm-eval", "lm-evaluation-harness --log_samples output (samples_<task>_<date>.jsonl): the filtered "
@@ -19,3 +19,18 @@ def import_lmeval(p):
                    "not in the store are created from it, the target as their reference")
     p.add_argument("--metrics", help="comma-separated per-sample metrics to import (default: every numeric one)")
     p.add_argument("--filter", help="the filter whose responses to import, when the file has several")
+
+
+@command("import hf", "a Hugging Face dataset (a save_to_disk folder), a Parquet or a JSONL file, its columns mapped "
+         "by --columns: responses (response=COLUMN) or ratings (annotator=, dimension=, score=)",
+         "exchange_imports:hf", CREATES)
+def import_hf(p):
+    imported(p)
+    p.add_argument("--track", help="the track every row answers (else a column mapped to track)")
+    p.add_argument("--columns", required=True, metavar="TARGET=COLUMN,...",
+                   help="evalcore column = the dataset's column: item_id, response, model, track, dialogue_id, "
+                        "annotator, dimension, score")
+    p.add_argument("--model", help="model name for every row (else a column mapped to model)")
+    p.add_argument("--split", help="the split of a DatasetDict folder (default: its only one)")
+    scale(p)
+    missing(p, "a score")

@@ -1,7 +1,8 @@
 """Handlers of the `import` commands for files other tools write (evalcore.cli.declarations_imports)."""
 from __future__ import annotations
 
-from evalcore.cli.imports import reported
+from evalcore.cli.imports import reported, scales
+from evalcore.ingest.hfdata import import_hf
 from evalcore.ingest.lmeval import import_lmeval
 
 
@@ -10,3 +11,9 @@ def lmeval(con, args):
     return import_lmeval(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
                          doc_id=args.doc_id, doc_context=args.doc_context, metrics=args.metrics,
                          filter_name=args.filter)
+
+
+@reported
+def hf(con, args):
+    return import_hf(con, args.file, dataset=args.dataset, track=args.track, columns=args.columns, model=args.model,
+                     split=args.split, scales=scales(args.scale), missing=args.missing)
