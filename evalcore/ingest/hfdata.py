@@ -85,20 +85,30 @@ def import_hf(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str,
         rows.append(row)
     if problems:
         raise ImportRefused(problems)
-    with tempfile.TemporaryDirectory(prefix="evalcore-hf-") as tmp:
+    if ratings:
+        report = imported_as(con, import_ratings, rows, shown, places, mapping, dataset=dataset, track=track,
+                             scales=scales, missing=missing)
+    else:
+        report = imported_as(con, import_responses, rows, shown, places, mapping, dataset=dataset, track=track,
+                             model=model)
+    report.notes.insert(0, f"{len(rows):,} rows, columns " + ", ".join(f"{s} as {t}" for t, s in mapping.items()))
+    return report
+
+
+def imported_as(con: duckdb.DuckDBPyConnection, importer, rows: list[dict], shown: str, places: list[str],
+                fields: dict[str, str], **options) -> ImportReport:
+    """`rows` imported by `importer` (import_responses or import_ratings) as a JSONL file of theirs, so that their
+    rules hold; its problems and report name `shown`, the place of each row in it (places) and its fields (fields:
+    evalcore column -> the source's name for it)."""
+    with tempfile.TemporaryDirectory(prefix="evalcore-rows-") as tmp:
         temp = Path(tmp) / f"{Path(shown).stem or 'rows'}.jsonl"
         temp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         try:
-            if ratings:
-                report = import_ratings(con, temp, dataset=dataset, track=track, scales=scales, missing=missing,
-                                        shown=shown)
-            else:
-                report = import_responses(con, temp, dataset=dataset, track=track, model=model, shown=shown)
+            report = importer(con, temp, shown=shown, **options)
         except ImportRefused as exc:
-            raise ImportRefused([_named(p, str(temp), shown, places, mapping) for p in exc.problems]) from None
+            raise ImportRefused([_named(p, str(temp), shown, places, fields) for p in exc.problems]) from None
     report.file = shown
     report.notes = [n for n in report.notes if not n.startswith("read as")]
-    report.notes.insert(0, f"{len(rows):,} rows, columns " + ", ".join(f"{s} as {t}" for t, s in mapping.items()))
     return report
 
 
