@@ -34,3 +34,19 @@ def import_hf(p):
     p.add_argument("--split", help="the split of a DatasetDict folder (default: its only one)")
     scale(p)
     missing(p, "a score")
+
+
+@command("import label-studio", "a Label Studio project's JSON export: each Rating (or Choices) result a human rating "
+         "of a stored response, by the user who completed the annotation", "exchange_imports:labelstudio", CREATES)
+def import_labelstudio(p):
+    imported(p)
+    p.add_argument("--track", required=True, help="the track of the rated items")
+    p.add_argument("--item-field", required=True, metavar="FIELD", help="dotted path of the item id in a task "
+                   "(data.item_id)")
+    p.add_argument("--model-field", required=True, metavar="FIELD", help="dotted path of the model in a task "
+                   "(data.model)")
+    p.add_argument("--dimension-from", choices=("rating", "choice"), default="rating",
+                   help="which control's results are the scores: Rating (value.rating) or Choices (one choice that "
+                        "is a number); the dimension is the control's name (from_name)")
+    scale(p)
+    missing(p, "a choice")

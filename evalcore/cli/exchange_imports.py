@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from evalcore.cli.imports import reported, scales
 from evalcore.ingest.hfdata import import_hf
+from evalcore.ingest.labelstudio import import_labelstudio
 from evalcore.ingest.lmeval import import_lmeval
 
 
@@ -17,3 +18,10 @@ def lmeval(con, args):
 def hf(con, args):
     return import_hf(con, args.file, dataset=args.dataset, track=args.track, columns=args.columns, model=args.model,
                      split=args.split, scales=scales(args.scale), missing=args.missing)
+
+
+@reported
+def labelstudio(con, args):
+    return import_labelstudio(con, args.file, dataset=args.dataset, track=args.track, item_field=args.item_field,
+                              model_field=args.model_field, dimension_from=args.dimension_from,
+                              scales=scales(args.scale), missing=args.missing)
