@@ -50,3 +50,17 @@ def import_labelstudio(p):
                         "is a number); the dimension is the control's name (from_name)")
     scale(p)
     missing(p, "a choice")
+
+
+@command("import dstc11", "a DSTC11 Track 4 turn-level JSON file (DSTC10 entries with context_zh/response_zh, _es, _pa "
+         "translations): responses and human ratings by annotator position, in the texts --text picks",
+         "exchange_imports:dstc11", CREATES)
+def import_dstc11(p):
+    imported(p)
+    p.add_argument("--track", required=True)
+    p.add_argument("--text", choices=("zh", "es", "pa", "en"), default="zh",
+                   help="which texts: the Chinese translation (default), Spanish, the English paraphrase, or the "
+                        "original English")
+    p.add_argument("--model", help="the model of entries that name none")
+    scale(p)
+    missing(p, "an annotation")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from evalcore.cli.imports import reported, scales
+from evalcore.ingest.dstc11 import import_dstc11
 from evalcore.ingest.hfdata import import_hf
 from evalcore.ingest.labelstudio import import_labelstudio
 from evalcore.ingest.lmeval import import_lmeval
@@ -25,3 +26,9 @@ def labelstudio(con, args):
     return import_labelstudio(con, args.file, dataset=args.dataset, track=args.track, item_field=args.item_field,
                               model_field=args.model_field, dimension_from=args.dimension_from,
                               scales=scales(args.scale), missing=args.missing)
+
+
+@reported
+def dstc11(con, args):
+    return import_dstc11(con, args.file, dataset=args.dataset, track=args.track, text=args.text, model=args.model,
+                         scales=scales(args.scale), missing=args.missing)
