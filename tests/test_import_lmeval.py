@@ -96,3 +96,11 @@ def test_unknown_items_and_answered_ones_are_refused(con, tmp_path):
     changed = write_jsonl(tmp_path / "c.jsonl", [{**SAMPLES[0], "doc": {"question": "another"}}])
     message = refused(con, changed, model="m2", doc_context="doc.question")
     assert "line 1" in message and "context" in message
+
+
+def test_language_given_and_metrics_named(con):
+    report = import_lmeval(con, FIXTURE, doc_context="doc.question", filter_name="strict-match", language="en", **ARGS)
+    assert con.execute("SELECT language, language_source FROM datasets WHERE dataset = 'gsm'").fetchall() == [
+        ("en", "declared")]
+    assert "per-sample values stored as lm-eval:exact_match" in report.notes
+    assert "comma-separated metric names" in refused(con, FIXTURE, metrics=" , ", filter_name="strict-match")

@@ -19,6 +19,7 @@ def import_lmeval(p):
                    "not in the store are created from it, the target as their reference")
     p.add_argument("--metrics", help="comma-separated per-sample metrics to import (default: every numeric one)")
     p.add_argument("--filter", help="the filter whose responses to import, when the file has several")
+    p.add_argument("--language", help="the dataset's language when it is new (default: detected from the texts)")
 
 
 @command("import hf", "a Hugging Face dataset (a save_to_disk folder), a Parquet or a JSONL file, its columns mapped "

@@ -12,7 +12,7 @@ from evalcore.ingest.lmeval import import_lmeval
 def lmeval(con, args):
     return import_lmeval(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
                          doc_id=args.doc_id, doc_context=args.doc_context, metrics=args.metrics,
-                         filter_name=args.filter)
+                         filter_name=args.filter, language=args.language)
 
 
 @reported

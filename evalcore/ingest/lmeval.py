@@ -29,7 +29,7 @@ from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
 from evalcore.ingest.dstc10 import same_item, stored_item_contents
-from evalcore.ingest.items import settle_languages
+from evalcore.ingest.items import check_language, settle_languages
 from evalcore.ingest.readers import read_table
 from evalcore.ingest.scores import ExternalValue, external_batch
 
@@ -59,13 +59,17 @@ def metric_names(check: Checker, given: str | None) -> list[str] | None:
 
 def import_lmeval(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str, model: str,
                   doc_id: str, doc_context: str | None = None, metrics: str | None = None,
-                  filter_name: str | None = None, shown: str | None = None) -> ImportReport:
+                  filter_name: str | None = None, language: str | None = None,
+                  shown: str | None = None) -> ImportReport:
     table = read_table(path, kinds=("jsonl",))
     file = table.file
     check = Checker(file)
     dataset, track, model = (check.option(o, v) for o, v in (("--dataset", dataset), ("--track", track),
                                                                 ("--model", model)))
     wanted = metric_names(check, metrics)
+    languages = {dataset: lookup.dataset_language(con, dataset)}
+    check_language(check, "", dataset, language, languages)
+    check.refuse_if_any()
     filters = sorted({str(rec.get("filter")) for rec in table.records})
     if filter_name is None and len(filters) > 1:
         raise ImportRefused([Problem(file, "", "--filter", "one of the file's filters: " + ", ".join(filters),
@@ -168,10 +172,11 @@ def import_lmeval(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
         for table_name, rows in metric_rows.rows.items():
             batch.rows[table_name].extend(rows)
         notes += metric_notes
+    kept = sorted(PREFIX + n for n, ok in numeric.items() if ok)
+    notes.append("per-sample values stored as " + (", ".join(kept) if kept else "no metric"))
     skipped = sorted(n for n, ok in numeric.items() if not ok)
     if skipped:
         notes.append("not per-sample numbers, left out (corpus-level metrics): " + ", ".join(skipped))
-    languages = {dataset: lookup.dataset_language(con, dataset)}
     counts = {dataset: detection.count(t for row in batch.rows.get("items", []) for t in json.loads(row["context"]))}
     notes += settle_languages(batch, languages, counts)
     batch.track(dataset, track)
