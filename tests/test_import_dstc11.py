@@ -80,3 +80,16 @@ def test_hostile_twins_are_refused_whole(con, tmp_path, change, item, field, exp
     line = [n for n, text in enumerate(path.read_text("utf-8").splitlines(), 1) if text == " " * 6 + "{"][item - 1]
     assert str(path) in message and f"line {line}, item {item} (index {item - 1})" in message
     assert field in message and expected in message
+
+
+def test_stored_origins_are_the_source_lines_also_in_a_compact_file(con, tmp_path):
+    import_dstc11(con, FIXTURE, **ARGS)
+    starts = [n for n, text in enumerate(FIXTURE.read_text("utf-8").splitlines(), 1) if text == " " * 6 + "{"]
+    origins = con.execute("SELECT origin FROM responses ORDER BY origin").fetchall()
+    assert [o for (o,) in origins] == [f"{FIXTURE.name} line {line}, item {k + 1} (index {k})"
+                                       for k, line in enumerate(starts)]
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps([{**e, "annotations": {"relevance": [9]}} if k == 2 else e
+                                   for k, e in enumerate(ENTRIES)], ensure_ascii=False), encoding="utf-8")
+    message = refused(con, compact, dataset="cg2")
+    assert f"{compact}, line 1, item 3 (index 2), field 'annotations.relevance[0]'" in message

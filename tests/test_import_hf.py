@@ -99,3 +99,16 @@ def test_layouts_and_mappings_refused(toy, tmp_path):
                              "rating": [float("nan")]}), tmp_path / "r.parquet")
     message = refused(toy, tmp_path / "r.parquet", columns=RATING_COLUMNS, scales={"fluency": (0, 2)})
     assert "row 1 (index 0)" in message and "rating" in message and "a finite number" in message
+
+
+def test_a_jsonl_source_keeps_its_lines(toy, tmp_path):
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"id": "t1", "output": "好", "system": "m3"}\n\n{"id": "zz", "output": "嗯", "system": "m3"}\n',
+                    encoding="utf-8")
+    message = refused(toy, path)
+    assert f"{path}, line 3, field 'id (as item_id)'" in message
+    path.write_text('{"id": "t1", "output": "好", "system": "m3"}\n\n{"id": "t2", "output": "嗯", "system": "m3"}\n',
+                    encoding="utf-8")
+    import_hf(toy, path, dataset="toy", track="toy/chitchat", columns=RESPONSE_COLUMNS)
+    assert toy.execute("SELECT item_id, origin FROM responses WHERE model = 'm3' ORDER BY item_id").fetchall() == [
+        ("t1", "answers.jsonl line 1"), ("t2", "answers.jsonl line 3")]

@@ -15,7 +15,6 @@ not one). An entry without dialogue_id is numbered by its position (e1, e2, ...)
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from pathlib import Path
 
@@ -30,7 +29,6 @@ SHAPE = ("a JSON list of DSTC10 entries with translations (DSTC11 Track 4: conte
 TEXTS = {"zh": ("context_zh", "response_zh"), "es": ("context_es", "response_es"),
          "pa": ("context_pa", "response_pa"), "en": ("context", "response")}
 LANGUAGES = {"zh": "zh", "es": "es", "pa": "en", "en": "en"}
-_ITEM = re.compile(r"line [\d,]+, item (\d+) \(index \d+\)")
 
 
 def import_dstc11(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str, text: str = "zh",
@@ -64,15 +62,13 @@ def import_dstc11(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
         converted.append(out)
     fields = {"context": context_key, "response": response_key, "model": "model" if model is None else "model (or --model)"}
     with tempfile.TemporaryDirectory(prefix="evalcore-dstc11-") as tmp:
-        temp = Path(tmp) / f"{path.stem}.json"
-        # one entry a line, after the "[" line: entry k (from 1) is on line k + 1
-        temp.write_text("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in converted) + "\n]\n",
-                        encoding="utf-8")
+        temp = Path(tmp) / path.name
+        temp.write_text(_aligned(converted, lines), encoding="utf-8")
         try:
             report = import_dstc10(con, temp, dataset=dataset, track=track, language=LANGUAGES[text],
                                    scales=scales, missing=missing, shown=file)
         except ImportRefused as exc:
-            raise ImportRefused([_named(p, str(temp), file, lines, fields) for p in exc.problems]) from None
+            raise ImportRefused([_named(p, str(temp), file, fields) for p in exc.problems]) from None
     report.file = file
     report.notes = [n for n in report.notes if not n.startswith("read as")]
     report.notes.insert(0, f"texts {context_key} and {response_key} ({LANGUAGES[text]})")
@@ -83,14 +79,23 @@ def import_dstc11(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
     return report
 
 
-def _named(problem: Problem, temp: str, file: str, lines: list[int], fields: dict[str, str]) -> Problem:
-    """A problem of the converted file, told in the source's terms: its line, entry and field."""
+def _aligned(entries: list, lines: list[int]) -> str:
+    """The entries as a JSON list in which each begins on the line its source entry began on, so that the places
+    import_dstc10 names and stores (line and position) are the source's."""
+    text = ["["]
+    for k, (entry, line) in enumerate(zip(entries, lines)):
+        part = ("," if k else "") + json.dumps(entry, ensure_ascii=False)
+        if len(text) < line:
+            text += [""] * (line - 1 - len(text))
+            text.append(part)
+        else:   # entries that began on one line (a compact file) stay on it
+            text[-1] += part
+    return "\n".join(text) + "\n]\n"
+
+
+def _named(problem: Problem, temp: str, file: str, fields: dict[str, str]) -> Problem:
+    """A problem of the converted file, told in the source's terms: its name and the field as it spells it."""
     if problem.file != temp:
         return problem
-    def place(match: re.Match) -> str:
-        k = int(match.group(1))
-        return f"line {lines[k - 1]:,}, item {k} (index {k - 1})"
-
     head, dot, rest = problem.field.partition(".")
-    field = fields.get(head, head) + dot + rest
-    return Problem(file, _ITEM.sub(place, problem.where), field, _ITEM.sub(place, problem.expected), problem.got)
+    return Problem(file, problem.where, fields.get(head, head) + dot + rest, problem.expected, problem.got)

@@ -64,7 +64,7 @@ def import_hf(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str,
                                      ", ".join(sorted(mapping)))])
     if ratings and model and "model" in mapping:
         raise ImportRefused([Problem(file, "", "--model", "either --model or a model column", "both")])
-    records, places, shown, names = _records(path, split)
+    records, places, shown, names, lines = _records(path, split)
     missing_columns = [c for c in dict.fromkeys(mapping.values()) if c not in names]
     if missing_columns:
         found = ", ".join(repr(c) for c in names) or "none"
@@ -86,40 +86,47 @@ def import_hf(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str,
     if problems:
         raise ImportRefused(problems)
     if ratings:
-        report = imported_as(con, import_ratings, rows, shown, places, mapping, dataset=dataset, track=track,
+        report = imported_as(con, import_ratings, rows, shown, places, mapping, lines, dataset=dataset, track=track,
                              scales=scales, missing=missing)
     else:
-        report = imported_as(con, import_responses, rows, shown, places, mapping, dataset=dataset, track=track,
-                             model=model)
+        report = imported_as(con, import_responses, rows, shown, places, mapping, lines, dataset=dataset,
+                             track=track, model=model)
     report.notes.insert(0, f"{len(rows):,} rows, columns " + ", ".join(f"{s} as {t}" for t, s in mapping.items()))
     return report
 
 
 def imported_as(con: duckdb.DuckDBPyConnection, importer, rows: list[dict], shown: str, places: list[str],
-                fields: dict[str, str], **options) -> ImportReport:
+                fields: dict[str, str], lines: list[int] | None = None, **options) -> ImportReport:
     """`rows` imported by `importer` (import_responses or import_ratings) as a JSONL file of theirs, so that their
     rules hold; its problems and report name `shown`, the place of each row in it (places) and its fields (fields:
-    evalcore column -> the source's name for it)."""
+    evalcore column -> the source's name for it). The stored rows' origin is '<file> line K': with `lines` (a JSONL
+    source: each row's line) the row's own line in `shown`, else K is the row's number among `rows`, the file then
+    named '<shown's name>.jsonl'."""
+    text: list[str] = []
+    for k, row in enumerate(rows):
+        text += [""] * ((lines[k] - 1 - len(text)) if lines else 0)   # blank lines, so the row keeps its line
+        text.append(json.dumps(row, ensure_ascii=False))
     with tempfile.TemporaryDirectory(prefix="evalcore-rows-") as tmp:
-        temp = Path(tmp) / f"{Path(shown).stem or 'rows'}.jsonl"
-        temp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        temp = Path(tmp) / (Path(shown).name if lines else f"{Path(shown).name}.jsonl")
+        temp.write_text("\n".join(text) + "\n", encoding="utf-8")
         try:
             report = importer(con, temp, shown=shown, **options)
         except ImportRefused as exc:
-            raise ImportRefused([_named(p, str(temp), shown, places, fields) for p in exc.problems]) from None
+            at = {(lines[k] if lines else k + 1): place for k, place in enumerate(places)}   # written line -> place
+            raise ImportRefused([_named(p, str(temp), shown, at, fields) for p in exc.problems]) from None
     report.file = shown
     report.notes = [n for n in report.notes if not n.startswith("read as")]
     return report
 
 
-def _named(problem: Problem, temp: str, shown: str, places: list[str], reverse: dict[str, str]) -> Problem:
+def _named(problem: Problem, temp: str, shown: str, at: dict[int, str], reverse: dict[str, str]) -> Problem:
     """A problem of the written file, told in the source's terms: its file, row and column."""
     if problem.file != temp:
         return problem
     where = problem.where
     line = _LINE.fullmatch(where)
     if line:
-        where = places[int(line.group(1).replace(",", "")) - 1]
+        where = at[int(line.group(1).replace(",", ""))]
     elif where.startswith("header"):
         where = "header"
     field = reverse.get(problem.field, problem.field)
@@ -127,8 +134,9 @@ def _named(problem: Problem, temp: str, shown: str, places: list[str], reverse: 
     return Problem(shown, where, field, problem.expected, problem.got)
 
 
-def _records(path: Path, split: str | None) -> tuple[list[dict], list[str], str, list[str]]:
-    """(records, their places, the file problems name, the columns) of any of the three layouts."""
+def _records(path: Path, split: str | None) -> tuple[list[dict], list[str], str, list[str], list[int] | None]:
+    """(records, their places, the file problems name, the columns, each record's line in a JSONL file) of any of
+    the three layouts."""
     file = str(path)
     if path.is_dir():
         folder = _split_folder(path, split)
@@ -142,7 +150,7 @@ def _records(path: Path, split: str | None) -> tuple[list[dict], list[str], str,
         shown = file
     elif path.suffix.lower() in (".jsonl", ".json"):
         table = read_table(path, kinds=("jsonl",))
-        return table.records, list(table.places), file, table.columns
+        return table.records, list(table.places), file, table.columns, list(table.places.numbers)
     else:
         raise ImportRefused([Problem(file, "", "", LAYOUT, "no such file or folder" if not path.exists()
                                      else path.name)])
@@ -153,7 +161,7 @@ def _records(path: Path, split: str | None) -> tuple[list[dict], list[str], str,
     if not table.num_rows:
         raise ImportRefused([Problem(shown, "", "", "at least one row", "none")])
     places = [f"row {i + 1:,} (index {i:,})" for i in range(table.num_rows)]
-    return table.to_pylist(), places, shown, table.column_names
+    return table.to_pylist(), places, shown, table.column_names, None
 
 
 def _split_folder(path: Path, split: str | None) -> Path:
