@@ -12,7 +12,8 @@ Each result of the chosen control type is one human rating of a stored response:
 - the annotator: completed_by, the user's email when the export gives the user as an object, else the user's id.
 Cancelled annotations (was_cancelled) and predictions (a model's pre-annotations, not people's) are left out and
 counted. The rows are imported by import_ratings, in one transaction, under its rules (scales, one rating per
-response, annotator and dimension, responses that exist).
+response, annotator and dimension, responses that exist); problems name the task, annotation and result, and a
+stored rating's origin is '<export>.jsonl line K', K its number among the ratings read.
 """
 from __future__ import annotations
 
