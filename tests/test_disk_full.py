@@ -14,6 +14,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from test_disk import attempt, ladder, measure, mounted, snapshot, votes_file
 
@@ -161,9 +163,52 @@ def sessions_case(template: Path, where: Path) -> list[str]:
     return ["import", "sessions", str(path), "--dataset", "smp", "--track", "smp/taskbot"]
 
 
+def lmeval_case(template: Path, where: Path) -> list[str]:
+    """lm-evaluation-harness samples: 50,000 answers of model lm to the items of `big`, each with its exact_match."""
+    path = write_jsonl(where / "samples_big_2026-01-01T00-00-00.000000.jsonl", [
+        {"doc_id": i, "doc": {"id": f"b{i:05d}"}, "target": sentence(i + 1), "arguments": {}, "resps": [[sentence(i)]],
+         "filtered_resps": [sentence(i + 4)], "filter": "none", "metrics": ["exact_match"], "exact_match": i % 2}
+        for i in range(N)])
+    return ["import", "lm-eval", str(path), "--dataset", "big", "--track", "big/chitchat", "--model", "lm",
+            "--doc-id", "doc.id"]
+
+
+def hf_case(template: Path, where: Path) -> list[str]:
+    """A Parquet file of 50,000 answers of model hf to the items of `big`."""
+    path = where / "answers.parquet"
+    pq.write_table(pa.table({"id": [f"b{i:05d}" for i in range(N)], "output": [sentence(i + 6) for i in range(N)]}),
+                   path)
+    return ["import", "hf", str(path), "--dataset", "big", "--track", "big/chitchat", "--model", "hf",
+            "--columns", "item_id=id,response=output"]
+
+
+def labelstudio_case(template: Path, where: Path) -> list[str]:
+    """A Label Studio export of 50,000 tasks, each m0's response to an item of `big` rated by one of two users."""
+    tasks = [{"id": i, "data": {"item_id": f"b{i:05d}", "model": "m0"},
+              "annotations": [{"completed_by": 1 + i % 2, "was_cancelled": False, "result": [
+                  {"from_name": "quality", "to_name": "text", "type": "rating", "value": {"rating": 1 + i % 5}}]}]}
+             for i in range(N)]
+    path = where / "export.json"
+    path.write_text(json.dumps(tasks, ensure_ascii=False), encoding="utf-8")
+    return ["import", "label-studio", str(path), "--dataset", "big", "--track", "big/chitchat", "--item-field",
+            "data.item_id", "--model-field", "data.model", "--scale", "quality=1:5"]
+
+
+def dstc11_case(template: Path, where: Path) -> list[str]:
+    """50,000 rated responses in DSTC11 Track 4's shape, imported in their Chinese texts."""
+    entries = [{"dialogue_id": f"d{i // 5:05d}", "model": f"sys{i % 5}", "context": "hi\nhello",
+                "response": "bye", "reference": ["ok"], "context_zh": f"{sentence(i // 5)}\n{sentence(i // 5 + 1)}",
+                "response_zh": sentence(i + 11), "annotations": {"Overall": [1 + i % 5, 1 + (i // 5) % 5]}}
+               for i in range(N)]
+    path = where / "turns_zh.json"
+    path.write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")
+    return ["import", "dstc11", str(path), "--dataset", "dd11", "--track", "dd/chitchat", "--scale", "Overall=1:5"]
+
+
 CASES = {"items": items_case, "responses": responses_case, "ratings": ratings_case, "scores": scores_case,
          "votes": votes_case, "dstc10": dstc10_case, "mtbench": mtbench_case, "msde": msde_case,
-         "published": published_case, "sessions": sessions_case}
+         "published": published_case, "sessions": sessions_case, "lm-eval": lmeval_case, "hf": hf_case,
+         "label-studio": labelstudio_case, "dstc11": dstc11_case}
 
 
 def test_every_import_kind_is_covered():
