@@ -15,7 +15,8 @@ from evalcore.store import connect
 
 SCHEMAS = Path(__file__).parent / "fixtures" / "eee_schema"
 TRACK = "ext/chitchat"
-ITEMS = [{"item_id": f"i{k}", "dataset": "ext", "track": TRACK, "context": [f"你好{k}", f"今天做什么{k}？"],
+ITEMS = [{"item_id": f"i{k}", "dataset": "ext", "track": TRACK, "dialogue_id": f"d{k // 2}",
+          "context": [f"你好{k}", f"今天做什么{k}？"],
           "references": [f"去 公园 散步 {k}", f"在 家 看书 {k}"][: 1 + k % 2]} for k in range(4)]
 ITEMS[0]["grounding"] = {"persona": ["我喜欢猫"]}
 MODELS = ["a", "org/b"]
@@ -105,7 +106,7 @@ def test_export_validates_against_the_package_schemas(store, tmp_path):
 def _contents(db) -> dict:
     con = connect(db)
     try:
-        items = sorted(con.execute("SELECT item_id, track, context, grounding FROM items").fetchall())
+        items = sorted(con.execute("SELECT item_id, track, dialogue_id, context, grounding FROM items").fetchall())
         refs = sorted(con.execute("SELECT item_id, ref_index, text FROM item_references").fetchall())
         texts = sorted(con.execute("SELECT item_id, model, text FROM responses").fetchall())
         ratings = sorted(con.execute("SELECT track, item_id, model, annotator, dimension, score FROM human_ratings"

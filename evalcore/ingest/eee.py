@@ -5,7 +5,8 @@ folder (the datastore's data/<benchmark>/<developer>/<model>/ layout, or flat).
 What is stored, all in one transaction, the folder refused whole (naming file, line and field) on any problem:
 - items, when not stored: one per sample_id, in the track given (--track) or named by the record's
   evaluation_name; the context is metadata.evalcore_context (a JSON list of turns, as `export eee` writes it) or
-  else input.raw as one turn, the references input.reference, the grounding metadata.evalcore_grounding. A stored
+  else input.raw as one turn, the references input.reference, the grounding metadata.evalcore_grounding, the
+  dialogue metadata.evalcore_dialogue_id. A stored
   item is reused when its track, context and references are the same.
 - responses: output.raw[0] of a sample for the aggregate's model (model_info.name); a stored response with the
   same text is reused, one with another text refuses the folder.
@@ -40,8 +41,8 @@ from evalcore.ingest.scores import ExternalValue, external_batch
 SCHEMA_VERSION = "0.3.0"           # the schemas' "version" (package every-eval-ever 0.2.x)
 KIND, METRIC_KIND, HUMAN_KIND = "evalcore_kind", "metric", "human rating"
 SIGNATURE = "evalcore_signature"   # metric_config.additional_details key (and instance metadata key)
-META = {"context": "evalcore_context", "grounding": "evalcore_grounding", "metric": "evalcore_metric",
-        "ratings": "evalcore_ratings"}
+META = {"context": "evalcore_context", "grounding": "evalcore_grounding", "dialogue": "evalcore_dialogue_id",
+        "metric": "evalcore_metric", "ratings": "evalcore_ratings"}
 PREFIX = "EEE:"                    # an imported metric's name: PREFIX + metric_id
 ANNOTATOR = "EEE"                  # who rated, when a human result's record names no annotators
 LAYOUT = "a folder of Every Eval Ever files: <uuid>.json aggregates, each with <uuid>_samples.jsonl beside it"
@@ -66,7 +67,7 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
     stored_items = stored_item_contents(con, dataset)
     stored_texts = {(i, m): t for i, m, t in con.execute(
         "SELECT item_id, model, text FROM responses WHERE dataset = ?", [dataset]).fetchall()}
-    items: dict[str, tuple] = {}                     # item_id -> (track, context, refs, grounding, where)
+    items: dict[str, tuple] = {}     # item_id -> (track, dialogue_id, context, refs, grounding, where)
     texts: dict[tuple[str, str], tuple[str, str]] = {}   # (item_id, model) -> (text, where)
     values: dict[str, list[ExternalValue]] = defaultdict(list)   # metric name -> values
     metrics: dict[str, dict] = {}                    # metric name -> lower, signatures, where
@@ -81,11 +82,11 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
             sample = _sample(check, rec, where, agg, track)
             if sample is None:
                 continue
-            item_id, tr, context, refs, grounding, text, result, score, meta = sample
-            first = items.setdefault(item_id, (tr, context, refs, grounding, f"{table.file} {where}"))
-            if first[:4] != (tr, context, refs, grounding):
-                check.add(where, "input", f"sample {item_id!r} as first given ({first[4]}): the same track, context, "
-                          "references and grounding", f"track {tr!r}, {len(context)} turn(s)")
+            item_id, tr, dialogue, context, refs, grounding, text, result, score, meta = sample
+            first = items.setdefault(item_id, (tr, dialogue, context, refs, grounding, f"{table.file} {where}"))
+            if first[:5] != (tr, dialogue, context, refs, grounding):
+                check.add(where, "input", f"sample {item_id!r} as first given ({first[5]}): the same track, dialogue, "
+                          "context, references and grounding", f"track {tr!r}, {len(context)} turn(s)")
                 continue
             model = agg["model"]
             seen = texts.setdefault((item_id, model), (text, f"{table.file} {where}"))
@@ -118,12 +119,12 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
 
     batch = Batch()
     reused = 0
-    for item_id, (tr, context, refs, grounding, where) in sorted(items.items()):
+    for item_id, (tr, dialogue, context, refs, grounding, where) in sorted(items.items()):
         batch.track(dataset, tr)
         if item_id in stored_items:
             reused += same_item(check, where, item_id, stored_items[item_id], tr, context, refs)
             continue
-        batch.add("items", dataset=dataset, item_id=item_id, track=tr, dialogue_id=None, context=json.dumps(
+        batch.add("items", dataset=dataset, item_id=item_id, track=tr, dialogue_id=dialogue, context=json.dumps(
             context, ensure_ascii=False), grounding=grounding, skill=None, origin=where)
         for i, ref in enumerate(refs):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
@@ -225,7 +226,7 @@ def _result(check: Checker, res: object, at: str) -> dict | None:
 
 
 def _sample(check: Checker, rec: dict, where: str, agg: dict, track: str | None):
-    """(item_id, track, context, references, grounding JSON, response, result, score, metadata) of one instance
+    """(item_id, track, dialogue_id, context, references, grounding JSON, response, result, score, metadata) of one instance
     record; None (problems added) when it is not sound."""
     bad = len(check.problems)
     evaluation_id = check.text(rec, where, "evaluation_id")
@@ -248,10 +249,16 @@ def _sample(check: Checker, rec: dict, where: str, agg: dict, track: str | None)
     elif texts is not None and len(texts) != 1:
         check.add(where, "output.raw", "a list of one response", f"{len(texts)} strings")
     ev = rec.get("evaluation")
-    score = check.number({"evaluation.score": ev.get("score")}, where, "evaluation.score") if isinstance(ev, dict) else None
+    score = None
     if not isinstance(ev, dict):
         check.add(where, "evaluation", "an object with score", short(ev))
+    elif isinstance(ev.get("score"), str):   # the schema's score is a JSON number, never text
+        check.add(where, "evaluation.score", "a JSON number", short(ev["score"]))
+    else:
+        score = check.number({"evaluation.score": ev.get("score")}, where, "evaluation.score")
     meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+    dialogue = check.ident({f"metadata.{META['dialogue']}": meta.get(META["dialogue"])}, where,
+                           f"metadata.{META['dialogue']}", required=False)
     context = _json_field(check, meta, where, META["context"], list)
     grounding = _json_field(check, meta, where, META["grounding"], dict)
     if len(check.problems) > bad:
@@ -262,7 +269,7 @@ def _sample(check: Checker, rec: dict, where: str, agg: dict, track: str | None)
         check.add(where, f"metadata.{META['context']}", "a JSON list of strings", short(context))
         return None
     grounding_json = None if grounding is None else json.dumps(grounding, ensure_ascii=False)
-    return (item_id, track or result["track"], context, refs, grounding_json, texts[0], result, score, meta)
+    return (item_id, track or result["track"], dialogue, context, refs, grounding_json, texts[0], result, score, meta)
 
 
 def _json_field(check: Checker, meta: dict, where: str, key: str, kind: type):

@@ -69,6 +69,9 @@ def export_eee(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, *,
         if data.empty:
             continue
         values = response_scores(con, dataset, track, flavor=flavor, data=data)
+        dialogues = dict(con.execute("SELECT item_id, dialogue_id FROM items WHERE dataset = ? AND track = ? AND "
+                                     "dialogue_id IS NOT NULL", [dataset, track]).fetchall())
+        data["dialogue_id"] = data["item_id"].map(dialogues)
         rows = {(i, m): r for i, m, r in zip(data["item_id"], data["model"], data.to_dict("records"))}
         for model, result, per_item in _metric_results(con, dataset, track, flavor, values, metrics):
             results[model].append(result)
@@ -145,6 +148,8 @@ def _instance(row: dict, result: dict, score: float, extra: dict | None = None) 
     meta = {META["context"]: json.dumps(context, ensure_ascii=False), META["metric"]: result["metric_config"]["metric_id"]}
     if isinstance(row.get("grounding"), str):
         meta[META["grounding"]] = row["grounding"]
+    if isinstance(row.get("dialogue_id"), str):
+        meta[META["dialogue"]] = row["dialogue_id"]
     sig = result["metric_config"]["additional_details"].get(SIGNATURE)
     if sig:
         meta[SIGNATURE] = sig
