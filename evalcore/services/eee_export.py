@@ -63,29 +63,36 @@ def export_eee(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, *,
     metrics = registry.of(con)
     retrieved = f"{time.time():.3f}"
     results: dict[str, list[dict]] = defaultdict(list)     # model -> evaluation results
-    samples: dict[str, list[dict]] = defaultdict(list)     # model -> instance records
-    for track in tracks or known:
-        data = load_track(con, dataset, track, full=True)
-        if data.empty:
-            continue
-        values = response_scores(con, dataset, track, flavor=flavor, data=data)
-        dialogues = dict(con.execute("SELECT item_id, dialogue_id FROM items WHERE dataset = ? AND track = ? AND "
-                                     "dialogue_id IS NOT NULL", [dataset, track]).fetchall())
-        data["dialogue_id"] = data["item_id"].map(dialogues)
-        rows = {(i, m): r for i, m, r in zip(data["item_id"], data["model"], data.to_dict("records"))}
-        for model, result, per_item in _metric_results(con, dataset, track, flavor, values, metrics):
-            results[model].append(result)
-            samples[model] += [_instance(rows[i, model], result, score) for i, score in per_item if (i, model) in rows]
-        for model, result, per_item in _human_results(con, dataset, track):
-            results[model].append(result)
-            samples[model] += [_instance(rows[i, model], result, score, {META["ratings"]: ratings})
-                               for i, score, ratings in per_item if (i, model) in rows]
+    files: dict[str, _Samples] = {}                        # model -> its instance-level file, written as made
+    try:
+        for track in tracks or known:
+            data = load_track(con, dataset, track, full=True)
+            if data.empty:
+                continue
+            values = response_scores(con, dataset, track, flavor=flavor, data=data)
+            dialogues = dict(con.execute("SELECT item_id, dialogue_id FROM items WHERE dataset = ? AND track = ? AND "
+                                         "dialogue_id IS NOT NULL", [dataset, track]).fetchall())
+            data["dialogue_id"] = data["item_id"].map(dialogues)
+            rows = {(i, m): r for i, m, r in zip(data["item_id"], data["model"], data.to_dict("records"))}
+            found = [(model, result, [(i, score, None) for i, score in per_item])
+                     for model, result, per_item in _metric_results(con, dataset, track, flavor, values, metrics)]
+            found += list(_human_results(con, dataset, track))
+            for model, result, per_item in found:
+                results[model].append(result)
+                if model not in files:
+                    files[model] = _Samples(Path(out), dataset, model, retrieved)
+                for i, score, ratings in per_item:
+                    if (i, model) in rows:
+                        files[model].write(_instance(rows[i, model], result, score,
+                                                     ratings and {META["ratings"]: ratings}))
+    finally:
+        for file in files.values():
+            file.close()
     report = EeeExport(Path(out))
     for model in sorted(results):
-        report.files += _write_model(con, Path(out), dataset, model, results[model], samples[model], retrieved,
-                                     organization)
+        report.files += [_write_aggregate(con, files[model], results[model], organization), files[model].path]
         report.results += len(results[model])
-        report.instances += len(samples[model])
+        report.instances += files[model].rows
     return report
 
 
@@ -186,38 +193,52 @@ def _part(name: str) -> str:
     return part[:80]
 
 
-def _write_model(con, out: Path, dataset: str, model: str, results: list[dict], samples: list[dict], retrieved: str,
-                 organization: str) -> list[Path]:
-    developer, _, short_name = model.rpartition("/")
-    rel = Path("data", _part(dataset), _part(developer or "unknown"), _part(short_name))
-    # the schema asks for a version-4 UUID; one made from the names keeps a re-export's file names
-    name = str(uuid.UUID(bytes=hashlib.sha256(json.dumps([dataset, model]).encode()).digest()[:16], version=4))
-    evaluation_id = f"{dataset}/{model}/{retrieved}"
-    folder = out / rel
-    folder.mkdir(parents=True, exist_ok=True)
-    jsonl = folder / f"{name}_samples.jsonl"
-    digest = hashlib.sha256()
-    with jsonl.open("w", encoding="utf-8") as fh:
-        for rec in samples:
-            line = json.dumps({"schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "model_id": model,
-                               **rec}, ensure_ascii=False) + "\n"
-            digest.update(line.encode("utf-8"))
-            fh.write(line)
-    generation = _generation(con, dataset, model)
+class _Samples:
+    """A model's instance-level file, written record by record (a large store's records are never all held)."""
+
+    def __init__(self, out: Path, dataset: str, model: str, retrieved: str):
+        developer, _, short_name = model.rpartition("/")
+        self.rel = Path("data", _part(dataset), _part(developer or "unknown"), _part(short_name))
+        # the schema asks for a version-4 UUID; one made from the names keeps a re-export's file names
+        self.name = str(uuid.UUID(bytes=hashlib.sha256(json.dumps([dataset, model]).encode()).digest()[:16],
+                                  version=4))
+        self.model, self.dataset, self.retrieved = model, dataset, retrieved
+        self.evaluation_id = f"{dataset}/{model}/{retrieved}"
+        self.folder = out / self.rel
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / f"{self.name}_samples.jsonl"
+        self.digest = hashlib.sha256()
+        self.rows = 0
+        self.fh = self.path.open("w", encoding="utf-8")
+
+    def write(self, rec: dict) -> None:
+        line = json.dumps({"schema_version": SCHEMA_VERSION, "evaluation_id": self.evaluation_id,
+                           "model_id": self.model, **rec}, ensure_ascii=False) + "\n"
+        self.digest.update(line.encode("utf-8"))
+        self.fh.write(line)
+        self.rows += 1
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _write_aggregate(con, samples: _Samples, results: list[dict], organization: str) -> Path:
+    generation = _generation(con, samples.dataset, samples.model)
     if generation:
         results = [{**r, "generation_config": generation} for r in results]
     aggregate = {
-        "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "retrieved_timestamp": retrieved,
-        "source_metadata": {"source_name": f"evalcore store, dataset {dataset}", "source_type": "evaluation_run",
+        "schema_version": SCHEMA_VERSION, "evaluation_id": samples.evaluation_id,
+        "retrieved_timestamp": samples.retrieved,
+        "source_metadata": {"source_name": f"evalcore store, dataset {samples.dataset}", "source_type": "evaluation_run",
                             "source_organization_name": organization, "evaluator_relationship": "other"},
         "eval_library": {"name": "evalcore", "version": __version__},
-        "model_info": {"name": model, "id": model,
+        "model_info": {"name": samples.model, "id": samples.model,
                        "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}},
         "evaluation_results": results,
-        "detailed_evaluation_results": {"format": "jsonl", "file_path": (rel / jsonl.name).as_posix(),
-                                        "hash_algorithm": "sha256", "checksum": digest.hexdigest(),
-                                        "total_rows": len(samples)},
+        "detailed_evaluation_results": {"format": "jsonl", "file_path": (samples.rel / samples.path.name).as_posix(),
+                                        "hash_algorithm": "sha256", "checksum": samples.digest.hexdigest(),
+                                        "total_rows": samples.rows},
     }
-    path = folder / f"{name}.json"
+    path = samples.folder / f"{samples.name}.json"
     path.write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    return [path, jsonl]
+    return path
