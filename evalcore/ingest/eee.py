@@ -35,7 +35,7 @@ from evalcore.ingest.checker import Checker
 from evalcore.ingest.dstc10 import same_item, stored_item_contents
 from evalcore.ingest.items import settle_languages
 from evalcore.ingest.jsonread import read_json
-from evalcore.ingest.readers import read_table
+from evalcore.ingest.readers import stream_jsonl
 from evalcore.ingest.scores import ExternalValue, external_batch
 
 SCHEMA_VERSION = "0.3.0"           # the schemas' "version" (package every-eval-ever 0.2.x)
@@ -76,45 +76,47 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
     for agg in parsed:
         if agg is None:
             continue
-        table = read_table(agg["samples"], kinds=("jsonl",))
-        check.file = table.file
-        for rec, where in zip(table.records, table.places):
-            sample = _sample(check, rec, where, agg, track)
-            if sample is None:
-                continue
-            item_id, tr, dialogue, context, refs, grounding, text, result, score, meta = sample
-            first = items.setdefault(item_id, (tr, dialogue, context, refs, grounding, f"{table.file} {where}"))
-            if first[:5] != (tr, dialogue, context, refs, grounding):
-                check.add(where, "input", f"sample {item_id!r} as first given ({first[5]}): the same track, dialogue, "
-                          "context, references and grounding", f"track {tr!r}, {len(context)} turn(s)")
-                continue
-            model = agg["model"]
-            seen = texts.setdefault((item_id, model), (text, f"{table.file} {where}"))
-            if seen[0] != text:
-                check.add(where, "output.raw", f"the response of model {model!r} to {item_id!r} as first given "
-                          f"({seen[1]})", short(text))
-                continue
-            if stored_texts.get((item_id, model), text) != text:
-                check.add(where, "output.raw", f"the stored response of model {model!r} to {item_id!r} "
-                          f"({short(stored_texts[item_id, model])})", short(text))
-                continue
-            if result["kind"] == HUMAN_KIND:
-                scales.setdefault(result["metric"], result["scale"])
-                for who, value in _ratings(check, meta, where, score).items():
-                    key = (tr, item_id, model, who, result["metric"])
-                    if key in ratings:
-                        check.add(where, META["ratings"], f"one rating per annotator (first at {ratings[key][2]})",
-                                  repr(who))
-                    ratings[key] = (value, table.file, where)
-                continue
-            metric = PREFIX + result["metric"]
-            info = metrics.setdefault(metric, {"lower": result["lower"], "sigs": set(), "where": table.file})
-            if info["lower"] != result["lower"]:
-                check.add(where, "evaluation_result_id", f"metric {result['metric']!r} in one direction (lower_is_better "
-                          f"{info['lower']} in {info['where']})", f"lower_is_better {result['lower']}")
-                continue
-            info["sigs"].add(result["signature"])
-            values[metric].append(ExternalValue(item_id, model, score, f"{Path(table.file).name} {where}"))
+        file = str(agg["samples"])
+        with stream_jsonl(agg["samples"]) as (_, records):   # a record is let go once read
+            check.file = file
+            for rec, lineno in records:
+                where = f"line {lineno}"
+                sample = _sample(check, rec, where, agg, track)
+                if sample is None:
+                    continue
+                item_id, tr, dialogue, context, refs, grounding, text, result, score, meta = sample
+                first = items.setdefault(item_id, (tr, dialogue, context, refs, grounding, f"{file} {where}"))
+                if first[:5] != (tr, dialogue, context, refs, grounding):
+                    check.add(where, "input", f"sample {item_id!r} as first given ({first[5]}): the same track, dialogue, "
+                              "context, references and grounding", f"track {tr!r}, {len(context)} turn(s)")
+                    continue
+                model = agg["model"]
+                seen = texts.setdefault((item_id, model), (text, f"{file} {where}"))
+                if seen[0] != text:
+                    check.add(where, "output.raw", f"the response of model {model!r} to {item_id!r} as first given "
+                              f"({seen[1]})", short(text))
+                    continue
+                if stored_texts.get((item_id, model), text) != text:
+                    check.add(where, "output.raw", f"the stored response of model {model!r} to {item_id!r} "
+                              f"({short(stored_texts[item_id, model])})", short(text))
+                    continue
+                if result["kind"] == HUMAN_KIND:
+                    scales.setdefault(result["metric"], result["scale"])
+                    for who, value in _ratings(check, meta, where, score).items():
+                        key = (tr, item_id, model, who, result["metric"])
+                        if key in ratings:
+                            check.add(where, META["ratings"], f"one rating per annotator (first at {ratings[key][2]})",
+                                      repr(who))
+                        ratings[key] = (value, file, where)
+                    continue
+                metric = PREFIX + result["metric"]
+                info = metrics.setdefault(metric, {"lower": result["lower"], "sigs": set(), "where": file})
+                if info["lower"] != result["lower"]:
+                    check.add(where, "evaluation_result_id", f"metric {result['metric']!r} in one direction (lower_is_better "
+                              f"{info['lower']} in {info['where']})", f"lower_is_better {result['lower']}")
+                    continue
+                info["sigs"].add(result["signature"])
+                values[metric].append(ExternalValue(item_id, model, score, f"{Path(file).name} {where}"))
     check.refuse_if_any()
 
     batch = Batch()
