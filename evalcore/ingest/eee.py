@@ -67,60 +67,15 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
     stored_items = stored_item_contents(con, dataset)
     stored_texts = {(i, m): t for i, m, t in con.execute(
         "SELECT item_id, model, text FROM responses WHERE dataset = ?", [dataset]).fetchall()}
-    items: dict[str, tuple] = {}     # item_id -> (track, dialogue_id, context, refs, grounding, where)
-    texts: dict[tuple[str, str], tuple[str, str]] = {}   # (item_id, model) -> (text, where)
-    values: dict[str, list[ExternalValue]] = defaultdict(list)   # metric name -> values
-    metrics: dict[str, dict] = {}                    # metric name -> lower, signatures, where
-    ratings: dict[tuple, tuple] = {}     # (track, item, model, annotator, dimension) -> score, file, where
-    scales: dict[str, tuple] = {}
+    read = _Samples(check, track, stored_texts)
     for agg in parsed:
-        if agg is None:
-            continue
-        file = str(agg["samples"])
-        with stream_jsonl(agg["samples"]) as (_, records):   # a record is let go once read
-            check.file = file
-            for rec, lineno in records:
-                where = f"line {lineno}"
-                sample = _sample(check, rec, where, agg, track)
-                if sample is None:
-                    continue
-                item_id, tr, dialogue, context, refs, grounding, text, result, score, meta = sample
-                first = items.setdefault(item_id, (tr, dialogue, context, refs, grounding, f"{file} {where}"))
-                if first[:5] != (tr, dialogue, context, refs, grounding):
-                    check.add(where, "input", f"sample {item_id!r} as first given ({first[5]}): the same track, dialogue, "
-                              "context, references and grounding", f"track {tr!r}, {len(context)} turn(s)")
-                    continue
-                model = agg["model"]
-                seen = texts.setdefault((item_id, model), (text, f"{file} {where}"))
-                if seen[0] != text:
-                    check.add(where, "output.raw", f"the response of model {model!r} to {item_id!r} as first given "
-                              f"({seen[1]})", short(text))
-                    continue
-                if stored_texts.get((item_id, model), text) != text:
-                    check.add(where, "output.raw", f"the stored response of model {model!r} to {item_id!r} "
-                              f"({short(stored_texts[item_id, model])})", short(text))
-                    continue
-                if result["kind"] == HUMAN_KIND:
-                    scales.setdefault(result["metric"], result["scale"])
-                    for who, value in _ratings(check, meta, where, score).items():
-                        key = (tr, item_id, model, who, result["metric"])
-                        if key in ratings:
-                            check.add(where, META["ratings"], f"one rating per annotator (first at {ratings[key][2]})",
-                                      repr(who))
-                        ratings[key] = (value, file, where)
-                    continue
-                metric = PREFIX + result["metric"]
-                info = metrics.setdefault(metric, {"lower": result["lower"], "sigs": set(), "where": file})
-                if info["lower"] != result["lower"]:
-                    check.add(where, "evaluation_result_id", f"metric {result['metric']!r} in one direction (lower_is_better "
-                              f"{info['lower']} in {info['where']})", f"lower_is_better {result['lower']}")
-                    continue
-                info["sigs"].add(result["signature"])
-                values[metric].append(ExternalValue(item_id, model, score, f"{Path(file).name} {where}"))
+        if agg is not None:
+            read.file(agg)
     check.refuse_if_any()
 
     batch = Batch()
     reused = 0
+    items = read.items
     for item_id, (tr, dialogue, context, refs, grounding, where) in sorted(items.items()):
         batch.track(dataset, tr)
         if item_id in stored_items:
@@ -131,23 +86,24 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
         for i, ref in enumerate(refs):
             batch.add("item_references", dataset=dataset, item_id=item_id, ref_index=i, text=ref)
     new_texts = {}
-    for (item_id, model), (text, where) in sorted(texts.items()):
+    for model in sorted({m for _, m in read.texts}):
+        batch.model(model)
+    for (item_id, model), (text, where) in sorted(read.texts.items()):
         if (item_id, model) in stored_texts:
             continue
-        batch.model(model)
         new_texts[item_id, model] = text
         batch.add("responses", dataset=dataset, item_id=item_id, model=model, text=text, origin=where)
-    _add_ratings(con, check, batch, dataset, ratings, scales)
+    _add_ratings(con, check, batch, dataset, read.ratings, read.scales)
     check.refuse_if_any()
     tracks = {i: t[0] for i, t in items.items()}
     notes: list[str] = []
     source = f"import eee {Path(shown or folder).name}"
-    for metric in sorted(values):
+    for metric, values in sorted(read.values.items()):
         check.file = name
-        sig = "; ".join(sorted(metrics[metric]["sigs"]))
-        part, more = external_batch(con, check, values[metric], dataset=dataset, metric=metric, track=None,
-                                    higher_is_better=not metrics[metric]["lower"], signature=sig, source=source,
-                                    pending_tracks=tracks, pending_texts=new_texts)
+        info = read.metrics[metric]
+        part, more = external_batch(con, check, values, dataset=dataset, metric=metric, track=None,
+                                    higher_is_better=not info["lower"], signature="; ".join(sorted(info["sigs"])),
+                                    source=source, pending_tracks=tracks, pending_texts=new_texts)
         for row in part.rows.get("external_metrics", []):
             row["description"] = f"{metric[len(PREFIX):]}, read from Every Eval Ever files"
         for table_name, rows in part.rows.items():
@@ -163,6 +119,66 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
                         + (f" ({reused:,} of them stored already, reused)" if reused else ""))
     report.notes += check.notes() + notes
     return report
+
+
+class _Samples:
+    """What the instance-level files hold, gathered record by record: items, responses, metric values and
+    ratings, each checked against what came before (and the store's responses)."""
+
+    def __init__(self, check: Checker, track: str | None, stored_texts: dict):
+        self.check, self.track, self.stored_texts = check, track, stored_texts
+        self.items: dict[str, tuple] = {}    # item_id -> (track, dialogue_id, context, refs, grounding, where)
+        self.texts: dict[tuple[str, str], tuple[str, str]] = {}   # (item_id, model) -> (text, where)
+        self.values: dict[str, list[ExternalValue]] = defaultdict(list)   # metric name -> values
+        self.metrics: dict[str, dict] = {}   # metric name -> lower, signatures, where
+        self.ratings: dict[tuple, tuple] = {}   # (track, item, model, annotator, dimension) -> score, file, where
+        self.scales: dict[str, tuple] = {}
+
+    def file(self, agg: dict) -> None:
+        file = str(agg["samples"])
+        with stream_jsonl(agg["samples"]) as (_, records):   # a record is let go once read
+            self.check.file = file
+            for rec, lineno in records:
+                self.record(agg, rec, file, f"line {lineno}")
+
+    def record(self, agg: dict, rec: dict, file: str, where: str) -> None:
+        check = self.check
+        sample = _sample(check, rec, where, agg, self.track)
+        if sample is None:
+            return
+        item_id, tr, dialogue, context, refs, grounding, text, result, score, meta = sample
+        first = self.items.setdefault(item_id, (tr, dialogue, context, refs, grounding, f"{file} {where}"))
+        if first[:5] != (tr, dialogue, context, refs, grounding):
+            check.add(where, "input", f"sample {item_id!r} as first given ({first[5]}): the same track, dialogue, "
+                      "context, references and grounding", f"track {tr!r}, {len(context)} turn(s)")
+            return
+        model = agg["model"]
+        seen = self.texts.setdefault((item_id, model), (text, f"{file} {where}"))
+        if seen[0] != text:
+            check.add(where, "output.raw", f"the response of model {model!r} to {item_id!r} as first given "
+                      f"({seen[1]})", short(text))
+            return
+        if self.stored_texts.get((item_id, model), text) != text:
+            check.add(where, "output.raw", f"the stored response of model {model!r} to {item_id!r} "
+                      f"({short(self.stored_texts[item_id, model])})", short(text))
+            return
+        if result["kind"] == HUMAN_KIND:
+            self.scales.setdefault(result["metric"], result["scale"])
+            for who, value in _ratings(check, meta, where, score).items():
+                key = (tr, item_id, model, who, result["metric"])
+                if key in self.ratings:
+                    check.add(where, f"metadata.{META['ratings']}", f"one rating per annotator (first at "
+                              f"{self.ratings[key][2]})", repr(who))
+                self.ratings[key] = (value, file, where)
+            return
+        metric = PREFIX + result["metric"]
+        info = self.metrics.setdefault(metric, {"lower": result["lower"], "sigs": set(), "where": file})
+        if info["lower"] != result["lower"]:
+            check.add(where, "evaluation_result_id", f"metric {result['metric']!r} in one direction (lower_is_better "
+                      f"{info['lower']} in {info['where']})", f"lower_is_better {result['lower']}")
+            return
+        info["sigs"].add(result["signature"])
+        self.values[metric].append(ExternalValue(item_id, model, score, f"{Path(file).name} {where}"))
 
 
 def _aggregate(check: Checker, path: Path) -> dict | None:
