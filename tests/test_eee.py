@@ -171,3 +171,45 @@ def test_a_hostile_file_is_refused_whole(store, tmp_path, capsys, change, field,
         assert fingerprint(con) == kept
     finally:
         con.close()
+
+
+def test_a_file_another_tool_wrote_imports(tmp_path):
+    """The package's own reference conversion (no evalcore metadata): the context is input.raw, the track the
+    evaluation_name, the model model_info.id, the metric EEE:accuracy."""
+    example = SCHEMAS / "example"
+    for path in example.rglob("*.json"):
+        assert not list(schema("eval.schema.json").iter_errors(json.loads(path.read_text(encoding="utf-8"))))
+    db = tmp_path / "demo.duckdb"
+    assert cli("import", "eee", example, "--db", db, "--dataset", "demo") == 0
+    con = connect(db)
+    try:
+        assert con.execute("SELECT item_id, track, context FROM items").fetchall() == [
+            ("demo_0001", "demo-source.demo_bench", '["What is 2 + 2?"]')]
+        assert con.execute("SELECT text FROM item_references").fetchall() == [("4",)]
+        assert con.execute("SELECT item_id, model, text FROM responses").fetchall() == [
+            ("demo_0001", "demo-org/demo-model", "The answer is 4.")]
+        assert con.execute("SELECT metric, higher_is_better FROM external_metrics").fetchall() == [("EEE:accuracy", True)]
+        assert con.execute("SELECT model, value FROM system_scores WHERE name = 'EEE:accuracy' AND NOT "
+                           "ends_with(signature, '|system:sentence-mean')").fetchall() == [("demo-org/demo-model", 1.0)]
+    finally:
+        con.close()
+
+
+def test_one_track_out_and_a_second_import_refused_for_its_stored_ratings(store, tmp_path, capsys):
+    assert cli("export", "eee", "--db", store, "--dataset", "ext", "--tracks", TRACK, "--out", tmp_path / "eee") == 0
+    con = connect(store)
+    try:
+        kept = fingerprint(con)
+    finally:
+        con.close()
+    capsys.readouterr()
+    # items and responses are the stored ones (reused), but x's and y's ratings are stored already
+    assert cli("import", "eee", tmp_path / "eee", "--db", store, "--dataset", "ext") == 2
+    err = capsys.readouterr().err
+    assert "field 'metadata.evalcore_ratings': expected a rating not stored yet" in err, err
+    con = connect(store)
+    try:
+        assert fingerprint(con) == kept
+    finally:
+        con.close()
+    assert cli("export", "eee", "--db", store, "--dataset", "ext", "--tracks", "ext/none", "--out", tmp_path / "x") == 1

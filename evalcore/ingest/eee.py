@@ -8,7 +8,7 @@ What is stored, all in one transaction, the folder refused whole (naming file, l
   else input.raw as one turn, the references input.reference, the grounding metadata.evalcore_grounding, the
   dialogue metadata.evalcore_dialogue_id. A stored
   item is reused when its track, context and references are the same.
-- responses: output.raw[0] of a sample for the aggregate's model (model_info.name); a stored response with the
+- responses: output.raw[0] of a sample for the aggregate's model (model_info.id); a stored response with the
   same text is reused, one with another text refuses the folder.
 - values: each metric (an evaluation result whose metric_config.additional_details.evalcore_kind is not
   'human rating') becomes the external metric "EEE:<metric_id>" (`import scores`' mechanism), its per-response
@@ -192,10 +192,10 @@ def _aggregate(check: Checker, path: Path) -> dict | None:
     evaluation_id = check.text(data, "", "evaluation_id")
     info = data.get("model_info")
     model = None
-    if isinstance(info, dict):
-        model = check.ident({"model_info.name": info.get("name")}, "", "model_info.name")
+    if isinstance(info, dict):   # the id, not the display name: two developers' "7B" stay two models
+        model = check.ident({"model_info.id": info.get("id")}, "", "model_info.id")
     else:
-        check.add("", "model_info", "an object with the model's name", short(info))
+        check.add("", "model_info", "an object with the model's id", short(info))
     raw = data.get("evaluation_results")
     if not isinstance(raw, list) or not raw:
         check.add("", "evaluation_results", "a non-empty list", short(raw))
@@ -250,6 +250,9 @@ def _sample(check: Checker, rec: dict, where: str, agg: dict, track: str | None)
     evaluation_id = check.text(rec, where, "evaluation_id")
     if evaluation_id is not None and evaluation_id != agg["evaluation_id"]:
         check.add(where, "evaluation_id", f"its aggregate's evaluation_id {agg['evaluation_id']!r}", short(evaluation_id))
+    model_id = check.ident(rec, where, "model_id")
+    if model_id is not None and model_id != agg["model"]:
+        check.add(where, "model_id", f"its aggregate's model_info.id {agg['model']!r}", short(model_id))
     item_id = check.ident(rec, where, "sample_id")
     rid = check.text(rec, where, "evaluation_result_id" if "evaluation_result_id" in rec else "evaluation_name")
     result = agg["results"].get(rid)
