@@ -213,3 +213,28 @@ def test_one_track_out_and_a_second_import_refused_for_its_stored_ratings(store,
     finally:
         con.close()
     assert cli("export", "eee", "--db", store, "--dataset", "ext", "--tracks", "ext/none", "--out", tmp_path / "x") == 1
+
+
+def test_generation_settings_of_an_endpoint_model(store, tmp_path):
+    """A model whose responses an endpoint generated carries its sampling settings and the `generations`
+    signature (the row as evalcore.generation.signature.sign writes it)."""
+    sig = "gen:qwen@localhost:8000|tpl:chitchat#abc123|t:0.7|p:0.9|max:256|seed:7|items:all|evalcore:0.1.0"
+    details = {"served_model": "qwen", "host": "localhost:8000", "temperature": 0.7, "top_p": 0.9, "max_tokens": 256,
+               "seed": 7}
+    con = connect(store)
+    try:
+        con.execute("INSERT INTO generations (generation_id, dataset, model, endpoint, tracks, signature, details, "
+                    "submission_id, state, total, created_at) VALUES (1, 'ext', 'a', 'local', ?, ?, ?, 1, 'done', 4, "
+                    "now())", [json.dumps([TRACK]), sig, json.dumps(details)])
+    finally:
+        con.close()
+    aggregates, _ = exported(store, tmp_path / "eee")
+    by_model = {json.loads(p.read_text(encoding="utf-8"))["model_info"]["id"]: json.loads(p.read_text(encoding="utf-8"))
+                for p in aggregates}
+    for data in by_model.values():
+        assert not list(schema("eval.schema.json").iter_errors(data))
+    config = by_model["a"]["evaluation_results"][0]["generation_config"]
+    assert config["generation_args"] == {"temperature": 0.7, "top_p": 0.9, "max_tokens": 256}
+    assert config["additional_details"] == {"evalcore_generation_signature": sig, "endpoint": "local",
+                                            "served_model": "qwen", "host": "localhost:8000", "seed": "7"}
+    assert all("generation_config" not in r for r in by_model["org/b"]["evaluation_results"])
