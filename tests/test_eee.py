@@ -112,10 +112,12 @@ def _contents(db) -> dict:
         ratings = sorted(con.execute("SELECT track, item_id, model, annotator, dimension, score FROM human_ratings"
                                      ).fetchall())
         values = response_scores(con, "ext", TRACK)
+        system = {(m, n.removeprefix("EEE:"), s.endswith("|system:sentence-mean")): v for m, n, v, s in con.execute(
+            "SELECT model, name, value, signature FROM system_scores").fetchall()}
     finally:
         con.close()
     values = {(r.item_id, r.model, r.metric.removeprefix("EEE:")): r.value for r in values.itertuples()}
-    return {"items": items, "refs": refs, "texts": texts, "ratings": ratings, "values": values}
+    return {"items": items, "refs": refs, "texts": texts, "ratings": ratings, "values": values, "system": system}
 
 
 def test_import_reads_the_export_back_equal(store, tmp_path):
@@ -130,6 +132,13 @@ def test_import_reads_the_export_back_equal(store, tmp_path):
     assert {k[2] for k in after["values"]} == {"F1", "BLEU1", "GPT-judge"}
     for key, value in before["values"].items():
         assert after["values"][key] == pytest.approx(value), key
+    # system values: corpus as the file reports them, sentence-mean (new here) the mean of the values
+    corpus = {k: v for k, v in before["system"].items() if not k[2]}   # `score` wrote the corpus aggregate only
+    assert len(corpus) == 6 and {k for k in after["system"] if not k[2]} == set(corpus)
+    for key, value in corpus.items():
+        assert after["system"][key] == pytest.approx(value), key
+    bleu = [v for (i, m, n), v in before["values"].items() if m == "a" and n == "BLEU1"]
+    assert after["system"]["a", "BLEU1", True] == pytest.approx(sum(bleu) / len(bleu))
     # the imported judge keeps the signature text its values were made under
     con = connect(fresh)
     try:
@@ -189,8 +198,11 @@ def test_a_file_another_tool_wrote_imports(tmp_path):
         assert con.execute("SELECT item_id, model, text FROM responses").fetchall() == [
             ("demo_0001", "demo-org/demo-model", "The answer is 4.")]
         assert con.execute("SELECT metric, higher_is_better FROM external_metrics").fetchall() == [("EEE:accuracy", True)]
-        assert con.execute("SELECT model, value FROM system_scores WHERE name = 'EEE:accuracy' AND NOT "
-                           "ends_with(signature, '|system:sentence-mean')").fetchall() == [("demo-org/demo-model", 1.0)]
+        # the system value is the one the aggregate reports (0.75, over samples the file does not hold); the
+        # sentence-mean aggregate is the mean of the one sample's value
+        assert sorted(con.execute("SELECT ends_with(signature, '|system:sentence-mean'), model, value "
+                                  "FROM system_scores WHERE name = 'EEE:accuracy'").fetchall()) == [
+            (False, "demo-org/demo-model", 0.75), (True, "demo-org/demo-model", 1.0)]
     finally:
         con.close()
 

@@ -12,8 +12,9 @@ What is stored, all in one transaction, the folder refused whole (naming file, l
   same text is reused, one with another text refuses the folder.
 - values: each metric (an evaluation result whose metric_config.additional_details.evalcore_kind is not
   'human rating') becomes the external metric "EEE:<metric_id>" (`import scores`' mechanism), its per-response
-  values the records' evaluation.score, its direction metric_config.lower_is_better, its signature text the
-  evalcore signature the file carries (else the metric's name and the source organisation).
+  values the records' evaluation.score, its system value the aggregate's score_details.score (under the
+  sentence-mean aggregate: the mean of the per-response values), its direction metric_config.lower_is_better, its
+  signature text the evalcore signature the file carries (else the metric's name).
 - human ratings: an evaluation result of kind 'human rating' becomes the dimension metric_id (scale min_score..
   max_score), each annotator's rating read from metadata.evalcore_ratings ({annotator: score}); a record without
   it stores its score under annotator "EEE".
@@ -37,6 +38,7 @@ from evalcore.ingest.items import settle_languages
 from evalcore.ingest.jsonread import read_json
 from evalcore.ingest.readers import stream_jsonl
 from evalcore.ingest.scores import ExternalValue, external_batch
+from evalcore.scoring import SENTENCE_MEAN
 
 SCHEMA_VERSION = "0.3.0"           # the schemas' "version" (package every-eval-ever 0.2.x)
 KIND, METRIC_KIND, HUMAN_KIND = "evalcore_kind", "metric", "human rating"
@@ -106,6 +108,11 @@ def import_eee(con: duckdb.DuckDBPyConnection, folder: str | Path, *, dataset: s
                                     source=source, pending_tracks=tracks, pending_texts=new_texts)
         for row in part.rows.get("external_metrics", []):
             row["description"] = f"{metric[len(PREFIX):]}, read from Every Eval Ever files"
+        for row in part.rows.get("system_scores", []):
+            # the file's system value (BLEU's corpus value is no mean of sentence values); sentence-mean: the mean
+            reported = read.system.get((metric, row["track"], row["model"]))
+            if reported is not None and not row["signature"].endswith(SENTENCE_MEAN):
+                row["value"] = reported
         for table_name, rows in part.rows.items():
             batch.rows[table_name].extend(rows)
         notes += more
@@ -133,6 +140,7 @@ class _Samples:
         self.metrics: dict[str, dict] = {}   # metric name -> lower, signatures, where
         self.ratings: dict[tuple, tuple] = {}   # (track, item, model, annotator, dimension) -> score, file, where
         self.scales: dict[str, tuple] = {}
+        self.system: dict[tuple, float | None] = {}   # (metric, track, model) -> the aggregate's score
 
     def file(self, agg: dict) -> None:
         file = str(agg["samples"])
@@ -178,6 +186,8 @@ class _Samples:
                       f"{info['lower']} in {info['where']})", f"lower_is_better {result['lower']}")
             return
         info["sigs"].add(result["signature"])
+        key = (metric, tr, model)   # two results merged into one track (--track) have no one system value
+        self.system[key] = result["score"] if self.system.get(key, result["score"]) == result["score"] else None
         self.values[metric].append(ExternalValue(item_id, model, score, f"{Path(file).name} {where}"))
 
 
@@ -235,11 +245,18 @@ def _result(check: Checker, res: object, at: str) -> dict | None:
     details = config.get("additional_details") if isinstance(config.get("additional_details"), dict) else {}
     rid = res.get("evaluation_result_id", res.get("evaluation_name"))
     rid = check.text({f"{at}.evaluation_result_id": rid}, "", f"{at}.evaluation_result_id")
-    if None in (track, metric, rid) or not isinstance(lower, bool):
+    given = res.get("score_details") if isinstance(res.get("score_details"), dict) else {}
+    key, score = f"{at}.score_details.score", None
+    if isinstance(given.get("score"), str):   # the schema's score is a JSON number, never text
+        check.add("", key, "a JSON number", short(given["score"]))
+    else:
+        score = check.number({key: given.get("score")}, "", key)
+    if None in (track, metric, rid, score) or not isinstance(lower, bool):
         return None
     scale = tuple(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
                   for v in (config.get("min_score"), config.get("max_score")))
-    return {"id": rid, "track": track, "metric": metric, "lower": lower, "kind": details.get(KIND, METRIC_KIND),
+    return {"id": rid, "track": track, "metric": metric, "lower": lower, "score": score,
+            "kind": details.get(KIND, METRIC_KIND),
             "signature": str(details.get(SIGNATURE) or f"{metric} (Every Eval Ever)"), "scale": scale}
 
 
