@@ -250,3 +250,20 @@ def test_generation_settings_of_an_endpoint_model(store, tmp_path):
     assert config["additional_details"] == {"evalcore_generation_signature": sig, "endpoint": "local",
                                             "served_model": "qwen", "host": "localhost:8000", "seed": "7"}
     assert all("generation_config" not in r for r in by_model["org/b"]["evaluation_results"])
+
+
+def test_an_aggregate_score_written_as_text_is_refused(store, tmp_path, capsys):
+    aggregates, _ = exported(store, tmp_path / "eee")
+    data = json.loads(aggregates[0].read_text(encoding="utf-8"))
+    data["evaluation_results"][1]["score_details"]["score"] = "0.5"
+    aggregates[0].write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert cli("import", "eee", tmp_path / "eee", "--db", tmp_path / "fresh.duckdb", "--dataset", "ext") == 2
+    err = capsys.readouterr().err
+    assert (f"{aggregates[0]}, field 'evaluation_results[1].score_details.score': expected a JSON number, got '0.5'"
+            in err), err
+    con = connect(tmp_path / "fresh.duckdb")
+    try:
+        assert con.execute("SELECT count(*) FROM responses").fetchall() == [(0,)]
+    finally:
+        con.close()
