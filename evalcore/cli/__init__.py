@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+import evalcore.cli.declarations_report  # noqa: F401
 from evalcore import __version__
 from evalcore.cli.commands import build, load
 from evalcore.cli.declarations import COMMANDS
