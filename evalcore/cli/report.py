@@ -4,11 +4,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from evalcore.core.text import normalise_id
 from evalcore.services.report import build
 
 
 def report(con, args) -> None:
-    text = build(con, args.dataset, args.tracks, tuple(args.view))
+    tracks = [normalise_id(t) for t in args.tracks] if args.tracks else None   # as names.normalise does for --track
+    text = build(con, args.dataset, tracks, tuple(args.view))
     out = Path(args.out)
     # written beside, then moved into place: a reader never opens half a report
     part = out.with_name(out.name + ".part")

@@ -21,11 +21,22 @@ from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import dimensions
 from evalcore.analysis.trust_opening import opening
 from evalcore.analysis.trust_verdicts import report as trust_report
+from evalcore.core import names
 from evalcore.services import report_html
 from evalcore.store import revision
 
 VIEWS = ("trust", "leaderboard", "correlations", "human")
 PUBLISHED_SIGNATURE = "published: the paper's own value (no signature stored)"
+# the chance-corrected statistics' definitions (evalcore.analysis.agreement), which its rows leave blank
+CHANCE_DEFINITIONS = {
+    "cohen_kappa": "Cohen's kappa of one pair of annotators on the targets both rated, 1 - sum(W O) / sum(W E) "
+                   "over the categories' confusion table; weights W {}",
+    "fleiss_kappa": "Fleiss' kappa over the targets rated by the most common number of annotators",
+    "krippendorff_alpha": "Krippendorff's alpha from the coincidence matrix of every target with two or more "
+                          "ratings, {} distance",
+}
+WEIGHTS = {"unweighted": "0 on the diagonal, 1 elsewhere", "linear": "|i - j| on category ranks",
+           "quadratic": "(i - j)^2 on category ranks"}
 CHECKSUM_COVERS = ("sha256 of every data table below (each as its name on one line, then CSV with a header, its "
                    "rows sorted; UTF-8): the names and numbers of the report, not its charts, time or layout")
 
@@ -56,10 +67,9 @@ def dataset_tracks(con, dataset: str, tracks: list[str] | None) -> list[str]:
     """The tracks a report covers: the ones asked for (each must be the dataset's), else all of them."""
     known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
     if not known:
-        raise ValueError(f"no dataset {dataset!r} in the store")
-    unknown = [t for t in tracks or [] if t not in known]
-    if unknown:
-        raise ValueError(f"no track {unknown[0]!r} in {dataset!r}; its tracks: " + ", ".join(known))
+        raise names.UnknownName(f"no track of a dataset {dataset!r} in the store")
+    for track in tracks or []:
+        names.require("track", track, known, f"in dataset {dataset!r}")
     return list(dict.fromkeys(tracks)) if tracks else known
 
 
@@ -136,8 +146,20 @@ def trust_view(con, dataset: str, tracks: list[str], level: str, origin: str, wh
     return view
 
 
+def defined(statistic: str, definition: str) -> str:
+    """A row's definition: its own, else that of its chance-corrected statistic."""
+    if isinstance(definition, str) and definition:
+        return definition
+    for name, text in CHANCE_DEFINITIONS.items():
+        if statistic.startswith(name):
+            kind = statistic[len(name):].strip("_")
+            return text.format(WEIGHTS.get(kind, kind))
+    return ""
+
+
 def human_view(con, dataset: str, tracks: list[str]) -> View:
     agreement = per_track(lambda t: agreement_table(con, dataset, t)[0], tracks)
+    agreement["definition"] = [defined(s, d) for s, d in zip(agreement["statistic"], agreement["definition"])]
     bias = per_track(lambda t: ag.annotator_bias(con, dataset, t), tracks)
     view = View("human", "Human ratings", notes=[
         "As `evalcore agreement` (chance-corrected statistics, 95% bootstrap intervals over rated targets, 1000 "
