@@ -194,3 +194,13 @@ def test_the_report_opens_offline_in_chromium(demo, hostile_report, tmp_path, ca
                 context.close()
         finally:
             browser.close()
+
+
+def test_the_share_box_offers_the_dataset_s_report(demo, monkeypatch):
+    from test_app import run as run_page
+
+    at = run_page("leaderboard", monkeypatch, {"EVALCORE_DB": demo}, dataset="engagement-en")
+    buttons = [b for b in at.get("download_button") if b.proto.label == "Offline report (HTML)"]
+    assert len(buttons) == 1
+    # deferred: the report is made when the button is clicked (a file id to ask for), not sent with every page
+    assert buttons[0].proto.deferred_file_id and not buttons[0].proto.url

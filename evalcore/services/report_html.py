@@ -67,9 +67,11 @@ def figure(title: str, kind: str, frame: pd.DataFrame) -> go.Figure:
     """A chart of one of report.View's kinds: bar (model, origin, value), heatmap (metric, dimension, r) or
     interval (label, r, ci_low, ci_high)."""
     if kind == "bar":
-        fig = go.Figure([go.Bar(x=[esc(m) for m in part["model"]], y=part["value"], name=esc(origin))
+        # horizontal: a model's name reads whole at any width (slanted ticks ran into the chart above)
+        fig = go.Figure([go.Bar(y=[esc(m) for m in part["model"]], x=part["value"], name=esc(origin), orientation="h")
                          for origin, part in frame.groupby("origin", sort=False)])
-        height = 380
+        fig.update_layout(legend_title_text="origin")
+        height = 140 + 22 * len(frame)
     elif kind == "heatmap":
         wide = frame.pivot_table(index="metric", columns="dimension", values="r", sort=False)
         fig = go.Figure(go.Heatmap(z=wide.values, x=[esc(c) for c in wide.columns], y=[esc(i) for i in wide.index],
@@ -84,6 +86,8 @@ def figure(title: str, kind: str, frame: pd.DataFrame) -> go.Figure:
         height = 140 + 22 * len(part)
     fig.update_layout(title=esc(title), height=min(height, 2400), margin=dict(l=10, r=10, t=50, b=10),
                       template="plotly_white", yaxis_automargin=True, xaxis_automargin=True)
+    if kind != "interval":   # the table's first row at the top, as it reads
+        fig.update_yaxes(autorange="reversed")
     return fig
 
 
