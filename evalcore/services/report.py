@@ -135,9 +135,12 @@ def trust_view(con, dataset: str, tracks: list[str], level: str, origin: str, wh
         return View("trust", view.title, notes=[f"Nothing to correlate: {why}."])
     frame, said = trust_report(con, dataset, level=level, method="spearman", dimension="mean", origin=origin,
                                dimensions=dimensions(con, dataset))
-    # pooled rows pool every track of the skill; with chosen tracks they stay, saying so
-    frame = frame[frame["track"].isin(tracks) | frame["track"].eq(POOLED)].reset_index(drop=True)
-    view.notes += [row.text + (f" {row.robust}" if row.robust else "") for row in said.itertuples()]
+    kept = frame["track"].isin(tracks) | frame["track"].eq(POOLED)
+    if not kept.all():   # the pooled rows still pool every track of their skill
+        view.notes.append(f"Only the chosen tracks' rows are shown; the rows of track {POOLED!r} pool every track "
+                          "of their skill in the dataset.")
+    frame = frame[kept].reset_index(drop=True)
+    view.notes += [row.text + (f"\n{row.robust}" if row.robust else "") for row in said.itertuples()]
     view.tables.append(Table("trust", "Trust", frame))
     pooled = frame[frame["track"].eq(POOLED) & frame["r"].notna()]
     for skill, part in pooled.groupby("skill", sort=False):

@@ -19,7 +19,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto San
 main{max-width:1280px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:1.6rem;margin:.4rem 0 1rem}h2{font-size:1.3rem;margin:2rem 0 .5rem;border-bottom:1px solid #d0d7de}
 h3{font-size:1.05rem;margin:1.2rem 0 .4rem}
-nav a{margin-right:1rem}
+nav{margin-bottom:.6rem}nav a{margin-right:1rem;display:inline-block}
 table{border-collapse:collapse;font-size:.85rem}
 th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;position:sticky;top:0}
@@ -27,7 +27,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.long{min-width:14rem;max-width:32rem;overflow-wrap:anywhere;font-size:.8rem}
 .scroll{overflow:auto;max-height:32rem;max-width:100%;margin-bottom:.6rem}
 .facts th{position:static;width:11rem}.facts td{overflow-wrap:anywhere}
-.note{max-width:60rem}
+.note{max-width:60rem;white-space:pre-line}
 pre{white-space:pre;overflow:auto;max-height:24rem;background:#f6f8fa;padding:8px;font-size:.75rem}
 .chart{width:100%;margin-bottom:1rem}
 """
