@@ -8,6 +8,7 @@ import hashlib
 import html
 import random
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,7 @@ from evalcore.ingest.items import import_items
 from evalcore.ingest.ratings import import_ratings
 from evalcore.ingest.responses import import_responses
 from evalcore.scoring import score
-from evalcore.services.report import VIEWS
+from evalcore.services.report import VIEWS, build
 from evalcore.store import connect
 
 SCRIPT = "<script>alert(1)</script>"
@@ -96,6 +97,18 @@ def test_a_report_references_nothing_on_a_network(demo, tmp_path, capsys):
     sections, _ = data_sections(text)
     assert sections["agreement"][0].endswith(",definition")
     assert all(line.rsplit(",", 1)[1] for line in sections["agreement"][1:4])
+
+
+def test_the_checksum_is_of_the_data_not_of_when_it_was_made(demo):
+    con = connect(demo, read_only=True)
+    try:
+        early = build(con, "engagement-en", views=("leaderboard", "human"), now=datetime(2026, 1, 1, tzinfo=timezone.utc))
+        late = build(con, "engagement-en", views=("human", "leaderboard"), now=datetime(2026, 6, 1, tzinfo=timezone.utc))
+    finally:
+        con.close()
+    assert "2026-01-01 00:00:00" in early and "2026-06-01 00:00:00" in late
+    sums = [re.search(r"<th>data checksum</th><td>([0-9a-f]{64})</td>", t).group(1) for t in (early, late)]
+    assert sums[0] == sums[1]   # the same tables, in whatever order the views were asked for
 
 
 def test_the_declared_views_are_the_reports():
