@@ -6,6 +6,7 @@ import argparse
 import evalcore.cli.declarations_eee  # noqa: F401 - each declares its commands into COMMANDS
 import evalcore.cli.declarations_imports  # noqa: F401
 import evalcore.cli.declarations_record  # noqa: F401
+import evalcore.cli.declarations_report  # noqa: F401
 from evalcore import __version__
 from evalcore.cli.commands import build, load
 from evalcore.cli.declarations import COMMANDS

@@ -1,6 +1,6 @@
 """A page's view state and the URL: every page's opening (start), the dataset and track choices, the link
-written back into the address bar with notices about what it named that is not there (publish), multi-selects kept
-in the link, and links to other pages on this server."""
+written back into the address bar with notices about what it named that is not there (publish) beside the
+dataset's offline report, multi-selects kept in the link, and links to other pages on this server."""
 from __future__ import annotations
 
 import hashlib
@@ -12,9 +12,10 @@ import streamlit as st
 
 from evalcore.pagedata import catalog
 from evalcore.pagedata.share import ViewState, link, to_query
+from evalcore.services import report
 from pages.kit.runtime import building, building_note, cursor, data
-from pages.kit.text import md_escape
-from pages.kit.widgets import select
+from pages.kit.text import md_escape, safe_filename
+from pages.kit.widgets import deferred, select
 
 _RUN = threading.local()  # this script run's link box, notice box and view state (each run has its own thread)
 
@@ -113,6 +114,15 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
         # link's host comes from the request, so it is text like any other).
         st.caption("Link to exactly this view: copy it from here or from the address bar")
         st.text(link(base_url(), page, values))
+        dataset = values.get("dataset")
+        if dataset:
+            # made only when clicked (seconds: every view's tables and bootstraps), as `evalcore report` makes it
+            st.download_button("Offline report (HTML)", deferred(report.build, dataset),
+                               file_name=f"{safe_filename(f'report-{dataset}')}.html", mime="text/html",
+                               key="offline-report", icon=":material/download:",
+                               help="One HTML file of this dataset's trust, leaderboard, correlation and human-rating "
+                                    "views, with signatures, definitions and a data checksum: it opens from disk, "
+                                    "with no server and no network")
 
 
 def choose_many(vs: ViewState, values: dict, name: str, label: str, options: list[str],

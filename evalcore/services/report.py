@@ -1,0 +1,220 @@
+"""An offline report of one dataset: the trust, leaderboard, correlation and human-rating views as one
+self-contained HTML file (evalcore.services.report_html draws it). Its tables come from the same functions as
+the CLI's commands, with the commands' defaults, so a number in the report is the number `evalcore leaderboard`
+(`correlate`, `trust`, `agreement`) prints; a checksum of those tables says whether two reports hold the same data."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import duckdb
+import pandas as pd
+
+from evalcore import __version__
+from evalcore.analysis import agreement as ag
+from evalcore.analysis import leaderboard as lb
+from evalcore.analysis.agreement_corr import agreement_table
+from evalcore.analysis.correlate import correlations
+from evalcore.analysis.options import DIALOGUE_VALUE
+from evalcore.analysis.trust import POOLED
+from evalcore.analysis.trust_levels import dimensions
+from evalcore.analysis.trust_opening import opening
+from evalcore.analysis.trust_verdicts import report as trust_report
+from evalcore.core import names
+from evalcore.services import report_html
+from evalcore.store import revision
+
+VIEWS = ("trust", "leaderboard", "correlations", "human")
+PUBLISHED_SIGNATURE = "published: the paper's own value (no signature stored)"
+# the chance-corrected statistics' definitions (evalcore.analysis.agreement), which its rows leave blank
+CHANCE_DEFINITIONS = {
+    "cohen_kappa": "Cohen's kappa of one pair of annotators on the targets both rated, 1 - sum(W O) / sum(W E) "
+                   "over the categories' confusion table; weights W {}",
+    "fleiss_kappa": "Fleiss' kappa over the targets rated by the most common number of annotators",
+    "krippendorff_alpha": "Krippendorff's alpha from the coincidence matrix of every target with two or more "
+                          "ratings, {} distance",
+}
+WEIGHTS = {"unweighted": "0 on the diagonal, 1 elsewhere", "linear": "|i - j| on category ranks",
+           "quadratic": "(i - j)^2 on category ranks"}
+CHECKSUM_COVERS = ("sha256 of every data table below (each as its name on one line, then CSV with a header, its "
+                   "rows sorted; UTF-8): the names and numbers of the report, not its charts, time or layout")
+
+
+@dataclass
+class Table:
+    """One data table of the report: `name` (unique, also its place in the checksum), a caption for people,
+    and the frame."""
+
+    name: str
+    caption: str
+    frame: pd.DataFrame
+
+
+@dataclass
+class View:
+    """One view: its title, what it shows (notes: definitions and settings, as text), tables and charts
+    (`charts`: (title, kind, frame) that report_html draws)."""
+
+    key: str
+    title: str
+    notes: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    charts: list[tuple[str, str, pd.DataFrame]] = field(default_factory=list)
+
+
+def dataset_tracks(con, dataset: str, tracks: list[str] | None) -> list[str]:
+    """The tracks a report covers: the ones asked for (each must be the dataset's), else all of them."""
+    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
+    if not known:
+        raise names.UnknownName(f"no track of a dataset {dataset!r} in the store")
+    for track in tracks or []:
+        names.require("track", track, known, f"in dataset {dataset!r}")
+    return list(dict.fromkeys(tracks)) if tracks else known
+
+
+def per_track(fn, tracks: list[str]) -> pd.DataFrame:
+    """fn(track) for every track, stacked (the CLI's per-track output, one after another)."""
+    parts = [f for f in (fn(t) for t in tracks) if len(f)]
+    return pd.concat(parts, ignore_index=True) if parts else fn(tracks[0]).iloc[0:0]
+
+
+def leaderboard_view(con, dataset: str, tracks: list[str]) -> View:
+    board = per_track(lambda t: lb.default_ranked(con, dataset, t), tracks)
+    sigs = per_track(lambda t: lb.signatures(con, dataset, t), tracks)
+    view = View("leaderboard", "Leaderboard", notes=[
+        "As `evalcore leaderboard`: one row per track, model and origin; each track ranked by its default (the "
+        "skill's official rule, else F1, else its first column), with a 95% paired-bootstrap interval of the rank "
+        "(1000 resamples, seed 0). Computed columns are defined by their signatures (second table); published "
+        "rows are the paper's own values."])
+    view.tables += [Table("leaderboard", "Leaderboard", board), Table("leaderboard signatures", "Signatures", sigs)]
+    for track, part in board.groupby("track", sort=False):
+        by = part["rank_by"].dropna()
+        column = by.iloc[0] if len(by) and by.iloc[0] in part.columns else None
+        if column:
+            view.charts.append((f"{track}: {column}", "bar", part[["model", "origin", column]].rename(
+                columns={column: "value"})))
+    return view
+
+
+def where_to_correlate(con, dataset: str) -> tuple[str | None, str | None, str]:
+    """(level, origin, why): where `evalcore trust` opens (the first level with a verdict); level None, and
+    why, when there is nothing to correlate."""
+    found = opening(con, dataset)
+    return found.level, found.origin, found.why
+
+
+def correlations_view(con, dataset: str, tracks: list[str], level: str | None, origin: str | None, why: str) -> View:
+    if level is None:
+        return View("correlations", "Metric-human correlations", notes=[f"Nothing to correlate: {why}."])
+    frame = per_track(lambda t: correlations(con, dataset, t, level=level, origin=origin), tracks)
+    sigs = per_track(lambda t: lb.signatures(con, dataset, t), tracks)
+    signature = dict(zip(zip(sigs["track"], sigs["name"]), sigs["signature"]))
+    frame.insert(frame.columns.get_loc("method"), "signature", [
+        PUBLISHED_SIGNATURE if origin == "published" else signature.get((t, m), "")
+        for t, m in zip(frame["track"], frame["metric"])])
+    view = View("correlations", "Metric-human correlations", notes=[
+        f"As `evalcore correlate --level {level} --origin {origin}`: each metric against each human dimension "
+        "(annotators' mean), per track, by Spearman, Pearson and Kendall; n is the number of points correlated, p "
+        "the test's p value. The signature column says which computation each metric's values are."
+        + (f" {DIALOGUE_VALUE}." if level == "dialogue" else "")])
+    view.tables.append(Table("correlations", "Correlations", frame))
+    spearman = frame[(frame["method"] == "spearman") & frame["r"].notna()]
+    for track, part in spearman.groupby("track", sort=False):
+        view.charts.append((f"{track}: Spearman r, {level} level", "heatmap", part[["metric", "dimension", "r"]]))
+    return view
+
+
+def trust_view(con, dataset: str, tracks: list[str], level: str, origin: str, why: str) -> View:
+    view = View("trust", "Which metric to trust", notes=[
+        f"As `evalcore trust --level {level} --origin {origin}`: Spearman correlation of each metric with the "
+        "human mean per track, pooled per skill (Fisher z, weights n-3); significant: p < 0.05, Holm-adjusted over "
+        "each skill's metrics; a metric tied with the best is not significantly worse (Williams' test)."
+        + (f" Level chosen as the command opens: {why}." if why else "")])
+    if level is None:
+        return View("trust", view.title, notes=[f"Nothing to correlate: {why}."])
+    frame, said = trust_report(con, dataset, level=level, method="spearman", dimension="mean", origin=origin,
+                               dimensions=dimensions(con, dataset))
+    kept = frame["track"].isin(tracks) | frame["track"].eq(POOLED)
+    if not kept.all():   # the pooled rows still pool every track of their skill
+        view.notes.append(f"Only the chosen tracks' rows are shown; the rows of track {POOLED!r} pool every track "
+                          "of their skill in the dataset.")
+    frame = frame[kept].reset_index(drop=True)
+    view.notes += [row.text + (f"\n{row.robust}" if row.robust else "") for row in said.itertuples()]
+    view.tables.append(Table("trust", "Trust", frame))
+    pooled = frame[frame["track"].eq(POOLED) & frame["r"].notna()]
+    for skill, part in pooled.groupby("skill", sort=False):
+        view.charts.append((f"{skill}, pooled: Spearman r with 95% CI", "interval",
+                            part[["metric", "r", "ci_low", "ci_high"]].rename(columns={"metric": "label"})))
+    return view
+
+
+def defined(statistic: str, definition: str) -> str:
+    """A row's definition: its own, else that of its chance-corrected statistic."""
+    if isinstance(definition, str) and definition:
+        return definition
+    for name, text in CHANCE_DEFINITIONS.items():
+        if statistic.startswith(name):
+            kind = statistic[len(name):].strip("_")
+            return text.format(WEIGHTS.get(kind, kind))
+    return ""
+
+
+def human_view(con, dataset: str, tracks: list[str]) -> View:
+    agreement = per_track(lambda t: agreement_table(con, dataset, t)[0], tracks)
+    agreement["definition"] = [defined(s, d) for s, d in zip(agreement["statistic"], agreement["definition"])]
+    bias = per_track(lambda t: ag.annotator_bias(con, dataset, t), tracks)
+    view = View("human", "Human ratings", notes=[
+        "As `evalcore agreement` (chance-corrected statistics, 95% bootstrap intervals over rated targets, 1000 "
+        "resamples, seed 0): every row carries its statistic's definition. The second table is each annotator's "
+        "ratings: how many, their mean, and the bias (their mean minus the mean of the others on the same targets)."])
+    view.tables += [Table("agreement", "Inter-annotator agreement", agreement),
+                    Table("annotators", "Annotators' ratings", bias)]
+    if len(agreement):
+        shown = agreement[agreement["value"].notna()]
+        for track, part in shown.groupby("track", sort=False):
+            view.charts.append((f"{track}: agreement with 95% CI", "interval", part.assign(
+                label=part["dimension"] + " " + part["level"] + " " + part["statistic"] + " " + part["annotators"])
+                [["label", "value", "ci_low", "ci_high"]].rename(columns={"value": "r"})))
+    return view
+
+
+def gather(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None = None,
+           views: tuple[str, ...] = VIEWS) -> list[View]:
+    """The report's views, in `views`' order (each one of VIEWS)."""
+    bad = [v for v in views if v not in VIEWS]
+    if bad:
+        raise ValueError(f"no view {bad[0]!r}; views: " + ", ".join(VIEWS))
+    chosen = dataset_tracks(con, dataset, tracks)
+    level, origin, why = where_to_correlate(con, dataset)
+    make = {"trust": lambda: trust_view(con, dataset, chosen, level, origin, why),
+            "leaderboard": lambda: leaderboard_view(con, dataset, chosen),
+            "correlations": lambda: correlations_view(con, dataset, chosen, level, origin, why),
+            "human": lambda: human_view(con, dataset, chosen)}
+    return [make[v]() for v in dict.fromkeys(views)]
+
+
+def canonical(tables: list[Table]) -> str:
+    """The tables as the checksum reads them: each table's name on a line, then its CSV (header, then rows
+    sorted as text so the order a function returns them in does not matter)."""
+    out = []
+    for t in sorted(tables, key=lambda t: t.name):
+        lines = t.frame.to_csv(index=False, lineterminator="\n").splitlines()
+        out.append("\n".join([f"# {t.name}", lines[0] if lines else "", *sorted(lines[1:])]) + "\n")
+    return "".join(out)
+
+
+def checksum(tables: list[Table]) -> str:
+    return hashlib.sha256(canonical(tables).encode("utf-8")).hexdigest()
+
+
+def build(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None = None,
+          views: tuple[str, ...] = VIEWS, now: datetime | None = None) -> str:
+    """The report as one HTML document (plotly.js inlined: it opens from a file with no network)."""
+    shown = gather(con, dataset, tracks, views)
+    tables = [t for v in shown for t in v.tables]
+    facts = [("dataset", dataset), ("tracks", ", ".join(dataset_tracks(con, dataset, tracks))),
+             ("evalcore version", __version__), ("store revision", str(revision(con))),
+             ("made (UTC)", (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S")),
+             ("data checksum", checksum(tables)), ("the checksum covers", CHECKSUM_COVERS)]
+    return report_html.page(f"evalcore report: {dataset}", facts, shown, canonical(tables))

@@ -1,0 +1,219 @@
+"""`evalcore report`: one HTML file that opens offline. Its leaderboard holds the numbers `evalcore leaderboard
+--format csv` prints, its checksum is the sha256 of the data text it shows, it references nothing on a network,
+and every name from the store (model, track, annotator) is text, never markup. The slow test opens it in
+headless Chromium from a file:// URL with the network cut and keeps screenshots in docs/img/screens/."""
+from __future__ import annotations
+
+import hashlib
+import html
+import random
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, copy_default_store, write_jsonl
+from evalcore.cli import main
+from evalcore.cli.declarations_report import VIEWS as DECLARED_VIEWS
+from evalcore.ingest.items import import_items
+from evalcore.ingest.ratings import import_ratings
+from evalcore.ingest.responses import import_responses
+from evalcore.scoring import score
+from evalcore.services.report import VIEWS, build
+from evalcore.store import connect
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(1)>"
+CHROMIUM = "/usr/bin/chromium"
+SCREENS = ROOT / "docs" / "img" / "screens"
+
+
+def run(capsys, *argv) -> str:
+    assert main(list(argv)) in (0, None)
+    return capsys.readouterr().out
+
+
+def data_sections(text: str) -> dict[str, list[str]]:
+    """The report's data text (the <pre> under "Data behind the checksum"), unescaped, as name -> lines."""
+    pre = html.unescape(re.search(r"<pre>(.*?)</pre>", text, re.S).group(1))
+    sections = {}
+    for block in pre.split("# ")[1:]:
+        name, *lines = block.rstrip("\n").split("\n")
+        sections[name] = lines
+    return sections, pre
+
+
+@pytest.fixture(scope="module")
+def demo(default_store_file, tmp_path_factory):
+    return copy_default_store(default_store_file, tmp_path_factory.mktemp("report") / "store.duckdb")
+
+
+def test_the_leaderboard_is_the_cli_s_numbers_and_the_checksum_is_the_data_text(demo, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    track = "lccc/chitchat"
+    run(capsys, "report", "--db", str(demo), "--dataset", "demo-zh", "--tracks", track, "--view", "leaderboard",
+        "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    cli = run(capsys, "leaderboard", "--db", str(demo), "--dataset", "demo-zh", "--track", track, "--format", "csv")
+    sections, pre = data_sections(text)
+    lines = cli.rstrip("\n").split("\n")
+    # the same header and the same rows, at full precision (the report's rows are sorted as text)
+    assert sections["leaderboard"] == [lines[0], *sorted(lines[1:])]
+    assert len(lines) == 3   # two models on the track
+    # the table a person reads shows each number as the CLI's table rounds it (4 decimals)
+    board = pd.read_csv(pd.io.common.StringIO(cli))
+    for value in board["F1"]:
+        assert f'<td class="num">{round(value, 4):g}</td>' in text
+    for model in board["model"]:
+        assert f"<td>{model}</td>" in text
+    # each computed column's signature is in the report, as `leaderboard --signatures` gives it
+    sigs = run(capsys, "leaderboard", "--db", str(demo), "--dataset", "demo-zh", "--track", track, "--signatures",
+               "--format", "csv")
+    signature = next(s for s in sigs.split("\n") if s.startswith(f"{track},F1,"))
+    assert signature in sections["leaderboard signatures"]
+    # the checksum shown is the sha256 of the data text shown
+    assert hashlib.sha256(pre.encode("utf-8")).hexdigest() in text
+    assert "data checksum" in text and "the checksum covers" in text
+
+
+def test_a_report_references_nothing_on_a_network(demo, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    run(capsys, "report", "--db", str(demo), "--dataset", "engagement-en", "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    tags = re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", text, re.I)
+    assert not [t for t in tags if re.search(r"\b(?:src|href)\s*=", t, re.I)], tags
+    # no attribute of the page's own markup points off the page (the table of contents' anchors are #...);
+    # plotly.js's source, inlined, holds URLs as strings it never loads
+    markup = re.sub(r"<script\b[^>]*>.*?</script>", "", text, flags=re.S | re.I)
+    links = re.findall(r'\b(?:src|href)\s*=\s*"([^"]*)"', markup)
+    assert links and all(link.startswith("#") for link in links)
+    # plotly.js is in the file, once
+    assert text.count("Plotly.newPlot") >= 1 and len(re.findall(r"plotly\.js v\d", text)) == 1
+    # every view is there, with the agreement rows' definitions
+    for title in ("Which metric to trust", "Leaderboard", "Metric-human correlations", "Human ratings"):
+        assert f">{title}</h2>" in text
+    sections, _ = data_sections(text)
+    assert sections["agreement"][0].endswith(",definition")
+    assert all(line.rsplit(",", 1)[1] for line in sections["agreement"][1:4])
+
+
+def test_the_checksum_is_of_the_data_not_of_when_it_was_made(demo):
+    con = connect(demo, read_only=True)
+    try:
+        early = build(con, "engagement-en", views=("leaderboard", "human"), now=datetime(2026, 1, 1, tzinfo=timezone.utc))
+        late = build(con, "engagement-en", views=("human", "leaderboard"), now=datetime(2026, 6, 1, tzinfo=timezone.utc))
+    finally:
+        con.close()
+    assert "2026-01-01 00:00:00" in early and "2026-06-01 00:00:00" in late
+    sums = [re.search(r"<th>data checksum</th><td>([0-9a-f]{64})</td>", t).group(1) for t in (early, late)]
+    assert sums[0] == sums[1]   # the same tables, in whatever order the views were asked for
+
+
+def test_the_declared_views_are_the_reports():
+    assert DECLARED_VIEWS == VIEWS
+
+
+def test_an_unknown_track_is_an_error_naming_it(demo, tmp_path, capsys):
+    assert main(["report", "--db", str(demo), "--dataset", "demo-zh", "--tracks", "nope", "--out",
+                 str(tmp_path / "r.html")]) == 2
+    assert "unknown track 'nope' in dataset 'demo-zh'; known, closest first:" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def hostile_store(folder: Path) -> Path:
+    """Two tracks (one named with a script tag), four models (two named as tags), three annotators (two named
+    as tags) rating one dimension; lexically scored."""
+    rng = random.Random(0)
+    db = folder / "store.duckdb"
+    con = connect(db)
+    try:
+        tracks = {"h/chitchat": "chitchat", f"{SCRIPT}/chitchat": "chitchat"}
+        items = [{"item_id": f"i{t}{i}", "dataset": "h", "track": track, "dialogue_id": f"d{t}{i}",
+                  "context": [f"turn {i}", "ok"], "references": [f"reference {i} {IMG}"], "skill": skill}
+                 for t, (track, skill) in enumerate(tracks.items()) for i in range(6)]
+        import_items(con, write_jsonl(folder / "items.jsonl", items))
+        for track in tracks:
+            rows = [{"item_id": it["item_id"], "model": m, "response": f"{SCRIPT} reply {rng.randint(0, 9)}"}
+                    for it in items if it["track"] == track for m in (SCRIPT, IMG, "plain-a", "plain-b")]
+            pd.DataFrame(rows).to_csv(folder / "responses.csv", index=False)
+            import_responses(con, folder / "responses.csv", dataset="h", track=track)
+            ratings = [{"item_id": r["item_id"], "model": r["model"], "annotator": a, "dimension": "Coh",
+                        "score": rng.randint(0, 2)} for r in rows for a in (SCRIPT, IMG, "ann-3")]
+            pd.DataFrame(ratings).to_csv(folder / "ratings.csv", index=False)
+            import_ratings(con, folder / "ratings.csv", dataset="h", track=track, scales={"Coh": (0, 2)})
+        score(con, dataset="h", progress=False)
+    finally:
+        con.close()
+    return db
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("hostile-report")
+    out = folder / "report.html"
+    assert main(["report", "--db", str(hostile_store(folder)), "--dataset", "h", "--out", str(out)]) in (0, None)
+    return out
+
+
+def test_hostile_names_are_text(hostile_report):
+    text = hostile_report.read_text(encoding="utf-8")
+    # every alert(1) in the file is inside an escaped name (in a table, or in a chart's JSON, where plotly writes
+    # "/" as \u002f): taken out, none is left, and neither is any <img
+    escaped = [html.escape(SCRIPT), html.escape(IMG), html.escape(SCRIPT).replace("/", "\\u002f")]
+    rest = text
+    for form in escaped:
+        rest = rest.replace(form, "")
+    assert "alert(1)" not in rest and "<img" not in text.lower()
+    assert text.count(html.escape(SCRIPT)) > 10 and text.count(html.escape(IMG)) > 10
+    # the only scripts are plotly's: its config line and plotly.js, inlined once, then one call drawing each chart
+    scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", text, re.S | re.I)
+    assert len(scripts) == 2 + text.count('class="plotly-graph-div"')
+    assert scripts[0] == "window.PlotlyConfig = {MathJaxConfig: 'local'};" and "plotly.js v" in scripts[1][:400]
+    assert all(s.strip().startswith("window.PLOTLYENV") for s in scripts[2:])
+    # the names are in the data as they are: a track, a model, an annotator
+    sections, _ = data_sections(text)
+    assert any(line.startswith(f"{SCRIPT}/chitchat,{IMG},") for line in sections["leaderboard"])
+    assert any(f",{IMG}," in line for line in sections["annotators"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
+def test_the_report_opens_offline_in_chromium(demo, hostile_report, tmp_path, capsys):
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r tests/requirements.txt")
+    out = tmp_path / "report.html"
+    run(capsys, "report", "--db", str(demo), "--dataset", "msde-paper", "--out", str(out))
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            for report, width, shot in ((out, 1400, "report-1400px.png"), (out, 800, "report-800px.png"),
+                                        (hostile_report, 1400, None)):
+                context = browser.new_context(viewport={"width": width, "height": 1000}, offline=True)
+                asked, errors = [], []
+                context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                              else (asked.append(r.request.url), r.abort()))
+                page = context.new_page()
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+                page.goto(report.as_uri())
+                page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+                assert page.locator(".js-plotly-plot").count() >= 2
+                assert page.locator("img").count() == 0   # a name shaped as a tag made none
+                assert errors == [] and asked == []
+                if shot:
+                    page.screenshot(path=str(SCREENS / shot), full_page=False)
+                context.close()
+        finally:
+            browser.close()
+
+
+def test_the_share_box_offers_the_dataset_s_report(demo, monkeypatch):
+    from test_app import run as run_page
+
+    at = run_page("leaderboard", monkeypatch, {"EVALCORE_DB": demo}, dataset="engagement-en")
+    buttons = [b for b in at.get("download_button") if b.proto.label == "Offline report (HTML)"]
+    assert len(buttons) == 1
+    # deferred: the report is made when the button is clicked (a file id to ask for), not sent with every page
+    assert buttons[0].proto.deferred_file_id and not buttons[0].proto.url
