@@ -196,10 +196,11 @@ def gather(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | Non
 
 def canonical(tables: list[Table]) -> str:
     """The tables as the checksum reads them: each table's name on a line, then its CSV (header, then rows
-    sorted as text so the order a function returns them in does not matter)."""
+    sorted as text so the order a function returns them in does not matter; numbers to 12 significant digits)."""
     out = []
     for t in sorted(tables, key=lambda t: t.name):
-        lines = t.frame.to_csv(index=False, lineterminator="\n").splitlines()
+        # 12 significant digits: a sum taken in another order by a multi-threaded BLAS differs in the 16th
+        lines = t.frame.to_csv(index=False, lineterminator="\n", float_format="%.12g").splitlines()
         out.append("\n".join([f"# {t.name}", lines[0] if lines else "", *sorted(lines[1:])]) + "\n")
     return "".join(out)
 
