@@ -33,6 +33,7 @@ from evalcore import __version__
 from evalcore.ingest.eee import HUMAN_KIND, KIND, META, METRIC_KIND, SCHEMA_VERSION, SIGNATURE
 from evalcore.metrics import registry
 from evalcore.scoring import computed_filter, load_track, response_scores
+from evalcore.services.scope import chosen_tracks
 
 _UNSAFE = re.compile(r"[^\w.-]+")
 
@@ -54,18 +55,13 @@ class EeeExport:
 def export_eee(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, *, tracks: list[str] | None = None,
                organization: str = "unknown", flavor: str = "default") -> EeeExport:
     """Write the dataset's (or `tracks`') results under `out`; a model without any value is left out."""
-    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
-    if not known:
-        raise ValueError(f"no dataset {dataset!r} in the store")
-    unknown = sorted(set(tracks or []) - set(known))
-    if unknown:
-        raise ValueError(f"not a track of {dataset!r}: {', '.join(unknown)} (tracks: {', '.join(known)})")
+    known = chosen_tracks(con, dataset, tracks)
     metrics = registry.of(con)
     retrieved = f"{time.time():.3f}"
     results: dict[str, list[dict]] = defaultdict(list)     # model -> evaluation results
     files: dict[str, _Samples] = {}                        # model -> its instance-level file, written as made
     try:
-        for track in tracks or known:
+        for track in known:
             data = load_track(con, dataset, track, full=True)
             if data.empty:
                 continue

@@ -34,6 +34,7 @@ from evalcore.generation.templates import HERE as TEMPLATES
 from evalcore.metrics import registry
 from evalcore.metrics.judge import prompts
 from evalcore.scoring.plan import keys_by_metric, load_track
+from evalcore.services.scope import chosen_tracks
 from evalcore.store import registered
 
 FORMAT, VERSION = "evalcore-record", 1
@@ -130,14 +131,9 @@ def metric_values(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str
 
 def tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None = None) -> dict[str, pd.DataFrame]:
     """The record's tables for a dataset (and some of its tracks)."""
-    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
-    if not known:
-        raise ValueError(f"no dataset {dataset!r} in this store")
-    unknown = sorted(set(tracks or []) - set(known))
-    if unknown:
-        raise ValueError(f"{dataset!r} has no track {', '.join(map(repr, unknown))}; its tracks: {', '.join(known)}")
+    chosen = chosen_tracks(con, dataset, tracks)
     out = {name: con.execute(sql, _params(name, dataset, tracks)).df() for name, sql in TABLES.items()}
-    out["metric_values"] = metric_values(con, dataset, tracks or known)
+    out["metric_values"] = metric_values(con, dataset, chosen)
     used = set(out["metric_values"]["signature"]) | set(out["system_scores"]["signature"].dropna())
     out["metric_signatures"] = con.execute(
         "SELECT * FROM metric_signatures WHERE list_contains(?, signature) ORDER BY signature", [sorted(used)]).df()

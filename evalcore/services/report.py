@@ -21,8 +21,8 @@ from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import dimensions
 from evalcore.analysis.trust_opening import opening
 from evalcore.analysis.trust_verdicts import report as trust_report
-from evalcore.core import names
 from evalcore.services import report_html
+from evalcore.services.scope import chosen_tracks
 from evalcore.store import revision
 
 VIEWS = ("trust", "leaderboard", "correlations", "human")
@@ -61,16 +61,6 @@ class View:
     notes: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     charts: list[tuple[str, str, pd.DataFrame]] = field(default_factory=list)
-
-
-def dataset_tracks(con, dataset: str, tracks: list[str] | None) -> list[str]:
-    """The tracks a report covers: the ones asked for (each must be the dataset's), else all of them."""
-    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
-    if not known:
-        raise names.UnknownName(f"no track of a dataset {dataset!r} in the store")
-    for track in tracks or []:
-        names.require("track", track, known, f"in dataset {dataset!r}")
-    return list(dict.fromkeys(tracks)) if tracks else known
 
 
 def per_track(fn, tracks: list[str]) -> pd.DataFrame:
@@ -185,7 +175,7 @@ def gather(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | Non
     bad = [v for v in views if v not in VIEWS]
     if bad:
         raise ValueError(f"no view {bad[0]!r}; views: " + ", ".join(VIEWS))
-    chosen = dataset_tracks(con, dataset, tracks)
+    chosen = chosen_tracks(con, dataset, tracks)
     level, origin, why = where_to_correlate(con, dataset)
     make = {"trust": lambda: trust_view(con, dataset, chosen, level, origin, why),
             "leaderboard": lambda: leaderboard_view(con, dataset, chosen),
@@ -214,7 +204,7 @@ def build(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None
     """The report as one HTML document (plotly.js inlined: it opens from a file with no network)."""
     shown = gather(con, dataset, tracks, views)
     tables = [t for v in shown for t in v.tables]
-    facts = [("dataset", dataset), ("tracks", ", ".join(dataset_tracks(con, dataset, tracks))),
+    facts = [("dataset", dataset), ("tracks", ", ".join(chosen_tracks(con, dataset, tracks))),
              ("evalcore version", __version__), ("store revision", str(revision(con))),
              ("made (UTC)", (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S")),
              ("data checksum", checksum(tables)), ("the checksum covers", CHECKSUM_COVERS)]
