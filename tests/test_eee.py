@@ -224,7 +224,8 @@ def test_one_track_out_and_a_second_import_refused_for_its_stored_ratings(store,
         assert fingerprint(con) == kept
     finally:
         con.close()
-    assert cli("export", "eee", "--db", store, "--dataset", "ext", "--tracks", "ext/none", "--out", tmp_path / "x") == 2   # an unknown track: exit 2, naming the closest (as every command)
+    # an unknown track: exit 2, naming the closest (as every command)
+    assert cli("export", "eee", "--db", store, "--dataset", "ext", "--tracks", "ext/none", "--out", tmp_path / "x") == 2
 
 
 def test_generation_settings_of_an_endpoint_model(store, tmp_path):
