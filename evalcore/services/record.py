@@ -8,15 +8,17 @@ correlations with people, agreement between annotators). The manifest names the 
 dataset and tracks, the tool's and libraries' versions, the judge prompts' and generation templates' text and
 SHA-256, and each table's rows and checksum; `content_sha256` covers every table and figure.
 
-A table's checksum is the SHA-256 of its rows in a canonical form (each row as a JSON list, rows sorted, one per
-line), so it does not depend on how Parquet encoded them: a record verifies the same whatever wrote it.
+A table's checksum is the SHA-256 of its rows in a canonical form (its column names, then each row as a JSON list,
+one per line, in the order of all its columns), read back from its Parquet file, so it does not depend on how
+Parquet encoded them. Tables go to Parquet and are hashed as streams of record batches: a store of a million
+responses (thirteen million metric values) is never held whole in memory.
 """
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
+import tempfile
 import zipfile
 from datetime import datetime, timezone
 from importlib import metadata
@@ -25,6 +27,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from evalcore import __version__
 from evalcore.analysis import correlate
@@ -41,6 +45,7 @@ FORMAT, VERSION = "evalcore-record", 1
 LIBRARIES = ("duckdb", "pandas", "numpy", "scipy", "pyarrow", "sacrebleu", "jieba", "bert-score", "torch",
              "transformers")
 FIGURE_SEED, FIGURE_RESAMPLES = 0, 200   # the figures' bootstrap: seeded, stated in the manifest
+BATCH = 100_000   # rows per record batch written or hashed
 
 # what each table holds of dataset ? (and tracks ?: NULL for all), in the order an import writes them
 TRACKED = "(?::VARCHAR[] IS NULL OR track IN (SELECT unnest(?::VARCHAR[])))"
@@ -96,51 +101,110 @@ def _cell(v):
     return v if isinstance(v, (str, int, bool, dict)) else str(v)
 
 
+def parquet_sha256(path: str | Path) -> tuple[str, int]:
+    """A table's canonical checksum and rows, from its Parquet file: the column names as JSON, then each row as
+    a JSON list on its own line, rows in the order of all their columns (DuckDB's ORDER BY ALL)."""
+    duck = duckdb.connect()
+    try:
+        rel = duck.sql("SELECT * FROM read_parquet(?) ORDER BY ALL", params=[str(path)])
+        digest = hashlib.sha256(json.dumps(rel.columns).encode())
+        n = 0
+        for batch in rel.to_arrow_reader(BATCH):
+            for row in zip(*(column.to_pylist() for column in batch.columns)):
+                digest.update(b"\n" + json.dumps([_cell(v) for v in row], ensure_ascii=False, sort_keys=True).encode())
+                n += 1
+    finally:
+        duck.close()
+    return digest.hexdigest(), n
+
+
 def table_sha256(frame: pd.DataFrame) -> str:
-    """The canonical checksum of a table: its columns, then its rows as JSON lists, sorted."""
-    rows = sorted(json.dumps([_cell(v) for v in row], ensure_ascii=False, sort_keys=True)
-                  for row in frame.itertuples(index=False, name=None))
-    digest = hashlib.sha256(json.dumps(list(frame.columns)).encode())
-    for row in rows:
-        digest.update(b"\n" + row.encode("utf-8"))
-    return digest.hexdigest()
+    """parquet_sha256 of a DataFrame as a record would hold it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.parquet"
+        write_frame(frame, path)
+        return parquet_sha256(path)[0]
 
 
-def metric_values(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]) -> pd.DataFrame:
-    """Every cached per-response value of the dataset's responses: track, item_id, model, metric, signature,
-    text_key, value, stats, reason (a value that could not be computed keeps its reason)."""
+def write_frame(frame: pd.DataFrame, path: Path) -> None:
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+
+def write_query(con: duckdb.DuckDBPyConnection, sql: str, params: list, path: Path, writer=None, keep_open=False):
+    """A query's rows into a Parquet file as record batches, or appended to an open `writer`; with `keep_open`
+    the writer is returned open for more."""
+    reader = con.sql(sql, params=params).to_arrow_reader(BATCH)   # streamed: never the whole result at once
+    writer = writer or pq.ParquetWriter(path, reader.schema)
+    try:
+        for batch in reader:
+            writer.write_batch(batch if batch.schema == writer.schema else batch.cast(writer.schema))
+    finally:
+        reader.close()   # the connection takes no other query while a result is open
+    if not keep_open:
+        writer.close()
+    return writer
+
+
+VALUES_SQL = """
+    SELECT ?::VARCHAR AS track, k.item_id, k.model, s.metric, m.signature, k.text_key, m.value, m.stats, m.reason
+    FROM _evalcore_record_keys k JOIN metric_signatures s ON list_contains(?, s.metric)
+    JOIN metric_scores m ON m.signature = s.signature AND m.text_key = k.text_key"""
+
+
+def write_metric_values(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str], path: Path) -> None:
+    """Every cached per-response value of the dataset's responses into `path`: track, item_id, model, metric,
+    signature, text_key, value, stats, reason (a value that could not be computed keeps its reason). Per track
+    and kind of cache key (metrics keyed the same way share one lookup), joined in DuckDB and streamed out."""
     known = registry.of(con)
     names = [n for (n,) in con.execute("SELECT DISTINCT metric FROM metric_signatures ORDER BY 1").fetchall()]
-    frames = []
+    writer = None
     for track in tracks:
         data = load_track(con, dataset, track)
         if data.empty or not names:
             continue
         keys = keys_by_metric(names, data, known)
-        lookup = pd.concat([pd.DataFrame({"item_id": data["item_id"], "model": data["model"], "metric": name,
-                                          "text_key": keys[name]}) for name in names], ignore_index=True)
-        with registered(con, "_evalcore_record_keys", lookup):
-            frames.append(con.execute("""
-                SELECT ? AS track, k.item_id, k.model, k.metric, m.signature, k.text_key, m.value, m.stats, m.reason
-                FROM _evalcore_record_keys k JOIN metric_signatures s ON s.metric = k.metric
-                JOIN metric_scores m ON m.signature = s.signature AND m.text_key = k.text_key
-                ORDER BY k.item_id, k.model, m.signature""", [track]).df())
-    columns = ["track", "item_id", "model", "metric", "signature", "text_key", "value", "stats", "reason"]
-    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+        kinds: dict[int, list[str]] = {}
+        for name in names:
+            kinds.setdefault(id(keys[name]), []).append(name)
+        for group in kinds.values():
+            lookup = pd.DataFrame({"item_id": data["item_id"], "model": data["model"], "text_key": keys[group[0]]})
+            with registered(con, "_evalcore_record_keys", lookup):
+                writer = write_query(con, VALUES_SQL, [track, group], path, writer, keep_open=True)
+    if writer is None:   # nothing scored: an empty table of the same columns
+        write_query(con, "SELECT NULL::VARCHAR AS track, NULL::VARCHAR AS item_id, NULL::VARCHAR AS model, "
+                    "NULL::VARCHAR AS metric, NULL::VARCHAR AS signature, NULL::VARCHAR AS text_key, NULL::DOUBLE AS "
+                    "value, NULL::DOUBLE[] AS stats, NULL::VARCHAR AS reason WHERE false", [], path)
+    else:
+        writer.close()
+
+
+def write_tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None, folder: Path) -> list[str]:
+    """The record's tables for a dataset (and some of its tracks) as Parquet files in `folder`; the tracks."""
+    chosen = chosen_tracks(con, dataset, tracks)
+    for name, sql in TABLES.items():
+        write_query(con, sql, _params(name, dataset, tracks), folder / f"{name}.parquet")
+    write_metric_values(con, dataset, chosen, folder / "metric_values.parquet")
+    duck = duckdb.connect()
+    try:
+        used = sorted({s for (s,) in duck.execute(
+            "SELECT DISTINCT signature FROM read_parquet(?) UNION SELECT DISTINCT signature FROM read_parquet(?) "
+            "WHERE signature IS NOT NULL", [str(folder / "metric_values.parquet"),
+                                            str(folder / "system_scores.parquet")]).fetchall()})
+    finally:
+        duck.close()
+    write_query(con, "SELECT * FROM metric_signatures WHERE list_contains(?, signature) ORDER BY signature", [used],
+                folder / "metric_signatures.parquet")
+    metrics = sorted(set(pd.read_parquet(folder / "metric_signatures.parquet")["metric"]))
+    write_query(con, "SELECT metric, higher_is_better, description FROM external_metrics WHERE list_contains(?, metric)",
+                [metrics], folder / "external_metrics.parquet")
+    return chosen
 
 
 def tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None = None) -> dict[str, pd.DataFrame]:
-    """The record's tables for a dataset (and some of its tracks)."""
-    chosen = chosen_tracks(con, dataset, tracks)
-    out = {name: con.execute(sql, _params(name, dataset, tracks)).df() for name, sql in TABLES.items()}
-    out["metric_values"] = metric_values(con, dataset, chosen)
-    used = set(out["metric_values"]["signature"]) | set(out["system_scores"]["signature"].dropna())
-    out["metric_signatures"] = con.execute(
-        "SELECT * FROM metric_signatures WHERE list_contains(?, signature) ORDER BY signature", [sorted(used)]).df()
-    out["external_metrics"] = con.execute(
-        "SELECT metric, higher_is_better, description FROM external_metrics WHERE list_contains(?, metric)",
-        [sorted(set(out["metric_signatures"]["metric"]))]).df()
-    return out
+    """The record's tables for a dataset as DataFrames (small stores and tests; export streams them)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        write_tables(con, dataset, tracks, Path(tmp))
+        return {p.stem: pd.read_parquet(p) for p in sorted(Path(tmp).glob("*.parquet"))}
 
 
 def figures(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]) -> dict[str, pd.DataFrame]:
@@ -176,12 +240,6 @@ def templates() -> dict[str, dict]:
             for name, p in files.items()}
 
 
-def _parquet(frame: pd.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
-
-
 def content_sha256(entries: dict[str, str]) -> str:
     """The record's checksum: over every table's and figure's own checksum, by name."""
     return hashlib.sha256(json.dumps(dict(sorted(entries.items()))).encode()).hexdigest()
@@ -189,38 +247,41 @@ def content_sha256(entries: dict[str, str]) -> str:
 
 def export(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, tracks: list[str] | None = None) -> dict:
     """Write the record of `dataset` (its `tracks`, default all) to `out`; returns the manifest."""
-    data = tables(con, dataset, tracks)
-    chosen = sorted(data["tracks"]["track"])
-    derived = figures(con, dataset, chosen)
-    sums = {f"tables/{n}": table_sha256(f) for n, f in data.items()}
-    sums.update({f"figures/{n}": table_sha256(f) for n, f in derived.items()})
-    manifest = {
-        "format": FORMAT, "version": VERSION, "dataset": dataset, "tracks": chosen,
-        "created_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-        "evalcore": __version__, "libraries": _versions(),
-        "figures": {"bootstrap_resamples": FIGURE_RESAMPLES, "seed": FIGURE_SEED,
-                    "leaderboard": "analysis.leaderboard per track, no rank intervals",
-                    "correlations": "spearman and pearson, turn and system level, per track",
-                    "agreement": "kappas and alpha per track and dimension"},
-        "tables": {n: {"rows": len(f), "sha256": sums[f"tables/{n}"]} for n, f in data.items()},
-        "figure_tables": {n: {"rows": len(f), "sha256": sums[f"figures/{n}"]} for n, f in derived.items()},
-        "templates": templates(),
-        "content_sha256": content_sha256(sums),
-    }
     out = Path(out)
-    partial = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, frame in data.items():
-            zf.writestr(f"tables/{name}.parquet", _parquet(frame))
-        for name, frame in derived.items():
-            zf.writestr(f"figures/{name}.parquet", _parquet(frame))
-        zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
-    partial.replace(out)   # a record is whole or absent: never half written under its own name
+    with tempfile.TemporaryDirectory(prefix="evalcore-record-") as tmp:
+        folder = Path(tmp)
+        (folder / "tables").mkdir()
+        (folder / "figures").mkdir()
+        chosen = write_tables(con, dataset, tracks, folder / "tables")
+        for name, frame in figures(con, dataset, chosen).items():
+            write_frame(frame, folder / "figures" / f"{name}.parquet")
+        listed = {part: {p.stem: dict(zip(("sha256", "rows"), parquet_sha256(p)))
+                         for p in sorted((folder / part).glob("*.parquet"))} for part in ("tables", "figures")}
+        manifest = {
+            "format": FORMAT, "version": VERSION, "dataset": dataset, "tracks": chosen,
+            "created_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "evalcore": __version__, "libraries": _versions(),
+            "figures": {"bootstrap_resamples": FIGURE_RESAMPLES, "seed": FIGURE_SEED,
+                        "leaderboard": "analysis.leaderboard per track, no rank intervals",
+                        "correlations": "spearman and pearson, turn and system level, per track",
+                        "agreement": "kappas and alpha per track and dimension"},
+            "tables": listed["tables"], "figure_tables": listed["figures"], "templates": templates(),
+            "content_sha256": content_sha256({f"{part}/{n}": e["sha256"] for part in listed
+                                              for n, e in listed[part].items()}),
+        }
+        partial = out.with_name(out.name + ".partial")
+        # Parquet is compressed already: stored as it is, the zip is written at the speed of the disk
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
+            for part in ("tables", "figures"):
+                for p in sorted((folder / part).glob("*.parquet")):
+                    zf.write(p, f"{part}/{p.name}")
+            zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
+        partial.replace(out)   # a record is whole or absent: never half written under its own name
     return manifest
 
 
-def read(path: str | Path) -> tuple[dict, dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
-    """(manifest, tables, figures) of a record file; refuses a file that is not one, saying why."""
+def unpack(path: str | Path, folder: Path) -> dict:
+    """The manifest of the record at `path`, its Parquet files extracted under `folder` (tables/, figures/)."""
     path = Path(path)
     try:
         zf = zipfile.ZipFile(path)
@@ -234,7 +295,21 @@ def read(path: str | Path) -> tuple[dict, dict[str, pd.DataFrame], dict[str, pd.
         if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
             raise ValueError(f"{path}: manifest.json: expected format {FORMAT!r} version {VERSION}, got "
                              f"{manifest.get('format')!r} version {manifest.get('version')!r}")
-        load = lambda part, n: pd.read_parquet(io.BytesIO(zf.read(f"{part}/{n}.parquet")))  # noqa: E731
-        data = {n: load("tables", n) for n in manifest["tables"] if f"tables/{n}.parquet" in names}
-        derived = {n: load("figures", n) for n in manifest["figure_tables"] if f"figures/{n}.parquet" in names}
+        for name in names:
+            part, _, file = name.partition("/")
+            if part in ("tables", "figures") and file.endswith(".parquet") and "/" not in file and ".." not in file:
+                zf.extract(name, folder)
+    return manifest
+
+
+def read(path: str | Path, skip: tuple[str, ...] = ("metric_values",)) -> tuple[dict, dict[str, pd.DataFrame],
+                                                                        dict[str, pd.DataFrame]]:
+    """(manifest, tables, figures) of a record file as DataFrames, without the `skip` tables (the large ones:
+    read them from the Parquet files unpack() extracts)."""
+    with tempfile.TemporaryDirectory(prefix="evalcore-record-") as tmp:
+        manifest = unpack(path, Path(tmp))
+        load = lambda part, n: pd.read_parquet(Path(tmp) / part / f"{n}.parquet")  # noqa: E731
+        present = lambda part, n: (Path(tmp) / part / f"{n}.parquet").exists()  # noqa: E731
+        data = {n: load("tables", n) for n in manifest["tables"] if n not in skip and present("tables", n)}
+        derived = {n: load("figures", n) for n in manifest["figure_tables"] if present("figures", n)}
     return manifest, data, derived

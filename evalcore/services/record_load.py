@@ -10,14 +10,16 @@ signatures in the metric values' and responses' own signatures.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow.parquet as pq
 
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest.batch import ImportReport
-from evalcore.services.record import read
+from evalcore.services.record import unpack
 from evalcore.store import bump_revision, history, insert_frame, transaction
 from evalcore.store.history import current_user
 
@@ -25,7 +27,7 @@ from evalcore.store.history import current_user
 WRITTEN = ("datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures", "dialogues",
            "turns", "items", "item_references", "responses", "human_ratings", "metric_scores", "system_scores",
            "published_correlations", "pairwise_judgments")
-SHARED = {"models": "model", "external_metrics": "metric", "metric_signatures": "signature"}
+SHARED = {"models": "model", "external_metrics": "metric", "metric_signatures": "signature"}   # shared by datasets
 KEPT_IN_RECORD = ("tasks", "task_units", "task_answers", "generations")
 
 
@@ -67,39 +69,41 @@ def conflicts(con: duckdb.DuckDBPyConnection, file: str, manifest: dict, data: d
 
 def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = True) -> ImportReport:
     """Import the record at `path`; `values` False leaves out its metric values and computed system scores (what
-    `record verify` recomputes from the texts)."""
+    `record verify` recomputes from the texts). Tables go from their Parquet files into the store inside DuckDB,
+    never whole through Python."""
     file = str(path)
-    manifest, data, _ = read(path)
-    problems = conflicts(con, file, manifest, data)
-    if problems:
-        raise ImportRefused(problems)
-    frames = dict(data)
-    values_frame = frames.pop("metric_values", pd.DataFrame())
-    if values and len(values_frame):
-        cache = values_frame[["signature", "text_key", "value", "stats", "reason"]].drop_duplicates(
-            ["signature", "text_key"])
-        frames["metric_scores"] = cache
-    if not values:
-        scores = frames.get("system_scores", pd.DataFrame())
-        frames["system_scores"] = scores[scores["origin"] != "computed"] if len(scores) else scores
-    counts = {}
-    with transaction(con):
-        bump_revision(con, manifest["dataset"])
-        sid = history.record(con, kind="record", dataset=manifest["dataset"],
-                             models=sorted(set(frames.get("responses", pd.DataFrame({"model": []}))["model"])),
-                             tracks=manifest["tracks"], file=file, sha256=history.sha256_of(path), scope=None,
-                             uploader=current_user())
-        for table in WRITTEN:
-            frame = frames.get(table)
-            if frame is None or frame.empty:
-                continue
-            if table == "responses":
-                frame = frame.assign(submission_id=sid)
-            counts[table] = insert_frame(con, table, _nulls(frame), ignore=table in SHARED or table == "metric_scores")
-        con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
-                    [json.dumps({t: n for t, n in counts.items() if n}), sid])
+    with tempfile.TemporaryDirectory(prefix="evalcore-record-") as tmp:
+        folder = Path(tmp) / "tables"
+        manifest = unpack(path, Path(tmp))
+        small = {t: pd.read_parquet(folder / f"{t}.parquet") for t in SHARED if (folder / f"{t}.parquet").exists()}
+        problems = conflicts(con, file, manifest, {**small, **_datasets(folder)})
+        if problems:
+            raise ImportRefused(problems)
+        counts = {}
+        with transaction(con):
+            bump_revision(con, manifest["dataset"])
+            models = [m for (m,) in con.execute("SELECT DISTINCT model FROM read_parquet(?) ORDER BY 1",
+                                                [str(folder / "responses.parquet")]).fetchall()]
+            sid = history.record(con, kind="record", dataset=manifest["dataset"], models=models,
+                                 tracks=manifest["tracks"], file=file, sha256=history.sha256_of(path), scope=None,
+                                 uploader=current_user())
+            for table in WRITTEN:
+                source = folder / ("metric_values.parquet" if table == "metric_scores" else f"{table}.parquet")
+                if not source.exists() or (table == "metric_scores" and not values):
+                    continue
+                if table in small:
+                    counts[table] = insert_frame(con, table, _nulls(small[table]), ignore=True)
+                    continue
+                sql, params = _insert_sql(table, values), [str(source)]
+                if table == "responses":
+                    params = [sid, str(source)]
+                counts[table] = con.execute(sql, params).fetchall()[0][0]
+            con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
+                        [json.dumps({t: n for t, n in counts.items() if n}), sid])
+        sizes = {t: pq.ParquetFile(folder / f"{t}.parquet").metadata.num_rows for t in KEPT_IN_RECORD
+                 if (folder / f"{t}.parquet").exists()}
     report = ImportReport(file, counts)
-    kept = [f"{len(data[t]):,} {t.replace('_', ' ')}" for t in KEPT_IN_RECORD if t in data and len(data[t])]
+    kept = [f"{n:,} {t.replace('_', ' ')}" for t, n in sizes.items() if n]
     if kept:
         report.notes.append(f"kept in the record, not in the store: {', '.join(kept)}")
     report.notes.append(f"record {manifest['content_sha256'][:16]}... of evalcore {manifest['evalcore']}, "
@@ -107,3 +111,19 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
     report.tracks = list(manifest["tracks"])
     return report
 
+
+def _datasets(folder: Path) -> dict[str, pd.DataFrame]:
+    return {"datasets": pd.read_parquet(folder / "datasets.parquet")}
+
+
+def _insert_sql(table: str, values: bool) -> str:
+    """How one table goes from its Parquet file into the store (by column name)."""
+    if table == "metric_scores":   # the value cache: one row per signature and text, kept when already cached
+        return ("INSERT INTO metric_scores BY NAME SELECT * FROM (SELECT DISTINCT ON (signature, text_key) signature, "
+                "text_key, value, stats, reason FROM read_parquet(?)) f WHERE NOT EXISTS (SELECT 1 FROM metric_scores "
+                "s WHERE s.signature = f.signature AND s.text_key = f.text_key)")
+    if table == "responses":
+        return "INSERT INTO responses BY NAME SELECT *, ?::INTEGER AS submission_id FROM read_parquet(?)"
+    if table == "system_scores" and not values:
+        return "INSERT INTO system_scores BY NAME SELECT * FROM read_parquet(?) WHERE origin <> 'computed'"
+    return f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)"

@@ -17,12 +17,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 
 from evalcore.metrics import registry
 from evalcore.scoring import score
-from evalcore.services.record import figures, metric_values, read, table_sha256
+from evalcore.services.record import figures, parquet_sha256, unpack, write_metric_values
 from evalcore.services.record_load import load
 from evalcore.store import connect
 
@@ -71,15 +72,18 @@ def _differs(a, b) -> bool:
     return str(a) != str(b)
 
 
-def _checksums(manifest: dict, data: dict, derived: dict) -> list[dict]:
+def _checksums(manifest: dict, folder: Path) -> list[dict]:
     out = []
-    for part, frames, listed in (("tables", data, manifest["tables"]), ("figures", derived, manifest["figure_tables"])):
+    for part, listed in (("tables", manifest["tables"]), ("figures", manifest["figure_tables"])):
         for name, entry in listed.items():
-            if name not in frames:
+            file = folder / part / f"{name}.parquet"
+            if not file.exists():
                 out.append(_diff(where=f"{part}/{name}.parquet", column="file", recorded="present", recomputed="missing"))
-            elif table_sha256(frames[name]) != entry["sha256"]:
+                continue
+            found, _ = parquet_sha256(file)
+            if found != entry["sha256"]:
                 out.append(_diff(where=f"{part}/{name}.parquet", column="sha256", recorded=entry["sha256"][:16],
-                                 recomputed=table_sha256(frames[name])[:16]))
+                                 recomputed=found[:16]))
     return out
 
 
@@ -100,53 +104,59 @@ def _recomputable(signatures: pd.DataFrame) -> tuple[list[str], list[str]]:
     return names, why
 
 
-def _values(manifest: dict, path: Path, scratch: Path, names: list[str], data: dict) -> tuple[list[dict], int, list[str]]:
-    """Score the record's texts again; per-response and system differences."""
+COMPARED = """
+    SELECT r.track, r.item_id, r.model, r.metric, r.signature, r.value, f.value AS value_new, f.signature IS NULL AS gone
+    FROM read_parquet(?) r LEFT JOIN read_parquet(?) f USING (item_id, model, signature)
+    WHERE list_contains(?, r.metric) AND (f.signature IS NULL OR (r.value IS NULL) <> (f.value IS NULL)
+          OR abs(r.value - f.value) > ? * greatest(1.0, abs(r.value), abs(f.value)))"""
+
+
+def _values(manifest: dict, path: Path, scratch: Path, names: list[str], folder: Path) -> tuple[list[dict], int, list[str]]:
+    """Score the record's texts again; per-response and system differences (joined in DuckDB: only the
+    differences come back to Python)."""
     con = connect(scratch / "texts.duckdb")
+    fresh = scratch / "fresh_values.parquet"
+    recorded = str(folder / "tables" / "metric_values.parquet")
     try:
         load(con, path, values=False)
-        scores = data["system_scores"]
-        computed = scores[scores["origin"] == "computed"] if len(scores) else scores
+        scores = pd.read_parquet(folder / "tables" / "system_scores.parquet")
+        computed = scores[scores["origin"] == "computed"]
         # each flavor the record's values were computed under (its tokenizer by the dataset's language, as the
         # record's were: a signature computed under another shows as not recomputed, never as a difference)
-        flavors = {f for f in computed.get("flavor", []) if f in registry.FLAVORS}   # 'any': a flavor-free metric
+        flavors = {f for f in computed["flavor"] if f in registry.FLAVORS}   # 'any': a flavor-free metric
         for flavor in sorted(flavors) or ["default"]:
             score(con, metrics=names, dataset=manifest["dataset"], flavor=flavor, progress=False)
-        fresh = metric_values(con, manifest["dataset"], manifest["tracks"])
+        write_metric_values(con, manifest["dataset"], manifest["tracks"], fresh)
         fresh_system = con.execute("SELECT track, model, name, signature, value FROM system_scores WHERE dataset = ? "
                                    "AND origin = 'computed'", [manifest["dataset"]]).df()
     finally:
         con.close()
-    recorded = data["metric_values"]
-    recorded = recorded[recorded["metric"].isin(names)]
-    keys = ["item_id", "model", "signature"]
-    both = recorded.merge(fresh[keys + ["value"]], on=keys, how="left", suffixes=("", "_new"))
-    out, missing = [], []
-    for r in both.itertuples(index=False):
-        if pd.isna(r.value_new) and not pd.isna(r.value) and r.signature not in set(fresh["signature"]):
-            missing.append(r.signature)
-            continue
-        if _differs(r.value, r.value_new):
-            out.append(_diff(where="tables/metric_values.parquet", track=r.track, item_id=r.item_id, model=r.model,
-                             metric=r.metric, signature=r.signature, column="value", recorded=r.value,
-                             recomputed=r.value_new))
-    system = computed[computed["name"].isin(names)] if len(computed) else computed
-    if len(system):
-        sys_both = system.merge(fresh_system, on=["track", "model", "name", "signature"], how="left",
-                                suffixes=("", "_new"))
-        for r in sys_both.itertuples(index=False):
-            if r.signature in set(missing):
-                continue
-            if _differs(r.value, r.value_new):
-                out.append(_diff(where="tables/system_scores.parquet", track=r.track, model=r.model, metric=r.name,
-                                 signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new))
-    metric_of = dict(zip(recorded["signature"], recorded["metric"]))
+    duck = duckdb.connect()
+    try:
+        rows = duck.execute(COMPARED, [recorded, str(fresh), names, TOLERANCE]).df()
+        n = duck.execute("SELECT count(*) FROM read_parquet(?) WHERE list_contains(?, metric)",
+                         [recorded, names]).fetchall()[0][0]
+        produced = {s for (s,) in duck.execute("SELECT DISTINCT signature FROM read_parquet(?)", [str(fresh)]).fetchall()}
+    finally:
+        duck.close()
+    missing = set(rows.loc[rows["gone"], "signature"]) - produced
+    out = [_diff(where="tables/metric_values.parquet", track=r.track, item_id=r.item_id, model=r.model,
+                 metric=r.metric, signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new)
+           for r in rows.itertuples(index=False) if r.signature not in missing]
+    system = computed[computed["name"].isin(names) & ~computed["signature"].isin(missing)]
+    both = system.merge(fresh_system, on=["track", "model", "name", "signature"], how="left", suffixes=("", "_new"))
+    out += [_diff(where="tables/system_scores.parquet", track=r.track, model=r.model, metric=r.name,
+                  signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new)
+            for r in both.itertuples(index=False) if _differs(r.value, r.value_new)]
+    metric_of = dict(zip(rows["signature"], rows["metric"]))
     why = [f"{metric_of.get(s, s)}: this machine computes it under another signature than the record's ({s}): "
-           f"values taken from the record" for s in sorted(set(missing))]
-    return out, len(both), why
+           f"values taken from the record" for s in sorted(missing)]
+    return out, n, why
 
 
-def _figures(manifest: dict, path: Path, scratch: Path, derived: dict) -> tuple[list[dict], int]:
+def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[list[dict], int]:
+    derived = {n: pd.read_parquet(folder / "figures" / f"{n}.parquet") for n in manifest["figure_tables"]
+               if (folder / "figures" / f"{n}.parquet").exists()}
     con = connect(scratch / "values.duckdb")
     try:
         load(con, path)
@@ -177,14 +187,16 @@ def _figures(manifest: dict, path: Path, scratch: Path, derived: dict) -> tuple[
 
 def verify(path: str | Path) -> Verification:
     path = Path(path)
-    manifest, data, derived = read(path)
-    differences = _checksums(manifest, data, derived)
-    names, unverified = _recomputable(data["metric_signatures"])
     with tempfile.TemporaryDirectory(prefix="evalcore-verify-") as tmp:
-        found, n_values, why = _values(manifest, path, Path(tmp), names, data) if names else ([], 0, [])
+        scratch = Path(tmp)
+        manifest = unpack(path, scratch / "record")
+        folder = scratch / "record"
+        differences = _checksums(manifest, folder)
+        names, unverified = _recomputable(pd.read_parquet(folder / "tables" / "metric_signatures.parquet"))
+        found, n_values, why = _values(manifest, path, scratch, names, folder) if names else ([], 0, [])
         differences += found
         unverified += why
-        found, n_figures = _figures(manifest, path, Path(tmp), derived)
+        found, n_figures = _figures(manifest, path, scratch, folder)
         differences += found
     checked = {"tables": len(manifest["tables"]) + len(manifest["figure_tables"]), "metric values": n_values,
                "figure cells": n_figures}
