@@ -9,10 +9,14 @@ makes DuckDB no checkpoint: its log under 16 MiB, merged at the next opening wit
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
+import sys
+import types
 from pathlib import Path
+from types import SimpleNamespace as NS
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -205,10 +209,49 @@ def dstc11_case(template: Path, where: Path) -> list[str]:
     return ["import", "dstc11", str(path), "--dataset", "dd11", "--track", "dd/chitchat", "--scale", "Overall=1:5"]
 
 
+def eee_case(template: Path, where: Path) -> list[str]:
+    """Every Eval Ever: the package's example aggregate with 50,000 instance records of a new dataset."""
+    example = next((ROOT / "tests" / "fixtures" / "eee_schema" / "example").rglob("*.json"))
+    line = json.loads(example.with_name(example.stem + "_samples.jsonl").read_text(encoding="utf-8"))
+    folder = where / "eee" / example.parent.relative_to(example.parents[3])
+    folder.mkdir(parents=True)
+    samples = folder / (example.stem + "_samples.jsonl")
+    write_jsonl(samples, [{**line, "sample_id": f"e{i:05d}", "input": {"raw": sentence(i), "reference": [sentence(i + 1)]},
+                           "output": {"raw": [sentence(i + 2)]}, "evaluation": {"score": float(i % 2),
+                                                                                 "is_correct": bool(i % 2)}}
+                          for i in range(N)])
+    aggregate = json.loads(example.read_text(encoding="utf-8"))
+    aggregate["detailed_evaluation_results"].update(total_rows=N, checksum=hashlib.sha256(samples.read_bytes()).hexdigest())
+    (folder / example.name).write_text(json.dumps(aggregate), encoding="utf-8")
+    return ["import", "eee", str(where / "eee"), "--dataset", "eee-big"]
+
+
+class _Inspect(dict):
+    """A stand-in inspect_ai (not installable here; tests/test_import_inspect.py): read_eval_log returns the logs
+    registered by path, in the EvalLog shape inspect documents."""
+
+    def install(self) -> None:
+        package, log, scorer = (types.ModuleType(n) for n in ("inspect_ai", "inspect_ai.log", "inspect_ai.scorer"))
+        log.read_eval_log = self.__getitem__
+        scorer.value_to_float = lambda: float
+        sys.modules.update({"inspect_ai": package, "inspect_ai.log": log, "inspect_ai.scorer": scorer})
+
+
+def inspect_case(template: Path, where: Path) -> list[str]:
+    """An inspect_ai log of 50,000 samples answering the items of `big`, each scored (through the stand-in)."""
+    logs = _Inspect()
+    path = str(where / "run.eval")
+    logs[path] = NS(eval=NS(task="big", model="insp"), samples=[
+        NS(id=f"b{i:05d}", epoch=1, input=sentence(i), target="", output=NS(completion=sentence(i + 8)),
+           scores={"match": NS(value=i % 2)}) for i in range(N)])
+    logs.install()
+    return ["import", "inspect", path, "--dataset", "big", "--track", "big/chitchat"]
+
+
 CASES = {"items": items_case, "responses": responses_case, "ratings": ratings_case, "scores": scores_case,
          "votes": votes_case, "dstc10": dstc10_case, "mtbench": mtbench_case, "msde": msde_case,
          "published": published_case, "sessions": sessions_case, "lm-eval": lmeval_case, "hf": hf_case,
-         "label-studio": labelstudio_case, "dstc11": dstc11_case}
+         "label-studio": labelstudio_case, "dstc11": dstc11_case, "eee": eee_case, "inspect": inspect_case}
 
 
 def test_every_import_kind_is_covered():

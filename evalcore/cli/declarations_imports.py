@@ -1,5 +1,5 @@
-"""The `import` commands for files other tools write: lm-evaluation-harness samples, Hugging Face datasets, Label
-Studio exports and DSTC11 Track 4 annotations. Declared beside evalcore.cli.declarations (same registry)."""
+"""The `import` commands for files other tools write: lm-evaluation-harness samples, inspect_ai logs, Hugging Face
+datasets, Label Studio exports and DSTC11 Track 4 annotations. Declared beside evalcore.cli.declarations (same registry)."""
 from __future__ import annotations
 
 from evalcore.cli.commands import CREATES, imported, scale
@@ -19,6 +19,18 @@ def import_lmeval(p):
                    "not in the store are created from it, the target as their reference")
     p.add_argument("--metrics", help="comma-separated per-sample metrics to import (default: every numeric one)")
     p.add_argument("--filter", help="the filter whose responses to import, when the file has several")
+    p.add_argument("--language", help="the dataset's language when it is new (default: detected from the texts)")
+
+
+@command("import inspect", "an inspect_ai evaluation log (.eval or .json), read through inspect_ai's read_eval_log "
+         "(pip install inspect-ai): each sample's completion as the response, each scorer as external metric "
+         "inspect:<scorer>", "exchange_imports:inspect", CREATES)
+def import_inspect(p):
+    imported(p)
+    p.add_argument("--track", required=True, help="the track of the samples' items")
+    p.add_argument("--model", help="the model's name in the store (default: the log's model)")
+    p.add_argument("--context", action="store_true", help="create the items not in the store from the samples' "
+                   "inputs (their targets as references); else every sample id must be an item of --track")
     p.add_argument("--language", help="the dataset's language when it is new (default: detected from the texts)")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from evalcore.cli.imports import reported, scales
 from evalcore.ingest.dstc11 import import_dstc11
 from evalcore.ingest.hfdata import import_hf
+from evalcore.ingest.inspectlog import import_inspect
 from evalcore.ingest.labelstudio import import_labelstudio
 from evalcore.ingest.lmeval import import_lmeval
 
@@ -13,6 +14,12 @@ def lmeval(con, args):
     return import_lmeval(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
                          doc_id=args.doc_id, doc_context=args.doc_context, metrics=args.metrics,
                          filter_name=args.filter, language=args.language)
+
+
+@reported
+def inspect(con, args):
+    return import_inspect(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
+                          context=args.context, language=args.language)
 
 
 @reported

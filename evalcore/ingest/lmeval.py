@@ -60,7 +60,9 @@ def metric_names(check: Checker, given: str | None) -> list[str] | None:
 def import_lmeval(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str, model: str,
                   doc_id: str, doc_context: str | None = None, metrics: str | None = None,
                   filter_name: str | None = None, language: str | None = None,
-                  shown: str | None = None) -> ImportReport:
+                  shown: str | None = None, prefix: str = PREFIX, signature: str | None = None) -> ImportReport:
+    """`prefix` and `signature`: how the per-sample metrics are named and signed (another tool's samples written in
+    this shape: evalcore.ingest.inspectlog)."""
     table = read_table(path, kinds=("jsonl",))
     file = table.file
     check = Checker(file)
@@ -163,16 +165,16 @@ def import_lmeval(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
     for name in sorted(n for n, ok in numeric.items() if ok):
         values = [ExternalValue(item_id, model, vals[name], where)
                   for where, item_id, _, _, _, vals in samples if name in vals]
-        signature = (f"lm-evaluation-harness --log_samples; task {task['task'] if task else 'unnamed'}; "
-                     f"filter {filter_name}")
+        signed = signature or (f"lm-evaluation-harness --log_samples; task {task['task'] if task else 'unnamed'}; "
+                               f"filter {filter_name}")
         metric_rows, metric_notes = external_batch(
-            con, check, values, dataset=dataset, metric=PREFIX + name, track=track, higher_is_better=True,
-            signature=signature, source=f"import lm-eval {Path(shown or file).name}",
+            con, check, values, dataset=dataset, metric=prefix + name, track=track, higher_is_better=True,
+            signature=signed, source=f"import {prefix.rstrip(':')} {Path(shown or file).name}",
             pending_tracks=pending, pending_texts=texts)
         for table_name, rows in metric_rows.rows.items():
             batch.rows[table_name].extend(rows)
         notes += metric_notes
-    kept = sorted(PREFIX + n for n, ok in numeric.items() if ok)
+    kept = sorted(prefix + n for n, ok in numeric.items() if ok)
     notes.append("per-sample values stored as " + (", ".join(kept) if kept else "no metric"))
     skipped = sorted(n for n, ok in numeric.items() if not ok)
     if skipped:
