@@ -10,7 +10,7 @@ group("record", "an evaluation record: one file with what a dataset's figures de
 
 @command("record export", "write a dataset's record: a zip of Parquet tables (items, references, grounding, "
          "responses, raw ratings and votes, task definitions, metric values with signatures, figures) and a manifest "
-         "(versions, prompts and templates with their SHA-256, checksums)", "record:export", READS)
+         "(versions, prompts and templates with their SHA-256, checksums)", "record:export", READS, scores=True)
 def record_export(p):
     db(p)
     p.add_argument("--dataset", required=True)
@@ -19,7 +19,7 @@ def record_export(p):
 
 
 @command("record import", "load a record into a store in one transaction (refused whole, naming each conflict)",
-         "record:load", CREATES)
+         "record:load", CREATES, scores=True)
 def record_import(p):
     p.add_argument("file")
     db(p)
@@ -27,7 +27,7 @@ def record_import(p):
 
 @command("record verify", "recompute a record's checksums, its lexical metric values from the texts and its figures "
          "from the values; every difference named (exit 1 when any), and what was not recomputed and why",
-         "record:verify")
+         "record:verify", scores=True)
 def record_verify(p):
     p.add_argument("file")
     p.add_argument("--format", choices=("text", "csv"), default="text",

@@ -46,6 +46,7 @@ LIBRARIES = ("duckdb", "pandas", "numpy", "scipy", "pyarrow", "sacrebleu", "jieb
              "transformers")
 FIGURE_SEED, FIGURE_RESAMPLES = 0, 200   # the figures' bootstrap: seeded, stated in the manifest
 BATCH = 100_000   # rows per record batch written or hashed
+SORT_MEMORY = "512MB"   # what a checksum's sort may hold before it spills to disk
 
 # what each table holds of dataset ? (and tracks ?: NULL for all), in the order an import writes them
 TRACKED = "(?::VARCHAR[] IS NULL OR track IN (SELECT unnest(?::VARCHAR[])))"
@@ -104,17 +105,24 @@ def _cell(v):
 def parquet_sha256(path: str | Path) -> tuple[str, int]:
     """A table's canonical checksum and rows, from its Parquet file: the column names as JSON, then each row as
     a JSON list on its own line, rows in the order of all their columns (DuckDB's ORDER BY ALL)."""
-    duck = duckdb.connect()
-    try:
-        rel = duck.sql("SELECT * FROM read_parquet(?) ORDER BY ALL", params=[str(path)])
-        digest = hashlib.sha256(json.dumps(rel.columns).encode())
-        n = 0
-        for batch in rel.to_arrow_reader(BATCH):
-            for row in zip(*(column.to_pylist() for column in batch.columns)):
-                digest.update(b"\n" + json.dumps([_cell(v) for v in row], ensure_ascii=False, sort_keys=True).encode())
-                n += 1
-    finally:
-        duck.close()
+    with tempfile.TemporaryDirectory(prefix="evalcore-sort-") as spill:
+        # ten million values sorted within a bounded memory: DuckDB spills the sort to disk past the limit
+        duck = duckdb.connect(config={"memory_limit": SORT_MEMORY, "temp_directory": spill,
+                                      "preserve_insertion_order": False})
+        try:
+            return _hashed(duck, path)
+        finally:
+            duck.close()
+
+
+def _hashed(duck: duckdb.DuckDBPyConnection, path: str | Path) -> tuple[str, int]:
+    rel = duck.sql("SELECT * FROM read_parquet(?) ORDER BY ALL", params=[str(path)])
+    digest = hashlib.sha256(json.dumps(rel.columns).encode())
+    n = 0
+    for batch in rel.to_arrow_reader(BATCH):
+        for row in zip(*(column.to_pylist() for column in batch.columns)):
+            digest.update(b"\n" + json.dumps([_cell(v) for v in row], ensure_ascii=False, sort_keys=True).encode())
+            n += 1
     return digest.hexdigest(), n
 
 
