@@ -15,6 +15,7 @@ responses (thirteen million metric values) is never held whole in memory.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -105,12 +106,19 @@ def _cell(v):
 def parquet_sha256(path: str | Path) -> tuple[str, int]:
     """A table's canonical checksum and rows, from its Parquet file: the column names as JSON, then each row as
     a JSON list on its own line, rows in the order of all their columns (DuckDB's ORDER BY ALL)."""
-    with tempfile.TemporaryDirectory(prefix="evalcore-sort-") as spill:
-        # ten million values sorted within a bounded memory: DuckDB spills the sort to disk past the limit
+    with bounded() as duck:
+        return _hashed(duck, path)
+
+
+@contextlib.contextmanager
+def bounded():
+    """An in-memory DuckDB for the record's own sorts and joins over Parquet files: ten million values within a
+    bounded memory, spilling to a scratch folder past SORT_MEMORY."""
+    with tempfile.TemporaryDirectory(prefix="evalcore-spill-") as spill:
         duck = duckdb.connect(config={"memory_limit": SORT_MEMORY, "temp_directory": spill,
                                       "preserve_insertion_order": False})
         try:
-            return _hashed(duck, path)
+            yield duck
         finally:
             duck.close()
 
@@ -192,14 +200,11 @@ def write_tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]
     for name, sql in TABLES.items():
         write_query(con, sql, _params(name, dataset, tracks), folder / f"{name}.parquet")
     write_metric_values(con, dataset, chosen, folder / "metric_values.parquet")
-    duck = duckdb.connect()
-    try:
+    with bounded() as duck:
         used = sorted({s for (s,) in duck.execute(
             "SELECT DISTINCT signature FROM read_parquet(?) UNION SELECT DISTINCT signature FROM read_parquet(?) "
             "WHERE signature IS NOT NULL", [str(folder / "metric_values.parquet"),
                                             str(folder / "system_scores.parquet")]).fetchall()})
-    finally:
-        duck.close()
     write_query(con, "SELECT * FROM metric_signatures WHERE list_contains(?, signature) ORDER BY signature", [used],
                 folder / "metric_signatures.parquet")
     metrics = sorted(set(pd.read_parquet(folder / "metric_signatures.parquet")["metric"]))

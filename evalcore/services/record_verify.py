@@ -17,13 +17,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from evalcore.metrics import registry
 from evalcore.scoring import score
-from evalcore.services.record import figures, parquet_sha256, unpack, write_metric_values
+from evalcore.services.record import bounded, figures, parquet_sha256, unpack, write_metric_values
 from evalcore.services.record_load import load
 from evalcore.store import connect
 
@@ -131,14 +130,11 @@ def _values(manifest: dict, path: Path, scratch: Path, names: list[str], folder:
                                    "AND origin = 'computed'", [manifest["dataset"]]).df()
     finally:
         con.close()
-    duck = duckdb.connect()
-    try:
+    with bounded() as duck:
         rows = duck.execute(COMPARED, [recorded, str(fresh), names, TOLERANCE]).df()
         n = duck.execute("SELECT count(*) FROM read_parquet(?) WHERE list_contains(?, metric)",
                          [recorded, names]).fetchall()[0][0]
         produced = {s for (s,) in duck.execute("SELECT DISTINCT signature FROM read_parquet(?)", [str(fresh)]).fetchall()}
-    finally:
-        duck.close()
     missing = set(rows.loc[rows["gone"], "signature"]) - produced
     out = [_diff(where="tables/metric_values.parquet", track=r.track, item_id=r.item_id, model=r.model,
                  metric=r.metric, signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new)
