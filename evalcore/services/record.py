@@ -134,14 +134,6 @@ def _hashed(duck: duckdb.DuckDBPyConnection, path: str | Path) -> tuple[str, int
     return digest.hexdigest(), n
 
 
-def table_sha256(frame: pd.DataFrame) -> str:
-    """parquet_sha256 of a DataFrame as a record would hold it."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "t.parquet"
-        write_frame(frame, path)
-        return parquet_sha256(path)[0]
-
-
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 

@@ -76,7 +76,7 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
         folder = Path(tmp) / "tables"
         manifest = unpack(path, Path(tmp))
         small = {t: pd.read_parquet(folder / f"{t}.parquet") for t in SHARED if (folder / f"{t}.parquet").exists()}
-        problems = conflicts(con, file, manifest, {**small, **_datasets(folder)})
+        problems = conflicts(con, file, manifest, small)
         if problems:
             raise ImportRefused(problems)
         counts = {}
@@ -110,10 +110,6 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
                         f"made {manifest['created_at']}")
     report.tracks = list(manifest["tracks"])
     return report
-
-
-def _datasets(folder: Path) -> dict[str, pd.DataFrame]:
-    return {"datasets": pd.read_parquet(folder / "datasets.parquet")}
 
 
 def _insert_sql(table: str, values: bool) -> str:
