@@ -103,6 +103,27 @@ TOY_ITEMS = [
 ]
 
 
+def tiny_bert(path: Path, text: str, classifier: bool = False) -> Path:
+    """A tiny BertModel (or one-output classifier, BLEURT's shape) with a character vocabulary of `text`, saved in
+    `path`: bert-score loads it offline in a hundredth of a second (../shared/MODELS.md, "Tests")."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
+
+    chars = sorted(set(text + "他们她它是的了不在有这个"))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}, tokenize_chinese_chars=True)
+    tok.model_max_length = 64
+    tok.save_pretrained(str(path))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64, num_labels=1)
+    model = (BertForSequenceClassification if classifier else BertModel)(config).eval()
+    model.save_pretrained(str(path))
+    return path
+
+
 def write_jsonl(path: Path, rows: list) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path

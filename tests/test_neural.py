@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 bert_score = pytest.importorskip("bert_score")
 
-from conftest import read_cpc_pairs, shared  # noqa: E402
+from conftest import read_cpc_pairs, shared, tiny_bert  # noqa: E402
 from evalcore.metrics import neural as N  # noqa: E402
 from evalcore.metrics.neural import bertscore as B  # noqa: E402
 from evalcore.metrics.neural import embedding as E  # noqa: E402
@@ -24,21 +24,7 @@ REFS = ["今天天气不错", "我不喜欢狗", "你好呀", "好的", "电影�
 
 
 def _tiny_bert(path, classifier=False):
-    from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
-
-    chars = sorted(set("".join(HYPS + REFS + ["他们她它是的了不在有这个"])))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars]
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}, tokenize_chinese_chars=True)
-    tok.model_max_length = 64
-    tok.save_pretrained(str(path))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=1)
-    model = (BertForSequenceClassification if classifier else BertModel)(config).eval()
-    model.save_pretrained(str(path))
-    return path
+    return tiny_bert(path, "".join(HYPS + REFS), classifier)
 
 
 @pytest.fixture(scope="module")

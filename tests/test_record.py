@@ -9,8 +9,9 @@ import zipfile
 
 import pandas as pd
 import pytest
+from judge_server import JudgeServer
 
-from conftest import write_jsonl
+from conftest import tiny_bert, write_jsonl
 from evalcore.cli import main
 from evalcore.services import record
 from evalcore.store import connect
@@ -105,3 +106,51 @@ def test_not_a_record_is_refused(tmp_path, capsys):
         zf.writestr("manifest.json", json.dumps({"format": "other", "version": 9}))
     assert main(["record", "import", str(tmp_path / "y.zip"), "--db", str(tmp_path / "s.duckdb")]) == 1
     assert "expected format 'evalcore-record' version 1" in capsys.readouterr().err
+
+
+def test_verify_recomputes_model_based_metrics_and_asks_the_same_judge_again(scored, tmp_path, capsys):
+    """Embedding metrics are recomputed on any machine; BERTScore where the record's backbone is given (its layer
+    read from the signature); a judge where its server is named (model and sampling from the signature). A judge
+    that now answers otherwise is named value by value; one that does not answer leaves the record's values."""
+    texts = "".join(t for item in ITEMS for t in item["context"] + item["references"])
+    tiny = tiny_bert(tmp_path / "tiny", texts + "".join(sum(RESPONSES.values(), [])))
+    out = tmp_path / "rec.zip"
+    with JudgeServer() as srv:   # "Rating: [[3]]" to every MT-Bench prompt
+        assert main(["score", "--db", scored, "--dataset", "rec", "--metrics", "EV,VE,GM,ST,BS-F1",
+                     "--bertscore-model", str(tiny), "--bertscore-layer", "2"]) == 0
+        assert main(["score", "--db", scored, "--dataset", "rec", "--metrics", "Judge-MTBench", "--judge-base-url",
+                     srv.url, "--judge-model", "toy-judge"]) == 0
+        assert main(["record", "export", "--db", scored, "--dataset", "rec", "--out", str(out)]) == 0
+        host = srv.url.split("//")[1].split("/")[0]
+
+        # nothing given: 12 responses x (5 lexical + 4 embedding) values recomputed; BERTScore and the judge named
+        capsys.readouterr()
+        assert main(["record", "verify", str(out)]) == 0
+        said = capsys.readouterr().out
+        assert "checked: 23 tables, 108 metric values" in said
+        assert "BS-F1: its backbone is tiny(dir:" in said and "--bertscore-model DIR" in said
+        assert f"Judge-MTBench: its judge (toy-judge@{host}) is asked again only with --judge-base-url" in said
+
+        # the record's backbone and the judge's server given: every value recomputed (+12 BS-F1, +12 judge), clean
+        asked = srv.requests
+        assert main(["record", "verify", str(out), "--bertscore-model", str(tiny), "--judge-base-url", srv.url]) == 0
+        said = capsys.readouterr().out
+        assert "checked: 23 tables, 132 metric values" in said and "not recomputed" not in said
+        assert srv.requests - asked == 12
+        assert {b["model"] for b in srv.bodies[asked:]} == {"toy-judge"}   # the record's model, not one given here
+
+        # the same server, another judge behind it (ratings from length: every answer here is under 15 characters,
+        # so 1 + len // 15 = 1): each of the 12 values named with both numbers, and both models' system scores
+        srv.rate = "length"
+        assert main(["record", "verify", str(out), "--judge-base-url", srv.url, "--format", "csv"]) == 1
+        found = pd.read_csv(io.StringIO(capsys.readouterr().out))
+        values = found[found["where"] == "tables/metric_values.parquet"]
+        assert len(values) == 12 and set(values["metric"]) == {"Judge-MTBench"}
+        assert set(values["recorded"].astype(float)) == {3.0} and set(values["recomputed"].astype(float)) == {1.0}
+        system = found[found["where"] == "tables/system_scores.parquet"]
+        assert sorted(system["model"]) == ["m1", "m2"]
+
+    # the server gone: the judge's values stay the record's, said so; nothing reported as a difference
+    assert main(["record", "verify", str(out), "--judge-base-url", srv.url]) == 0
+    said = capsys.readouterr().out
+    assert "Judge-MTBench:" in said and "values taken from the record" in said

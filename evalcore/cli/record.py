@@ -5,6 +5,8 @@ import os
 import sys
 import time
 
+from evalcore.metrics import neural
+from evalcore.metrics.judge import Endpoint
 from evalcore.services import record, record_load, record_verify
 from evalcore.store import resolve_db_path
 
@@ -27,7 +29,9 @@ def load(con, args) -> None:
 
 def verify(args) -> int:
     start = time.perf_counter()
-    found = record_verify.verify(args.file)
+    # the judge's model and sampling are the record's (record_redo): only where to reach it is given here
+    judge = Endpoint(args.judge_base_url, "", api_key_env=args.judge_api_key_env) if args.judge_base_url else None
+    found = record_verify.verify(args.file, neural.options(args, judge=judge, judge_concurrency=args.judge_concurrency))
     if args.format == "csv":
         found.differences.to_csv(sys.stdout, index=False)
         print(found.render().splitlines()[0], file=sys.stderr)

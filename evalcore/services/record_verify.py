@@ -1,11 +1,11 @@
 """`record verify`: recompute what an evaluation record's figures depend on and report each difference.
 
 1. Every table's checksum against the manifest (a table changed since export).
-2. The record, without its metric values, into a scratch store; the metrics this machine can compute offline
-   (lexical and DIST always; model-based ones where their model is present) scored again from the texts, under
-   the flavors and tokenizers the record's system scores name; each per-response value and system score set
-   beside the record's. A judge is not asked again (the same endpoint is rarely the same model a month later);
-   its values, and those computed elsewhere, are reported as taken from the record.
+2. The record, without its metric values, into a scratch store; the metrics this machine can compute (lexical
+   and DIST always; model-based ones where their model is present; a judge where the verifier names the record's
+   server: record_redo) scored again from the texts, under the options their signatures name and the flavors the
+   record's system scores name; each per-response value and system score set beside the record's. Values computed
+   elsewhere, or by a model or judge not at hand, are reported as taken from the record, with the reason.
 3. The record with its values into a second scratch store; its figures (leaderboards, correlations, agreement)
    computed again and set beside the record's.
 A difference beyond TOLERANCE names its table, item, model, metric and both values; what could not be recomputed
@@ -21,13 +21,15 @@ import numpy as np
 import pandas as pd
 
 from evalcore.metrics import registry
+from evalcore.metrics.base import TRANSIENT, Signature
+from evalcore.metrics.neural import NeuralOptions
 from evalcore.scoring import score
 from evalcore.services.record import bounded, figures, parquet_sha256, unpack, write_metric_values
 from evalcore.services.record_load import load
+from evalcore.services.record_redo import RECORD, Redo, plan
 from evalcore.store import connect
 
 TOLERANCE = 1e-9   # relative, and absolute near 0: float sums in another order differ by ~1e-15
-RECOMPUTED_FAMILIES = ("lexical",)   # model-based ones need their model on this machine: not recomputed yet
 
 
 @dataclass
@@ -86,68 +88,64 @@ def _checksums(manifest: dict, folder: Path) -> list[dict]:
     return out
 
 
-def _recomputable(signatures: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The record's metrics this machine computes from texts offline, and why the others are not."""
-    known = registry.METRICS   # built-ins only: a store's imported metrics were computed elsewhere
-    names, why = [], []
-    for metric in sorted(set(signatures["metric"])):
-        info = known.get(metric)
-        if info is None:
-            why.append(f"{metric}: computed elsewhere (an imported or external metric): values taken from the record")
-        elif info.family not in RECOMPUTED_FAMILIES:
-            reason = "a judge is not asked again" if info.family == "judge" else \
-                "a model-based metric is not recomputed by verify yet"
-            why.append(f"{metric}: {reason}: values taken from the record")
-        else:
-            names.append(metric)
-    return names, why
-
-
+# a judge's request that failed now (no value, a transient reason) is unanswered, not a difference
 COMPARED = """
-    SELECT r.track, r.item_id, r.model, r.metric, r.signature, r.value, f.value AS value_new, f.signature IS NULL AS gone
+    SELECT r.track, r.item_id, r.model, r.metric, r.signature, r.value, f.value AS value_new, f.signature IS NULL AS gone,
+           f.value IS NULL AND coalesce(starts_with(f.reason, ?), false) AS unanswered
     FROM read_parquet(?) r LEFT JOIN read_parquet(?) f USING (item_id, model, signature)
-    WHERE list_contains(?, r.metric) AND (f.signature IS NULL OR (r.value IS NULL) <> (f.value IS NULL)
+    WHERE list_contains(?, r.signature) AND (f.signature IS NULL OR (r.value IS NULL) <> (f.value IS NULL)
           OR abs(r.value - f.value) > ? * greatest(1.0, abs(r.value), abs(f.value)))"""
 
 
-def _values(manifest: dict, path: Path, scratch: Path, names: list[str], folder: Path) -> tuple[list[dict], int, list[str]]:
+def _values(manifest: dict, path: Path, scratch: Path, runs: list[Redo], folder: Path) -> tuple[list[dict], int, list[str]]:
     """Score the record's texts again; per-response and system differences (joined in DuckDB: only the
     differences come back to Python)."""
     con = connect(scratch / "texts.duckdb")
     fresh = scratch / "fresh_values.parquet"
     recorded = str(folder / "tables" / "metric_values.parquet")
+    planned = [s for run in runs for s in run.signatures]
     try:
         load(con, path, values=False)
         scores = pd.read_parquet(folder / "tables" / "system_scores.parquet")
         computed = scores[scores["origin"] == "computed"]
         # each flavor the record's values were computed under (its tokenizer by the dataset's language, as the
-        # record's were: a signature computed under another shows as not recomputed, never as a difference)
+        # record's were: a signature computed under another shows as not recomputed, never as a difference);
+        # a metric without tokens is computed once, under the first
         flavors = {f for f in computed["flavor"] if f in registry.FLAVORS}   # 'any': a flavor-free metric
-        for flavor in sorted(flavors) or ["default"]:
-            score(con, metrics=names, dataset=manifest["dataset"], flavor=flavor, progress=False)
+        for run in runs:
+            for flavor in sorted(flavors) or ["default"]:
+                score(con, metrics=list(run.metrics), dataset=manifest["dataset"], flavor=flavor, progress=False,
+                      neural=run.options)
         write_metric_values(con, manifest["dataset"], manifest["tracks"], fresh)
         fresh_system = con.execute("SELECT track, model, name, signature, value FROM system_scores WHERE dataset = ? "
                                    "AND origin = 'computed'", [manifest["dataset"]]).df()
     finally:
         con.close()
     with bounded() as duck:
-        rows = duck.execute(COMPARED, [recorded, str(fresh), names, TOLERANCE]).df()
-        n = duck.execute("SELECT count(*) FROM read_parquet(?) WHERE list_contains(?, metric)",
-                         [recorded, names]).fetchall()[0][0]
+        rows = duck.execute(COMPARED, [TRANSIENT, recorded, str(fresh), planned, TOLERANCE]).df()
+        n = duck.execute("SELECT count(*) FROM read_parquet(?) WHERE list_contains(?, signature)",
+                         [recorded, planned]).fetchall()[0][0]
         produced = {s for (s,) in duck.execute("SELECT DISTINCT signature FROM read_parquet(?)", [str(fresh)]).fetchall()}
-    missing = set(rows.loc[rows["gone"], "signature"]) - produced
+    missing = set(planned) - produced
+    unanswered = rows[rows["unanswered"]]
+    rows = rows[~rows["unanswered"]]
     out = [_diff(where="tables/metric_values.parquet", track=r.track, item_id=r.item_id, model=r.model,
                  metric=r.metric, signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new)
            for r in rows.itertuples(index=False) if r.signature not in missing]
-    system = computed[computed["name"].isin(names) & ~computed["signature"].isin(missing)]
+    # a system score is compared only where every one of its responses was answered again
+    partial = set(unanswered["signature"]) | missing
+    system = computed[computed["signature"].isin(planned) & ~computed["signature"].isin(partial)]
     both = system.merge(fresh_system, on=["track", "model", "name", "signature"], how="left", suffixes=("", "_new"))
     out += [_diff(where="tables/system_scores.parquet", track=r.track, model=r.model, metric=r.name,
                   signature=r.signature, column="value", recorded=r.value, recomputed=r.value_new)
             for r in both.itertuples(index=False) if _differs(r.value, r.value_new)]
-    metric_of = dict(zip(rows["signature"], rows["metric"]))
-    why = [f"{metric_of.get(s, s)}: this machine computes it under another signature than the record's ({s}): "
-           f"values taken from the record" for s in sorted(missing)]
-    return out, n, why
+    metric_of = dict(zip(computed["signature"], computed["name"])) | dict(zip(rows["signature"], rows["metric"]))
+    why = [f"{metric_of.get(s, Signature.parse(s).name)}: this machine computes it under another signature than "
+           f"the record's ({s}): {RECORD}" for s in sorted(missing)]
+    why += [f"{metric}: {len(group):,} request(s) to the judge failed now (e.g. {group['item_id'].iloc[0]}, "
+            f"{group['model'].iloc[0]}): those values and its system scores are the record's"
+            for metric, group in unanswered.groupby("metric")]
+    return out, n - len(unanswered), why
 
 
 def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[list[dict], int]:
@@ -181,15 +179,16 @@ def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[l
     return out, n
 
 
-def verify(path: str | Path) -> Verification:
+def verify(path: str | Path, options: NeuralOptions | None = None) -> Verification:
+    """`options`: the verifier's models and judge server (record_redo.plan); default: what this machine has."""
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="evalcore-verify-") as tmp:
         scratch = Path(tmp)
         manifest = unpack(path, scratch / "record")
         folder = scratch / "record"
         differences = _checksums(manifest, folder)
-        names, unverified = _recomputable(pd.read_parquet(folder / "tables" / "metric_signatures.parquet"))
-        found, n_values, why = _values(manifest, path, scratch, names, folder) if names else ([], 0, [])
+        runs, unverified = plan(pd.read_parquet(folder / "tables" / "metric_signatures.parquet"), options)
+        found, n_values, why = _values(manifest, path, scratch, runs, folder) if runs else ([], 0, [])
         differences += found
         unverified += why
         found, n_figures = _figures(manifest, path, scratch, folder)
