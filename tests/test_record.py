@@ -14,7 +14,9 @@ from judge_server import JudgeServer
 from conftest import tiny_bert, write_jsonl
 from evalcore.cli import main
 from evalcore.services import record
+from evalcore.services import tasks as task_service
 from evalcore.store import connect
+from evalcore.store import tasks as stored_tasks
 
 ITEMS = [{"item_id": f"d{k}-t1", "dataset": "rec", "track": "rec/knowledge", "dialogue_id": f"d{k}",
           "context": ["你好", f"你看过电影{k}吗？"], "references": [f"看过电影{k}，很好看。", "没看过。"],
@@ -154,3 +156,52 @@ def test_verify_recomputes_model_based_metrics_and_asks_the_same_judge_again(sco
     assert main(["record", "verify", str(out), "--judge-base-url", srv.url]) == 0
     said = capsys.readouterr().out
     assert "Judge-MTBench:" in said and "values taken from the record" in said
+
+
+def test_tasks_answers_and_generations_are_imported_renumbered_and_closed(scored, toy, tmp_path, capsys):
+    """The record's rating task, its units and answers and a generation land in a store that has a task of its
+    own: numbered past the store's, the ratings' origin with them, the task closed with a new access code."""
+    con = connect(scored)
+    task = stored_tasks.get(con, task_service.create_task(con, dataset="rec", mode="absolute", dimensions=["Info"],
+                                                           items=4, per_item=2, seed=1))
+    for who, value in (("cy", 2.0), ("dee", 1.0)):
+        while (unit := stored_tasks.next_unit(con, task, who)) is not None:
+            stored_tasks.answer(con, task, unit, who, "Info", value)
+    con.execute("INSERT INTO generations (generation_id, dataset, model, endpoint, tracks, signature, details, "
+                "submission_id, state, total, stored, failed, created_at) VALUES (1, 'rec', 'm1', 'local', "
+                "'[\"rec/knowledge\"]', 'gen|model:m1@127.0.0.1:8000|t:0.7', '{}', 1, 'running', 6, 6, 0, now())")
+    source = {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").df() for t in ("task_units", "task_answers")}
+    code = con.execute("SELECT access_code FROM tasks").fetchall()[0][0]
+    con.close()
+    out = tmp_path / "rec.zip"
+    assert main(["record", "export", "--db", scored, "--dataset", "rec", "--out", str(out)]) == 0
+
+    theirs = task_service.create_task(toy, dataset="toy", mode="absolute", dimensions=["Info"], items=1, per_item=1,
+                                      seed=1)   # task 1 of this store
+    assert theirs == 1
+    mine = stored_tasks.get(toy, theirs)
+    stored_tasks.answer(toy, mine, stored_tasks.next_unit(toy, mine, "eve"), "eve", "Info", 1.0)
+    before = toy.execute("SELECT max(answer_id) FROM task_answers").fetchall()[0][0]
+    dest = toy.execute("PRAGMA database_list").fetchall()[0][2]
+    toy.close()
+    capsys.readouterr()
+    assert main(["record", "import", str(out), "--db", dest]) == 0
+    assert "1 rating task(s) imported closed, numbered from 2" in capsys.readouterr().out
+    con = connect(dest, read_only=True)
+    rows = con.execute("SELECT task_id, dataset, state, access_code FROM tasks ORDER BY task_id").fetchall()
+    assert [r[:3] for r in rows] == [(1, "toy", "open"), (2, "rec", "closed")] and rows[1][3] not in ("", code)
+    units = con.execute("SELECT * FROM task_units WHERE task_id = 2 ORDER BY ALL").df()
+    pd.testing.assert_frame_equal(units, source["task_units"].assign(task_id=2), check_dtype=False)
+    answers = con.execute("SELECT * FROM task_answers WHERE task_id = 2 ORDER BY ALL").df()
+    shift = int(con.execute("SELECT min(answer_id) FROM task_answers WHERE task_id = 2").fetchall()[0][0]) - 1
+    expected = source["task_answers"].assign(task_id=2, answer_id=source["task_answers"]["answer_id"] + shift)
+    pd.testing.assert_frame_equal(answers, expected, check_dtype=False)
+    assert shift == before   # numbered past the store's own answers
+    # 4 units x 2 people: the task's ratings name task 2 now
+    origins = con.execute("SELECT origin, count(*) FROM human_ratings WHERE dataset = 'rec' AND origin LIKE 'task:%' "
+                          "GROUP BY origin").fetchall()
+    assert origins == [("task:2", 8)]
+    generation = con.execute("SELECT g.generation_id, g.state, s.kind FROM generations g JOIN submissions s "
+                             "USING (submission_id)").fetchall()
+    assert generation == [(1, "stopped", "record")]
+    con.close()

@@ -3,9 +3,11 @@
 Written: the dataset's rows (datasets, tracks, dimensions, dialogues, turns, items, references, responses, human
 ratings, pairwise votes, system scores, published correlations), the models, metric signatures and external
 metrics it names (kept when the store has the same ones, refused when it has others under the same name), and
-the per-response metric values into the value cache. Rating-task definitions and answers, and generation
-signatures, stay in the record (tasks are numbered per store): their ratings arrive as human ratings, their
-signatures in the metric values' and responses' own signatures.
+the per-response metric values into the value cache; the rating tasks with their units and answers, and the
+generation signatures. Tasks, answers and generations are numbered per store, so the record's numbers are shifted
+past the store's (and the ratings and votes that name their task, origin or prompt 'task:<id>', with them). An
+imported task is closed: its people are the record's, and a new answer would mix two labs' annotators; an
+imported generation is not running here. A task's access code is not in the record: a new one is drawn.
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
-import pyarrow.parquet as pq
 
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest.batch import ImportReport
@@ -26,9 +27,9 @@ from evalcore.store.history import current_user
 # the store's tables a record fills, in the order they are written (what the rows refer to first)
 WRITTEN = ("datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures", "dialogues",
            "turns", "items", "item_references", "responses", "human_ratings", "metric_scores", "system_scores",
-           "published_correlations", "pairwise_judgments")
+           "published_correlations", "pairwise_judgments", "tasks", "task_units", "task_answers", "generations")
 SHARED = {"models": "model", "external_metrics": "metric", "metric_signatures": "signature"}   # shared by datasets
-KEPT_IN_RECORD = ("tasks", "task_units", "task_answers", "generations")
+NUMBERED = {"tasks": "task_id", "task_answers": "answer_id", "generations": "generation_id"}   # per store
 
 
 def _nulls(frame: pd.DataFrame) -> pd.DataFrame:
@@ -81,6 +82,8 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
             raise ImportRefused(problems)
         counts = {}
         with transaction(con):
+            shift = {table: con.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchall()[0][0]
+                     for table, key in NUMBERED.items()}
             bump_revision(con, manifest["dataset"])
             models = [m for (m,) in con.execute("SELECT DISTINCT model FROM read_parquet(?) ORDER BY 1",
                                                 [str(folder / "responses.parquet")]).fetchall()]
@@ -95,17 +98,20 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
                     counts[table] = insert_frame(con, table, _nulls(small[table]), ignore=True)
                     continue
                 sql, params = _insert_sql(table, values), [str(source)]
-                if table == "responses":
-                    params = [sid, str(source)]
+                if table in ("responses", "generations"):
+                    params = [sid, *params]
+                if table in ("human_ratings", "pairwise_judgments", "tasks", "task_units", "task_answers",
+                             "generations"):
+                    params = [shift["tasks"] if table != "generations" else shift["generations"], *params]
+                if table == "task_answers":
+                    params = [shift["task_answers"], *params]
                 counts[table] = con.execute(sql, params).fetchall()[0][0]
             con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
                         [json.dumps({t: n for t, n in counts.items() if n}), sid])
-        sizes = {t: pq.ParquetFile(folder / f"{t}.parquet").metadata.num_rows for t in KEPT_IN_RECORD
-                 if (folder / f"{t}.parquet").exists()}
     report = ImportReport(file, counts)
-    kept = [f"{n:,} {t.replace('_', ' ')}" for t, n in sizes.items() if n]
-    if kept:
-        report.notes.append(f"kept in the record, not in the store: {', '.join(kept)}")
+    if counts.get("tasks"):
+        report.notes.append(f"{counts['tasks']:,} rating task(s) imported closed, numbered from "
+                            f"{shift['tasks'] + 1} (their people are the record's)")
     report.notes.append(f"record {manifest['content_sha256'][:16]}... of evalcore {manifest['evalcore']}, "
                         f"made {manifest['created_at']}")
     report.tracks = list(manifest["tracks"])
@@ -122,4 +128,22 @@ def _insert_sql(table: str, values: bool) -> str:
         return "INSERT INTO responses BY NAME SELECT *, ?::INTEGER AS submission_id FROM read_parquet(?)"
     if table == "system_scores" and not values:
         return "INSERT INTO system_scores BY NAME SELECT * FROM read_parquet(?) WHERE origin <> 'computed'"
-    return f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)"
+    return f"INSERT INTO {table} BY NAME SELECT {RENUMBERED.get(table, '*')} FROM read_parquet(?)"
+
+
+# the record's task, answer and generation numbers shifted past the store's (parameters: each shift in the order
+# the columns come; a generation's submission is the import's); a fresh random access code per task, as
+# store.tasks draws one
+_TASK = "'task:' || (CAST(substr({c}, 6) AS BIGINT) + ?)"
+RENUMBERED = {
+    "human_ratings": "* REPLACE (CASE WHEN origin LIKE 'task:%' THEN " + _TASK.format(c="origin") + " ELSE origin END "
+                     "AS origin)",
+    "pairwise_judgments": "* REPLACE (CASE WHEN prompt LIKE 'task:%' THEN " + _TASK.format(c="prompt")
+                          + " ELSE prompt END AS prompt)",
+    "tasks": "* REPLACE (task_id + ? AS task_id, CASE state WHEN 'deleted' THEN 'deleted' ELSE 'closed' END AS state), "
+             "substr(replace(gen_random_uuid()::VARCHAR, '-', ''), 1, 6) AS access_code",
+    "task_units": "* REPLACE (task_id + ? AS task_id)",
+    "task_answers": "* REPLACE (answer_id + ? AS answer_id, task_id + ? AS task_id)",
+    "generations": "* REPLACE (generation_id + ? AS generation_id, CASE state WHEN 'running' THEN 'stopped' "
+                   "ELSE state END AS state), ?::INTEGER AS submission_id",
+}
