@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from judge_server import JudgeServer
 
-from conftest import tiny_bert, write_jsonl
+from conftest import copy_default_store, tiny_bert, write_jsonl
 from evalcore.cli import main
 from evalcore.services import record
 from evalcore.services import tasks as task_service
@@ -51,6 +51,10 @@ def test_export_import_verify_and_an_edited_value(scored, tmp_path, capsys):
     assert {"judge-prompts (evalcore/metrics/judge/prompts.py)", "generation/knowledge-zh.toml"} <= set(
         manifest["templates"])
     assert manifest["libraries"]["duckdb"] and manifest["evalcore"]
+    # Metric trust at the levels with something to correlate (2 models: no system level), as the page computes it
+    trusted = pd.read_parquet(io.BytesIO(zipfile.ZipFile(out).read("figures/trust.parquet")))
+    assert set(trusted["level"]) == {"turn", "dialogue"} and set(trusted["metric"]) == {"F1", "BLEU2", "DIST1",
+                                                                                       "ROUGE", "chrF"}
 
     fresh = str(tmp_path / "fresh.duckdb")
     assert main(["record", "import", str(out), "--db", fresh]) == 0
@@ -74,7 +78,7 @@ def test_export_import_verify_and_an_edited_value(scored, tmp_path, capsys):
     assert main(["record", "verify", str(out)]) == 0
     said = capsys.readouterr().out
     assert "verified: every recomputed value and figure equals the record's" in said
-    assert "checked: 23 tables, 60 metric values" in said
+    assert "checked: 24 tables, 60 metric values" in said
 
     # one value edited inside the record: verify names it
     edited = tmp_path / "edited.zip"
@@ -129,7 +133,7 @@ def test_verify_recomputes_model_based_metrics_and_asks_the_same_judge_again(sco
         capsys.readouterr()
         assert main(["record", "verify", str(out)]) == 0
         said = capsys.readouterr().out
-        assert "checked: 23 tables, 108 metric values" in said
+        assert "checked: 24 tables, 108 metric values" in said
         assert "BS-F1: its backbone is tiny(dir:" in said and "--bertscore-model DIR" in said
         assert f"Judge-MTBench: its judge (toy-judge@{host}) is asked again only with --judge-base-url" in said
 
@@ -137,7 +141,7 @@ def test_verify_recomputes_model_based_metrics_and_asks_the_same_judge_again(sco
         asked = srv.requests
         assert main(["record", "verify", str(out), "--bertscore-model", str(tiny), "--judge-base-url", srv.url]) == 0
         said = capsys.readouterr().out
-        assert "checked: 23 tables, 132 metric values" in said and "not recomputed" not in said
+        assert "checked: 24 tables, 132 metric values" in said and "not recomputed" not in said
         assert srv.requests - asked == 12
         assert {b["model"] for b in srv.bodies[asked:]} == {"toy-judge"}   # the record's model, not one given here
 
@@ -205,3 +209,20 @@ def test_tasks_answers_and_generations_are_imported_renumbered_and_closed(scored
                              "USING (submission_id)").fetchall()
     assert generation == [(1, "stopped", "record")]
     con.close()
+
+
+@pytest.mark.slow   # ~50 s: every default dataset exported and verified
+def test_the_default_stores_datasets_export_and_verify(default_store_file, tmp_path, capsys):
+    """Every dataset a fresh install opens on exports and verifies clean, those without an agreement figure (one
+    rating per target) included: a statistic with nothing to compute is left out of the record, not written
+    empty."""
+    db = str(copy_default_store(default_store_file, tmp_path / "default.duckdb"))
+    con = connect(db, read_only=True)
+    datasets = [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()]
+    con.close()
+    for dataset in datasets:
+        out = tmp_path / f"{dataset}.zip"
+        assert main(["record", "export", "--db", db, "--dataset", dataset, "--out", str(out)]) == 0, dataset
+        capsys.readouterr()
+        assert main(["record", "verify", str(out)]) == 0, dataset
+        assert "verified: every recomputed value and figure equals the record's" in capsys.readouterr().out

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore import __version__
-from evalcore.analysis import correlate
+from evalcore.analysis import correlate, trust, trust_levels
 from evalcore.analysis import leaderboard as lb
 from evalcore.analysis.agreement import agreement
 from evalcore.generation.templates import HERE as TEMPLATES
@@ -46,6 +46,9 @@ FORMAT, VERSION = "evalcore-record", 1
 LIBRARIES = ("duckdb", "pandas", "numpy", "scipy", "pyarrow", "sacrebleu", "jieba", "bert-score", "torch",
              "transformers")
 FIGURE_SEED, FIGURE_RESAMPLES = 0, 200   # the figures' bootstrap: seeded, stated in the manifest
+# the rows of a figure compared one to one, by these columns (every other column, verdicts included, is compared);
+# figures not named here are keyed by all their text columns and compared on their numbers
+FIGURE_KEYS = {"trust": ["level", "origin", "metric", "skill", "track", "dimension"]}
 BATCH = 100_000   # rows per record batch written or hashed
 SORT_MEMORY = "512MB"   # what a checksum's sort may hold before it spills to disk
 
@@ -214,7 +217,9 @@ def tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | Non
 
 def figures(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]) -> dict[str, pd.DataFrame]:
     """The statistics a reader checks against the values: per track the leaderboard, the correlations of every
-    metric with people at turn and system level, and agreement between annotators."""
+    metric with people at turn and system level, and agreement between annotators; and the Metric trust verdicts
+    at each level with something to correlate (they pool every track of the dataset, so a record of some
+    tracks carries none)."""
     boards, corr, agree = [], [], []
     for track in tracks:
         boards.append(lb.leaderboard(con, dataset, track, resamples=0).assign(track=track))
@@ -223,7 +228,21 @@ def figures(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]) -> 
         agree.append(agreement(con, dataset, track, bootstrap=FIGURE_RESAMPLES, seed=FIGURE_SEED))
     join = lambda parts: pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) \
         else pd.DataFrame()  # noqa: E731
-    return {"leaderboard": join(boards), "correlations": join(corr), "agreement": join(agree)}
+    out = {"leaderboard": join(boards), "correlations": join(corr), "agreement": join(agree)}
+    every = {t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ?", [dataset]).fetchall()}
+    if set(tracks) == every:
+        out["trust"] = join([_trust(con, dataset, level, origin) for level, origin in trust_levels.choices(con, dataset)])
+    return out
+
+
+def _trust(con: duckdb.DuckDBPyConnection, dataset: str, level: str, origin: str) -> pd.DataFrame:
+    """The trust table at one level and origin, with the page's defaults (Spearman with people's mean); none
+    where nothing correlates there."""
+    try:
+        frame = trust.trust(con, dataset, level=level, origin=origin)
+    except ValueError:
+        return pd.DataFrame()
+    return frame.assign(level=level, origin=origin, tied_with_best=frame["tied_with_best"].astype("boolean"))
 
 
 def _versions() -> dict[str, str]:
@@ -259,7 +278,8 @@ def export(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, tracks
         (folder / "figures").mkdir()
         chosen = write_tables(con, dataset, tracks, folder / "tables")
         for name, frame in figures(con, dataset, chosen).items():
-            write_frame(frame, folder / "figures" / f"{name}.parquet")
+            if len(frame.columns):   # a statistic with nothing to compute (one annotator: no agreement) is absent
+                write_frame(frame, folder / "figures" / f"{name}.parquet")
         listed = {part: {p.stem: dict(zip(("sha256", "rows"), parquet_sha256(p)))
                          for p in sorted((folder / part).glob("*.parquet"))} for part in ("tables", "figures")}
         manifest = {
@@ -269,7 +289,9 @@ def export(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, tracks
             "figures": {"bootstrap_resamples": FIGURE_RESAMPLES, "seed": FIGURE_SEED,
                         "leaderboard": "analysis.leaderboard per track, no rank intervals",
                         "correlations": "spearman and pearson, turn and system level, per track",
-                        "agreement": "kappas and alpha per track and dimension"},
+                        "agreement": "kappas and alpha per track and dimension",
+                        "trust": "Metric trust verdicts (spearman with people's mean) at each level with something to "
+                                 "correlate, over every track (a record of some tracks has none)"},
             "tables": listed["tables"], "figure_tables": listed["figures"], "templates": templates(),
             "content_sha256": content_sha256({f"{part}/{n}": e["sha256"] for part in listed
                                               for n, e in listed[part].items()}),

@@ -24,7 +24,7 @@ from evalcore.metrics import registry
 from evalcore.metrics.base import TRANSIENT, Signature
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.scoring import score
-from evalcore.services.record import bounded, figures, parquet_sha256, unpack, write_metric_values
+from evalcore.services.record import FIGURE_KEYS, bounded, figures, parquet_sha256, unpack, write_metric_values
 from evalcore.services.record_load import load
 from evalcore.services.record_redo import RECORD, Redo, plan
 from evalcore.store import connect
@@ -165,11 +165,12 @@ def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[l
                              recomputed=len(fresh)))
             continue
         numeric = [c for c in recorded.columns if pd.api.types.is_numeric_dtype(recorded[c])]
-        keys = [c for c in recorded.columns if c not in numeric]
+        keys = FIGURE_KEYS.get(name) or [c for c in recorded.columns if c not in numeric]
+        compared = [c for c in recorded.columns if c not in keys]
         left = recorded.sort_values(keys, kind="stable").reset_index(drop=True) if keys else recorded
         right = fresh[recorded.columns].sort_values(keys, kind="stable").reset_index(drop=True) if keys else fresh
         for i in range(len(left)):
-            for c in numeric:
+            for c in compared:
                 n += 1
                 if _differs(left.at[i, c], right.at[i, c]):
                     out.append(_diff(where=f"figures/{name}.parquet", track=left.at[i, "track"] if "track" in left
