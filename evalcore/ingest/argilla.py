@@ -77,7 +77,7 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             keys[option] = value
         suggestions = record.get("suggestions")
         left["suggestion"] += len(suggestions) if isinstance(suggestions, dict) else 0
-        answered = record.get("responses") or {}
+        answered = {} if record.get("responses") is None else record["responses"]
         if not isinstance(answered, dict):
             check.add(at, "responses", "an object {question: [responses]}", short(answered))
             continue
@@ -122,7 +122,7 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
                     (left["suggestion"], "suggestion(s) (a model's answers, not people's) left out")):
         if n:
             report.notes.append(f"{n:,} {what}")
-    report.notes += skipped.values()
+    report.notes += [f"question {name!r} left out: {why}" for name, why in skipped.items()]
     return report
 
 
@@ -148,7 +148,7 @@ def _questions(path: Path, named: list[str] | None, absent: Missing) -> tuple[se
         if name is None:
             continue
         if kind not in ("rating", "label_selection"):
-            skipped[name] = f"question {name!r} ({kind}) left out: not a score"
+            skipped[name] = f"a {kind} question, not a score"
             continue
         options = question["settings"].get("options")
         values = [o.get("value") if isinstance(o, dict) else None for o in options] if isinstance(options, list) else []
@@ -159,8 +159,8 @@ def _questions(path: Path, named: list[str] | None, absent: Missing) -> tuple[se
                           short(options))
             else:
                 labels = [v for v, x in zip(values, numbers) if x is None] if values else "none"
-                skipped[name] = (f"question {name!r} (label_selection) left out: labels that are not numbers "
-                                 f"({short(labels)}; --missing PATTERN makes such a label no rating)")
+                skipped[name] = (f"a label_selection question with labels that are not numbers ({short(labels)}; "
+                                 "--missing PATTERN makes such a label no rating)")
             continue
         if numbers:
             scale_of[name] = (min(numbers), max(numbers))
@@ -169,10 +169,10 @@ def _questions(path: Path, named: list[str] | None, absent: Missing) -> tuple[se
     if named is not None:
         for name in named:
             if name not in chosen:
-                why = skipped.get(name, f"no such question in {file}")
+                why = skipped.get(name, "no such question")
                 raise ImportRefused([Problem(file, "", "--questions", "rating questions, or label_selection "
-                                             "questions with numbers as labels", why)])
-        skipped.update({q: f"question {q!r} left out: not in --questions" for q in sorted(chosen - set(named))})
+                                             "questions with numbers as labels", f"{name!r}: {why}")])
+        skipped.update({q: "not in --questions" for q in sorted(chosen - set(named))})
         chosen = set(named)
     return chosen, scale_of, skipped
 
