@@ -165,3 +165,12 @@ def test_a_folder_without_the_export_is_refused(toy, tmp_path):
     (folder / ".argilla" / "settings.json").unlink()
     message = refused(toy, folder)
     assert "a folder written by Argilla's Dataset.to_disk" in message and "no .argilla/settings.json" in message
+
+
+def test_the_rated_text_is_the_stored_response(toy, tmp_path):
+    folder = twin(tmp_path, records=lambda r: r[1]["fields"].update(response="你好呀"))
+    message = refused(toy, folder, response_field="fields.response")
+    assert "record 2 (index 1), id 'rec-002'" in message and "fields.response" in message
+    assert "the stored response of item 't2' and model 'm1', '你好'" in message and "got '你好呀'" in message
+    import_argilla(toy, EXPORT, response_field="fields.response", **ARGS)   # 天气很好, 你好, 嗯: as stored
+    assert len(ratings(toy, "fluency")) == 4

@@ -76,6 +76,8 @@ def import_argilla(p):
                    "(metadata.item_id)")
     p.add_argument("--model-field", required=True, metavar="FIELD", help="dotted path of the model in a record "
                    "(metadata.model)")
+    p.add_argument("--response-field", metavar="FIELD", help="dotted path of the rated text in a record "
+                   "(fields.response): each must be its stored response's text, else the export is refused")
     p.add_argument("--questions", metavar="Q1,Q2", help="comma-separated questions to import (default: every rating "
                    "question and every label question whose labels are numbers); the dimension is the question's name")
     p.add_argument("--annotators", metavar="USERS.CSV", help="a CSV with columns user_id,username: each response's "

@@ -40,7 +40,8 @@ def labelstudio(con, args):
 def argilla(con, args):
     questions = [q.strip() for q in args.questions.split(",") if q.strip()] if args.questions is not None else None
     return import_argilla(con, args.folder, dataset=args.dataset, track=args.track, item_field=args.item_field,
-                          model_field=args.model_field, questions=questions, scales=scales(args.scale),
+                          model_field=args.model_field, response_field=args.response_field,
+                          questions=questions, scales=scales(args.scale),
                           missing=args.missing, annotators=args.annotators)
 
 

@@ -9,7 +9,8 @@ Each response to a chosen question is one human rating of a stored response:
 - the response: the item and model named by two fields of the record (--item-field metadata.item_id,
   --model-field metadata.model, dotted paths in the record);
 - the dimension: the question's name; the score: the response's value;
-- the annotator: the response's user_id, or the username that --annotators (a CSV user_id,username) gives it.
+- the annotator: the response's user_id, or the username that --annotators (a CSV user_id,username) gives it;
+- with --response-field (fields.response), the text the annotators saw must be the stored response's.
 The questions: every rating question, and every label_selection question whose labels are numbers ("1", "2";
 labels a --missing pattern matches are no rating), as label-studio's Choices; --questions names them instead.
 Other questions (text, span, ranking, multi_label_selection) are left out, named in a note. A response with a
@@ -25,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.text import normalise_id
 from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.checker import Checker, decimal
 from evalcore.ingest.dstc10 import read_json_list
@@ -44,7 +46,7 @@ STATUSES = ("submitted", "draft", "discarded")
 
 
 def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: str, track: str,
-                   item_field: str, model_field: str, questions: list[str] | None = None,
+                   item_field: str, model_field: str, response_field: str | None = None, questions: list[str] | None = None,
                    scales: dict | None = None, missing: list[str] | None = None,
                    annotators: str | Path | None = None) -> ImportReport:
     folder = Path(path)
@@ -59,6 +61,7 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     file = str(folder / RECORDS)
     records, _, _ = read_json_list(folder / RECORDS, RECORDS_SHAPE)
     check = Checker(file)
+    texts = _stored_texts(con, dataset, track) if response_field is not None else {}
     rows: list[dict] = []
     places: list[str] = []
     left = {"draft": 0, "discarded": 0, "suggestion": 0, "other": 0}
@@ -75,6 +78,8 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             if not found or value is None:
                 check.add(at, dotted, f"the record field named by {option}", "no such field")
             keys[option] = value
+        if response_field is not None:
+            _same_text(check, record, response_field, texts, keys.values(), at)
         suggestions = record.get("suggestions")
         left["suggestion"] += len(suggestions) if isinstance(suggestions, dict) else 0
         answered = {} if record.get("responses") is None else record["responses"]
@@ -175,6 +180,26 @@ def _questions(path: Path, named: list[str] | None, absent: Missing) -> tuple[se
         skipped.update({q: "not in --questions" for q in sorted(chosen - set(named))})
         chosen = set(named)
     return chosen, scale_of, skipped
+
+
+def _stored_texts(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> dict[tuple[str, str], str]:
+    """{(item_id, model): the stored response's text} of a track."""
+    rows = con.execute("SELECT r.item_id, r.model, r.text FROM responses r JOIN items i USING (dataset, item_id) "
+                       "WHERE r.dataset = ? AND i.track = ?", [normalise_id(dataset), normalise_id(track)]).fetchall()
+    return {(item, model): text for item, model, text in rows}
+
+
+def _same_text(check: Checker, record: dict, dotted: str, texts: dict, keys, at: str) -> None:
+    """--response-field: the text the annotators saw is the stored response's, character for character; an item
+    or model not stored is left to import_ratings, which names it."""
+    found, value = field_at(record, dotted)
+    if not found or not isinstance(value, str):
+        check.add(at, dotted, "the response text named by --response-field", "no such field" if not found else short(value))
+        return
+    item, model = (normalise_id(str(k)) if isinstance(k, (int, str)) else None for k in keys)
+    stored = texts.get((item, model))
+    if stored is not None and stored != value:
+        check.add(at, dotted, f"the stored response of item {item!r} and model {model!r}, {short(stored)}", short(value))
 
 
 def _number(value: object) -> float | None:
