@@ -14,6 +14,7 @@ from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
 from evalcore.ingest import lookup
 from evalcore.ingest.argilla import import_argilla
+from evalcore.ingest.ratings import import_ratings
 from evalcore.store import connect
 
 FIXTURES = Path(__file__).parent / "fixtures" / "argilla"
@@ -174,3 +175,18 @@ def test_the_rated_text_is_the_stored_response(toy, tmp_path):
     assert "the stored response of item 't2' and model 'm1', '你好'" in message and "got '你好呀'" in message
     import_argilla(toy, EXPORT, response_field="fields.response", **ARGS)   # 天气很好, 你好, 嗯: as stored
     assert len(ratings(toy, "fluency")) == 4
+
+
+def test_a_stored_scale_stands(toy, tmp_path):
+    """The options of settings.json give a new dimension its scale; a dimension stored with one keeps it."""
+    (tmp_path / "earlier.csv").write_text("item_id,model,annotator,dimension,score\nt2,m1,x,fluency,3\n", encoding="utf-8")
+    import_ratings(toy, tmp_path / "earlier.csv", dataset="toy", track="toy/chitchat", scales={"fluency": (1, 5)})
+    wider = [{"value": v} for v in range(0, 11)]
+    folder = twin(tmp_path, settings=lambda s: s["questions"][0]["settings"].update(options=wider),
+                  records=_response("fluency", 0, 1, value=7))
+    message = refused(toy, folder)
+    assert "record 1 (index 0), id 'rec-001', question 'fluency', response 2" in message
+    assert "a score on the fluency scale 1..5" in message and "--scale" not in message
+    shutil.rmtree(folder)
+    import_argilla(toy, twin(tmp_path, settings=lambda s: s["questions"][0]["settings"].update(options=wider)), **ARGS)
+    assert lookup.scales(toy, "toy")["fluency"] == (1, 5) and len(ratings(toy, "fluency")) == 5

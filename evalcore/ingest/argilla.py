@@ -27,6 +27,7 @@ import duckdb
 
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.core.text import normalise_id
+from evalcore.ingest import lookup
 from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.checker import Checker, decimal
 from evalcore.ingest.dstc10 import read_json_list
@@ -49,6 +50,8 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
                    item_field: str, model_field: str, response_field: str | None = None, questions: list[str] | None = None,
                    scales: dict | None = None, missing: list[str] | None = None,
                    annotators: str | Path | None = None) -> ImportReport:
+    """The submitted responses of the export in folder `path` as human ratings of `track`'s stored responses, in
+    one transaction, or nothing (ImportRefused naming every problem found)."""
     folder = Path(path)
     if not (folder / RECORDS).is_file() or not (folder / SETTINGS).is_file():
         got = "no such folder" if not folder.is_dir() else "no " + " and no ".join(
@@ -57,7 +60,7 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     absent = Missing.of(str(folder), missing)
     chosen, scale_of, skipped = _questions(folder / SETTINGS, questions, absent)
     users = _users(Path(annotators)) if annotators is not None else None
-    name = _dataset_name(folder / DATASET)
+    title = _dataset_name(folder / DATASET)
     file = str(folder / RECORDS)
     records, _, _ = read_json_list(folder / RECORDS, RECORDS_SHAPE)
     check = Checker(file)
@@ -117,9 +120,11 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
                                      f"imported ({', '.join(sorted(chosen)) or 'none'})", "none")])
     fields = {"item_id": item_field, "model": model_field, "annotator": "user_id", "dimension": "question",
               "score": "value"}
+    stored = {d for d, scale in lookup.scales(con, normalise_id(dataset)).items() if scale != (None, None)}
+    own = {d: scale for d, scale in scale_of.items() if d not in stored}   # a stored scale stands; values are checked on it
     report = imported_as(con, import_ratings, rows, file, places, fields, dataset=dataset, track=track,
-                         scales={**scale_of, **(scales or {})}, missing=missing)
-    report.notes.insert(0, f"{name}{len(records):,} records, {len(rows):,} submitted responses to "
+                         scales={**own, **(scales or {})}, missing=missing)
+    report.notes.insert(0, f"{title}{len(records):,} records, {len(rows):,} submitted responses to "
                         f"{', '.join(repr(q) for q in sorted(chosen))}")
     for n, what in ((left["draft"], "draft response(s) left out"),
                     (left["discarded"], "discarded response(s) left out"),
