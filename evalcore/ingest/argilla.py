@@ -17,7 +17,8 @@ Other questions (text, span, ranking, multi_label_selection) are left out, named
 status (exports of other Argilla versions write one) counts only when submitted; drafts and discarded ones are
 counted in a note. Suggestions (a model's answers, not people's) are counted and left out. A question's scale
 is its options' lowest to highest value unless --scale gives one. The rows are imported by import_ratings, in one
-transaction, under its rules; problems name the file, record, question and response.
+transaction, under its rules; problems name the file, record, question and response, and a stored rating's
+origin is 'records.json.jsonl line K', K its number among the responses read.
 """
 from __future__ import annotations
 
