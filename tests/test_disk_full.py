@@ -198,6 +198,20 @@ def labelstudio_case(template: Path, where: Path) -> list[str]:
             "data.item_id", "--model-field", "data.model", "--scale", "quality=1:5"]
 
 
+def argilla_case(template: Path, where: Path) -> list[str]:
+    """An Argilla dataset on disk of 50,000 records, each m0's response to an item of `big` rated by one of two users."""
+    folder = where / "argilla"
+    (folder / ".argilla").mkdir(parents=True)
+    settings = {"fields": [{"name": "response", "settings": {"type": "text"}}], "questions": [
+        {"name": "quality", "settings": {"type": "rating", "options": [{"value": v} for v in range(1, 6)]}}]}
+    (folder / ".argilla" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    records = [{"id": f"r{i}", "fields": {"response": sentence(i + 2)}, "metadata": {"item_id": f"b{i:05d}", "model": "m0"},
+                "responses": {"quality": [{"value": 1 + i % 5, "user_id": f"user-{i % 2}"}]}} for i in range(N)]
+    (folder / "records.json").write_text(json.dumps(records), encoding="utf-8")
+    return ["import", "argilla", str(folder), "--dataset", "big", "--track", "big/chitchat", "--item-field",
+            "metadata.item_id", "--model-field", "metadata.model"]
+
+
 def dstc11_case(template: Path, where: Path) -> list[str]:
     """50,000 rated responses in DSTC11 Track 4's shape, imported in their Chinese texts."""
     entries = [{"dialogue_id": f"d{i // 5:05d}", "model": f"sys{i % 5}", "context": "hi\nhello",
@@ -251,7 +265,8 @@ def inspect_case(template: Path, where: Path) -> list[str]:
 CASES = {"items": items_case, "responses": responses_case, "ratings": ratings_case, "scores": scores_case,
          "votes": votes_case, "dstc10": dstc10_case, "mtbench": mtbench_case, "msde": msde_case,
          "published": published_case, "sessions": sessions_case, "lm-eval": lmeval_case, "hf": hf_case,
-         "label-studio": labelstudio_case, "dstc11": dstc11_case, "eee": eee_case, "inspect": inspect_case}
+         "label-studio": labelstudio_case, "argilla": argilla_case, "dstc11": dstc11_case, "eee": eee_case,
+         "inspect": inspect_case}
 
 
 def test_every_import_kind_is_covered():

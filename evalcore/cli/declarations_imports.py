@@ -1,5 +1,6 @@
 """The `import` commands for files other tools write: lm-evaluation-harness samples, inspect_ai logs, Hugging Face
-datasets, Label Studio exports and DSTC11 Track 4 annotations. Declared beside evalcore.cli.declarations (same registry)."""
+datasets, Label Studio exports, Argilla datasets and DSTC11 Track 4 annotations. Declared beside
+evalcore.cli.declarations (same registry)."""
 from __future__ import annotations
 
 from evalcore.cli.commands import CREATES, imported, scale
@@ -63,6 +64,26 @@ def import_labelstudio(p):
                         "is a number); the dimension is the control's name (from_name)")
     scale(p)
     missing(p, "a choice")
+
+
+@command("import argilla", "an Argilla dataset written by Dataset.to_disk (a folder: records.json, .argilla/settings.json): "
+         "each submitted response to a rating question (or a label question whose labels are numbers) a human rating "
+         "of a stored response, by its user", "exchange_imports:argilla", CREATES)
+def import_argilla(p):
+    imported(p, "folder")
+    p.add_argument("--track", required=True, help="the track of the rated items")
+    p.add_argument("--item-field", required=True, metavar="FIELD", help="dotted path of the item id in a record "
+                   "(metadata.item_id)")
+    p.add_argument("--model-field", required=True, metavar="FIELD", help="dotted path of the model in a record "
+                   "(metadata.model)")
+    p.add_argument("--response-field", metavar="FIELD", help="dotted path of the rated text in a record "
+                   "(fields.response): each must be its stored response's text, else the export is refused")
+    p.add_argument("--questions", metavar="Q1,Q2", help="comma-separated questions to import (default: every rating "
+                   "question and every label question whose labels are numbers); the dimension is the question's name")
+    p.add_argument("--annotators", metavar="USERS.CSV", help="a CSV with columns user_id,username: each response's "
+                   "annotator is its user's name (default: the user_id); every user who answered must be listed")
+    scale(p)
+    missing(p, "a label")
 
 
 @command("import dstc11", "a DSTC11 Track 4 turn-level JSON file (DSTC10 entries with context_zh/response_zh, _es, _pa "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from evalcore.cli.imports import reported, scales
+from evalcore.ingest.argilla import import_argilla
 from evalcore.ingest.dstc11 import import_dstc11
 from evalcore.ingest.hfdata import import_hf
 from evalcore.ingest.inspectlog import import_inspect
@@ -33,6 +34,15 @@ def labelstudio(con, args):
     return import_labelstudio(con, args.file, dataset=args.dataset, track=args.track, item_field=args.item_field,
                               model_field=args.model_field, dimension_from=args.dimension_from,
                               scales=scales(args.scale), missing=args.missing)
+
+
+@reported
+def argilla(con, args):
+    questions = [q.strip() for q in args.questions.split(",") if q.strip()] if args.questions is not None else None
+    return import_argilla(con, args.folder, dataset=args.dataset, track=args.track, item_field=args.item_field,
+                          model_field=args.model_field, response_field=args.response_field,
+                          questions=questions, scales=scales(args.scale),
+                          missing=args.missing, annotators=args.annotators)
 
 
 @reported
