@@ -267,23 +267,35 @@ def test_a_file_that_is_not_a_record_is_refused_naming_it(tmp_path, capsys):
         assert said in err and not out.exists()
 
 
-def test_a_record_changed_since_export_is_refused_naming_the_table(hostile_record, tmp_path, capsys):
-    edited = tmp_path / "edited.zip"
-    with zipfile.ZipFile(hostile_record) as zin, zipfile.ZipFile(edited, "w") as zout:
+def edited(record: Path, dest: Path, member: str, change) -> Path:
+    """A copy of `record` with the bytes of `member` put through `change`."""
+    with zipfile.ZipFile(record) as zin, zipfile.ZipFile(dest, "w") as zout:
         for info in zin.infolist():
             data = zin.read(info.filename)
-            if info.filename == "tables/metric_values.parquet":
-                values = pd.read_parquet(io.BytesIO(data))
-                values.loc[0, "value"] = values.loc[0, "value"] + 0.25
-                buffer = io.BytesIO()
-                values.to_parquet(buffer, index=False)
-                data = buffer.getvalue()
-            zout.writestr(info, data)
-    assert main(["report", "--record", str(edited), "--out", str(tmp_path / "r.html")]) == 2
+            zout.writestr(info, change(data) if info.filename == member else data)
+    return dest
+
+
+def shifted(data: bytes) -> bytes:
+    """A metric_values table with its first value 0.25 higher."""
+    values = pd.read_parquet(io.BytesIO(data))
+    values.loc[0, "value"] = values.loc[0, "value"] + 0.25
+    buffer = io.BytesIO()
+    values.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def test_a_record_changed_since_export_is_refused_naming_the_table(hostile_record, tmp_path, capsys):
+    changed = edited(hostile_record, tmp_path / "changed.zip", "tables/metric_values.parquet", shifted)
+    assert main(["report", "--record", str(changed), "--out", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
-    sha = manifest_of(edited)["tables"]["metric_values"]["sha256"]
-    assert f"{edited}, tables/metric_values.parquet, field 'sha256': expected {sha} (the manifest's), got " in err
-    assert "changed since export" in err and not (tmp_path / "r.html").exists()
+    sha = manifest_of(changed)["tables"]["metric_values"]["sha256"]
+    assert f"{changed}, tables/metric_values.parquet, field 'sha256': expected {sha} (the manifest's), got " in err
+    assert "changed since export" in err
+    broken = edited(hostile_record, tmp_path / "broken.zip", "tables/datasets.parquet", lambda data: b"not parquet")
+    assert main(["report", "--record", str(broken), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"{broken}, tables/datasets.parquet: expected a Parquet table, got " in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.slow

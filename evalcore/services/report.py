@@ -253,7 +253,11 @@ def checked_record(path: str | Path, folder: Path) -> dict:
             if "/" in name or "\\" in name or name.startswith(".") or not table.exists():
                 problems.append(Problem(file, where, "", "the table its manifest lists", "no such file"))
                 continue
-            found, _ = record.parquet_sha256(table)
+            try:
+                found, _ = record.parquet_sha256(table)
+            except duckdb.Error as exc:
+                problems.append(Problem(file, where, "", "a Parquet table", str(exc).splitlines()[0]))
+                continue
             if found != entry.get("sha256"):
                 problems.append(Problem(file, where, "sha256", f"{entry.get('sha256')} (the manifest's)",
                                         f"{found} (changed since export: `evalcore record verify` names the values)"))
@@ -279,7 +283,11 @@ def build_from_record(path: str | Path, tracks: list[str] | None = None, views: 
                                          "record names its dataset)")])
         con = connect(Path(tmp) / "scratch.duckdb")
         try:
-            load(con, path)
+            try:
+                load(con, path)
+            except duckdb.Error as exc:   # tables true to their checksums, yet not the columns a record holds
+                raise ImportRefused([Problem(str(path), "", "", "tables a record import reads",
+                                             str(exc).splitlines()[0])]) from None
             return build(con, manifest["dataset"], tracks, views, now, source=(Path(path).name, manifest))
         finally:
             con.close()
