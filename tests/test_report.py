@@ -3,7 +3,8 @@
 and every name from the store (model, track, annotator) is text, never markup. A report of an evaluation record
 holds the tables of the report of the store it was exported from and names the record's content_sha256; a file
 that is not a record, or whose tables changed since export, is refused naming it. The slow test opens it in
-headless Chromium from a file:// URL with the network cut and keeps screenshots in docs/img/screens/."""
+headless Chromium from a file:// URL with the network cut (a record's report too) and keeps screenshots in
+docs/img/screens/."""
 from __future__ import annotations
 
 import hashlib
@@ -300,16 +301,17 @@ def test_a_record_changed_since_export_is_refused_naming_the_table(hostile_recor
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
-def test_the_report_opens_offline_in_chromium(demo, hostile_report, tmp_path, capsys):
+def test_the_report_opens_offline_in_chromium(demo, hostile_report, hostile_record, tmp_path, capsys):
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r tests/requirements.txt")
-    out = tmp_path / "report.html"
+    out, of_record = tmp_path / "report.html", tmp_path / "record-report.html"
     run(capsys, "report", "--db", str(demo), "--dataset", "msde-paper", "--out", str(out))
+    run(capsys, "report", "--record", str(hostile_record), "--out", str(of_record))
     SCREENS.mkdir(parents=True, exist_ok=True)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
             for report, width, shot in ((out, 1400, "report-1400px.png"), (out, 800, "report-800px.png"),
-                                        (hostile_report, 1400, None)):
+                                        (hostile_report, 1400, None), (of_record, 1400, None)):
                 context = browser.new_context(viewport={"width": width, "height": 1000}, offline=True)
                 asked, errors = [], []
                 context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
