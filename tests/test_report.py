@@ -1,13 +1,19 @@
 """`evalcore report`: one HTML file that opens offline. Its leaderboard holds the numbers `evalcore leaderboard
 --format csv` prints, its checksum is the sha256 of the data text it shows, it references nothing on a network,
-and every name from the store (model, track, annotator) is text, never markup. The slow test opens it in
-headless Chromium from a file:// URL with the network cut and keeps screenshots in docs/img/screens/."""
+and every name from the store (model, track, annotator) is text, never markup. A report of an evaluation record
+holds the tables of the report of the store it was exported from and names the record's content_sha256; a file
+that is not a record, or whose tables changed since export, is refused naming it. The slow test opens it in
+headless Chromium from a file:// URL with the network cut (a record's report too) and keeps screenshots in
+docs/img/screens/."""
 from __future__ import annotations
 
 import hashlib
 import html
+import io
+import json
 import random
 import re
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -154,15 +160,30 @@ def hostile_store(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hostile_report(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("hostile-report")
-    out = folder / "report.html"
-    assert main(["report", "--db", str(hostile_store(folder)), "--dataset", "h", "--out", str(out)]) in (0, None)
+def hostile_db(tmp_path_factory) -> Path:
+    return hostile_store(tmp_path_factory.mktemp("hostile-store"))
+
+
+@pytest.fixture(scope="module")
+def hostile_report(hostile_db, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("hostile-report") / "report.html"
+    assert main(["report", "--db", str(hostile_db), "--dataset", "h", "--out", str(out)]) in (0, None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def hostile_record(hostile_db, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("hostile-record") / "h-record.zip"
+    assert main(["record", "export", "--db", str(hostile_db), "--dataset", "h", "--out", str(out)]) == 0
     return out
 
 
 def test_hostile_names_are_text(hostile_report):
-    text = hostile_report.read_text(encoding="utf-8")
+    names_are_text(hostile_report.read_text(encoding="utf-8"))
+
+
+def names_are_text(text: str) -> None:
+    """The hostile store's names in a report: text in its tables and charts, never markup or a script."""
     # every alert(1) in the file is inside an escaped name (in a table, or in a chart's JSON, where plotly writes
     # "/" as \u002f): taken out, none is left, and neither is any <img
     escaped = [html.escape(SCRIPT), html.escape(IMG), html.escape(SCRIPT).replace("/", "\\u002f")]
@@ -182,18 +203,115 @@ def test_hostile_names_are_text(hostile_report):
     assert any(f",{IMG}," in line for line in sections["annotators"])
 
 
+def manifest_of(record: Path) -> dict:
+    with zipfile.ZipFile(record) as zf:
+        return json.loads(zf.read("manifest.json"))
+
+
+def fact(text: str, name: str) -> str:
+    return html.unescape(re.search(rf"<th>{re.escape(html.escape(name))}</th><td>(.*?)</td>", text).group(1))
+
+
+def test_a_record_s_report_names_its_checksum_and_holds_the_store_s_tables(hostile_report, hostile_record, tmp_path):
+    out, nowhere = tmp_path / "from-record.html", tmp_path / "no-store.duckdb"
+    # no store is read: --db names none, and none is made
+    assert main(["report", "--record", str(hostile_record), "--db", str(nowhere), "--out", str(out)]) == 0
+    assert not nowhere.exists()
+    text, stored = out.read_text(encoding="utf-8"), hostile_report.read_text(encoding="utf-8")
+    manifest = manifest_of(hostile_record)
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["content_sha256"])
+    assert fact(text, "record") == (f"h-record.zip, content_sha256 {manifest['content_sha256']}, made "
+                                    f"{manifest['created_at']} by evalcore {manifest['evalcore']}")
+    assert "store revision" in stored and "store revision" not in text   # the scratch store's says nothing
+    # the same tables as the report of the store the record was exported from, so the same data checksum
+    assert data_sections(text) == data_sections(stored)
+    assert fact(text, "data checksum") == fact(stored, "data checksum")
+    assert fact(text, "tracks") == fact(stored, "tracks") == f"{SCRIPT}/chitchat, h/chitchat"
+    names_are_text(text)
+
+
+def test_tracks_and_views_narrow_a_record_s_report_as_a_store_s(hostile_db, hostile_record, tmp_path):
+    narrowed = ["--tracks", "h/chitchat", "--view", "human", "leaderboard"]
+    assert main(["report", "--db", str(hostile_db), "--dataset", "h", *narrowed, "--out", str(tmp_path / "s.html")]) == 0
+    # --dataset with --record: accepted when it is the record's dataset
+    assert main(["report", "--record", str(hostile_record), "--dataset", "h", *narrowed, "--out",
+                 str(tmp_path / "r.html")]) == 0
+    stored, text = ((tmp_path / n).read_text(encoding="utf-8") for n in ("s.html", "r.html"))
+    assert data_sections(text) == data_sections(stored)
+    assert sorted(data_sections(text)[0]) == ["agreement", "annotators", "leaderboard", "leaderboard signatures"]
+    assert fact(text, "tracks") == "h/chitchat"
+
+
+def test_another_dataset_than_the_record_s_is_refused(hostile_record, tmp_path, capsys):
+    assert main(["report", "--record", str(hostile_record), "--dataset", "other", "--out", str(tmp_path / "r.html")]) == 2
+    assert (f"{hostile_record}, manifest.json, field 'dataset': expected the dataset --dataset names ('other'), "
+            "got 'h' (leave --dataset out: the record names its dataset)") in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_neither_a_dataset_nor_a_record_is_an_error(tmp_path, capsys):
+    assert main(["report", "--out", str(tmp_path / "r.html")]) == 1
+    assert "say what to report: --dataset D (of the store at --db) or --record FILE.zip" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_a_record_is_refused_naming_it(tmp_path, capsys):
+    (tmp_path / "notes.zip").write_bytes(b"not a zip")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as zf:
+        zf.writestr("manifest.json", json.dumps({"format": "other", "version": 9}))
+    for name, said in (("notes.zip", "not an evaluation record (expected a zip with manifest.json)"),
+                       ("other.zip", "expected format 'evalcore-record' version 1, got 'other' version 9")):
+        out = tmp_path / f"{name}.html"
+        assert main(["report", "--record", str(tmp_path / name), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"refused {tmp_path / name}: 1 problem(s); nothing was written")
+        assert f"{tmp_path / name}: expected an evaluation record (`evalcore record export`), got " in err
+        assert said in err and not out.exists()
+
+
+def edited(record: Path, dest: Path, member: str, change) -> Path:
+    """A copy of `record` with the bytes of `member` put through `change`."""
+    with zipfile.ZipFile(record) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            zout.writestr(info, change(data) if info.filename == member else data)
+    return dest
+
+
+def shifted(data: bytes) -> bytes:
+    """A metric_values table with its first value 0.25 higher."""
+    values = pd.read_parquet(io.BytesIO(data))
+    values.loc[0, "value"] = values.loc[0, "value"] + 0.25
+    buffer = io.BytesIO()
+    values.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def test_a_record_changed_since_export_is_refused_naming_the_table(hostile_record, tmp_path, capsys):
+    changed = edited(hostile_record, tmp_path / "changed.zip", "tables/metric_values.parquet", shifted)
+    assert main(["report", "--record", str(changed), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    sha = manifest_of(changed)["tables"]["metric_values"]["sha256"]
+    assert f"{changed}, tables/metric_values.parquet, field 'sha256': expected {sha} (the manifest's), got " in err
+    assert "changed since export" in err
+    broken = edited(hostile_record, tmp_path / "broken.zip", "tables/datasets.parquet", lambda data: b"not parquet")
+    assert main(["report", "--record", str(broken), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"{broken}, tables/datasets.parquet: expected a Parquet table, got " in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
-def test_the_report_opens_offline_in_chromium(demo, hostile_report, tmp_path, capsys):
+def test_the_report_opens_offline_in_chromium(demo, hostile_report, hostile_record, tmp_path, capsys):
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r tests/requirements.txt")
-    out = tmp_path / "report.html"
+    out, of_record = tmp_path / "report.html", tmp_path / "record-report.html"
     run(capsys, "report", "--db", str(demo), "--dataset", "msde-paper", "--out", str(out))
+    run(capsys, "report", "--record", str(hostile_record), "--out", str(of_record))
     SCREENS.mkdir(parents=True, exist_ok=True)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
             for report, width, shot in ((out, 1400, "report-1400px.png"), (out, 800, "report-800px.png"),
-                                        (hostile_report, 1400, None)):
+                                        (hostile_report, 1400, None), (of_record, 1400, None)):
                 context = browser.new_context(viewport={"width": width, "height": 1000}, offline=True)
                 asked, errors = [], []
                 context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")

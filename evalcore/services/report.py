@@ -1,12 +1,16 @@
 """An offline report of one dataset: the trust, leaderboard, correlation and human-rating views as one
 self-contained HTML file (evalcore.services.report_html draws it). Its tables come from the same functions as
 the CLI's commands, with the commands' defaults, so a number in the report is the number `evalcore leaderboard`
-(`correlate`, `trust`, `agreement`) prints; a checksum of those tables says whether two reports hold the same data."""
+(`correlate`, `trust`, `agreement`) prints; a checksum of those tables says whether two reports hold the same data.
+A report of an evaluation record (build_from_record) is made from the record loaded into a scratch store, its tables
+first checked against the record's manifest, and names the record and its content_sha256."""
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -21,9 +25,11 @@ from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import dimensions
 from evalcore.analysis.trust_opening import opening
 from evalcore.analysis.trust_verdicts import report as trust_report
-from evalcore.services import report_html
+from evalcore.core.errors import ImportRefused, Problem
+from evalcore.services import record, report_html
+from evalcore.services.record_load import load
 from evalcore.services.scope import chosen_tracks
-from evalcore.store import revision
+from evalcore.store import connect, revision
 
 VIEWS = ("trust", "leaderboard", "correlations", "human")
 PUBLISHED_SIGNATURE = "published: the paper's own value (no signature stored)"
@@ -39,6 +45,9 @@ WEIGHTS = {"unweighted": "0 on the diagonal, 1 elsewhere", "linear": "|i - j| on
            "quadratic": "(i - j)^2 on category ranks"}
 CHECKSUM_COVERS = ("sha256 of every data table below (each as its name on one line, then CSV with a header, its "
                    "rows sorted; UTF-8): the names and numbers of the report, not its charts, time or layout")
+RECORD_COVERS = ("the record's content_sha256 covers every table and figure in it (`evalcore record verify FILE` "
+                 "recomputes it); each table was checked against it when this report was made")
+MANIFEST_KEYS = ("dataset", "tracks", "created_at", "evalcore", "tables", "figure_tables", "content_sha256")
 
 
 @dataclass
@@ -200,12 +209,85 @@ def checksum(tables: list[Table]) -> str:
 
 
 def build(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None = None,
-          views: tuple[str, ...] = VIEWS, now: datetime | None = None) -> str:
-    """The report as one HTML document (plotly.js inlined: it opens from a file with no network)."""
+          views: tuple[str, ...] = VIEWS, now: datetime | None = None, source: tuple[str, dict] | None = None) -> str:
+    """The report as one HTML document (plotly.js inlined: it opens from a file with no network). `source`, for
+    a report of a record: (the record's file name, its manifest), named in the facts instead of the store's
+    revision."""
     shown = gather(con, dataset, tracks, views)
     tables = [t for v in shown for t in v.tables]
     facts = [("dataset", dataset), ("tracks", ", ".join(chosen_tracks(con, dataset, tracks))),
-             ("evalcore version", __version__), ("store revision", str(revision(con))),
-             ("made (UTC)", (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S")),
-             ("data checksum", checksum(tables)), ("the checksum covers", CHECKSUM_COVERS)]
+             ("evalcore version", __version__),
+             ("made (UTC)", (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S"))]
+    if source is None:
+        facts.insert(3, ("store revision", str(revision(con))))
+    else:
+        name, manifest = source
+        facts.append(("record", f"{name}, content_sha256 {manifest['content_sha256']}, made "
+                                f"{manifest['created_at']} by evalcore {manifest['evalcore']}"))
+    facts += [("data checksum", checksum(tables)), ("the checksum covers", CHECKSUM_COVERS)]
+    if source is not None:
+        facts.append(("the record's checksum", RECORD_COVERS))
     return report_html.page(f"evalcore report: {dataset}", facts, shown, canonical(tables))
+
+
+def checked_record(path: str | Path, folder: Path) -> dict:
+    """The manifest of the record at `path`, its tables extracted under `folder`, each table's checksum and the
+    content_sha256 recomputed and equal to the manifest's; ImportRefused naming the file (and the table) when it
+    is not a record or does not match its manifest."""
+    file = str(path)
+    try:
+        manifest = record.unpack(path, folder)
+    except ValueError as exc:   # not a zip, no manifest, another format, a manifest that is not JSON
+        said = str(exc)
+        raise ImportRefused([Problem(file, "", "", "an evaluation record (`evalcore record export`)",
+                                     said[len(f"{path}: "):] if said.startswith(f"{path}: ") else said)]) from None
+    missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
+    if missing:
+        raise ImportRefused([Problem(file, "manifest.json", k, "a key of an evaluation record's manifest", "none")
+                             for k in missing])
+    problems, sums = [], {}
+    for part, listed in (("tables", manifest["tables"]), ("figures", manifest["figure_tables"])):
+        for name, entry in listed.items():
+            where = f"{part}/{name}.parquet"
+            table = folder / part / f"{name}.parquet"
+            if "/" in name or "\\" in name or name.startswith(".") or not table.exists():
+                problems.append(Problem(file, where, "", "the table its manifest lists", "no such file"))
+                continue
+            try:
+                found, _ = record.parquet_sha256(table)
+            except duckdb.Error as exc:
+                problems.append(Problem(file, where, "", "a Parquet table", str(exc).splitlines()[0]))
+                continue
+            if found != entry.get("sha256"):
+                problems.append(Problem(file, where, "sha256", f"{entry.get('sha256')} (the manifest's)",
+                                        f"{found} (changed since export: `evalcore record verify` names the values)"))
+            sums[f"{part}/{name}"] = entry.get("sha256")
+    if not problems and record.content_sha256(sums) != manifest["content_sha256"]:
+        problems.append(Problem(file, "manifest.json", "content_sha256", record.content_sha256(sums),
+                                f"{manifest['content_sha256']} (not the checksum of its tables' checksums)"))
+    if problems:
+        raise ImportRefused(problems)
+    return manifest
+
+
+def build_from_record(path: str | Path, tracks: list[str] | None = None, views: tuple[str, ...] = VIEWS,
+                      dataset: str | None = None, now: datetime | None = None) -> str:
+    """The report of the evaluation record at `path`: checked against its manifest, loaded (record_load.load) into
+    a scratch store in a temporary folder, removed afterwards, and reported as build() reports a store. `dataset`,
+    when given, must be the record's."""
+    with tempfile.TemporaryDirectory(prefix="evalcore-report-") as tmp:
+        manifest = checked_record(path, Path(tmp) / "record")
+        if dataset is not None and dataset != manifest["dataset"]:
+            raise ImportRefused([Problem(str(path), "manifest.json", "dataset", f"the dataset --dataset names "
+                                         f"({dataset!r})", f"{manifest['dataset']!r} (leave --dataset out: the "
+                                         "record names its dataset)")])
+        con = connect(Path(tmp) / "scratch.duckdb")
+        try:
+            try:
+                load(con, path)
+            except duckdb.Error as exc:   # tables true to their checksums, yet not the columns a record holds
+                raise ImportRefused([Problem(str(path), "", "", "tables a record import reads",
+                                             str(exc).splitlines()[0])]) from None
+            return build(con, manifest["dataset"], tracks, views, now, source=(Path(path).name, manifest))
+        finally:
+            con.close()
