@@ -124,6 +124,33 @@ def tiny_bert(path: Path, text: str, classifier: bool = False) -> Path:
     return path
 
 
+def edit_record_value(record: Path, out: Path, metric: str, item_id: str | None = None,
+                      model: str | None = None, delta: float = 0.25) -> tuple[str, str, float]:
+    """A copy of evaluation record `record` at `out` with one per-response value of `metric` raised by `delta`
+    (the given item's and model's, else the first with a value); returns (item_id, model, the true value)."""
+    import io
+    import zipfile
+
+    import pandas as pd
+
+    with zipfile.ZipFile(record) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "tables/metric_values.parquet":
+                values = pd.read_parquet(io.BytesIO(data))
+                chosen = (values["metric"] == metric) & values["value"].notna()
+                if item_id is not None:
+                    chosen &= (values["item_id"] == item_id) & (values["model"] == model)
+                row = values.index[chosen][0]
+                found = (values.at[row, "item_id"], values.at[row, "model"], float(values.at[row, "value"]))
+                values.at[row, "value"] = found[2] + delta
+                buffer = io.BytesIO()
+                values.to_parquet(buffer, index=False)
+                data = buffer.getvalue()
+            zout.writestr(info, data)
+    return found
+
+
 def write_jsonl(path: Path, rows: list) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path

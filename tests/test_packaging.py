@@ -7,6 +7,7 @@ package index, or where Chromium or Playwright is missing (the browser part only
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -17,10 +18,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from test_browser import ARTIFACTS, CHROMIUM, DRAWN, _free_port, _settle, chromium, expect
 
-from conftest import ROOT, shared
+from conftest import ROOT, edit_record_value, shared
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +196,14 @@ def test_msde_release_record_verifies_on_a_fresh_install(installed):
     assert "96,760 responses" in said and "2,190 human ratings" in said
     done = _run(installed, "evalcore", "record", "verify", "msde-record.zip", timeout=900)
     assert "verified: every recomputed value and figure equals the record's" in done.stdout, done.stdout
+    # one F1 value raised by 0.25 inside the record: verify names its item, model and metric, and both values
+    bin_, work, env = installed
+    item, model, truth = edit_record_value(work / "msde-record.zip", work / "edited.zip", "F1")
+    done = subprocess.run([str(bin_ / "evalcore"), "record", "verify", "edited.zip", "--format", "csv"], cwd=work,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1, _tail(done.stderr + done.stdout)
+    found = pd.read_csv(io.StringIO(done.stdout))
+    value = found[(found["where"] == "tables/metric_values.parquet") & (found["metric"] == "F1")]
+    assert value[["item_id", "model"]].values.tolist() == [[item, model]]
+    assert float(value["recorded"].iloc[0]) == pytest.approx(truth + 0.25)
+    assert float(value["recomputed"].iloc[0]) == pytest.approx(truth)

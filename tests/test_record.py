@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from judge_server import JudgeServer
 
-from conftest import copy_default_store, tiny_bert, write_jsonl
+from conftest import copy_default_store, edit_record_value, tiny_bert, write_jsonl
 from evalcore.cli import main
 from evalcore.services import record
 from evalcore.services import tasks as task_service
@@ -82,19 +82,7 @@ def test_export_import_verify_and_an_edited_value(scored, tmp_path, capsys):
 
     # one value edited inside the record: verify names it
     edited = tmp_path / "edited.zip"
-    with zipfile.ZipFile(out) as zin, zipfile.ZipFile(edited, "w") as zout:
-        for info in zin.infolist():
-            data = zin.read(info.filename)
-            if info.filename == "tables/metric_values.parquet":
-                values = pd.read_parquet(io.BytesIO(data))
-                row = values.index[(values["item_id"] == "d3-t1") & (values["model"] == "m1")
-                                   & (values["metric"] == "F1")][0]
-                truth = values.at[row, "value"]
-                values.at[row, "value"] = truth + 0.25
-                buffer = io.BytesIO()
-                values.to_parquet(buffer, index=False)
-                data = buffer.getvalue()
-            zout.writestr(info, data)
+    _, _, truth = edit_record_value(out, edited, "F1", "d3-t1", "m1")
     capsys.readouterr()
     assert main(["record", "verify", str(edited), "--format", "csv"]) == 1
     found = pd.read_csv(io.StringIO(capsys.readouterr().out))
