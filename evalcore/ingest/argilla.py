@@ -34,7 +34,7 @@ from evalcore.ingest.checker import Checker, decimal
 from evalcore.ingest.dstc10 import read_json_list
 from evalcore.ingest.hfdata import imported_as
 from evalcore.ingest.jsonread import read_json
-from evalcore.ingest.lmeval import field_at
+from evalcore.ingest.lmeval import field_at, key_fields
 from evalcore.ingest.ratings import Missing, import_ratings
 from evalcore.ingest.readers import read_table
 
@@ -76,12 +76,7 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             continue
         if isinstance(record.get("id"), (int, str)):
             at += f", id {short(record['id'])}"
-        keys = {}
-        for option, dotted in (("--item-field", item_field), ("--model-field", model_field)):
-            found, value = field_at(record, dotted)
-            if not found or value is None:
-                check.add(at, dotted, f"the record field named by {option}", "no such field")
-            keys[option] = value
+        keys = key_fields(check, record, at, "record", item_field, model_field)
         if response_field is not None:
             _same_text(check, record, response_field, texts, keys.values(), at)
         suggestions = record.get("suggestions")

@@ -26,7 +26,7 @@ from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.checker import Checker
 from evalcore.ingest.dstc10 import read_json_list
 from evalcore.ingest.hfdata import imported_as
-from evalcore.ingest.lmeval import field_at
+from evalcore.ingest.lmeval import key_fields
 from evalcore.ingest.ratings import import_ratings
 
 SHAPE = "a Label Studio JSON export: a list of tasks {data, annotations: [{completed_by, result: [...]}]}"
@@ -53,12 +53,7 @@ def import_labelstudio(con: duckdb.DuckDBPyConnection, path: str | Path, *, data
             continue
         if isinstance(task.get("id"), (int, str)):
             at += f", id {short(task['id'])}"
-        keys = {}
-        for option, dotted in (("--item-field", item_field), ("--model-field", model_field)):
-            found, value = field_at(task, dotted)
-            if not found or value is None:
-                check.add(at, dotted, f"the task field named by {option}", "no such field")
-            keys[option] = value
+        keys = key_fields(check, task, at, "task", item_field, model_field)
         predicted += len(task.get("predictions") or []) if isinstance(task.get("predictions"), list) else 0
         annotations = task.get("annotations")
         if not isinstance(annotations, list):

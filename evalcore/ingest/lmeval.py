@@ -47,6 +47,18 @@ def field_at(rec: dict, path: str) -> tuple[bool, object]:
     return True, value
 
 
+def key_fields(check: Checker, rec: dict, at: str, what: str, item_field: str, model_field: str) -> dict[str, object]:
+    """The values of the fields --item-field and --model-field name in `rec` (a task, a record: `what`), each
+    missing one added to `check` at `at`."""
+    keys = {}
+    for option, dotted in (("--item-field", item_field), ("--model-field", model_field)):
+        found, value = field_at(rec, dotted)
+        if not found or value is None:
+            check.add(at, dotted, f"the {what} field named by {option}", "no such field")
+        keys[option] = value
+    return keys
+
+
 def metric_names(check: Checker, given: str | None) -> list[str] | None:
     """--metrics m1,m2 as names (None: every numeric one)."""
     if given is None:
