@@ -214,6 +214,7 @@ def test_uncertainty_over_samples_and_over_judges(tmp_path):
     judges = audit.uncertainty(con, "ja", across="judges", bootstrap=100, seed=0).set_index("model")
     con.close()
     assert set(samples["samples"]) == {2} and (samples["judge_sd"] == 0).all()
+    assert (samples["note"] == "").all()   # every model answers every item: each resample ranks every model
     assert (samples["rank_low"] == samples["rank_low_items"]).all() and (samples["rank_high"] == samples["rank_high_items"]).all()
     assert samples.loc["test", "mean"] == pytest.approx(2.0) and samples.loc["test", "rank"] == 1
     # across judges: judge-one's two samples and judge-two, three answers per response

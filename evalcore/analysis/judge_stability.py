@@ -12,7 +12,7 @@ from evalcore.analysis.judge_values import PAIRWISE, asked, judge_values, tracks
 from evalcore.analysis.stats import correlate, interval
 
 UNCERTAINTY_COLUMNS = ["track", "judge", "asked", "samples", "model", "items", "mean", "judge_sd", "rank",
-                       "rank_low_items", "rank_high_items", "rank_low", "rank_high"]
+                       "rank_low_items", "rank_high_items", "rank_low", "rank_high", "note"]
 DRIFT_COLUMNS = ["track", "judge", "asked_a", "asked_b", "signature_a", "signature_b", "n", "spearman_turn", "models",
                  "kendall_tau_system", "ci_low", "ci_high", "note"]
 
@@ -75,16 +75,18 @@ def uncertainty(con: duckdb.DuckDBPyConnection, dataset: str, *, across: str = "
                 pick = answers[np.arange(len(answers)), rng.integers(0, answers.shape[1], len(answers))]
                 with_judge.append(pd.Series(-board(weights, pick)).rank(method="average").to_numpy())
             sd = pd.Series(answers.std(axis=1, ddof=1)).groupby(m_idx).mean().to_numpy()
-            lo_i, hi_i = (np.nanpercentile(only_items, q, axis=0) if bootstrap else np.full(len(models), np.nan)
-                          for q in (2.5, 97.5))
-            lo_j, hi_j = (np.nanpercentile(with_judge, q, axis=0) if bootstrap else np.full(len(models), np.nan)
-                          for q in (2.5, 97.5))
+            # a resample that drew none of a model's items ranks it nowhere: counted, and past 5% no interval
+            only_items = np.asarray(only_items, float).reshape(bootstrap, len(models))
+            with_judge = np.asarray(with_judge, float).reshape(bootstrap, len(models))
             for k, model in enumerate(models):
+                lo_i, hi_i, said_i = interval(only_items[:, k])
+                lo_j, hi_j, said_j = interval(with_judge[:, k])
+                note = "; ".join(dict.fromkeys(n for n in (said_i, said_j) if n))
                 rows.append({"track": track, "judge": name, "asked": asked(group) if across == "samples" else
                              f"{len(runs)} signatures", "samples": len(runs), "model": model,
                              "items": int((m_idx == k).sum()), "mean": point[k], "judge_sd": sd[k], "rank": rank[k],
-                             "rank_low_items": lo_i[k], "rank_high_items": hi_i[k], "rank_low": lo_j[k],
-                             "rank_high": hi_j[k]})
+                             "rank_low_items": lo_i, "rank_high_items": hi_i, "rank_low": lo_j, "rank_high": hi_j,
+                             "note": note})
     return pd.DataFrame(rows, columns=UNCERTAINTY_COLUMNS)
 
 
