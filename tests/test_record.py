@@ -3,10 +3,14 @@ named by verify with its item, metric and both values; conflicts refused whole. 
 fresh install is in tests/test_packaging.py (slow)."""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
+from datetime import datetime
 
+import duckdb
+import numpy as np
 import pandas as pd
 import pytest
 from judge_server import JudgeServer
@@ -214,3 +218,33 @@ def test_the_default_stores_datasets_export_and_verify(default_store_file, tmp_p
         capsys.readouterr()
         assert main(["record", "verify", str(out)]) == 0, dataset
         assert "verified: every recomputed value and figure equals the record's" in capsys.readouterr().out
+
+
+def test_a_tables_checksum_is_its_canonical_rows_sha256(tmp_path, monkeypatch):
+    """The checksum is the SHA-256 of the column names as JSON, then each row as a JSON list on its own line in
+    the order of all columns (written out here row by row), whatever the cells: NaN and missing numbers, text
+    holding the separators, lists of statistics with gaps, timestamps; and across batches (three rows each)."""
+    frame = pd.DataFrame({
+        "name": ["b", 'a, "quoted"], [x]', None, "中文", "a"],
+        "n": pd.array([2, None, 1, 3, 2], dtype="Int64"),
+        "ok": [True, False, None, True, True],
+        "value": [0.1, float("nan"), 1e16, -0.0, None],
+        "stats": [[0.5, float("nan")], None, [], [1.0, None, 2.5], [3.0]],
+        "at": pd.to_datetime(["2026-11-27 08:00:00", "2026-01-01 00:00:00", None, "2026-11-27 08:00:01", "2025-05-05 12:30:00"]),
+    })
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path, index=False)
+    monkeypatch.setattr(record, "BATCH", 3)
+    found, rows = record.parquet_sha256(path)
+
+    def cell(v):
+        if v is None or v is pd.NaT or (isinstance(v, float) and v != v):
+            return None
+        if isinstance(v, (list, np.ndarray)):
+            return [cell(x) for x in v]
+        return v.isoformat() if isinstance(v, (pd.Timestamp, datetime)) else v
+
+    ordered = duckdb.sql(f"SELECT * FROM read_parquet('{path}') ORDER BY ALL").fetchall()
+    text = json.dumps(list(frame.columns)) + "".join(
+        "\n" + json.dumps([cell(v) for v in row], ensure_ascii=False, sort_keys=True) for row in ordered)
+    assert rows == 5 and found == hashlib.sha256(text.encode()).hexdigest()

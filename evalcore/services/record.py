@@ -126,14 +126,38 @@ def bounded():
             duck.close()
 
 
+ROW_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)   # one encoder: json.dumps makes one per call
+JSON_STRING = json.encoder.encode_basestring   # what ROW_JSON writes for a str (C where available)
+
+
+def _column_json(column: pa.Array) -> list[str]:
+    """Each cell of a column as ROW_JSON writes it inside a row's JSON list (cells as _cell gives them). Numbers
+    are written a column at a time and split (a number's JSON holds no ", "); text one string at a time."""
+    kind = column.type
+    if pa.types.is_list(kind) and pa.types.is_floating(kind.value_type):   # a value's statistics
+        flat, offsets = _column_json(column.flatten()), column.offsets.to_pylist()
+        base = offsets[0]   # a batch's column may be a slice of a longer one
+        return ["[" + ", ".join(flat[a - base:b - base]) + "]" if ok else "null"
+                for a, b, ok in zip(offsets, offsets[1:], column.is_valid().to_pylist())]
+    values = column.to_pylist()
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return ["null" if v is None else JSON_STRING(v) for v in values]
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_floating(kind):
+        if pa.types.is_floating(kind):
+            values = [None if v is not None and v != v else v for v in values]   # NaN: no value
+        return ROW_JSON.encode(values)[1:-1].split(", ") if values else []
+    return [ROW_JSON.encode(_cell(v)) for v in values]
+
+
 def _hashed(duck: duckdb.DuckDBPyConnection, path: str | Path) -> tuple[str, int]:
     rel = duck.sql("SELECT * FROM read_parquet(?) ORDER BY ALL", params=[str(path)])
     digest = hashlib.sha256(json.dumps(rel.columns).encode())
     n = 0
     for batch in rel.to_arrow_reader(BATCH):
-        for row in zip(*(column.to_pylist() for column in batch.columns)):
-            digest.update(b"\n" + json.dumps([_cell(v) for v in row], ensure_ascii=False, sort_keys=True).encode())
-            n += 1
+        lines = ["[" + ", ".join(cells) + "]" for cells in zip(*(_column_json(c) for c in batch.columns))]
+        if lines:   # the same bytes as one update per row: "\n" + the row's JSON list
+            digest.update(("\n" + "\n".join(lines)).encode())
+        n += len(lines)
     return digest.hexdigest(), n
 
 
