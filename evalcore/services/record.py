@@ -32,9 +32,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore import __version__
-from evalcore.analysis import correlate, trust, trust_levels
+from evalcore.analysis import correlate, trust
 from evalcore.analysis import leaderboard as lb
 from evalcore.analysis.agreement import agreement
+from evalcore.analysis.trust_opening import opening
 from evalcore.generation.templates import HERE as TEMPLATES
 from evalcore.metrics import registry
 from evalcore.metrics.judge import prompts
@@ -50,6 +51,7 @@ FIGURE_SEED, FIGURE_RESAMPLES = 0, 200   # the figures' bootstrap: seeded, state
 # figures not named here are keyed by all their text columns and compared on their numbers
 FIGURE_KEYS = {"trust": ["level", "origin", "metric", "skill", "track", "dimension"]}
 BATCH = 100_000   # rows per record batch written or hashed
+HASHED_ROWS = 20_000   # rows of a batch turned into text at once for its checksum
 SORT_MEMORY = "512MB"   # what a checksum's sort may hold before it spills to disk
 
 # what each table holds of dataset ? (and tracks ?: NULL for all), in the order an import writes them
@@ -154,10 +156,12 @@ def _hashed(duck: duckdb.DuckDBPyConnection, path: str | Path) -> tuple[str, int
     digest = hashlib.sha256(json.dumps(rel.columns).encode())
     n = 0
     for batch in rel.to_arrow_reader(BATCH):
-        lines = ["[" + ", ".join(cells) + "]" for cells in zip(*(_column_json(c) for c in batch.columns))]
-        if lines:   # the same bytes as one update per row: "\n" + the row's JSON list
+        for start in range(0, batch.num_rows, HASHED_ROWS):   # a slice's text at a time: tens of MB, not hundreds
+            part = batch.slice(start, HASHED_ROWS)
+            lines = ["[" + ", ".join(cells) + "]" for cells in zip(*(_column_json(c) for c in part.columns))]
+            # the same bytes as one update per row: "\n" + the row's JSON list
             digest.update(("\n" + "\n".join(lines)).encode())
-        n += len(lines)
+            n += len(lines)
     return digest.hexdigest(), n
 
 
@@ -242,8 +246,7 @@ def tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | Non
 def figures(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]) -> dict[str, pd.DataFrame]:
     """The statistics a reader checks against the values: per track the leaderboard, the correlations of every
     metric with people at turn and system level, and agreement between annotators; and the Metric trust verdicts
-    at each level with something to correlate (they pool every track of the dataset, so a record of some
-    tracks carries none)."""
+    where the page opens (they pool every track of the dataset, so a record of some tracks carries none)."""
     boards, corr, agree = [], [], []
     for track in tracks:
         boards.append(lb.leaderboard(con, dataset, track, resamples=0).assign(track=track))
@@ -255,18 +258,20 @@ def figures(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]) -> 
     out = {"leaderboard": join(boards), "correlations": join(corr), "agreement": join(agree)}
     every = {t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ?", [dataset]).fetchall()}
     if set(tracks) == every:
-        out["trust"] = join([_trust(con, dataset, level, origin) for level, origin in trust_levels.choices(con, dataset)])
+        out["trust"] = _trust(con, dataset)
     return out
 
 
-def _trust(con: duckdb.DuckDBPyConnection, dataset: str, level: str, origin: str) -> pd.DataFrame:
-    """The trust table at one level and origin, with the page's defaults (Spearman with people's mean); none
-    where nothing correlates there."""
-    try:
-        frame = trust.trust(con, dataset, level=level, origin=origin)
-    except ValueError:
+def _trust(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
+    """The trust table Metric trust opens on (its first level and origin with a verdict; Spearman with people's
+    mean), or none. One level, not each: at a million responses a turn-level table reads every value again
+    (minutes), and the turn-level correlations behind it are in the `correlations` figure."""
+    found = opening(con, dataset)
+    if found.level is None:
         return pd.DataFrame()
-    return frame.assign(level=level, origin=origin, tied_with_best=frame["tied_with_best"].astype("boolean"))
+    frame = trust.trust(con, dataset, level=found.level, origin=found.origin)
+    return frame.assign(level=found.level, origin=found.origin,
+                        tied_with_best=frame["tied_with_best"].astype("boolean"))
 
 
 def _versions() -> dict[str, str]:
@@ -314,8 +319,8 @@ def export(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, tracks
                         "leaderboard": "analysis.leaderboard per track, no rank intervals",
                         "correlations": "spearman and pearson, turn and system level, per track",
                         "agreement": "kappas and alpha per track and dimension",
-                        "trust": "Metric trust verdicts (spearman with people's mean) at each level with something to "
-                                 "correlate, over every track (a record of some tracks has none)"},
+                        "trust": "Metric trust verdicts (spearman with people's mean) at the level the page opens on, "
+                                 "over every track (a record of some tracks has none)"},
             "tables": listed["tables"], "figure_tables": listed["figures"], "templates": templates(),
             "content_sha256": content_sha256({f"{part}/{n}": e["sha256"] for part in listed
                                               for n, e in listed[part].items()}),
