@@ -34,7 +34,7 @@ from evalcore.ingest.checker import Checker, decimal
 from evalcore.ingest.dstc10 import read_json_list
 from evalcore.ingest.hfdata import imported_as
 from evalcore.ingest.jsonread import read_json
-from evalcore.ingest.lmeval import field_at, key_fields
+from evalcore.ingest.lmeval import entry_at, field_at, key_fields
 from evalcore.ingest.ratings import Missing, import_ratings
 from evalcore.ingest.readers import read_table
 
@@ -70,12 +70,9 @@ def import_argilla(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     places: list[str] = []
     left = {"draft": 0, "discarded": 0, "suggestion": 0, "other": 0}
     for i, record in enumerate(records):
-        at = f"record {i + 1} (index {i})"
-        if not isinstance(record, dict):
-            check.add(at, "", "a record object", type(record).__name__)
+        at = entry_at(check, f"record {i + 1} (index {i})", record, "record")
+        if at is None:
             continue
-        if isinstance(record.get("id"), (int, str)):
-            at += f", id {short(record['id'])}"
         keys = key_fields(check, record, at, "record", item_field, model_field)
         if response_field is not None:
             _same_text(check, record, response_field, texts, keys.values(), at)

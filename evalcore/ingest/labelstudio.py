@@ -26,7 +26,7 @@ from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.checker import Checker
 from evalcore.ingest.dstc10 import read_json_list
 from evalcore.ingest.hfdata import imported_as
-from evalcore.ingest.lmeval import key_fields
+from evalcore.ingest.lmeval import entry_at, key_fields
 from evalcore.ingest.ratings import import_ratings
 
 SHAPE = "a Label Studio JSON export: a list of tasks {data, annotations: [{completed_by, result: [...]}]}"
@@ -47,12 +47,9 @@ def import_labelstudio(con: duckdb.DuckDBPyConnection, path: str | Path, *, data
     places: list[str] = []
     cancelled = other = predicted = 0
     for i, task in enumerate(tasks):
-        at = f"line {lines[i]:,}, task {i + 1} (index {i})"
-        if not isinstance(task, dict):
-            check.add(at, "", "a task object", type(task).__name__)
+        at = entry_at(check, f"line {lines[i]:,}, task {i + 1} (index {i})", task, "task")
+        if at is None:
             continue
-        if isinstance(task.get("id"), (int, str)):
-            at += f", id {short(task['id'])}"
         keys = key_fields(check, task, at, "task", item_field, model_field)
         predicted += len(task.get("predictions") or []) if isinstance(task.get("predictions"), list) else 0
         annotations = task.get("annotations")

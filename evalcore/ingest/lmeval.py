@@ -47,6 +47,15 @@ def field_at(rec: dict, path: str) -> tuple[bool, object]:
     return True, value
 
 
+def entry_at(check: Checker, at: str, entry, what: str) -> str | None:
+    """Where an entry of a JSON list is (`at`, with its id when it has one), or None when it is not an object
+    (added to `check`): a Label Studio task, an Argilla record."""
+    if not isinstance(entry, dict):
+        check.add(at, "", f"a {what} object", type(entry).__name__)
+        return None
+    return at + (f", id {short(entry['id'])}" if isinstance(entry.get("id"), (int, str)) else "")
+
+
 def key_fields(check: Checker, rec: dict, at: str, what: str, item_field: str, model_field: str) -> dict[str, object]:
     """The values of the fields --item-field and --model-field name in `rec` (a task, a record: `what`), each
     missing one added to `check` at `at`."""
