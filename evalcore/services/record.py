@@ -165,6 +165,27 @@ def _hashed(duck: duckdb.DuckDBPyConnection, path: str | Path) -> tuple[str, int
     return digest.hexdigest(), n
 
 
+def unmatched(manifest: dict, folder: Path) -> list[tuple[str, str, str, str]]:
+    """Each table and figure of a record extracted under `folder` that does not match its manifest:
+    (where, the manifest's sha256, what was found, kind). kind: 'missing' (no such file, or a name that is not one),
+    'unreadable' (found: why it is not a Parquet table) or 'changed' (found: its sha256)."""
+    out = []
+    for part, listed in (("tables", manifest["tables"]), ("figures", manifest["figure_tables"])):
+        for name, entry in listed.items():
+            where, file = f"{part}/{name}.parquet", folder / part / f"{name}.parquet"
+            if "/" in name or "\\" in name or name.startswith(".") or not file.exists():
+                out.append((where, entry.get("sha256"), "", "missing"))
+                continue
+            try:
+                found, _ = parquet_sha256(file)
+            except duckdb.Error as exc:
+                out.append((where, entry.get("sha256"), str(exc).splitlines()[0], "unreadable"))
+                continue
+            if found != entry.get("sha256"):
+                out.append((where, entry.get("sha256"), found, "changed"))
+    return out
+
+
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 

@@ -24,7 +24,7 @@ from evalcore.metrics import registry
 from evalcore.metrics.base import TRANSIENT, Signature
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.scoring import score
-from evalcore.services.record import FIGURE_KEYS, bounded, figures, parquet_sha256, unpack, write_metric_values
+from evalcore.services.record import FIGURE_KEYS, bounded, figures, unmatched, unpack, write_metric_values
 from evalcore.services.record_load import load
 from evalcore.services.record_redo import RECORD, Redo, plan
 from evalcore.store import connect
@@ -75,16 +75,12 @@ def _differs(a, b) -> bool:
 
 def _checksums(manifest: dict, folder: Path) -> list[dict]:
     out = []
-    for part, listed in (("tables", manifest["tables"]), ("figures", manifest["figure_tables"])):
-        for name, entry in listed.items():
-            file = folder / part / f"{name}.parquet"
-            if not file.exists():
-                out.append(_diff(where=f"{part}/{name}.parquet", column="file", recorded="present", recomputed="missing"))
-                continue
-            found, _ = parquet_sha256(file)
-            if found != entry["sha256"]:
-                out.append(_diff(where=f"{part}/{name}.parquet", column="sha256", recorded=entry["sha256"][:16],
-                                 recomputed=found[:16]))
+    for where, recorded, found, kind in unmatched(manifest, folder):
+        if kind == "changed":
+            out.append(_diff(where=where, column="sha256", recorded=recorded[:16], recomputed=found[:16]))
+        else:
+            out.append(_diff(where=where, column="file", recorded="present",
+                             recomputed="missing" if kind == "missing" else f"not Parquet: {found}"))
     return out
 
 

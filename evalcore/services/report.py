@@ -245,23 +245,17 @@ def checked_record(path: str | Path, folder: Path) -> dict:
     if missing:
         raise ImportRefused([Problem(file, "manifest.json", k, "a key of an evaluation record's manifest", "none")
                              for k in missing])
-    problems, sums = [], {}
-    for part, listed in (("tables", manifest["tables"]), ("figures", manifest["figure_tables"])):
-        for name, entry in listed.items():
-            where = f"{part}/{name}.parquet"
-            table = folder / part / f"{name}.parquet"
-            if "/" in name or "\\" in name or name.startswith(".") or not table.exists():
-                problems.append(Problem(file, where, "", "the table its manifest lists", "no such file"))
-                continue
-            try:
-                found, _ = record.parquet_sha256(table)
-            except duckdb.Error as exc:
-                problems.append(Problem(file, where, "", "a Parquet table", str(exc).splitlines()[0]))
-                continue
-            if found != entry.get("sha256"):
-                problems.append(Problem(file, where, "sha256", f"{entry.get('sha256')} (the manifest's)",
-                                        f"{found} (changed since export: `evalcore record verify` names the values)"))
-            sums[f"{part}/{name}"] = entry.get("sha256")
+    problems = []
+    for where, recorded, found, kind in record.unmatched(manifest, folder):
+        if kind == "missing":
+            problems.append(Problem(file, where, "", "the table its manifest lists", "no such file"))
+        elif kind == "unreadable":
+            problems.append(Problem(file, where, "", "a Parquet table", found))
+        else:
+            problems.append(Problem(file, where, "sha256", f"{recorded} (the manifest's)",
+                                    f"{found} (changed since export: `evalcore record verify` names the values)"))
+    sums = {f"{part}/{name}": entry.get("sha256") for part, key in (("tables", "tables"), ("figures", "figure_tables"))
+            for name, entry in manifest[key].items()}
     if not problems and record.content_sha256(sums) != manifest["content_sha256"]:
         problems.append(Problem(file, "manifest.json", "content_sha256", record.content_sha256(sums),
                                 f"{manifest['content_sha256']} (not the checksum of its tables' checksums)"))
