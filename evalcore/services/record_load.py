@@ -90,6 +90,7 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
             sid = history.record(con, kind="record", dataset=manifest["dataset"], models=models,
                                  tracks=manifest["tracks"], file=file, sha256=history.sha256_of(path), scope=None,
                                  uploader=current_user())
+            given = {**shift, "submission": sid}
             for table in WRITTEN:
                 source = folder / ("metric_values.parquet" if table == "metric_scores" else f"{table}.parquet")
                 if not source.exists() or (table == "metric_scores" and not values):
@@ -97,15 +98,8 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
                 if table in small:
                     counts[table] = insert_frame(con, table, _nulls(small[table]), ignore=True)
                     continue
-                sql, params = _insert_sql(table, values), [str(source)]
-                if table in ("responses", "generations"):
-                    params = [sid, *params]
-                if table in ("human_ratings", "pairwise_judgments", "tasks", "task_units", "task_answers",
-                             "generations"):
-                    params = [shift["tasks"] if table != "generations" else shift["generations"], *params]
-                if table == "task_answers":
-                    params = [shift["task_answers"], *params]
-                counts[table] = con.execute(sql, params).fetchall()[0][0]
+                params = [given[k] for k in RENUMBERED.get(table, ("*", ()))[1]] + [str(source)]
+                counts[table] = con.execute(_insert_sql(table, values), params).fetchall()[0][0]
             con.execute("UPDATE submissions SET rows_written = ? WHERE submission_id = ?",
                         [json.dumps({t: n for t, n in counts.items() if n}), sid])
     report = ImportReport(file, counts)
@@ -124,26 +118,25 @@ def _insert_sql(table: str, values: bool) -> str:
         return ("INSERT INTO metric_scores BY NAME SELECT * FROM (SELECT DISTINCT ON (signature, text_key) signature, "
                 "text_key, value, stats, reason FROM read_parquet(?)) f WHERE NOT EXISTS (SELECT 1 FROM metric_scores "
                 "s WHERE s.signature = f.signature AND s.text_key = f.text_key)")
-    if table == "responses":
-        return "INSERT INTO responses BY NAME SELECT *, ?::INTEGER AS submission_id FROM read_parquet(?)"
     if table == "system_scores" and not values:
         return "INSERT INTO system_scores BY NAME SELECT * FROM read_parquet(?) WHERE origin <> 'computed'"
-    return f"INSERT INTO {table} BY NAME SELECT {RENUMBERED.get(table, '*')} FROM read_parquet(?)"
+    return f"INSERT INTO {table} BY NAME SELECT {RENUMBERED.get(table, ('*', ()))[0]} FROM read_parquet(?)"
 
 
-# the record's task, answer and generation numbers shifted past the store's (parameters: each shift in the order
-# the columns come; a generation's submission is the import's); a fresh random access code per task, as
-# store.tasks draws one
+# what a table's rows take from this store, and the parameters that say it in order: the record's task, answer
+# and generation numbers shifted past the store's (the tables' maxima at import), the import's submission, a fresh
+# random access code per task (as store.tasks draws one)
 _TASK = "'task:' || (CAST(substr({c}, 6) AS BIGINT) + ?)"
 RENUMBERED = {
-    "human_ratings": "* REPLACE (CASE WHEN origin LIKE 'task:%' THEN " + _TASK.format(c="origin") + " ELSE origin END "
-                     "AS origin)",
-    "pairwise_judgments": "* REPLACE (CASE WHEN prompt LIKE 'task:%' THEN " + _TASK.format(c="prompt")
-                          + " ELSE prompt END AS prompt)",
-    "tasks": "* REPLACE (task_id + ? AS task_id, CASE state WHEN 'deleted' THEN 'deleted' ELSE 'closed' END AS state), "
-             "substr(replace(gen_random_uuid()::VARCHAR, '-', ''), 1, 6) AS access_code",
-    "task_units": "* REPLACE (task_id + ? AS task_id)",
-    "task_answers": "* REPLACE (answer_id + ? AS answer_id, task_id + ? AS task_id)",
-    "generations": "* REPLACE (generation_id + ? AS generation_id, CASE state WHEN 'running' THEN 'stopped' "
-                   "ELSE state END AS state), ?::INTEGER AS submission_id",
+    "responses": ("*, ?::INTEGER AS submission_id", ("submission",)),
+    "human_ratings": ("* REPLACE (CASE WHEN origin LIKE 'task:%' THEN " + _TASK.format(c="origin")
+                      + " ELSE origin END AS origin)", ("tasks",)),
+    "pairwise_judgments": ("* REPLACE (CASE WHEN prompt LIKE 'task:%' THEN " + _TASK.format(c="prompt")
+                           + " ELSE prompt END AS prompt)", ("tasks",)),
+    "tasks": ("* REPLACE (task_id + ? AS task_id, CASE state WHEN 'deleted' THEN 'deleted' ELSE 'closed' END AS "
+              "state), substr(replace(gen_random_uuid()::VARCHAR, '-', ''), 1, 6) AS access_code", ("tasks",)),
+    "task_units": ("* REPLACE (task_id + ? AS task_id)", ("tasks",)),
+    "task_answers": ("* REPLACE (answer_id + ? AS answer_id, task_id + ? AS task_id)", ("task_answers", "tasks")),
+    "generations": ("* REPLACE (generation_id + ? AS generation_id, CASE state WHEN 'running' THEN 'stopped' ELSE "
+                    "state END AS state), ?::INTEGER AS submission_id", ("generations", "submission")),
 }
