@@ -33,7 +33,7 @@ from evalcore.generation.signature import Plan, sign
 from evalcore.generation.source import Item, load_items
 from evalcore.generation.templates import Template, resolve
 from evalcore.ingest.lookup import dataset_language
-from evalcore.store import Handle, StoreError, transaction
+from evalcore.store import Handle, StoreError, next_id, transaction
 from evalcore.store.endpoints import Registered
 from evalcore.store.endpoints import get as get_endpoint
 from evalcore.store.history import current_user, record
@@ -131,7 +131,7 @@ def begin(con: duckdb.DuckDBPyConnection, plan: Plan) -> tuple[int, int, int]:
         else:
             sid = record(con, kind="generate", dataset=plan.dataset, models=[plan.model], tracks=plan.tracks,
                          file=f"endpoint {plan.endpoint.name} ({plan.endpoint.base_url})", uploader=current_user())
-            gid = con.execute("SELECT coalesce(max(generation_id), 0) + 1 FROM generations").fetchall()[0][0]
+            gid = next_id(con, "generations", "generation_id")
             con.execute("INSERT INTO generations (generation_id, dataset, model, endpoint, tracks, signature, details, "
                         "submission_id, state, total, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
                         [gid, plan.dataset, plan.model, plan.endpoint.name, json.dumps(plan.tracks, ensure_ascii=False),

@@ -219,15 +219,3 @@ def split_columns(dims: list[str], frame: pd.DataFrame) -> tuple[list[str], list
     dims = set(dims)
     values = value_columns(frame)
     return [c for c in values if c not in dims], [c for c in values if c in dims]
-
-
-@dataset_scoped
-def across_tracks(con: duckdb.DuckDBPyConnection, dataset: str, metric: str, flavor: str = "default") -> pd.DataFrame:
-    """A metric for every model in every track of the dataset: track, skill, model, origin, value."""
-    frame = leaderboard(con, dataset, None, flavor=flavor)
-    if metric not in frame.columns:
-        return pd.DataFrame(columns=["track", "skill", "model", "origin", "value"])
-    skills = catalog.tracks(con, dataset).set_index("track")["skill"]
-    out = frame[["track", "model", "origin", metric]].rename(columns={metric: "value"}).dropna(subset=["value"])
-    out.insert(1, "skill", out["track"].map(skills))
-    return out.reset_index(drop=True)

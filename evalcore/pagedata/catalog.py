@@ -50,10 +50,6 @@ def track_count(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT count(*) FROM tracks").fetchall()[0][0]
 
 
-def dataset_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return queries.datasets(con)
-
-
 @catalog_scoped
 def dataset_languages(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return queries.dataset_languages(con)

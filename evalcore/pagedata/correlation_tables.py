@@ -26,8 +26,3 @@ def across_correlations(con: duckdb.DuckDBPyConnection, dataset: str, metric: st
     """One metric's correlation with every dimension in every track of the dataset."""
     frame = correlations(con, dataset, None, level=level, origin=origin, methods=[method], flavor=flavor)
     return frame[frame["metric"] == metric].reset_index(drop=True) if not frame.empty else frame
-
-
-@dataset_scoped
-def has_published_correlations(con: duckdb.DuckDBPyConnection, dataset: str) -> bool:
-    return con.execute("SELECT count(*) FROM published_correlations WHERE dataset = ?", [dataset]).fetchall()[0][0] > 0

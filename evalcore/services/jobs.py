@@ -32,7 +32,7 @@ from evalcore.generation import run as generation
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import ANY, score
-from evalcore.store import Handle, connect, file_stamp, lease, lock_wait, transaction
+from evalcore.store import Handle, connect, file_stamp, lease, lock_wait, next_id, transaction
 from evalcore.store.transactions import database_path
 
 BATCH = 1_000  # responses per progress step of a job
@@ -66,7 +66,7 @@ def _tokenizer_name(signature: str | None) -> str | None:
 
 def create(con: duckdb.DuckDBPyConnection, dataset: str, steps: list[dict], *, model: str | None = None,
            kind: str = "score") -> int:
-    job_id = con.execute("SELECT coalesce(max(job_id), 0) + 1 FROM jobs").fetchall()[0][0]
+    job_id = next_id(con, "jobs", "job_id")
     con.execute("INSERT INTO jobs (job_id, kind, dataset, model, steps, state, created_at, pid, host) "
                 "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
                 [job_id, kind, dataset, model, json.dumps(steps, ensure_ascii=False), datetime.now(),

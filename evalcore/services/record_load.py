@@ -21,7 +21,7 @@ import pandas as pd
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest.batch import ImportReport
 from evalcore.services.record import unpack
-from evalcore.store import bump_revision, history, insert_frame, transaction
+from evalcore.store import bump_revision, history, insert_frame, last_id, transaction
 from evalcore.store.history import current_user
 
 # the store's tables a record fills, in the order they are written (what the rows refer to first)
@@ -82,7 +82,7 @@ def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = Tru
             raise ImportRefused(problems)
         counts = {}
         with transaction(con):
-            shift = {table: con.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchall()[0][0]
+            shift = {table: last_id(con, table, key)
                      for table, key in NUMBERED.items()}
             bump_revision(con, manifest["dataset"])
             models = [m for (m,) in con.execute("SELECT DISTINCT model FROM read_parquet(?) ORDER BY 1",

@@ -75,14 +75,6 @@ def enter(con: duckdb.DuckDBPyConnection, name: str, key: str | None = None, *,
     return stored, None
 
 
-def by_key(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-    """The person a personal key (from their personal link) belongs to; None for a key nobody holds."""
-    if not (key or "").strip():
-        return None
-    row = con.execute("SELECT name FROM annotators WHERE secret = ?", [digest(key)]).fetchall()
-    return row[0][0] if row else None
-
-
 def signed_in(con: duckdb.DuckDBPyConnection, address: str, *, now: datetime | None = None) -> str:
     """The person a signed-in address is (registered at their first entry; the sign-in vouches for them, so
     a name someone typed before is theirs from now on and its key stops working)."""

@@ -16,7 +16,6 @@ human ratings (origin 'chat:<task>'); all of it in one transaction. A conversati
 with its reason, and a fresh conversation on the same scenario and endpoint takes its place."""
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -27,11 +26,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.core.seeds import BIG, seed
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store.annotators import check_name
 from evalcore.store.history import record
 from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_settings
-from evalcore.store.transactions import bump_revision, transaction
+from evalcore.store.transactions import bump_revision, last_id, next_id, transaction
 
 STATES = ("open", "talking", "ended", "rated", "accepted", "sent_back")
 COUNTED = ("accepted",)           # the states whose dialogues results count by default
@@ -106,7 +106,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
     now = datetime.now().replace(microsecond=0)
     with transaction(con):
         bump_revision(con)
-        task_id = con.execute("SELECT coalesce(max(task_id), 0) + 1 FROM chat_tasks").fetchall()[0][0]
+        task_id = next_id(con, "chat_tasks", "task_id")
         settings = settings(task_id) if callable(settings) else settings
         target = target or f"chat-{task_id}-{dataset}"
         con.execute("INSERT INTO chat_tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)",
@@ -119,7 +119,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
                         [[task_id, i + 1, r.dialogue_id, json.dumps(r.grounding or {}, ensure_ascii=False),
                           r.opening if isinstance(r.opening, str) and r.opening else None]
                          for i, r in enumerate(rows.itertuples(index=False))])
-        first = con.execute("SELECT coalesce(max(conversation_id), 0) FROM chat_conversations").fetchall()[0][0]
+        first = last_id(con, "chat_conversations", "conversation_id")
         slots = [(s, e, k) for s in range(1, len(rows) + 1) for e in endpoints for k in range(1, per_scenario + 1)]
         con.executemany("INSERT INTO chat_conversations (conversation_id, task_id, scenario, endpoint, slot, state) "
                         "VALUES (?, ?, ?, ?, ?, 'open')",
@@ -186,14 +186,11 @@ def messages(con: duckdb.DuckDBPyConnection, conversation_id: int) -> pd.DataFra
                        "WHERE conversation_id = ? ORDER BY idx", [conversation_id]).df()
 
 
-def _seed(*parts) -> int:
-    return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()[:8], "big")
-
 
 def order_for(task: ChatTask, person: str) -> tuple[list[str], dict[int, int]]:
     """A person's own seeded order of the endpoints, and a rank per scenario (so no endpoint is always met first
     and people do not all start on scenario 1)."""
-    rng = np.random.default_rng(_seed(task.task_id, task.seed, identity_key(person)))
+    rng = np.random.default_rng(seed(task.task_id, task.seed, identity_key(person), byteorder=BIG))
     ends = [str(e) for e in rng.permutation(list(task.endpoints))]
     scenarios = 10_000   # more than a task has; ranks past it fall back to the scenario's number
     return ends, {s + 1: int(r) for s, r in enumerate(rng.permutation(scenarios))}
@@ -344,7 +341,7 @@ def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, d
         d = dims[dimension]
         if not d.min <= float(value) <= d.max:
             raise ValueError(f"{dimension} lies in {d.min:g}..{d.max:g}, got {value}")
-        rid = con.execute("SELECT coalesce(max(rating_id), 0) + 1 FROM chat_ratings").fetchall()[0][0]
+        rid = next_id(con, "chat_ratings", "rating_id")
         con.execute("INSERT INTO chat_ratings VALUES (?, ?, ?, ?, ?, ?)",
                     [rid, conversation_id, conv.annotator, dimension, float(value), now])
         rated = {r for (r,) in con.execute("SELECT DISTINCT dimension FROM chat_ratings WHERE conversation_id = ?",
@@ -376,7 +373,7 @@ def flag(con: duckdb.DuckDBPyConnection, conversation_id: int, idx: int, annotat
                            [conversation_id, idx]).fetchall()
         if not role or role[0][0] != "assistant":
             raise ValueError("only a model's message can be flagged")
-        fid = con.execute("SELECT coalesce(max(flag_id), 0) + 1 FROM chat_flags").fetchall()[0][0]
+        fid = next_id(con, "chat_flags", "flag_id")
         con.execute("INSERT INTO chat_flags VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [fid, conversation_id, idx, conv.annotator, name, bool(value), now])
 
@@ -413,7 +410,7 @@ def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, 
             return None
         con.execute("UPDATE chat_conversations SET state = 'sent_back', reason = ?, reviewer = ?, reviewed_at = ? "
                     "WHERE conversation_id = ?", [reason, reviewer, now, conversation_id])
-        new = con.execute("SELECT coalesce(max(conversation_id), 0) + 1 FROM chat_conversations").fetchall()[0][0]
+        new = next_id(con, "chat_conversations", "conversation_id")
         con.execute("INSERT INTO chat_conversations (conversation_id, task_id, scenario, endpoint, slot, state) "
                     "VALUES (?, ?, ?, ?, ?, 'open')", [new, task.task_id, conv.scenario, conv.endpoint, conv.slot])
         return int(new)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.names import MODEL_TABLES
-from evalcore.store.transactions import bump_revision, transaction
+from evalcore.store.transactions import bump_revision, next_id, transaction
 
 
 def current_user() -> str:
@@ -94,7 +94,7 @@ def record(con: duckdb.DuckDBPyConnection, *, kind: str, dataset: str | None, mo
            file: str | None = None, sha256: str | None = None, rows: dict | None = None, scope: dict | None = None,
            uploader: str | None = None, restores: int | None = None) -> int:
     """Insert a submission row (call inside the writing transaction); returns its id."""
-    sid = con.execute("SELECT coalesce(max(submission_id), 0) + 1 FROM submissions").fetchall()[0][0]
+    sid = next_id(con, "submissions", "submission_id")
     con.execute("INSERT INTO submissions (submission_id, kind, dataset, models, tracks, file, sha256, rows_written, "
                 "scope, uploader, created_at, restores) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [sid, kind, dataset, json.dumps(sorted(models), ensure_ascii=False),

@@ -17,7 +17,6 @@ a unit whose response they already rated elsewhere (another task, an imported fi
 and such an answer is refused (RatedElsewhere)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -30,10 +29,11 @@ import pandas as pd
 from evalcore.core import names
 from evalcore.core.errors import StoreError
 from evalcore.core.options import TASK_LEVELS, TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
+from evalcore.core.seeds import seed
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store import history
 from evalcore.store.annotators import check_name
-from evalcore.store.transactions import bump_revision, transaction
+from evalcore.store.transactions import bump_revision, next_id, transaction
 
 MODES = TASK_MODES
 LEVELS = TASK_LEVELS
@@ -117,7 +117,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         raise ValueError("no units to rate: the dataset has no responses for the tracks and models asked for")
     with transaction(con):
         bump_revision(con)
-        task_id = con.execute("SELECT coalesce(max(task_id), 0) + 1 FROM tasks").fetchall()[0][0]
+        task_id = next_id(con, "tasks", "task_id")
         con.execute("INSERT INTO tasks (task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
                     "access_code, state, created_by, created_at, deleted_by, level) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL, ?)",
@@ -233,16 +233,13 @@ def done_by(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> tuple
 
 def order_for(task: Task, annotator: str, n_units: int) -> np.ndarray:
     """The annotator's own order of the task's units (1-based), seeded by the task and the name."""
-    return np.random.default_rng(_seed(task.seed, "order", annotator)).permutation(n_units) + 1
+    return np.random.default_rng(seed(task.seed, "order", annotator)).permutation(n_units) + 1
 
 
 def swapped(task: Task, annotator: str, unit: int) -> bool:
     """Pairwise: whether this annotator sees model_b on the left for this unit (randomised, but stable)."""
-    return bool(np.random.default_rng(_seed(task.seed, "side", annotator, unit)).integers(2))
+    return bool(np.random.default_rng(seed(task.seed, "side", annotator, unit)).integers(2))
 
-
-def _seed(*parts) -> int:
-    return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()[:8], "little")
 
 
 def progress(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
@@ -534,7 +531,7 @@ def _writable(con, task_id: int) -> None:
 
 
 def _insert(con, task_id, unit, annotator, dimension, value, kind, comment, seconds, now) -> int:
-    answer_id = con.execute("SELECT coalesce(max(answer_id), 0) + 1 FROM task_answers").fetchall()[0][0]
+    answer_id = next_id(con, "task_answers", "answer_id")
     con.execute("INSERT INTO task_answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [answer_id, task_id, unit, annotator, dimension, value, kind, comment, seconds, now])
     return int(answer_id)

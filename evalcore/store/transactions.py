@@ -2,6 +2,7 @@
 committed), retrying() after write-write conflicts, bump_revision, and bulk inserts (insert_frame, registered)."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ write outside a transaction (a job's progress) takes it itself. DuckDB lets tran
 run side by side and refuses the second to touch a row the first changed ('Conflict on update'; every
 import bumps the one revision row): serialised, they never collide."""
 RETRIES = 4  # tries of a write that still meets a write-write conflict (another process's, say)
+_IDENT = re.compile(r"[a-z_]+\Z")   # the store's own table and column names, never a user's
 _CHANGED = threading.local()   # per thread: transaction() depth, and the (store, dataset) its transaction changed
 
 
@@ -143,6 +145,20 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     # streamed import would hold every slice it wrote until its end
     rel = con.from_arrow(frame) if isinstance(frame, pa.Table) else con.from_df(frame)
     return int(rel.query("_evalcore_frame", sql).fetchall()[0][0])
+
+
+def last_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
+    """The largest `column` of `table`, 0 for an empty table. Ids are max + 1 inside the writing transaction rather
+    than a DuckDB sequence: a sequence is not rolled back with a refused import (its ids would leave gaps), and every
+    write holds WRITE_LOCK, so two writers of this process never draw the same one."""
+    if not (_IDENT.match(table) and _IDENT.match(column)):
+        raise ValueError(f"not a table and column name: {table!r}, {column!r}")
+    return int(con.execute(f"SELECT coalesce(max({column}), 0) FROM {table}").fetchall()[0][0])
+
+
+def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
+    """The id a new row of `table` takes (last_id + 1); call it inside the transaction that inserts the row."""
+    return last_id(con, table, column) + 1
 
 
 def database_path(con: duckdb.DuckDBPyConnection) -> str | None:

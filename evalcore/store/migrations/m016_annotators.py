@@ -22,6 +22,7 @@ from datetime import datetime
 import pandas as pd
 
 from evalcore.core.text import identity_key
+from evalcore.store.transactions import next_id
 
 VERSION = 16
 
@@ -104,7 +105,7 @@ def run(con) -> None:
              for table, sql in (("human_ratings", RATINGS), ("pairwise_judgments", VOTES))}
     if not any(found.values()):
         return
-    sid = con.execute("SELECT coalesce(max(submission_id), 0) + 1 FROM submissions").fetchall()[0][0]
+    sid = next_id(con, "submissions", "submission_id")
     # a 'delete' whose scope sets nothing else aside when restored: `restore` brings these rows back as they were
     scope = {"responses": False, "ratings": "none", "scores": "none"}
     datasets = sorted({d for (d,) in con.execute(
