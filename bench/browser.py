@@ -201,7 +201,7 @@ def load(browser, url: str, check_empty: bool = False, context=None) -> tuple[fl
             seconds = math.nan if drawn == "none" else time.perf_counter() - start
         except PlaywrightTimeout:
             drawn, seconds = "timeout", math.nan
-        dialog = page.get_by_text("Page not found")  # Streamlit quirk, see tests/test_browser.py
+        dialog = page.get_by_text("Page not found")  # Streamlit quirk, see tests/system/test_browser.py
         if dialog.count() and dialog.first.is_visible():
             page.keyboard.press("Escape")
         alerts = None

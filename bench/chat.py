@@ -8,7 +8,7 @@ bench/fixed_server.py that answers after --delay seconds with --tokens tokens --
 token stamped with the endpoint's clock; a chat task on demo-zh kdconv/knowledge (one conversation per scenario
 and endpoint, --rounds rounds, no review, enough scenarios for everyone); `python app.py` on it.
 
-Each simulated person is one websocket session speaking Streamlit's protocol (tests/streamlit_session.py): they
+Each simulated person is one websocket session speaking Streamlit's protocol (tests/support/streamlit_session.py): they
 enter with the task's access code and their own name, then send a message, wait until the reply is drawn from
 the store (the page reruns once it is kept), think 1-3 s, and again; at the round limit they end the
 conversation, rate it and take the next one. People start spread over the first 3 s.
@@ -43,13 +43,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-from streamlit_session import Session  # noqa: E402
-
 from bench.annotate import serve  # noqa: E402
 from bench.protocol import cpu_seconds, p95, servers  # noqa: E402
 from evalcore.services import chats as service  # noqa: E402
 from evalcore.store import connect  # noqa: E402
 from evalcore.store import endpoints as registry  # noqa: E402
+from support.streamlit_session import Session  # noqa: E402
 
 STAMP = re.compile(r"⟨(\d+\.\d+)⟩")
 KEY_LABEL = "Personal key (leave empty the first time)"

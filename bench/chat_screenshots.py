@@ -3,7 +3,7 @@ the Chat tasks page with its results.
 
     python bench/chat_screenshots.py [--out docs/img/screens]
 
-A fresh store (`evalcore init`), the project's test endpoint (tests/judge_server.py: an OpenAI-compatible server
+A fresh store (`evalcore init`), the project's test endpoint (tests/support/judge_server.py: an OpenAI-compatible server
 on 127.0.0.1 that streams back the person's message after 0.3 s; no model ships with evalcore), two endpoints
 registered at it, a chat task on demo-zh's KdConv knowledge scenarios; then `python app.py` on that store and, in
 headless Chromium, a person who enters, talks for two rounds, ends the conversation and rates it."""
@@ -29,12 +29,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "screens"))
     args = parser.parse_args()
-    from judge_server import JudgeServer
     from playwright.sync_api import sync_playwright
 
     from evalcore.services import chats
     from evalcore.store import connect
     from evalcore.store import endpoints as registry
+    from support.judge_server import JudgeServer
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@
 
 DuckDB's default (auto_checkpoint_skip_wal_threshold = 100 kB) lets a large commit that makes it checkpoint skip the
 log and write its rows only through that checkpoint; evalcore holds the threshold out of reach, so the commit is in
-the log, fsynced, before the checkpoint (a full disk then loses nothing that was said to be stored: tests/test_disk.py).
+the log, fsynced, before the checkpoint (a full disk then loses nothing that was said to be stored: tests/system/test_disk.py).
 Each import runs as `python -m evalcore import ...` on a fresh copy of the default store (`evalcore init`), with the
 threshold as evalcore sets it and with DuckDB's default, alternately, --runs times each; reported: the median wall
 seconds of each, their ratio, and the bytes the store's file grew. The imports (a large vote import and a large ratings import):

@@ -4,7 +4,7 @@
 
 Data (read from ../shared/data, never shipped): USR-TopicalChat (60 contexts x 6 responses, three annotators
 on six dimensions, English) and one track of the MSDE release (Info, Coh, Know; one score per response,
-Chinese). The judges (tests/judge_server.py): a toy rating judge that scores by the answer's length (G-Eval
+Chinese). The judges (tests/support/judge_server.py): a toy rating judge that scores by the answer's length (G-Eval
 0-2 on MSDE, MT-Bench 1-10 on USR), asked under two judge-model names (drift); pairwise against USR's
 "Original Ground Truth", one judge that prefers the longer answer and one that always picks the first. People's
 pairwise preferences on the same pairs come from their Overall ratings (the higher mean wins; equal means tie).
@@ -26,10 +26,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-from judge_server import JudgeServer  # noqa: E402
-
 from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
+from support.judge_server import JudgeServer  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 USR_SCALES = {"Understandable": (0, 1), "Natural": (1, 3), "Maintains Context": (1, 3), "Engaging": (1, 3),

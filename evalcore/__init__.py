@@ -1,6 +1,6 @@
 """evalcore: the engine behind the multi-skill dialogue evaluation dashboard.
 
-One folder per layer, imports pointing down only (docs/development/architecture.md; tests/test_layers.py):
+One folder per layer, imports pointing down only (docs/development/architecture.md; tests/project/test_layers.py):
 core <- store <- metrics <- scoring <- ingest, analysis <- services <- cli, api and ui (the
 dashboard's data helpers). It never imports Streamlit.
 

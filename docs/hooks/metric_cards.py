@@ -1,6 +1,6 @@
 """MkDocs hook: one card per metric of the registry (docs/metrics/<name>.md) and the metrics index, made at
 build time from the metric objects themselves, so a card cannot drift from the code. The prose the code does
-not hold (scale, limitations, citation) comes from docs/metrics/cards.toml; tests/test_docs.py checks that every
+not hold (scale, limitations, citation) comes from docs/metrics/cards.toml; tests/project/test_docs.py checks that every
 metric has an entry there and every entry a metric."""
 from __future__ import annotations
 

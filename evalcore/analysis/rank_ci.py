@@ -58,7 +58,7 @@ def bootstrap_tracks(tracks: list[tuple[dict[str, np.ndarray], str, bool]], *, r
     """bootstrap_ranks of several tracks, (per_item, name, higher_is_better) each, with the same seed. Tracks
     with as many items draw the same resamples, so each chunk's resample weights (the draws and their counts,
     25 of a chunk's 29 ms at 50,000 items) are made once and multiplied with every such track's statistics:
-    the same intervals as one track at a time (tests/test_rank_ci.py), in one matrix product per chunk for
+    the same intervals as one track at a time (tests/analysis/test_rank_ci.py), in one matrix product per chunk for
     all of them. A model's ranks on the 10M store's 20 tracks of 50,000 items (pagedata.boards.model_ranks): 10.6 s
     with one track at a time, 6.7 s sharing the draws, 4.8 s with one product and reads beside the resampling."""
     out: list = [{} for _ in tracks]

@@ -9,7 +9,7 @@ How a line's encoding is told apart: a line that is valid UTF-8 and reads as tex
 punctuation, a full-width form or a curly quote, dash or ellipsis, and no character outside the scripts and
 symbols such text holds) is UTF-8. A GBK line almost never is by accident: GBK's two-byte characters fall into UTF-8's three-byte
 pattern only in rare runs (lead byte E4-E9, two bytes 80-BF, the rest of the line valid too) and then mostly read
-as characters no text holds. Measured on ../shared/data (tests/test_readers.py): none of 14,810 real Chinese lines
+as characters no text holds. Measured on ../shared/data (tests/ingest/test_readers.py): none of 14,810 real Chinese lines
 (KdConv, LCCC) written in GBK reads so; of random two- and three-character GBK strings drawn uniformly from
 their 2,971 characters, 5 in 100,000 and 3 in 100,000 do, and none of 300,000 drawn by the characters'
 frequency. A GBK line that happens to be valid UTF-8 with other characters (one character in seven, alone on a

@@ -1,6 +1,6 @@
 """Lexical metrics as sufficient statistics per response; sentence and corpus values both derive from them.
 
-Definitions (all checked against reference implementations in tests/test_lexical_equivalence.py):
+Definitions (all checked against reference implementations in tests/metrics/test_lexical_equivalence.py):
 - F1: token overlap. Per response, the reference with the best F1; stats (hits, hyp_len, ref_len).
   Corpus: micro-averaged over responses (the LIC 2019 DuConv script's F1).
 - BLEU-n: clipped n-gram matches against all references (max count per n-gram), closest reference

@@ -87,7 +87,7 @@ class Throttle:
     past the free ones; 1, 2, 4, ... s, at most CAP = 300 s), and a guess while locked is not checked at
     all. A right guess clears the key. One per process (THROTTLE): a server's sessions share it, so a new
     tab from the same address waits as long as the old one. After five wrong guesses a key gets at most
-    6 more checked in the next minute and about 12 an hour thereafter (tests/test_access.py)."""
+    6 more checked in the next minute and about 12 an hour thereafter (tests/dashboard/test_access.py)."""
 
     FREE = 5
     BASE = 1.0

