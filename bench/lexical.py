@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--msde", default=str(ROOT.parent / "shared" / "data" / "msde"))
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from evalcore.ingest.msde import import_msde
+    from evalcore.ingest.formats.msde import import_msde
     from evalcore.store import connect
 
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-bench-"))

@@ -83,7 +83,7 @@ def job(db: str, tmp: Path, n: int, model: str, server_pid: int) -> tuple[float,
 
 
 def _job_here(db: str, tmp: Path, n: int, model: str, server_pid: int) -> tuple[float, str]:
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.services import jobs
     from evalcore.store import connect
 

@@ -43,7 +43,7 @@ PACKAGES = ("numpy", "scipy", "torch", "transformers", "bert-score", "fast-unive
 
 
 def pairs(msde: Path) -> tuple[list[str], list[str]]:
-    from evalcore.ingest.msde import import_msde
+    from evalcore.ingest.formats.msde import import_msde
     from evalcore.scoring import load_track
     from evalcore.store import connect
 

@@ -25,7 +25,7 @@ TRACK = "lic2021/persona"
 
 
 def build(msde: Path, db: Path, items: int) -> int:
-    from evalcore.ingest.msde import import_msde
+    from evalcore.ingest.formats.msde import import_msde
     from evalcore.store import connect
 
     con = connect(db)

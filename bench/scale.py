@@ -46,7 +46,7 @@ DATASET = "scale"
 
 def write_files(msde: Path, out: Path, responses: int, n_tracks: int, n_models: int, rated: int, seed: int = 0):
     """The dataset's items, one responses CSV per track and a ratings CSV; the track names."""
-    from evalcore.ingest.msde import read_workbook
+    from evalcore.ingest.formats.msde import read_workbook
 
     folder = msde / "data" / "Lic 2021_CPC"
     source = [json.loads(line) for line in (folder / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()]

@@ -36,7 +36,7 @@ DIMS = ("Info", "Coh", "Know", "Rec")
 
 def build(con, msde: Path, n_responses: int, seed: int = 0, dims: tuple[str, ...] = DIMS) -> None:
     from evalcore.ingest.batch import Batch
-    from evalcore.ingest.msde import read_workbook
+    from evalcore.ingest.formats.msde import read_workbook
 
     folder = msde / "data" / "Lic 2021_CPC"
     source = [json.loads(line) for line in (folder / "Lic 2021_CPC.txt").read_text("utf-8").splitlines()]

@@ -36,8 +36,8 @@ def con(tmp_path):
 @pytest.fixture
 def toy(con, tmp_path):
     """A store with three toy items and two models' responses."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
 
     import_items(con, write_jsonl(tmp_path / "items.jsonl", TOY_ITEMS))
     (tmp_path / "resp.csv").write_text("item_id,model,response\nt1,m1,天气很好\nt2,m1,你好\nt1,m2,嗯\n", encoding="utf-8")

@@ -6,7 +6,7 @@ Per system, from the sessions file's rows (one per system, test case and reviewe
   (34.29 in SMP2018; `--max-turns`); a test case's turns are the mean of its rows;
 - Sa, F, G: means of satisfaction, fluency and guidance over all rows.
 They are stored as computed system scores of the track (skill task-oriented) by the sessions importer
-(evalcore/ingest/sessions.py), so the leaderboard ranks them by the paper's rule: C, then T ascending,
+(evalcore/ingest/formats/sessions.py), so the leaderboard ranks them by the paper's rule: C, then T ascending,
 then Sa, F, G.
 
 Intent classification (Task 1): macro precision and recall over the classes of gold and predicted

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 
 import evalcore.cli.declarations_eee  # noqa: F401 - each declares its commands into COMMANDS
-import evalcore.cli.declarations_imports  # noqa: F401
 import evalcore.cli.declarations_record  # noqa: F401
 import evalcore.cli.declarations_report  # noqa: F401
 from evalcore import __version__

@@ -70,18 +70,6 @@ def on_dataset(p: argparse.ArgumentParser, track: bool = True) -> None:
         p.add_argument("--track")
 
 
-def imported(p: argparse.ArgumentParser, path: str = "file", dataset: bool = True) -> None:
-    """An `import` kind: the path it reads, --db and (for most) --dataset."""
-    p.add_argument(path)
-    db(p)
-    if dataset:
-        p.add_argument("--dataset", required=True)
-
-
-def scale(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scale", action="append", default=[], metavar="DIM=MIN:MAX")
-
-
 def flavor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flavor", default="default", help="default, or msde to reproduce the MSDE paper")
     p.add_argument("--tokenizer", help="override the flavor's tokenizer: " + ", ".join(TOKENIZER_NAMES))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 
 from evalcore.analysis.humans import AGGREGATES
 from evalcore.analysis.options import (
@@ -14,7 +15,6 @@ from evalcore.analysis.options import (
     HOLDOUTS,
     JUDGE_AUDIT_PARTS,
     LEVELS,
-    MAX_TURNS,
     METHODS,
     ORIGINS,
     OUTLIER_RULES,
@@ -27,11 +27,9 @@ from evalcore.cli.commands import (
     Command,
     db,
     flavor,
-    imported,
     models,
     on_dataset,
     output,
-    scale,
     task_seed,
     written_text,
 )
@@ -48,6 +46,7 @@ from evalcore.core.options import (
     TASK_MODES,
     TASK_SAMPLINGS,
 )
+from evalcore.ingest.formats import FORMATS, Format
 from evalcore.metrics.options import SYSTEM_AGGREGATES, add_judge_arguments, add_neural_arguments, add_ray_arguments
 
 COMMANDS: list[Command] = []
@@ -68,12 +67,6 @@ def group(path: str, help: str, dest: str) -> None:
 
 def aggregate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggregate", default="mean", choices=AGGREGATES, help="how annotators' scores combine")
-
-
-def missing(p: argparse.ArgumentParser, cell: str) -> None:
-    p.add_argument("--missing", action="append", default=[], metavar="PATTERN",
-                   help=f"{cell} whose text matches this pattern (fnmatch-style, case-sensitive, e.g. 'N/A*') is no "
-                        "rating: nothing stored, counted in the report (repeatable; a number never matches)")
 
 
 def system_aggregate(p: argparse.ArgumentParser, verb: str) -> None:
@@ -100,83 +93,18 @@ def app(p):
 group("import", "import a file; a bad file is refused whole", "kind")
 
 
-@command("import items", "JSONL: item_id, dataset, track, context, references, ...", "imports:items", CREATES)
-def import_items(p):
-    imported(p, dataset=False)
+def import_arguments(fmt: Format, p: argparse.ArgumentParser) -> None:
+    """An import format's parser: the path it reads, --db, --dataset (for most), then the format's own options."""
+    p.add_argument(fmt.path)
+    db(p)
+    if fmt.dataset:
+        p.add_argument("--dataset", required=True)
+    fmt.options(p)
 
 
-@command("import responses", "CSV/TSV/JSONL/xlsx: item_id, response[, model][, track]; the MSDE release's workbook "
-         "(History, response) with --track and --model; a folder or .zip of one file per track, named after it",
-         "imports:responses", CREATES)
-def import_responses(p):
-    imported(p)
-    p.add_argument("--track", help="the track every row answers (else the file's 'track' column: all tracks at once)")
-    p.add_argument("--model", help="model name for every row (else a 'model' column)")
-
-
-@command("import ratings", "CSV/TSV/JSONL/xlsx: item_id|dialogue_id, model, annotator, dimension, score[, track]",
-         "imports:ratings", CREATES)
-def import_ratings(p):
-    imported(p)
-    p.add_argument("--track", help="the track every row rates (else the file's 'track' column: all tracks at once)")
-    scale(p)
-    missing(p, "a score")
-
-
-@command("import scores", "per-response values of a metric computed elsewhere: CSV/TSV/JSONL/xlsx with item_id, model, "
-         "value; it then sits beside the built-in metrics (signature marked external)", "imports:scores", CREATES)
-def import_scores(p):
-    imported(p)
-    p.add_argument("--track", help="the track every row answers (default: each item's own track)")
-    p.add_argument("--metric", required=True, help="the metric's name (not a built-in one)")
-    way = p.add_mutually_exclusive_group()
-    way.add_argument("--higher-is-better", dest="higher_is_better", action="store_true", default=None,
-                     help="(default for a new metric)")
-    way.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
-    p.add_argument("--signature", help="what produced the values (judge model, prompt, version): part of the "
-                   "metric's signature")
-
-
-@command("import dstc10", "DSTC10 metric-track turn-level JSON: a list of {dialogue_id, model, context (turns joined by "
-         "newlines), response, reference [list], annotations {dim: [scores]}}", "imports:dstc10", CREATES)
-def import_dstc10(p):
-    imported(p)
-    p.add_argument("--track", required=True)
-    p.add_argument("--language", help="the dataset's language when it is new (en, zh, ...; default: detected from the texts)")
-    scale(p)
-    missing(p, "an annotation")
-
-
-@command("import mtbench", "a FastChat llm_judge folder: question.jsonl, model_answer/*.jsonl, reference_answer/*.jsonl, "
-         "model_judgment/*_single.jsonl and *_pair.jsonl", "imports:mtbench", CREATES)
-def import_mtbench(p):
-    imported(p, "dir")
-    p.add_argument("--language", help="the dataset's language when it is new (default: detected from the texts)")
-
-
-@command("import msde", "the MSDE release folder (github IRIP-LLM/MSDE)", "imports:msde", CREATES)
-def import_msde(p):
-    imported(p, "dir", dataset=False)
-
-
-@command("import published", "a paper's system-level tables in long CSV form", "imports:published", CREATES)
-def import_published(p):
-    imported(p, "dir")
-    scale(p)
-
-
-@command("import votes", "people's side-by-side votes: item_id, model_a, model_b, winner (a|b|tie), annotator, dimension",
-         "imports:votes", CREATES)
-def import_votes(p):
-    imported(p)
-
-
-@command("import sessions", "task-oriented test sessions: system, test_case, completed, turns, reviewer, satisfaction, "
-         "fluency, guidance", "imports:sessions", CREATES)
-def import_sessions(p):
-    imported(p)
-    p.add_argument("--track", required=True)
-    p.add_argument("--max-turns", type=float, default=MAX_TURNS, help="turns counted for an unfinished task")
+for fmt in FORMATS:   # one command per catalogued format, all run by one handler
+    COMMANDS.append(Command(f"import {fmt.kind}", fmt.help, functools.partial(import_arguments, fmt),
+                            "evalcore.cli.imports:run_format", CREATES))
 
 
 @command("intent", "intent classification: macro P, R and F1 = 2PR/(P+R) (no store needed)", "analysis:intent")

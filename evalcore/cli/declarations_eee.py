@@ -1,8 +1,8 @@
-"""The `export eee` and `import eee` commands: Every Eval Ever files out of a store and back in (handlers in
-evalcore.cli.eee)."""
+"""The `export eee` command: a dataset's results as Every Eval Ever files (handler in evalcore.cli.eee; `import eee`
+reads them back, evalcore.ingest.formats.eee)."""
 from __future__ import annotations
 
-from evalcore.cli.commands import CREATES, READS, db, imported
+from evalcore.cli.commands import READS, db
 from evalcore.cli.declarations import command, group
 
 group("export", "write a dataset's results in another tool's format", "kind")
@@ -17,10 +17,3 @@ def export_eee(p):
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--organization", default="unknown",
                    help="source_metadata.source_organization_name: who ran the evaluation (default: unknown)")
-
-
-@command("import eee", "a folder of Every Eval Ever files: items (when absent), responses, each metric as external "
-         "metric EEE:<metric_id>, human ratings", "eee:import_", CREATES)
-def import_eee(p):
-    imported(p, "dir")
-    p.add_argument("--track", help="put every sample in this track (default: each record's evaluation_name)")

@@ -1,11 +1,9 @@
-"""Handlers of `export eee` and `import eee` (declared in evalcore.cli.declarations_eee)."""
+"""Handler of `export eee` (declared in evalcore.cli.declarations_eee)."""
 from __future__ import annotations
 
 import time
 
-from evalcore.cli.imports import reported
 from evalcore.core.text import normalise_id
-from evalcore.ingest.eee import import_eee
 from evalcore.services.eee_export import export_eee
 
 
@@ -14,8 +12,3 @@ def export(con, args) -> None:
     tracks = [normalise_id(t) for given in args.tracks or [] for t in given.split(",") if t.strip()] or None
     print(export_eee(con, args.dataset, args.out, tracks=tracks, organization=args.organization).render())
     print(f"took {time.perf_counter() - start:.1f} s")
-
-
-@reported
-def import_(con, args):
-    return import_eee(con, args.dir, dataset=args.dataset, track=args.track)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "templates"
-PARTS = ("knowledge", "goal", "persona")   # the grounding keys items carry (evalcore.ingest.items.GROUNDING_KEYS)
+PARTS = ("knowledge", "goal", "persona")   # the grounding keys items carry (evalcore.ingest.formats.items.GROUNDING_KEYS)
 PLACEHOLDERS = set(PARTS) | {"grounding"}   # $grounding: every other key, written generically
 REQUIRED = ("name", "skill", "language", "description", "opening", "system")
 MAX_BYTES = 64 * 1024

@@ -9,9 +9,9 @@ from tqdm import tqdm
 
 from evalcore.core.paths import data_dir
 from evalcore.ingest.batch import ImportReport
-from evalcore.ingest.demo import build_demo
-from evalcore.ingest.engagement import build_engagement
-from evalcore.ingest.published import import_published
+from evalcore.ingest.builtin.demo import build_demo
+from evalcore.ingest.builtin.engagement import build_engagement
+from evalcore.ingest.formats.published import import_published
 from evalcore.scoring import score
 from evalcore.services.tasks import create_task
 

@@ -30,7 +30,7 @@ import duckdb
 import pandas as pd
 
 from evalcore import __version__
-from evalcore.ingest.eee import HUMAN_KIND, KIND, META, METRIC_KIND, SCHEMA_VERSION, SIGNATURE
+from evalcore.ingest.formats.eee import HUMAN_KIND, KIND, META, METRIC_KIND, SCHEMA_VERSION, SIGNATURE
 from evalcore.metrics import registry
 from evalcore.scoring import computed_filter, load_track, response_scores
 from evalcore.services.scope import chosen_tracks

@@ -14,8 +14,8 @@ import duckdb
 from evalcore.core.malloc import give_back
 from evalcore.ingest.archives import temp_dir
 from evalcore.ingest.batch import ImportReport
-from evalcore.ingest.ratings import import_ratings, parse_scale
-from evalcore.ingest.responses import PAGE, import_responses
+from evalcore.ingest.formats.ratings import import_ratings, parse_scale
+from evalcore.ingest.formats.responses import PAGE, import_responses
 from evalcore.services import jobs
 from evalcore.store import resolve_db_path, retrying, transaction
 

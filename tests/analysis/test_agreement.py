@@ -55,9 +55,9 @@ def test_alpha_equals_krippendorff_package(level):
 
 # ---------------------------------------------------------------- real data through the generic importers
 def _import(tmp_path, name, items, responses, ratings, scales):
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.store import connect
 
     write_jsonl(tmp_path / "items.jsonl", items)
@@ -170,9 +170,9 @@ def test_agreement_cli_and_same_seed_same_ci(tmp_path, capsys):
 
 def test_aggregation_rules(con, tmp_path):
     from evalcore.analysis.correlate import human_scores
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
 
     import_items(con, write_jsonl(tmp_path / "i.jsonl", [
         {"item_id": f"x{i}", "dataset": "d", "track": "d/chat", "context": ["hi"], "references": []} for i in range(3)]))
@@ -230,7 +230,7 @@ def test_crs_on_msde_paper_recomputed_independently(tmp_path):
     from scipy.stats import pearsonr, spearmanr
 
     from evalcore.analysis.ensemble import ensemble
-    from evalcore.ingest.published import import_published
+    from evalcore.ingest.formats.published import import_published
     from evalcore.services.defaults import MSDE_SCALES
     from evalcore.store import connect
     from support import ROOT
@@ -304,7 +304,7 @@ def test_ranking_on_usr_topicalchat(tmp_path, capsys):
 def test_engagement_en_alpha_and_fleiss_from_the_amt_file(con):
     """The embedded engagement-en (shipped, so never skipped): alpha and Fleiss recomputed by the
     packages from the AMT file itself, parsed here with csv."""
-    from evalcore.ingest.engagement import build_engagement
+    from evalcore.ingest.builtin.engagement import build_engagement
     from evalcore.services.defaults import DATA_DIR
 
     build_engagement(con, DATA_DIR / "engagement-en")

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from evalcore.analysis.bradley_terry import ratings
-from evalcore.ingest.items import import_items
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.services.tasks import create_task
 from evalcore.store import connect
 from evalcore.store import tasks as stored

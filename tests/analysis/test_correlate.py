@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from evalcore.analysis.correlate import COLUMNS, correlations
-from evalcore.ingest.published import import_published
-from evalcore.ingest.ratings import import_ratings
+from evalcore.ingest.formats.published import import_published
+from evalcore.ingest.formats.ratings import import_ratings
 from evalcore.scoring import score
 from evalcore.services.defaults import DATA_DIR, MSDE_SCALES
 

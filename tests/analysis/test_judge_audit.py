@@ -17,10 +17,10 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.analysis import judge_audit as audit
 from evalcore.cli import main
-from evalcore.ingest.items import import_items
-from evalcore.ingest.ratings import import_ratings
-from evalcore.ingest.responses import import_responses
-from evalcore.ingest.votes import import_votes
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.ratings import import_ratings
+from evalcore.ingest.formats.responses import import_responses
+from evalcore.ingest.formats.votes import import_votes
 from evalcore.store import connect
 from support import ROOT, write_jsonl
 from support.judge_server import JudgeServer

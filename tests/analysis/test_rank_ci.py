@@ -12,7 +12,7 @@ import pytest
 from evalcore.analysis.leaderboard import coverage, leaderboard
 from evalcore.analysis.rank_ci import bootstrap_ranks, competition_ranks, corpus_from_sums
 from evalcore.cli import main
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.scoring import score
 from support import store_at_version
 
@@ -229,7 +229,7 @@ def test_every_track_ranked_at_once_equals_one_track_at_a_time(con, tmp_path, mo
 
 def _three_tracks(con, tmp_path) -> list[str]:
     """Dataset m: three tracks of eight items, three models answering every item differently."""
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from support import write_jsonl
 
     tracks = ["m/chitchat", "m/knowledge", "m/persona"]
@@ -363,7 +363,7 @@ def test_the_drilldown_table_has_a_row_per_response_and_a_column_per_metric(rank
 def test_the_drilldowns_rated_view_reads_only_the_rated_items(ranked, tmp_path):
     """rated_only: the items a person rated a response of (t1: m2's 嗯 rated Coh 1 and 0, so 0.5), with every
     model's response to them and the same values as the whole table; items=(...): those items only."""
-    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.formats.ratings import import_ratings
     from evalcore.pagedata.responses import response_table
 
     (tmp_path / "r.csv").write_text("item_id,dialogue_id,model,annotator,dimension,score\n"

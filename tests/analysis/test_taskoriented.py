@@ -11,7 +11,7 @@ import pytest
 from evalcore.analysis.taskoriented import intent_scores
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.sessions import import_sessions
+from evalcore.ingest.formats.sessions import import_sessions
 from support import copy_default_store, fingerprint
 
 

@@ -13,7 +13,7 @@ from scipy import stats
 from evalcore.analysis.trust import trust
 from evalcore.analysis.trust_levels import choices
 from evalcore.cli import main
-from evalcore.ingest.published import import_published
+from evalcore.ingest.formats.published import import_published
 from evalcore.services.defaults import MSDE_SCALES
 from evalcore.store import connect
 from support import ROOT, write_jsonl
@@ -140,9 +140,9 @@ def test_cli_csv(paper, capsys):
 
 def test_turn_level_on_per_response_scores(con, tmp_path):
     """Turn level: DIST1 of each response (char tokens) against its rating, arithmetic written out."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
 
     texts = ["好好好好", "好的", "你好你", "我们走吧", "哈哈哈", "今天天气好"]

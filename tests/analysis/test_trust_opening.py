@@ -110,7 +110,7 @@ def test_the_page_opens_on_turn_level_and_says_why(rated, monkeypatch):
 
 
 def test_the_page_names_the_datasets_it_does_not_offer(rated, monkeypatch, tmp_path):
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
 
     _, db = rated
     con = connect(db)
@@ -126,7 +126,7 @@ def test_the_page_names_the_datasets_it_does_not_offer(rated, monkeypatch, tmp_p
 def test_a_dataset_change_derives_the_level_again(monkeypatch, tmp_path, default_store_file):
     """msde-paper opens at system level (published); after the user picks demo-zh rated at turn level only, the
     page opens there at turn level, not at the system level msde-paper had (which demo-zh also offers)."""
-    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.formats.ratings import import_ratings
     from support import copy_default_store
 
     db = copy_default_store(default_store_file, tmp_path / "store.duckdb")

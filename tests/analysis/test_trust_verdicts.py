@@ -21,7 +21,7 @@ from evalcore.analysis.trust_levels import dimensions
 from evalcore.analysis.trust_stats import holm
 from evalcore.analysis.trust_verdicts import robustness, robustness_text, verdicts
 from evalcore.cli import main
-from evalcore.ingest.published import import_published
+from evalcore.ingest.formats.published import import_published
 from evalcore.services.defaults import MSDE_SCALES
 from evalcore.store import connect
 from support import ROOT, copy_default_store, shared
@@ -188,7 +188,7 @@ def test_a_negative_correlation_is_never_best(tmp_path, default_store_file):
 def test_msde_turn_level_knowledge_never_crowns_a_negative_metric(tmp_path):
     """The MSDE release imported and scored (lexical): at turn level DIST2 correlates negatively with
     people on knowledge; the verdict follows Holm on the pooled p values, and DIST2 is never best."""
-    from evalcore.ingest.msde import import_msde
+    from evalcore.ingest.formats.msde import import_msde
     from evalcore.scoring import score
 
     con = connect(tmp_path / "msde.duckdb")

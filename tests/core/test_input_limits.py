@@ -7,7 +7,7 @@ import pytest
 from evalcore.core.errors import ImportRefused
 from evalcore.core.text import normalise_id
 from evalcore.ingest import checker, limits
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from support import fingerprint
 
 

@@ -116,7 +116,7 @@ def test_drilldown_range_filters_and_lands_in_the_url(monkeypatch, default_store
 
 def test_model_names_are_text_not_markup(monkeypatch, default_store, tmp_path):
     """A model named with markdown, a link and LaTeX shows literally in captions (escaped markdown)."""
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.store import connect
 
     nasty = "**md** [x](javascript:alert(1)) $y$"

@@ -28,8 +28,8 @@ ITEMS = [
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """Three items answered by a plain model and by one named (and answering) in markdown/HTML/LaTeX, scored."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
     from evalcore.store import connect
 

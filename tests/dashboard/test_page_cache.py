@@ -38,7 +38,7 @@ def store(tmp_path, default_store_file, monkeypatch):
     monkeypatch.setenv("EVALCORE_DB", str(db))
     con = connect(db)
     try:   # the dataset a job writes to, there before the pages are first opened (as in bench/load.py)
-        from evalcore.ingest.items import import_items
+        from evalcore.ingest.formats.items import import_items
 
         import_items(con, write_jsonl(tmp_path / "load.jsonl", [
             {"item_id": f"load-{i}", "dataset": "load", "track": "load/chitchat", "context": ["你好"],
@@ -50,7 +50,7 @@ def store(tmp_path, default_store_file, monkeypatch):
 
 def add_model(db, tmp_path, model: str) -> None:
     """A new model's responses in `load` and their lexical scores: the commits a scoring job makes there."""
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
 
     csv = tmp_path / f"{model}.csv"
@@ -113,7 +113,7 @@ def test_a_new_dataset_shows_on_every_page_at_once(store, tmp_path):
     assert "later" not in first.selectbox(key="lb-dataset").options
     con = connect(store)
     try:
-        from evalcore.ingest.items import import_items
+        from evalcore.ingest.formats.items import import_items
 
         import_items(con, write_jsonl(tmp_path / "later.jsonl", [
             {"item_id": "x1", "dataset": "later", "track": "later/chitchat", "context": ["你好"], "references": ["好"]}]))
@@ -129,7 +129,7 @@ def test_a_part_made_while_another_process_writes_is_the_last_one_then_the_new_o
     import sys
     import time
 
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.pagedata import catalog
     from pages.kit import runtime
 

@@ -69,9 +69,9 @@ def test_dataset_scoped_views_take_the_dataset_first():
 def test_views_over_every_dataset_are_their_parts_merged(con, tmp_path):
     """scope.PER_DATASET: the dashboard caches one part per dataset and merges them; the merge gives what a reader
     expects of the whole store, written out here for two datasets."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
     from evalcore.store import queries
     from support import write_jsonl

@@ -40,7 +40,7 @@ def marked_items() -> list[dict]:
 
 @pytest.fixture
 def store(tmp_path):
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     db = tmp_path / "gen.duckdb"
     con = connect(db)
     try:
@@ -230,7 +230,7 @@ def test_the_key_comes_from_secrets_toml(tmp_path, monkeypatch):
 
 
 def test_judge_names_a_registered_endpoint_and_is_not_instructed_by_the_reply(tmp_path, capsys):
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from support.judge_server import length_rating
 
     db = str(tmp_path / "judge.duckdb")

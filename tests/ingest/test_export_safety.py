@@ -13,8 +13,8 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.export import safe_cell, safe_csv, safe_xlsx
-from evalcore.ingest.items import import_items
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.ingest.template import render, template
 from support import ROOT, write_jsonl
 from support.apptest import run

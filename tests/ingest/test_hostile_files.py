@@ -251,10 +251,10 @@ def test_full_width_names_are_one_name(store, tmp_path, capsys):
 def test_a_tasks_export_imports_into_another_store(tmp_path, template):
     """Item 17/18's other side: a task's export (its flag rows left out) imports into a store that does not hold
     those answers, as votes and as ratings."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
-    from evalcore.ingest.votes import import_votes
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
+    from evalcore.ingest.formats.votes import import_votes
 
     con = connect(tmp_path / "other.duckdb")
     try:

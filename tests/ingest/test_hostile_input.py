@@ -34,8 +34,8 @@ from support.hostile_input import (
 @pytest.fixture
 def store(tmp_path):
     """A toy store on disk (items t1, t2, k1; responses of m1 and m2), closed: the CLI opens it itself."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
 
     db = tmp_path / "s.duckdb"
     con = connect(db)

@@ -12,8 +12,8 @@ import pytest
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
 from evalcore.ingest import lookup
-from evalcore.ingest.argilla import import_argilla
-from evalcore.ingest.ratings import import_ratings
+from evalcore.ingest.formats.argilla import import_argilla
+from evalcore.ingest.formats.ratings import import_ratings
 from evalcore.store import connect
 from support import fingerprint
 

@@ -11,7 +11,7 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.dstc11 import import_dstc11
+from evalcore.ingest.formats.dstc11 import import_dstc11
 from support import fingerprint
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dstc11" / "convai2-grade_eval_zh_es_pa.json"

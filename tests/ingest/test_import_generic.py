@@ -6,9 +6,9 @@ import json
 import pytest
 
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.items import import_items
-from evalcore.ingest.ratings import import_ratings
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.ratings import import_ratings
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.store import queries
 from support import TOY_ITEMS, fingerprint, write_jsonl
 
@@ -178,7 +178,7 @@ def test_scale_may_not_contradict_the_stored_one(toy, tmp_path):
 def test_items_are_written_as_they_are_read_and_a_late_refusal_rolls_all_back(con, tmp_path, monkeypatch):
     """import items writes every STREAM_ROWS items inside its one transaction (a million items are never
     held at once); a bad line after items were written refuses the file whole, the store as before."""
-    import evalcore.ingest.items as items
+    import evalcore.ingest.formats.items as items
 
     monkeypatch.setattr(items, "STREAM_ROWS", 3)
     rows = [{"item_id": f"s{i}", "dataset": "big", "track": "big/chitchat", "context": [f"第 {i} 句"],

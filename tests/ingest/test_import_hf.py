@@ -12,7 +12,7 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.hfdata import import_hf
+from evalcore.ingest.formats.hfdata import import_hf
 from support import fingerprint, write_jsonl
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"

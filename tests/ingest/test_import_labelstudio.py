@@ -11,7 +11,7 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.labelstudio import import_labelstudio
+from evalcore.ingest.formats.labelstudio import import_labelstudio
 from support import fingerprint
 
 FIXTURE = Path(__file__).parent / "fixtures" / "labelstudio" / "project-3-at-2026-11-20-08-30-export.json"

@@ -10,7 +10,7 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.lmeval import import_lmeval
+from evalcore.ingest.formats.lmeval import import_lmeval
 from support import fingerprint, write_jsonl
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lmeval" / "samples_gsm8k_2026-11-27T05-10-00.000000.jsonl"

@@ -9,8 +9,8 @@ import pytest
 
 from evalcore.analysis.winrates import win_rates
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.dstc10 import import_dstc10
-from evalcore.ingest.mtbench import import_mtbench
+from evalcore.ingest.formats.dstc10 import import_dstc10
+from evalcore.ingest.formats.mtbench import import_mtbench
 from support import fingerprint, shared, write_jsonl
 from support.mtbench import GAMES, mtbench_folder
 

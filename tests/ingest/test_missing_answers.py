@@ -8,8 +8,8 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.dstc10 import import_dstc10
-from evalcore.ingest.ratings import import_ratings
+from evalcore.ingest.formats.dstc10 import import_dstc10
+from evalcore.ingest.formats.ratings import import_ratings
 from evalcore.services.upload import parse_patterns, upload_ratings
 from evalcore.store import connect
 from support import ROOT, TOY_ITEMS, fingerprint, shared, write_jsonl

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.msde import import_msde
+from evalcore.ingest.formats.msde import import_msde
 from evalcore.store import connect, queries
 from support import fingerprint, shared
 
@@ -143,7 +143,7 @@ def test_one_csv_answers_all_six_tracks(msde_store, tmp_path):
     """The release's qianwen responses for all six tracks, under a new name, in one file and one command;
     a copy with one bad row in the last track changes nothing anywhere."""
     from evalcore.core.errors import ImportRefused
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.store import queries
     from support import fingerprint
 
@@ -177,7 +177,7 @@ def test_a_ten_item_submission_is_shown_with_its_coverage_and_not_ranked(msde_st
     """leaderboard --track lic2021/persona --rank-by BLEU4: rank, its bootstrap interval, coverage, origin;
     10 of the CPC track's 4,000 items is coverage 0.0025 and no rank unless partial ones are ranked."""
     from evalcore.analysis.leaderboard import leaderboard
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
 
     con, _, _ = msde_store

@@ -1,7 +1,7 @@
 import pytest
 
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.published import import_published
+from evalcore.ingest.formats.published import import_published
 from support import fingerprint
 
 HEAD = "paper_table,competition,skill,dimension,metric,method,value\n"
@@ -33,9 +33,9 @@ def test_published_correlations_at_any_level_compared_like_with_like(con, tmp_pa
     """A `level` column stores turn- and dialogue-level published correlations; --compare-published
     then sets each computed correlation beside the published one of its own level only."""
     from evalcore.analysis.correlate import correlations
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
     from support import write_jsonl
 

@@ -10,7 +10,7 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.ingest.template import render, template
 from support import fingerprint
 
@@ -92,7 +92,7 @@ def test_template_round_trip(toy, tmp_path, capsys):
 
 
 def test_template_and_multi_track_cli(tmp_path, capsys):
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.store import connect
     from support import TOY_ITEMS, write_jsonl
 

@@ -10,8 +10,8 @@ import openpyxl
 import pytest
 
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.items import import_items
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.responses import import_responses
 from support import fingerprint, shared, write_jsonl
 
 
@@ -213,7 +213,7 @@ GENERATION_ROWS = {"Lic 2021_CPC": 4000, "Lic 2021_DuConv": 4002, "Lic 2021_DuRe
 
 @pytest.fixture(scope="module")
 def msde_store(tmp_path_factory):
-    from evalcore.ingest.msde import import_msde
+    from evalcore.ingest.formats.msde import import_msde
     from evalcore.store import connect
 
     root = shared("msde")

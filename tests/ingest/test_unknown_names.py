@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.core import names
-from evalcore.ingest.mtbench import import_mtbench
+from evalcore.ingest.formats.mtbench import import_mtbench
 from evalcore.store import connect, history
 from support import ROOT, fingerprint
 from support.mtbench import mtbench_folder

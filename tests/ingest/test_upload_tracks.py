@@ -8,8 +8,8 @@ import io
 import pytest
 
 from evalcore.core.errors import ImportRefused
-from evalcore.ingest.items import import_items
-from evalcore.ingest.responses import PAGE, import_responses
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.responses import PAGE, import_responses
 from evalcore.pagedata import intake
 from support import TOY_ITEMS, write_jsonl
 

@@ -333,7 +333,7 @@ def test_default_backbone_matches_bert_score_on_cpc(tmp_path, monkeypatch):
     shared("msde")
     monkeypatch.setenv("EVALCORE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from evalcore.ingest.msde import import_msde
+    from evalcore.ingest.formats.msde import import_msde
     from evalcore.scoring import load_track
     from evalcore.store import connect
 

@@ -121,7 +121,7 @@ def test_a_deferred_upward_import_is_caught():
 def test_two_stores_in_one_process_keep_their_own_metrics(toy, tmp_path):
     """Opening a store no longer writes into the global registry: each store's imported (external) metrics
     are its own (registry.of), and a store opened later neither sees nor removes them."""
-    from evalcore.ingest.scores import import_scores
+    from evalcore.ingest.formats.scores import import_scores
     from evalcore.metrics import registry
     from evalcore.store import connect
 

@@ -38,8 +38,8 @@ def local_ray():
 
 def cpc_store(path, per_model: int):
     """A store of the real CPC pairs: per_model items, the four models' answers to each."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
 
     pairs = read_cpc_pairs(per_model)
     refs = pairs["baichuan"][1]
@@ -180,7 +180,7 @@ def plugged(monkeypatch):
 
 @pytest.mark.slow   # a local Ray cluster: 20-160 s each on two cores, beside the slow set's other real engines
 def test_interrupted_run_does_not_leave_a_stale_system_score(local_ray, plugged, toy, tmp_path):
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
 
     plugged(Length())
     score(toy, metrics="LENGTH", progress=False, ray=RayOptions(actors=1))

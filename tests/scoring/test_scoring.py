@@ -2,7 +2,7 @@
 import pytest
 
 from evalcore.analysis import leaderboard as lb
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.scoring import score
 from evalcore.store import revision
 
@@ -82,7 +82,7 @@ def test_the_cli_lets_the_store_go_while_it_computes(tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.scoring import run as scoring
     from evalcore.store import Handle, connect
     from support import ROOT, TOY_ITEMS, write_jsonl
@@ -126,7 +126,7 @@ def test_system_aggregate_sentence_mean_beside_corpus(con, tmp_path):
 
     from evalcore.analysis.correlate import metric_scores
     from evalcore.core.tokenize import get_tokenizer
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from support import write_jsonl
 
     refs = {"a1": "今天天气很好，我们去公园吧", "a2": "我看过这部电影，很感人", "a3": "好的，明天见"}
@@ -227,7 +227,7 @@ def test_batches_computed_in_forked_helpers_write_what_one_process_writes(tmp_pa
     R = 4/6, 2PR/(P+R) = 0.8; t2 has no reference). Metrics that are not pure CPU work never fork."""
     import multiprocessing
 
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.metrics.registry import resolve_metrics
     from evalcore.scoring import batches
     from evalcore.store import connect

@@ -99,7 +99,7 @@ def test_engagement_ratings_are_the_amt_file(default_store):
 
 def test_engagement_bad_file_is_refused_whole(tmp_path):
     from evalcore.core.errors import ImportRefused
-    from evalcore.ingest.engagement import build_engagement
+    from evalcore.ingest.builtin.engagement import build_engagement
     from support import fingerprint
 
     text = ENGAGEMENT_CSV.read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ import os
 import pandas as pd
 
 from evalcore.cli import main
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.scoring import score
 from evalcore.services import jobs
 from evalcore.store import connect
@@ -172,7 +172,7 @@ SERVER = ("import sys, time; from evalcore.services import jobs; jobs.start(sys.
 
 def _two_tracks(tmp_path, n: int) -> str:
     """A store with n one-turn items in each of two tracks and one model's responses to all of them."""
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from support import write_jsonl
 
     db = str(tmp_path / "two.duckdb")

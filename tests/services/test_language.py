@@ -113,8 +113,8 @@ def usr_tc_files(tmp_path, with_language: bool = False):
 
 
 def test_usr_topicalchat_without_language_is_detected_as_english(con, tmp_path):
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
 
     items_path, resp, items, rows = usr_tc_files(tmp_path)
@@ -132,7 +132,7 @@ def test_usr_topicalchat_without_language_is_detected_as_english(con, tmp_path):
 
 
 def test_a_declared_language_is_kept_and_not_noted(con, tmp_path):
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
 
     items_path, *_ = usr_tc_files(tmp_path, with_language=True)
     report = import_items(con, items_path)
@@ -147,8 +147,8 @@ def test_usr_topicalchat_meteor_equals_pycocoevalcap_per_response(con, tmp_path)
     value equals pycocoevalcap's Meteor on the same pair (to 1e-12); per model the mean of those."""
     from pycocoevalcap.meteor.meteor import Meteor
 
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
 
     items_path, resp, items, rows = usr_tc_files(tmp_path)
@@ -190,7 +190,7 @@ def lccc_items(tmp_path, n: int = 200):
 
 
 def test_a_chinese_dataset_without_language_stays_zh(con, tmp_path):
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
 
     report = import_items(con, lccc_items(tmp_path))
     assert 'language zh (detected from the texts; set "language" to override)' in report.notes
@@ -202,7 +202,7 @@ def test_a_chinese_dataset_without_language_stays_zh(con, tmp_path):
 def test_migration_detects_datasets_stored_without_a_language(tmp_path):
     """A store at schema 9 holding USR TopicalChat and LCCC imported without a language (both stored with none,
     as evalcore did then) and a declared one: opened by this version, the first two are detected."""
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.store import connect, schema_version
     from evalcore.store.migrations import all_migrations
 
@@ -244,7 +244,7 @@ def test_migration_detects_datasets_stored_without_a_language(tmp_path):
 
 def test_migration_agrees_with_the_importer_on_real_data(tmp_path):
     """The SQL rule over stored items gives what the importer's Python rule gave on the same records."""
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.store import connect
 
     con = connect(tmp_path / "s.duckdb")
@@ -269,7 +269,7 @@ def test_overview_page_shows_each_datasets_language(monkeypatch, tmp_path):
     texts'; a dataset whose texts have no letters has a blank language and says how it is scored."""
     from streamlit.testing.v1 import AppTest
 
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.store import connect
     from support import ROOT
 
@@ -295,8 +295,8 @@ def test_overview_page_shows_each_datasets_language(monkeypatch, tmp_path):
 def test_dstc10_and_mtbench_without_language_are_detected(con, tmp_path):
     """The other importers that create a dataset: USR TopicalChat in the DSTC10 shape without --language, and an
     MT-Bench folder (English questions, tests/ingest/test_interchange.py's) without --language, are detected as en."""
-    from evalcore.ingest.dstc10 import import_dstc10
-    from evalcore.ingest.mtbench import import_mtbench
+    from evalcore.ingest.formats.dstc10 import import_dstc10
+    from evalcore.ingest.formats.mtbench import import_mtbench
     from support.mtbench import mtbench_folder
 
     raw = json.loads(shared("usr", "tc_usr_data.json").read_text(encoding="utf-8"))

@@ -22,9 +22,9 @@ import pytest
 
 from evalcore.cli import main
 from evalcore.cli.declarations_report import VIEWS as DECLARED_VIEWS
-from evalcore.ingest.items import import_items
-from evalcore.ingest.ratings import import_ratings
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.ratings import import_ratings
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.scoring import score
 from evalcore.services.report import VIEWS, build
 from evalcore.store import connect

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from evalcore.cli import main
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.scoring import score
 from evalcore.store import history
 

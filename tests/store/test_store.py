@@ -104,7 +104,7 @@ def test_the_stamp_pages_cache_on_moves_with_the_data_and_per_dataset(con, tmp_p
     """Pages' caches are keyed on store.stamp, read without opening the store: a write to dataset b leaves
     dataset a's stamp as it was; a write to a moves a's; a write not confined to one dataset moves both; the
     whole-store stamp moves with every write; a job's progress (no revision bump) moves none."""
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.services import jobs
     from evalcore.store import bump_revision, stamp
     from support import write_jsonl
@@ -144,7 +144,7 @@ def test_the_stamp_pages_cache_on_moves_with_the_data_and_per_dataset(con, tmp_p
 def test_the_catalog_and_global_stamps_move_only_with_what_they_name(con, tmp_path):
     """stamp(scope="catalog") moves when a dataset or track is added, not with writes into tracks that exist;
     stamp(scope="global") moves with a write not confined to one dataset, not with one that is."""
-    from evalcore.ingest.items import import_items
+    from evalcore.ingest.formats.items import import_items
     from evalcore.store import bump_revision, stamp
     from support import write_jsonl
 

@@ -18,11 +18,11 @@ import pytest
 from evalcore.analysis.bradley_terry import fit, ratings, table, votes
 from evalcore.cli import main
 from evalcore.core.text import identity_key
-from evalcore.ingest.items import import_items
-from evalcore.ingest.msde import import_msde
-from evalcore.ingest.ratings import import_ratings
-from evalcore.ingest.responses import import_responses
-from evalcore.ingest.votes import import_votes
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.msde import import_msde
+from evalcore.ingest.formats.ratings import import_ratings
+from evalcore.ingest.formats.responses import import_responses
+from evalcore.ingest.formats.votes import import_votes
 from evalcore.services import tasks as service
 from evalcore.store import annotators, connect, history, transaction
 from evalcore.store import tasks as stored

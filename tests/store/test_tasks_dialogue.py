@@ -135,7 +135,7 @@ def test_the_annotate_page_shows_whole_conversations_blind(monkeypatch, tmp_path
 
 
 def test_a_dialogue_tasks_export_is_read_back_as_dialogue_ratings(con, tmp_path):
-    from evalcore.ingest.ratings import import_ratings
+    from evalcore.ingest.formats.ratings import import_ratings
     held(con)
     task = stored.get(con, service.create_task(con, dataset="chat-toy", mode="absolute", dimensions=["Info"], items=3,
                                                per_item=1, level="dialogue"))

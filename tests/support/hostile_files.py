@@ -398,10 +398,10 @@ def build(folder: Path) -> Path:
     """Dataset toy (tests/conftest.py's three items) answered by m1 and m2 everywhere; Info on 0..2 with one
     rating of Carol's (ratings.csv row 2) and one vote of Dave's (votes.csv row 2); a pairwise and an absolute
     rating task with one answer each, their exports kept in EXPORTS. Closed: the CLI opens it itself."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
-    from evalcore.ingest.votes import import_votes
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
+    from evalcore.ingest.formats.votes import import_votes
     from evalcore.services import tasks as services
     from evalcore.store import tasks as stored
 

@@ -16,9 +16,9 @@ RESPONSES = {  # model -> one response per knowledge item (varied, so no metric 
 def toy_store(tmp_path, rated: list[tuple[int, str, float]], chitchat: bool = True):
     """toy: knowledge items k0..k5 and one chit-chat item, three models, lexical scores; `rated`: (knowledge item,
     model, Info) ratings by one annotator, plus one chit-chat rating when `chitchat`."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
 
     db = tmp_path / "toy.duckdb"

@@ -47,7 +47,7 @@ def template(tmp_path_factory, default_store_file):
     """The default store with one restorable submission (model access-old, imported then replaced), and
     three item ids of demo-zh lccc/chitchat. Each test serves a copy."""
     pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.store import connect, history
 
     folder = tmp_path_factory.mktemp("access")

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from evalcore.ingest.msde import import_msde
+from evalcore.ingest.formats.msde import import_msde
 from evalcore.services import tasks as service
 from evalcore.store import connect
 from evalcore.store import tasks as stored

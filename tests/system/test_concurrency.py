@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from bench.annotate import healthy
-from evalcore.ingest.responses import import_responses
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.services import jobs
 from evalcore.store import (
     ServerLockHeld,
@@ -193,7 +193,7 @@ def test_writes_of_one_process_wait_for_each_other(toy):
 KILLED_IMPORT = textwrap.dedent("""
     import os, signal, sys
     from evalcore.services import jobs
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.store import connect
     con = connect(sys.argv[1])
     def then(c, tracks):

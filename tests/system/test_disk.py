@@ -257,7 +257,7 @@ def test_annotate_clicks_on_a_full_disk_are_one_sentence_and_change_nothing(tmp_
         votes = votes_file(template, tmp_path / "votes.csv")
         needs_log = 12 << 20   # the votes' log is 9.3 MB; the checkpoint after it needs more than the rest
         filler = leave_free(small, needs_log)
-        from evalcore.ingest.votes import import_votes
+        from evalcore.ingest.formats.votes import import_votes
 
         writer = lease(db, wait=5)
         with pytest.raises(DiskFull) as told:

@@ -38,9 +38,9 @@ def build(folder: Path) -> Path:
     """The hostile store: dataset `hostile` (tracks h/chitchat, h/knowledge and TRACK; four models,
     one named HOSTILE; three annotators rating two dimensions, one of each named HOSTILE; HOSTILE in
     every context, reference and response), plus a one-item dataset named HOSTILE. Lexically scored."""
-    from evalcore.ingest.items import import_items
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import import_responses
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import import_responses
     from evalcore.scoring import score
     from evalcore.services.tasks import create_task
     from evalcore.store import chats as stored_chats

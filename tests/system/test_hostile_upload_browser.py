@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.ingest.items import import_items
+from evalcore.ingest.formats.items import import_items
 from evalcore.store import connect
 from support import TOY_ITEMS, fingerprint, write_jsonl
 from support.browser import ARTIFACTS, CHROMIUM, chromium, expect, open_page, serve, settle
@@ -77,8 +77,8 @@ def _expected_problems(store: Path, kind: str, path: Path) -> list:
     import shutil
 
     from evalcore.core.errors import ImportRefused
-    from evalcore.ingest.ratings import import_ratings
-    from evalcore.ingest.responses import PAGE, import_responses
+    from evalcore.ingest.formats.ratings import import_ratings
+    from evalcore.ingest.formats.responses import PAGE, import_responses
 
     copy = path.parent / "copy.duckdb"
     shutil.copy2(store, copy)

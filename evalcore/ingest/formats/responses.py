@@ -19,9 +19,10 @@ import duckdb
 import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
-from evalcore.ingest import archives, limits, lookup, msde
+from evalcore.ingest import archives, limits, lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
+from evalcore.ingest.formats import msde
 from evalcore.ingest.readers import Table, read_table
 from evalcore.store import history
 from evalcore.store.queries import answerable_items
@@ -396,3 +397,8 @@ def coverage_notes(answerable: dict[str, set[str]], covered: dict[str, set[str]]
         line = f"coverage of {tr}: {n:,} of {total:,} items ({share:.2%})"
         notes.append(line if n == total else f"warning: partial submission: {line}; the other items have no response")
     return notes
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_responses(con, args.file, dataset=args.dataset, track=args.track, model=args.model)

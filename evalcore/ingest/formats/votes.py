@@ -96,3 +96,8 @@ def stored_votes(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[tuple, st
     rows = con.execute("SELECT item_id, model_1, model_2, judge, dimension, coalesce(origin, prompt) "
                        "FROM pairwise_judgments WHERE dataset = ? AND source = 'human'", [dataset]).fetchall()
     return {vote_key(*row[:5]): row[5] for row in rows}
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_votes(con, args.file, dataset=args.dataset)

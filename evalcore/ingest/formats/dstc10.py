@@ -29,10 +29,10 @@ from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
-from evalcore.ingest.items import check_language, settle_languages
+from evalcore.ingest.formats.items import check_language, settle_languages
+from evalcore.ingest.formats.ratings import NOT_A_NUMBER, Missing, resolve_scales, scales, text_answer
 from evalcore.ingest.jsonread import read_json
 from evalcore.ingest.limits import limit
-from evalcore.ingest.ratings import NOT_A_NUMBER, Missing, resolve_scales, text_answer
 
 SHAPE = "a JSON list of objects (DSTC10 turn-level: dialogue_id, model, context, response, reference, annotations)"
 
@@ -262,3 +262,9 @@ def same_item(check: Checker, where: str, item_id: str, stored: tuple[str, list,
     else:
         return True
     return False
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_dstc10(con, args.file, dataset=args.dataset, track=args.track, language=args.language,
+                         scales=scales(args.scale), missing=args.missing)

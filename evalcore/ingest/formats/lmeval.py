@@ -13,7 +13,7 @@ What is stored, in one transaction, for one --model:
   task's filtered responses are log-likelihoods, not text, and are refused). When the file holds several filters,
   --filter picks one.
 - each per-sample metric (--metrics, default: every one whose values are numbers) as the external metric
-  `lm-eval:<metric>` (evalcore.ingest.scores), higher is better, its signature naming the task and filter.
+  `lm-eval:<metric>` (evalcore.ingest.formats.scores), higher is better, its signature naming the task and filter.
 """
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
-from evalcore.ingest.dstc10 import same_item, stored_item_contents
-from evalcore.ingest.items import check_language, settle_languages
+from evalcore.ingest.formats.dstc10 import same_item, stored_item_contents
+from evalcore.ingest.formats.items import check_language, settle_languages
+from evalcore.ingest.formats.scores import ExternalValue, external_batch
 from evalcore.ingest.readers import read_table
-from evalcore.ingest.scores import ExternalValue, external_batch
 
 PREFIX = "lm-eval:"
 _FILE_NAME = re.compile(r"samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)")
@@ -83,7 +83,7 @@ def import_lmeval(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
                   filter_name: str | None = None, language: str | None = None,
                   shown: str | None = None, prefix: str = PREFIX, signature: str | None = None) -> ImportReport:
     """`prefix` and `signature`: how the per-sample metrics are named and signed (another tool's samples written in
-    this shape: evalcore.ingest.inspectlog)."""
+    this shape: evalcore.ingest.formats.inspectlog)."""
     table = read_table(path, kinds=("jsonl",))
     file = table.file
     check = Checker(file)
@@ -234,3 +234,10 @@ def _context(check: Checker, rec: dict, where: str, path: str) -> list[str] | No
         return turns
     check.add(where, path, "the --doc-context field: a text, or a list of turns", "nothing" if not found else short(value))
     return None
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_lmeval(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
+                         doc_id=args.doc_id, doc_context=args.doc_context, metrics=args.metrics,
+                         filter_name=args.filter, language=args.language)

@@ -17,7 +17,7 @@ from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
-from evalcore.ingest.ratings import resolve_scales
+from evalcore.ingest.formats.ratings import resolve_scales, scales
 from evalcore.ingest.readers import read_table
 
 FILES = {
@@ -141,3 +141,8 @@ def _dup(check: Checker, where: str, key: tuple, seen: dict, stored: set) -> boo
 def _model_note(rec: dict, dataset: str) -> str:
     no = rec.get("model_no")
     return f"model {no} in {dataset}" if no else f"from {dataset}"
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_published(con, args.dir, dataset=args.dataset, scales=scales(args.scale))

@@ -78,3 +78,8 @@ def import_sessions(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset
                       source=str(path), flavor=ANY, tokenizer=ANY, n=int(row.test_cases))
     counts = batch.write(con, source=path)
     return ImportReport(str(path), counts)
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_sessions(con, args.file, dataset=args.dataset, track=args.track, max_turns=args.max_turns)

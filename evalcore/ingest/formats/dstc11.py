@@ -22,7 +22,8 @@ import duckdb
 
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest.batch import ImportReport
-from evalcore.ingest.dstc10 import import_dstc10, read_json_list
+from evalcore.ingest.formats.dstc10 import import_dstc10, read_json_list
+from evalcore.ingest.formats.ratings import scales
 
 SHAPE = ("a JSON list of DSTC10 entries with translations (DSTC11 Track 4: context, response, context_zh, "
          "response_zh, ..., annotations)")
@@ -99,3 +100,9 @@ def _named(problem: Problem, temp: str, file: str, fields: dict[str, str]) -> Pr
         return problem
     head, dot, rest = problem.field.partition(".")
     return Problem(file, problem.where, fields.get(head, head) + dot + rest, problem.expected, problem.got)
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_dstc11(con, args.file, dataset=args.dataset, track=args.track, text=args.text, model=args.model,
+                         scales=scales(args.scale), missing=args.missing)

@@ -14,9 +14,9 @@ from evalcore.core.text import bad_character, identity_key, normalise_id
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker, decimal
+from evalcore.ingest.formats.responses import require_track
 from evalcore.ingest.limits import MAX_CELL, MAX_MAGNITUDE
 from evalcore.ingest.readers import read_table
-from evalcore.ingest.responses import require_track
 
 NOT_A_NUMBER = "a number (or give --missing PATTERN for answers that are not numbers)"
 
@@ -227,3 +227,18 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         report.notes.append(absent.note())
     report.notes += check.notes()
     return report
+
+
+def scales(items: list[str]) -> dict[str, tuple[float, float]]:
+    """--scale DIM=MIN:MAX options as {dimension: (min, max)}."""
+    out = {}
+    for text in items:
+        name, lo, hi = parse_scale(text)
+        out[name] = (lo, hi)
+    return out
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_ratings(con, args.file, dataset=args.dataset, track=args.track, scales=scales(args.scale),
+                          missing=args.missing)

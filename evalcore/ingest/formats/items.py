@@ -141,3 +141,8 @@ def _grounding(check: Checker, rec: dict, where: str) -> dict | None:
     if not check.texts_within(value, where, "grounding"):   # every string in it, as any text field
         return None
     return value
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_items(con, args.file)

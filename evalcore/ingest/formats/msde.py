@@ -326,3 +326,8 @@ def _source_rows(folder: Path, n_rows: int, problems: list[Problem]) -> list[dic
         problems.append(Problem(str(path), "", "", f"{n_rows} lines, one per generation row", f"{len(rows)}"))
         return None
     return rows
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_msde(con, args.dir)

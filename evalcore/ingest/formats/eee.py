@@ -33,11 +33,11 @@ from evalcore.core.text import identity_key
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
-from evalcore.ingest.dstc10 import same_item, stored_item_contents
-from evalcore.ingest.items import settle_languages
+from evalcore.ingest.formats.dstc10 import same_item, stored_item_contents
+from evalcore.ingest.formats.items import settle_languages
+from evalcore.ingest.formats.scores import ExternalValue, external_batch
 from evalcore.ingest.jsonread import read_json
 from evalcore.ingest.readers import stream_jsonl
-from evalcore.ingest.scores import ExternalValue, external_batch
 from evalcore.scoring import SENTENCE_MEAN
 
 SCHEMA_VERSION = "0.3.0"           # the schemas' "version" (package every-eval-ever 0.2.x)
@@ -357,3 +357,8 @@ def _add_ratings(con, check: Checker, batch: Batch, dataset: str, ratings: dict,
         batch.add("human_ratings", dataset=dataset, track=tr, target="response", item_id=item_id, dialogue_id=None,
                   model=model, annotator=who, dimension=dim, score=score, rated_response=None,
                   origin=f"{Path(file).name} {where}")
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_eee(con, args.dir, dataset=args.dataset, track=args.track)

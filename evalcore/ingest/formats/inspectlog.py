@@ -7,7 +7,7 @@ the response to the item named by the sample's id, and each scorer's value, made
 `value_to_float` (C 1, I 0, P 0.5, N 0, numbers as they are), as the external metric `inspect:<scorer>`. With
 --context, an item not in the store is created from the sample's input (a text, or its chat messages' texts as
 turns), its target as the reference. Samples of later epochs are counted and left out. The samples go through the
-lm-evaluation-harness importer (evalcore.ingest.lmeval) in its shape, so the rules are one; a problem names the
+lm-evaluation-harness importer (evalcore.ingest.formats.lmeval) in its shape, so the rules are one; a problem names the
 sample, not that shape's line.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import duckdb
 
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest.batch import ImportReport
-from evalcore.ingest.lmeval import import_lmeval
+from evalcore.ingest.formats.lmeval import import_lmeval
 
 PREFIX = "inspect:"
 FIRST_EPOCH = "epoch 1"
@@ -115,3 +115,9 @@ def _named(problem: Problem, shape: str, file: str, places: list[str]) -> Proble
              "filtered_resps[0]": "output.completion", "--doc-context": "--context"}.get(problem.field, problem.field)
     expected = problem.expected.replace("--doc-context", "--context")
     return Problem(file if problem.file == shape else problem.file, where, field, expected, problem.got)
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_inspect(con, args.file, dataset=args.dataset, track=args.track, model=args.model,
+                          context=args.context, language=args.language)

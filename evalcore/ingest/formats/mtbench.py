@@ -35,10 +35,10 @@ from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
-from evalcore.ingest.dstc10 import same_item, stored_item_contents
-from evalcore.ingest.items import check_language, settle_languages
+from evalcore.ingest.formats.dstc10 import same_item, stored_item_contents
+from evalcore.ingest.formats.items import check_language, settle_languages
+from evalcore.ingest.formats.scores import ExternalValue, external_batch
 from evalcore.ingest.readers import Table, read_table
-from evalcore.ingest.scores import ExternalValue, external_batch
 
 METRIC = "MT-Bench"           # single judgments are stored as f"{METRIC}:{judge model}"
 SCALE = (1.0, 10.0)           # FastChat's single-answer grading prompts ask for a rating from 1 to 10
@@ -336,3 +336,7 @@ def _texts(check: Checker, rec: dict, where: str, key: str, *, required: bool = 
     out = [check.text({f"{key}[{i}]": v}, where, f"{key}[{i}]", allow_empty=allow_empty) for i, v in enumerate(value)]
     return None if None in out else out
 
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_mtbench(con, args.dir, dataset=args.dataset, language=args.language)

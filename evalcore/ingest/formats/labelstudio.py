@@ -24,10 +24,10 @@ import duckdb
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.checker import Checker
-from evalcore.ingest.dstc10 import read_json_list
-from evalcore.ingest.hfdata import imported_as
-from evalcore.ingest.lmeval import entry_at, key_fields
-from evalcore.ingest.ratings import import_ratings
+from evalcore.ingest.formats.dstc10 import read_json_list
+from evalcore.ingest.formats.hfdata import imported_as
+from evalcore.ingest.formats.lmeval import entry_at, key_fields
+from evalcore.ingest.formats.ratings import import_ratings, scales
 
 SHAPE = "a Label Studio JSON export: a list of tasks {data, annotations: [{completed_by, result: [...]}]}"
 CONTROLS = {"rating": "rating", "choice": "choices"}   # --dimension-from -> the result's type
@@ -118,3 +118,10 @@ def _score(check: Checker, value: dict, kind: str, where: str) -> object:
         check.add(where, "value.choices", "one choice (a number such as \"3\")", short(choices))
         return _BAD
     return choices[0]
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_labelstudio(con, args.file, dataset=args.dataset, track=args.track, item_field=args.item_field,
+                              model_field=args.model_field, dimension_from=args.dimension_from,
+                              scales=scales(args.scale), missing=args.missing)

@@ -31,11 +31,11 @@ from evalcore.core.text import normalise_id
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import ImportReport
 from evalcore.ingest.checker import Checker, decimal
-from evalcore.ingest.dstc10 import read_json_list
-from evalcore.ingest.hfdata import imported_as
+from evalcore.ingest.formats.dstc10 import read_json_list
+from evalcore.ingest.formats.hfdata import imported_as
+from evalcore.ingest.formats.lmeval import entry_at, field_at, key_fields
+from evalcore.ingest.formats.ratings import Missing, import_ratings, scales
 from evalcore.ingest.jsonread import read_json
-from evalcore.ingest.lmeval import entry_at, field_at, key_fields
-from evalcore.ingest.ratings import Missing, import_ratings
 from evalcore.ingest.readers import read_table
 
 RECORDS = "records.json"
@@ -263,3 +263,12 @@ def _dataset_name(path: Path) -> str:
         raise ImportRefused([Problem(str(path), "", "", "a JSON object {id, name, ...}", f"a JSON {type(data).__name__}")])
     name = data.get("name")
     return f"dataset {name!r}: " if isinstance(name, str) and name.strip() else ""
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    questions = [q.strip() for q in args.questions.split(",") if q.strip()] if args.questions is not None else None
+    return import_argilla(con, args.folder, dataset=args.dataset, track=args.track, item_field=args.item_field,
+                          model_field=args.model_field, response_field=args.response_field,
+                          questions=questions, scales=scales(args.scale),
+                          missing=args.missing, annotators=args.annotators)

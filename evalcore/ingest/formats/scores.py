@@ -160,3 +160,9 @@ def external_batch(con: duckdb.DuckDBPyConnection, check: Checker, values: list[
             notes.append(f"{tr}: {model!r} has values for {len(vals):,} of its {sizes[tr, model]:,} responses "
                                "(its system value is their mean)")
     return batch, notes
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_scores(con, args.file, dataset=args.dataset, track=args.track, metric=args.metric,
+                         higher_is_better=args.higher_is_better, signature=args.signature)

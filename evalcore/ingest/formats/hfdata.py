@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.ingest.batch import ImportReport
+from evalcore.ingest.formats.ratings import import_ratings, scales
+from evalcore.ingest.formats.responses import import_responses
 from evalcore.ingest.limits import limit
-from evalcore.ingest.ratings import import_ratings
 from evalcore.ingest.readers import read_table
-from evalcore.ingest.responses import import_responses
 
 TARGETS = ("item_id", "response", "model", "track", "dialogue_id", "annotator", "dimension", "score")
 RATING = ("annotator", "dimension", "score")
@@ -214,3 +214,9 @@ def _arrow_folder(folder: Path) -> pa.Table:
     except pa.ArrowException as exc:
         raise ImportRefused([Problem(str(state), "", "_data_files", "Arrow files of one schema",
                                      short(str(exc)))]) from None
+
+
+def run(con, args):
+    """`evalcore import` of this format: the options its catalogue entry declares, read."""
+    return import_hf(con, args.file, dataset=args.dataset, track=args.track, columns=args.columns, model=args.model,
+                     split=args.split, scales=scales(args.scale), missing=args.missing)
