@@ -5,9 +5,13 @@ Blocks marked `<!-- example: NAME -->` run: the tour here (in a fresh folder, on
 builds), `api` in tests/cli/test_api.py, `human-evaluation` in tests/cli/test_readme_human_eval.py, the "Adding a metric" code
 in tests/metrics/test_metric_plugins.py. Every other `evalcore` line names a command that exists and only flags that command
 has (a synopsis such as `[--track T]` included); one without placeholders must parse as written. Blocks in other
-languages are files or configuration shown as data (json, text, nginx)."""
+languages are files or configuration shown as data (json, text, nginx).
+
+And the claims the code can answer, both ways: every command, import format, page and metric the docs name exists,
+and every command (so every import format) and every page is named somewhere in the docs."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import io
@@ -23,7 +27,9 @@ import pytest
 from evalcore.cli import build_parser, main
 from support import ROOT, copy_default_store
 from support.docs import (
+    BLOCK,
     DATA,
+    DOCS,
     NOT_EVALCORE,
     PLACEHOLDER,
     RUN_ELSEWHERE,
@@ -131,3 +137,96 @@ def test_the_tour_runs_as_written(tmp_path, monkeypatch, capsys, default_store_f
     assert board.split("\n")[1].split()[:2] == ["lccc/chitchat", "my-model"]   # ranked first: its F1 is 1 by construction
     assert "knowledge: " in outputs[4].out and "Spearman" in outputs[5].out or "spearman" in outputs[5].out
     assert "task 2: 20 units, K = 2" in outputs[6].err
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Claims the code can answer: what the docs name exists, and what exists is named.
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+NAMED = re.compile(r"(?:^|[\s(])(?:python -m )?evalcore ([a-z][\w|-]*)(?: ([a-z][\w|-]*))?")
+NOT_PAGES = {"v1", "_stcore"}   # an endpoint's OpenAI root, Streamlit's health check
+
+
+def _code_texts() -> list[tuple[str, str]]:
+    """(file, text) of every code block and inline code span of README.md and docs/."""
+    out = [(str(path), body) for path, _, body, _ in blocks()]
+    for path in DOCS:
+        text = BLOCK.sub("", path.read_text(encoding="utf-8"))
+        out += [(str(path.relative_to(ROOT)), span) for span in CODE_SPAN.findall(text)]
+    return out
+
+
+def _leaves(parser, path=()) -> list[str]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [" ".join(path)]
+    return [leaf for name, sub in subs[0].choices.items() for leaf in _leaves(sub, (*path, name))]
+
+
+def named_commands() -> tuple[set[str], list[str]]:
+    """The command paths the docs' code names (`task show|close ID` names both), and the names that are no command."""
+    parser = build_parser()
+    top = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    named, wrong = set(), []
+    for where, text in _code_texts():
+        for line in text.splitlines():
+            for first, second in NAMED.findall(line):
+                for a in first.split("|"):
+                    if a not in top:
+                        wrong.append(f"{where}: evalcore {a}")
+                        continue
+                    subs = [x for x in top[a]._actions if isinstance(x, argparse._SubParsersAction)]
+                    if not subs:
+                        named.add(a)
+                        continue
+                    for b in filter(None, second.split("|")):
+                        if b in subs[0].choices:
+                            named.add(f"{a} {b}")
+                        elif not PLACEHOLDER.search(b) and b not in ("KIND", "ACTION"):
+                            wrong.append(f"{where}: evalcore {a} {b}")
+    return named, wrong
+
+
+def test_every_command_the_docs_name_exists_and_every_command_is_named():
+    named, wrong = named_commands()
+    assert not wrong, "the docs name commands that do not exist:\n" + "\n".join(wrong)
+    unnamed = [leaf for leaf in _leaves(build_parser()) if leaf not in named]
+    assert not unnamed, f"commands no page of the docs names (as `evalcore <command>` in code): {unnamed}"
+
+
+def test_every_import_format_is_documented():
+    from evalcore.ingest.formats import FORMATS
+
+    named, _ = named_commands()
+    assert [f.kind for f in FORMATS if f"import {f.kind}" not in named] == []
+    importing = (ROOT / "docs" / "guide" / "importing.md").read_text(encoding="utf-8")
+    assert [f.kind for f in FORMATS if f"import {f.kind}" not in importing] == []
+
+
+def test_every_page_is_named_and_every_page_named_exists():
+    from pages import PAGES
+
+    text = "\n".join(path.read_text(encoding="utf-8") for path in DOCS)
+    titles, paths = {p.title for p in PAGES}, {p.url_path for p in PAGES}
+    assert [t for t in titles if t not in text] == [], "pages the docs never name"
+    bold = set(re.findall(r"\*\*([A-Z][\w ,'&-]+)\*\* page", text))
+    assert bold <= titles, f"the docs name pages that do not exist: {bold - titles}"
+    linked = set(re.findall(r"https?://(?:localhost|127\.0\.0\.1)(?::\d+)?/([\w-]+)", text)) - NOT_PAGES
+    assert linked <= paths, f"the docs link to pages that do not exist: {linked - paths}"
+
+
+def test_every_metric_the_docs_score_with_exists():
+    from evalcore.metrics.registry import resolve_metrics
+
+    problems = []
+    for path, language, body, _ in blocks():
+        for line in command_lines(body) if language in ("bash", "sh", "console") else []:
+            args = evalcore_args(line) or []
+            if args[:1] == ["score"] and "--metrics" in args:
+                spec = args[args.index("--metrics") + 1]
+                if PLACEHOLDER.search(spec):
+                    continue
+                try:
+                    resolve_metrics(spec)
+                except ValueError as exc:
+                    problems.append(f"{path}: {line}: {exc}")
+    assert not problems, "\n".join(problems)

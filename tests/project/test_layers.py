@@ -1,7 +1,7 @@
-"""Imports point one way (docs/development/design.md "Layers"): core <- store <- metrics <- scoring <- ingest and analysis
-<- services <- the CLI, the API and the dashboard's helpers. Every import of the package's own modules
-is checked, function-level ones included (an ast walk), so a cycle cannot hide behind a deferred import.
-Each layer is a folder of evalcore/ (LAYERS); a new module goes into one of them."""
+"""Imports point one way (docs/development/architecture.md, "Architecture"; design.md's "Layers" in short): core
+<- store <- metrics <- scoring <- ingest and analysis <- services <- the CLI, the API and the dashboard's helpers.
+Every import of the package's own modules is checked, function-level ones included (an ast walk), so a cycle cannot
+hide behind a deferred import. Each layer is a folder of evalcore/ (LAYERS); a new module goes into one of them."""
 from __future__ import annotations
 
 import ast
