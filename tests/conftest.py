@@ -2,6 +2,7 @@
 session) and the markers. Helpers that tests import live in tests/support/, which pyproject puts on the path."""
 from __future__ import annotations
 
+import fcntl
 from pathlib import Path
 
 import pytest
@@ -11,18 +12,28 @@ from support import TOY_ITEMS, write_jsonl
 
 
 @pytest.fixture(scope="session")
-def default_store_file(tmp_path_factory) -> Path:
-    """The embedded default store as `evalcore init` builds it (init_store), built once per test
-    session: tests take a copy (copy_default_store) instead of building their own (~20 s each)."""
+def default_store_file(tmp_path_factory, worker_id) -> Path:
+    """The embedded default store as `evalcore init` builds it (init_store), built once per test run: tests take a
+    copy (copy_default_store) instead of building their own (~20 s each). Under xdist the first worker to ask builds
+    it in the run's shared temporary folder, under a lock, and the others wait for it and read the same file."""
     from evalcore.services.defaults import init_store
 
-    path = tmp_path_factory.mktemp("default-store") / "default.duckdb"
-    c = connect(path)
-    try:
-        init_store(c)
-        c.execute("CHECKPOINT")   # everything in the one file: a copy of it is the whole store
-    finally:
-        c.close()
+    shared_root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    folder = shared_root / "default-store"
+    folder.mkdir(exist_ok=True)
+    path = folder / "default.duckdb"
+    with open(folder / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # released when the file closes, a crashed builder's too
+        if not path.exists():
+            building = folder / "building.duckdb"
+            building.unlink(missing_ok=True)
+            c = connect(building)
+            try:
+                init_store(c)
+                c.execute("CHECKPOINT")   # everything in the one file: a copy of it is the whole store
+            finally:
+                c.close()
+            building.rename(path)   # whole or absent: a worker never copies a store half built
     return path
 
 

@@ -31,7 +31,7 @@ import pandas as pd
 from evalcore.analysis.agreement import COLUMNS, agreement_of, ratings
 from evalcore.analysis.options import AGREEMENT_RATERS as RATERS
 from evalcore.analysis.options import AGREEMENT_STATISTICS, METHODS, OUTLIER_RULES
-from evalcore.analysis.stats import correlate, interval
+from evalcore.analysis.stats import Pair, correlate, interval, prepare
 
 CHANCE, *STATISTICS = AGREEMENT_STATISTICS   # chance: Cohen's and Fleiss' kappa, Krippendorff's alpha (agreement.py)
 MIN_N = 3   # a correlation over fewer points is not computed (stats.correlate's own floor)
@@ -101,6 +101,47 @@ def statistic(name: str, scores: np.ndarray, method: str) -> tuple[float, int]:
     return (float(np.mean(rs)) if rs else np.nan), len(rs)
 
 
+def draw_values(name: str, scores: np.ndarray, method: str, draws: np.ndarray) -> np.ndarray:
+    """statistic(name, scores[d], method)[0] for every draw d (a row of `draws`: target indices). The mean-of-r
+    definitions are computed for all draws at once: a resampled target is a weight on its row, so each pair of
+    vectors (two raters; a rater and the others' mean, which a row keeps in any resample) is one stats.Pair whose
+    tables are counted for every draw together. Where a table would be too large, one draw at a time."""
+    if name == "corr_item_mean" or not len(draws):
+        return np.array([statistic(name, scores[d], method)[0] for d in draws])
+    n = len(scores)
+    weights = np.bincount((np.arange(len(draws))[:, None] * n + draws).ravel(), minlength=len(draws) * n)
+    weights = weights.reshape(len(draws), n).astype(float)
+    total, count = np.zeros(len(draws)), np.zeros(len(draws))
+    for x, y, rows in _vector_pairs(name, scores):
+        px, py = prepare(x), prepare(y)
+        if px.constant or py.constant:
+            continue   # constant in every resample too: no r
+        rs = Pair(px, py).weighted_r(method, weights[:, rows])
+        if rs is None:
+            return np.array([statistic(name, scores[d], method)[0] for d in draws])
+        defined = ~np.isnan(rs)
+        total[defined] += rs[defined]
+        count += defined
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _vector_pairs(name: str, scores: np.ndarray):
+    """(x, y, rows) of each correlation a mean-of-r definition averages, over the rows where both have a value:
+    pairwise, each pair of raters; leave-one-out, each rater against the others' mean."""
+    if name == "corr_pairwise":
+        for a, b in combinations(range(scores.shape[1]), 2):
+            rows = np.flatnonzero(~np.isnan(scores[:, a]) & ~np.isnan(scores[:, b]))
+            yield scores[rows, a], scores[rows, b], rows
+        return
+    for a in range(scores.shape[1]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            others = np.nanmean(np.delete(scores, a, axis=1), axis=1)
+        rows = np.flatnonzero(~np.isnan(scores[:, a]) & ~np.isnan(others))
+        yield scores[rows, a], others[rows], rows
+
+
 def exclude_outliers(frame: pd.DataFrame, rule: str = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
     """`frame` (agreement.ratings' columns) without the annotations the rule removes, and per track, level and
     dimension how many it removed of how many (and why a dimension was left as it is)."""
@@ -145,12 +186,13 @@ def correlation_agreement(frame: pd.DataFrame, *, statistics=STATISTICS, methods
         wide = group.pivot_table(index="unit", columns=rater, values="score", aggfunc="mean")
         scores = wide.to_numpy(float)
         rng = np.random.default_rng(seed)
-        draws = [rng.integers(0, len(scores), len(scores)) for _ in range(bootstrap)] if len(scores) else []
+        draws = np.array([rng.integers(0, len(scores), len(scores)) for _ in range(bootstrap)] if len(scores) else [],
+                         dtype=np.int64)
         after = _rule_note(removed.get((tr, lvl, dim)), rule)
         for name in statistics:
             for method in methods:
                 value, count = statistic(name, scores, method)
-                lo, hi, left_out = interval([statistic(name, scores[d], method)[0] for d in draws])
+                lo, hi, left_out = interval(draw_values(name, scores, method, draws))
                 what = "annotations pooled" if name == "corr_item_mean" else (
                     "pairs" if name == "corr_pairwise" else "annotators") + " averaged"
                 why = "" if not np.isnan(value) else "no value: fewer than 3 targets rated by the raters compared"

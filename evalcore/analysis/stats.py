@@ -22,6 +22,7 @@ from scipy import special, stats
 from evalcore.analysis.options import METHODS
 
 LEVEL_LIMIT = 256  # a vector with at most this many distinct values takes Kendall's counting path
+BATCH_CELLS = 4096  # Pair.weighted_r holds a table of this many cells per resample at most (1,000 resamples: 33 MB)
 # past this share of resamples without a value (a constant resample, a pair no one rated twice), a percentile
 # interval over the rest would be too narrow: it describes only the resamples where the statistic happens to exist
 MAX_UNDEFINED = 0.05
@@ -209,6 +210,40 @@ class Pair:
         sxy = sum(float(d * (col @ dr)) for d, col in zip(dc, W))
         return sxy / math.sqrt(sxx * syy)
 
+    def weighted_r(self, method: str, weights: np.ndarray) -> np.ndarray | None:
+        """r of many resamples at once, each given as how many times it draws every element (a row of
+        `weights`, resamples x elements): the same statistic as r(method, sample) for the sample those counts
+        describe, NaN where correlate() has none (fewer than 3 elements, a constant vector). None when the table
+        of tie groups is too large to hold for every resample (then draw one at a time)."""
+        if not self.small or self.rows.n_groups * self.cols.n_groups > BATCH_CELLS:
+            return None
+        cells = self.rows.n_groups * self.cols.n_groups
+        onehot = np.zeros((len(self.cell), cells))
+        onehot[np.arange(len(self.cell)), self.cell] = 1.0
+        W = (np.asarray(weights, float) @ onehot).reshape(len(weights), self.cols.n_groups, self.rows.n_groups)
+        gc, gr = W.sum(axis=2), W.sum(axis=1)
+        total = gc.sum(axis=1)
+        undefined = (total < 3) | ((gc > 0).sum(axis=1) <= 1) | ((gr > 0).sum(axis=1) <= 1)
+        if method == "kendall":
+            out = _tau_b_many(W, gr, gc, total)
+        else:
+            if method == "pearson":
+                vr = np.broadcast_to(self.rows.levels, gr.shape)
+                vc = np.broadcast_to(self.cols.levels, gc.shape)
+            elif method == "spearman":
+                vr, vc = _avg_ranks_many(gr), _avg_ranks_many(gc)
+            else:
+                raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                dr = vr - ((gr * vr).sum(axis=1) / total)[:, None]
+                dc = vc - ((gc * vc).sum(axis=1) / total)[:, None]
+                sxx, syy = (gr * dr * dr).sum(axis=1), (gc * dc * dc).sum(axis=1)
+                sxy = np.einsum("bc,bcr,br->b", dc, W, dr)
+                out = sxy / np.sqrt(sxx * syy)
+            out[(sxx <= 0) | (syy <= 0)] = np.nan
+        out[undefined] = np.nan
+        return out
+
     def _r_elementwise(self, method: str, sample: np.ndarray | None) -> float:
         """Both vectors have many distinct values: work on elements (weights for a resample)."""
         if method == "kendall":
@@ -231,6 +266,28 @@ class Pair:
 def _avg_ranks(counts: np.ndarray) -> np.ndarray:
     """Average 1-based rank of each tie group, given how many elements each group holds."""
     return np.cumsum(counts) - counts + (counts + 1) / 2
+
+
+def _avg_ranks_many(counts: np.ndarray) -> np.ndarray:
+    """_avg_ranks of every row of `counts` (resamples x tie groups)."""
+    return np.cumsum(counts, axis=1) - counts + (counts + 1) / 2
+
+
+def _tau_b_many(W: np.ndarray, gr: np.ndarray, gc: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """_tau_b(*_kendall_counts(table)) of every table of W (resamples x columns x rows)."""
+    dis = np.zeros(len(W))
+    above = np.zeros((len(W), W.shape[2]))   # per row group: elements in later columns and smaller rows
+    for c in range(W.shape[1] - 1, -1, -1):
+        col = W[:, c, :]
+        dis += (col * above).sum(axis=1)
+        above += np.cumsum(col, axis=1) - col
+    pairs = lambda c: (c * (c - 1)).sum(axis=tuple(range(1, c.ndim))) / 2  # noqa: E731
+    tot, xtie, ytie, ntie = total * (total - 1) / 2, pairs(gr), pairs(gc), pairs(W)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = np.sqrt((tot - xtie) * (tot - ytie))
+        out = np.clip((tot - xtie - ytie + ntie - 2 * dis) / den, -1.0, 1.0)
+    out[~(den > 0)] = np.nan
+    return out
 
 
 def _element_ranks(p: Prepared, w: np.ndarray) -> np.ndarray:

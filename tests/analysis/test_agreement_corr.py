@@ -146,3 +146,23 @@ def test_turn_and_dialogue_ratings_are_never_pooled():
                                   bootstrap=0).set_index("level")
     assert out.loc["turn", "value"] == pytest.approx(stats.pearsonr([0, 1, 2, 2], [0, 1, 2, 1])[0])
     assert out.loc["dialogue", "value"] == pytest.approx(stats.pearsonr([2, 2, 0, 1], [2, 1, 0, 1])[0])
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+@pytest.mark.parametrize("name", ["corr_pairwise", "corr_loo", "corr_item_mean"])
+def test_all_draws_at_once_equal_one_draw_at_a_time(name, method):
+    """The bootstrap's values computed for every draw together (draw_values: resampled targets as weights) equal
+    the definition applied to each resampled matrix in turn, NaN for NaN: ratings with ties, targets some raters
+    skipped, a rater who gave one score throughout, and few targets, so that some draws have no value."""
+    from evalcore.analysis.agreement_corr import draw_values, statistic
+
+    rng = np.random.default_rng(7)
+    for targets, raters in ((40, 6), (5, 3), (12, 4)):
+        scores = rng.integers(0, 3, size=(targets, raters)).astype(float)
+        scores[rng.random(scores.shape) < 0.3] = np.nan
+        scores[:, -1] = np.where(np.isnan(scores[:, -1]), np.nan, 1.0)   # a constant rater
+        draws = rng.integers(0, targets, size=(200, targets))
+        one_at_a_time = np.array([statistic(name, scores[d], method)[0] for d in draws])
+        together = draw_values(name, scores, method, draws)
+        assert np.array_equal(np.isnan(together), np.isnan(one_at_a_time))
+        assert together[~np.isnan(together)] == pytest.approx(one_at_a_time[~np.isnan(one_at_a_time)], abs=1e-12)
