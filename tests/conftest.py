@@ -3,6 +3,7 @@ session) and the markers. Helpers that tests import live in tests/support/, whic
 from __future__ import annotations
 
 import fcntl
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,20 @@ def default_store_file(tmp_path_factory, worker_id) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def empty_store_file(tmp_path_factory) -> Path:
+    """A new store with every migration applied, made once per worker: `con` copies it (a third of the time of
+    migrating each test's store; migrating itself is tested in tests/store)."""
+    path = tmp_path_factory.mktemp("empty-store") / "empty.duckdb"
+    connect(path).close()
+    return path
+
+
 @pytest.fixture
-def con(tmp_path):
-    c = connect(tmp_path / "store.duckdb")
+def con(tmp_path, empty_store_file):
+    path = tmp_path / "store.duckdb"
+    shutil.copyfile(empty_store_file, path)
+    c = connect(path)
     yield c
     c.close()
 
@@ -58,27 +70,38 @@ def toy(con, tmp_path):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """The slow set runs in this one process, not in pyproject's xdist workers: its real browsers, servers,
-    SIGKILLed commands and timed waits must not compete for the cores with other tests."""
+    """The marked set runs in one process unless it leaves out the `serial` tests (CI's second step runs
+    `-m "slow and not serial"` on every core, a test file to a worker, then `-m "slow and serial"` alone): real
+    browsers, servers and SIGKILLed commands can share the cores, but what a serial test checks depends on having
+    them to itself."""
     expr = config.option.markexpr or ""
     if "slow" in expr and "not slow" not in expr and getattr(config.option, "numprocesses", None):
-        config.option.numprocesses = 0
-        config.option.dist = "no"
+        if "not serial" in expr:
+            config.option.dist = "loadfile"   # a file's module-scoped servers are started once, on one worker
+        else:
+            config.option.numprocesses = 0
+            config.option.dist = "no"
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long training, the real converted models, a real browser, SIGKILLed "
-                            "commands, a clean-clone install; left out of plain `python -m pytest` (pyproject's addopts), "
-                            "run by `python -m pytest -m slow`, which CI runs as its second step")
+                            "commands, a clean-clone install, every system test; left out of plain `python -m pytest` "
+                            "(pyproject's addopts), run by `python -m pytest -m slow`, which CI runs as its second step")
     config.addinivalue_line("markers", "browser: drives Debian's Chromium through Playwright (skipped, saying why, "
                             "where either is missing)")
     config.addinivalue_line("markers", "system: the whole program as a user or an attacker meets it (page servers, "
-                            "SIGKILL, a full disk, a proxy, concurrent sessions, a clean-clone install); every test "
-                            "under tests/system/ carries it")
+                            "SIGKILL, a full disk, a proxy, concurrent sessions, a clean-clone install, a benchmark run "
+                            "end to end); every test under tests/system/ and tests/bench/ carries it, and slow too")
+    config.addinivalue_line("markers", "serial: what it checks depends on having the machine to itself (a kill timed by "
+                            "requests served, a port freed within seconds); run in a process of its own, after the rest")
+
+
+WHOLE_PROGRAM = ("system", "bench")   # folders of tests/ whose every test is a system test
 
 
 def pytest_collection_modifyitems(config, items):
-    system = Path(__file__).parent / "system"
+    folders = [Path(__file__).parent / name for name in WHOLE_PROGRAM]
     for item in items:
-        if system in Path(str(item.fspath)).parents:
+        if any(folder in Path(str(item.fspath)).parents for folder in folders):
             item.add_marker(pytest.mark.system)
+            item.add_marker(pytest.mark.slow)

@@ -60,6 +60,7 @@ def test_every_item_of_demo_zh_with_its_knowledge_in_the_prompt(default_store_fi
     assert signature.startswith("gen:m@127.0.0.1:") and "tpl:chitchat-zh#" in signature and "knowledge-zh#" in signature
 
 
+@pytest.mark.serial   # each kill must land between the generation's one-second commits
 def test_sigkill_at_three_moments_then_every_reply_stored_once(default_store_file, tmp_path):
     db = str(copy_default_store(default_store_file, tmp_path / "k.duckdb"))
     items = rows(db, "SELECT item_id, context FROM items WHERE track = 'lccc/chitchat'")

@@ -6,6 +6,7 @@ import io
 import os
 
 import pandas as pd
+import pytest
 
 from evalcore.cli import main
 from evalcore.ingest.formats.responses import import_responses
@@ -208,6 +209,8 @@ def _outcome(db: str) -> tuple[list, int, int]:
         con.close()
 
 
+@pytest.mark.system
+@pytest.mark.slow   # a page server SIGKILLed mid-job and started again
 def test_a_job_cut_short_by_a_killed_server_is_resumed_once_after_the_restart(tmp_path):
     """The server (a process that started the job's worker, as the Upload page does) and the worker are
     both SIGKILLed while the job's second step runs, as a machine restart would; another job waits queued.

@@ -110,6 +110,7 @@ def _start_app(tmp_path: Path, port: int, *extra: str) -> subprocess.Popen:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="signals and /proc/net are POSIX")
+@pytest.mark.serial
 def test_sigterm_to_evalcore_app_frees_the_port_within_5_s(tmp_path):
     port = free_port()
     proc = _start_app(tmp_path, port)
