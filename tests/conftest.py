@@ -92,11 +92,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "system: the whole program as a user or an attacker meets it (page servers, "
                             "SIGKILL, a full disk, a proxy, concurrent sessions, a clean-clone install, a benchmark run "
                             "end to end); every test under tests/system/ and tests/bench/ carries it, and slow too")
-    config.addinivalue_line("markers", "serial: what it checks depends on having the machine to itself (a kill timed by "
-                            "requests served, a port freed within seconds); run in a process of its own, after the rest")
+    config.addinivalue_line("markers", "serial: needs the machine to itself, because what it checks depends on how "
+                            "fast the machine is (a kill timed by requests served, a port freed within seconds) or "
+                            "because it uses every core itself (torch training); run in a process of its own, last")
 
 
 WHOLE_PROGRAM = ("system", "bench")   # folders of tests/ whose every test is a system test
+# The marked set's longest files (2 to 5 minutes each on 2 cores, 2026-11-28), collected first so that xdist hands
+# them out first (a file to a worker): a worker is then never left running one of them alone at the end.
+LONGEST_FIRST = ("test_crash.py", "test_disk_full.py", "test_ray.py", "test_annotate_browser.py", "test_packaging.py",
+                 "test_first_run.py", "test_concurrency_browser.py", "test_chat_browser.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -105,3 +110,5 @@ def pytest_collection_modifyitems(config, items):
         if any(folder in Path(str(item.fspath)).parents for folder in folders):
             item.add_marker(pytest.mark.system)
             item.add_marker(pytest.mark.slow)
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))   # stable: a file stays together

@@ -62,6 +62,7 @@ def test_bilinear_features_and_ablation_shapes():
 
 
 @pytest.mark.slow   # trains a model (about 20 s)
+@pytest.mark.serial   # torch trains on every core: beside another test it takes 2-3 times as long
 def test_train_save_load_and_score_as_metric(demo, tmp_path):
     from evalcore.analysis.leaderboard import leaderboard, signatures
     from evalcore.store import connect
@@ -92,6 +93,7 @@ def test_ablstm_unavailable_without_a_model(toy, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.serial   # 213 s alone, 566 s beside another worker (2 cores, 2026-11-28)
 def test_default_training_on_demo_zh_reaches_060(demo, tmp_path, capsys):
     capsys.readouterr()
     assert main(["learned", "train", "--db", str(demo), "--dataset", "demo-zh", "--out", str(tmp_path / "m"),

@@ -240,10 +240,10 @@ def test_visitors_cannot_park_files_in_the_upload_endpoint(store, monkeypatch, c
     import time
     import urllib.request
 
-    from support.browser import ROOT, _free_port
+    from support import ROOT, free_port
 
     monkeypatch.delenv("EVALCORE_READ_ONLY", raising=False)
-    port = _free_port()
+    port = free_port()
     log = open(ARTIFACTS / "streamlit-upload-endpoint.log", "w")
     proc = subprocess.Popen([sys.executable, "app.py", "--server.port", str(port), "--server.headless", "true"],
                             cwd=ROOT, env={**os.environ, "EVALCORE_DB": str(store), "EVALCORE_UPLOAD_PASSWORD": PASSWORD},
