@@ -10,6 +10,7 @@ import pytest
 
 from evalcore.store import connect
 from support import TOY_ITEMS, write_jsonl
+from support.browser import chromium
 
 
 @pytest.fixture(scope="session")
@@ -110,5 +111,8 @@ def pytest_collection_modifyitems(config, items):
         if any(folder in Path(str(item.fspath)).parents for folder in folders):
             item.add_marker(pytest.mark.system)
             item.add_marker(pytest.mark.slow)
+        module = getattr(item, "module", None)
+        if "browser" in getattr(item, "fixturenames", ()) or getattr(module, "chromium", None) is chromium:
+            item.add_marker(pytest.mark.browser)   # it opens Chromium (support.browser.chromium)
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))   # stable: a file stays together

@@ -300,6 +300,7 @@ def test_a_record_changed_since_export_is_refused_naming_the_table(hostile_recor
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 def test_the_report_opens_offline_in_chromium(demo, hostile_report, hostile_record, tmp_path, capsys):
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r tests/requirements.txt")
