@@ -77,6 +77,7 @@ def test_accepted_conversations_are_dialogues_with_items_and_ratings(collected):
         con.close()
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_dist_and_a_judge_at_turn_and_dialogue_level_and_trust(collected, capsys):
     db, task = collected
     with JudgeServer(rate="length") as judge:

@@ -237,6 +237,7 @@ def test_creating_a_task_confirms_empties_the_form_and_links(monkeypatch, tmp_pa
     assert links and links[0].proto.url.endswith(f"/annotate?task={new}") and links[0].proto.url.startswith("http")
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_wrong_access_codes_and_personal_keys_are_guesses_held_back(monkeypatch, tmp_path, default_store_file):
     """Issue 46, item 8: the task's access code and a personal key are throttled as the upload password is (five
     free wrong guesses, then locks; evalcore.pagedata.access). A sixth wrong code in a new session (a new tab) is held,

@@ -143,6 +143,7 @@ def test_leaderboard_ranks_from_the_url(monkeypatch, default_store):
     assert any(s.value.startswith("Across skills") for s in at.subheader)
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_upload_page_scores_a_track_as_a_job(monkeypatch, tmp_path):
     """A track's missing scores can be started from the Upload page; the job runs in the background and
     the page reports it done."""

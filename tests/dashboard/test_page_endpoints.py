@@ -9,21 +9,29 @@ import pytest
 from evalcore.services.defaults import init_store
 from evalcore.store import connect
 from evalcore.store import endpoints as registry
+from support import copy_default_store
 from support.apptest import run
 from support.judge_server import JudgeServer
 
 KEY = "sk-page-never-shown-41"
 
 
-@pytest.fixture
-def db(tmp_path):
-    path = tmp_path / "s.duckdb"
+@pytest.fixture(scope="module")
+def demo_only(tmp_path_factory):
+    """A store of demo-zh alone, built once for the module (each test writes into its own copy)."""
+    path = tmp_path_factory.mktemp("demo-only") / "s.duckdb"
     con = connect(path)
     try:
         init_store(con, only=("demo-zh",))
+        con.execute("CHECKPOINT")   # everything in the one file: a copy of it is the whole store
     finally:
         con.close()
     return path
+
+
+@pytest.fixture
+def db(demo_only, tmp_path):
+    return copy_default_store(demo_only, tmp_path / "s.duckdb")
 
 
 def add(db, url: str, name: str = "local") -> None:

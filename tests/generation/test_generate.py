@@ -193,6 +193,7 @@ def test_bad_endpoints_get_one_sentence(store, capsys, monkeypatch):
     assert stored(store, "SELECT count(*) FROM responses")[0][0] == 0
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_an_endpoint_that_goes_down_stops_the_run_and_the_rest_resumes(store, capsys):
     with JudgeServer(echo=True, fail_after=5) as srv:
         register(store, srv.url, "--concurrency", "1")

@@ -68,11 +68,12 @@ def test_sigkill_at_three_moments_then_every_reply_stored_once(default_store_fil
     by_turn = {json.loads(c)[-1]: i for i, c in items if last_turn[json.loads(c)[-1]] == 1}
     sent_by_run: list[set[str]] = []
     stored_before: list[set[str]] = []
-    with JudgeServer(echo=True, delay=0.05) as srv:
+    with JudgeServer(echo=True, delay=0.1) as srv:
         assert main(["endpoint", "add", "local", "--db", db, "--base-url", srv.url, "--model", "m",
                      "--concurrency", "4"]) == 0
         # killed at its first requests (nothing committed yet), then half way, then most of the rest of the way
-        # (80 requests a second: a batch is committed every second)
+        # (40 requests a second, a batch committed every second: 80 requests take two seconds, so the second and
+        # third kills each come after a commit, however fast the machine)
         for more in (3, 100, 80):
             stored_before.append({i for (i,) in rows(db, "SELECT item_id FROM responses WHERE model = 'k'")})
             start = srv.requests

@@ -115,6 +115,7 @@ def test_background_job_and_cli_listing(toy, tmp_path, capsys):
         con.close()
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_the_job_check_ends_cleanly_when_the_process_exits(tmp_path):
     """The orphaned-job check runs in a daemon thread; at interpreter exit it must be out of DuckDB before
     Python tears down, or the process aborts (exit 134, seen at the end of a CI test run)."""

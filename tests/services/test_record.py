@@ -106,6 +106,7 @@ def test_not_a_record_is_refused(tmp_path, capsys):
     assert "expected format 'evalcore-record' version 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_verify_recomputes_model_based_metrics_and_asks_the_same_judge_again(scored, tmp_path, capsys):
     """Embedding metrics are recomputed on any machine; BERTScore where the record's backbone is given (its layer
     read from the signature); a judge where its server is named (model and sampling from the signature). A judge

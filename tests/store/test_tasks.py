@@ -213,6 +213,7 @@ def test_bradley_terry_equals_the_fastchat_fit_on_exported_votes(lab, tmp_path):
     fresh.close()
 
 
+@pytest.mark.slow   # 5 s or more on 2 cores: the fast set keeps tests under that
 def test_bradley_terry_on_votes_derived_from_real_ratings():
     """MSDE's Coh ratings of the four models' persona responses (lic2021/persona): 2,000 seeded pairs of
     responses of different models, the higher Coh winning (equal: a tie)."""
