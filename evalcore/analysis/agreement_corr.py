@@ -60,14 +60,19 @@ def pairwise_rs(scores: np.ndarray, method: str) -> list[float]:
     return out
 
 
+def _others_mean(scores: np.ndarray, a: int) -> np.ndarray:
+    """Per target, the mean of the raters other than `a` (NaN where no one else rated it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # a target no one else rated: NaN, left out by the callers
+        return np.nanmean(np.delete(scores, a, axis=1), axis=1)
+
+
 def loo_rs(scores: np.ndarray, judge: np.ndarray | None, method: str) -> tuple[list[float], list[float]]:
     """Per rater (a column of `scores`) with at least 3 targets also rated by others: r(rater, the others' mean)
     and r(judge, the others' mean) on those targets; judge None: people only (both lists the people's)."""
     people, judged = [], []
     for a in range(scores.shape[1]):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # a target no one else rated: NaN, dropped below
-            others = np.nanmean(np.delete(scores, a, axis=1), axis=1)
+        others = _others_mean(scores, a)
         ok = ~np.isnan(scores[:, a]) & ~np.isnan(others) & (True if judge is None else ~np.isnan(judge))
         if ok.sum() < MIN_N:
             continue
@@ -135,9 +140,7 @@ def _vector_pairs(name: str, scores: np.ndarray):
             yield scores[rows, a], scores[rows, b], rows
         return
     for a in range(scores.shape[1]):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            others = np.nanmean(np.delete(scores, a, axis=1), axis=1)
+        others = _others_mean(scores, a)
         rows = np.flatnonzero(~np.isnan(scores[:, a]) & ~np.isnan(others))
         yield scores[rows, a], others[rows], rows
 
