@@ -33,7 +33,7 @@ from evalcore.cli.commands import (
     task_seed,
     written_text,
 )
-from evalcore.core import names
+from evalcore.core import names, urls
 from evalcore.core.options import (
     GENERATION_CONCURRENCY,
     GENERATION_KEY_ENV,
@@ -123,7 +123,9 @@ group("endpoint", "chat endpoints a model answers at (OpenAI-compatible: vLLM, S
 def endpoint_add(p):
     p.add_argument("name")
     db(p)
-    p.add_argument("--base-url", required=True, metavar="URL", help="the server's OpenAI API root, e.g. "
+    # refused at once (exit 2) when it holds a user name/password or a query, never repeating it
+    p.add_argument("--base-url", required=True, metavar="URL", type=urls.base_url,
+                   help="the server's OpenAI API root, e.g. "
                    "http://127.0.0.1:8000/v1 (vLLM), http://127.0.0.1:11434/v1 (Ollama), http://127.0.0.1:8080/v1 "
                    "(llama.cpp)")
     p.add_argument("--model", required=True, metavar="SERVED_NAME", help="the model name the server serves")

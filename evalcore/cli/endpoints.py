@@ -41,6 +41,10 @@ def show(con, args) -> None:
         print(f"{field:12} {'' if value is None else escaped(value)}")
     if entry.api_key_env:
         print(f"{'key':12} {where_from(entry.api_key_env)}")
+    if registry.stored_with_secrets(con, entry.name):
+        print(f"note: the stored base URL holds a user name/password or a query (registered before they were "
+              f"refused); they are neither shown nor sent: register it again without them (`evalcore endpoint add "
+              f"{entry.name} --base-url URL --model {entry.model} --api-key-env VAR --replace`)", file=sys.stderr)
 
 
 def remove(con, args) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from urllib.parse import urlsplit
 
 import duckdb
 import pandas as pd
@@ -22,6 +21,8 @@ from evalcore.core.options import (
     GENERATION_TOP_P,
 )
 from evalcore.core.text import identity_key
+from evalcore.core.urls import problem as url_problem
+from evalcore.core.urls import held_secrets, without_secrets
 from evalcore.store.history import current_user
 from evalcore.store.transactions import bump_revision, transaction
 
@@ -61,9 +62,9 @@ def check(entry: Registered) -> None:
     """ValueError naming the field, for an entry no request could be made with."""
     if not entry.name.strip():
         raise ValueError("an endpoint needs a name")
-    parts = urlsplit(entry.base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--base-url {entry.base_url!r} is not an http(s) URL like http://127.0.0.1:8000/v1")
+    why = url_problem(entry.base_url)   # never repeats the URL: a key may have been pasted into it
+    if why:
+        raise ValueError(f"--base-url: {why}")
     if not entry.model.strip():
         raise ValueError("--model: give the name the server serves (`evalcore endpoint test` lists them)")
     if entry.api_key_env and not VARIABLE.fullmatch(entry.api_key_env):
@@ -108,9 +109,21 @@ def get(con: duckdb.DuckDBPyConnection, name: str) -> Registered:
         raise ValueError(f"no endpoint named {name!r}; " + (f"registered: {', '.join(known)}" if known else
                          "none is registered: `evalcore endpoint add NAME --base-url URL --model SERVED_NAME`"))
     values = dict(zip(COLUMNS, rows[0]))
+    # a URL stored before a user name, password or query was refused is used and shown without them
+    values["base_url"] = without_secrets(values["base_url"])
     return Registered(**{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in values.items()})
 
 
 def listing(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Every endpoint, by name, with who added it and when (no key: there is none to show)."""
-    return con.execute(f"SELECT {', '.join(COLUMNS)}, added_by, added_at FROM endpoints ORDER BY name").df()
+    """Every endpoint, by name, with who added it and when (no key: there is none to show; a base URL stored
+    with a user name, password or query before they were refused is listed without them)."""
+    frame = con.execute(f"SELECT {', '.join(COLUMNS)}, added_by, added_at FROM endpoints ORDER BY name").df()
+    frame["base_url"] = [without_secrets(u) for u in frame["base_url"]]
+    return frame
+
+
+def stored_with_secrets(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether endpoint `name`'s stored base URL holds a user name, password or query (registered before
+    they were refused): they are neither shown nor sent; registering it again (--replace) drops them."""
+    rows = con.execute("SELECT base_url FROM endpoints WHERE name = ?", [name]).fetchall()
+    return bool(rows) and held_secrets(rows[0][0])
