@@ -8,13 +8,16 @@ import os
 import sys
 
 from evalcore.cli.commands import CREATES, READS, load
-from evalcore.cli.output import on_wait
-from evalcore.core import names
+from evalcore.core import lazy, names
 from evalcore.core.errors import ImportRefused, StoreError
 from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
-from evalcore.metrics.registry import FLAVORS
-from evalcore.store import bound_memory, connect, lock_wait, resolve_db_path
+
+# imported when a command opens a store: `evalcore app` opens none, and these (pandas, DuckDB, the metric
+# registry) were 0.4 s of its start before it hands over to the server
+output = lazy.module("evalcore.cli.output")
+registry = lazy.module("evalcore.metrics.registry")
+store = lazy.module("evalcore.store")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -24,7 +27,7 @@ def execute(args: argparse.Namespace) -> int:
     one_blas_thread()
     scorer = args.declared.scores
     if scorer:
-        bound_memory()
+        store.bound_memory()
     try:
         return run(args)
     except ImportRefused as exc:
@@ -41,7 +44,7 @@ def execute(args: argparse.Namespace) -> int:
         return 141   # what a shell reports for a command a closed pipe ended (128 + SIGPIPE)
     finally:
         if scorer:
-            bound_memory("")   # execute() may run again in this process (the tests, the API) for another command
+            store.bound_memory("")   # execute() may run again in this process (the tests, the API) for another command
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,15 +59,15 @@ def run(args: argparse.Namespace) -> int:
 def on_store(handler, args: argparse.Namespace, use: str) -> int:
     """Open the store (READS, WRITES or CREATES), check the names the command is given (names.check), run
     `handler(con, args)`, and close the store however it ends."""
-    path = resolve_db_path(args.db)
+    path = store.resolve_db_path(args.db)
     if use != CREATES and not path.exists():
         raise StoreError(f"no store at {path} (`{args.command}` reads a store and creates none); build one "
                          f"with `evalcore init --db {path}` or import data into it, or give --db an existing store")
-    con = connect(args.db, wait=lock_wait(), on_wait=on_wait, reads_only=use == READS)
+    con = store.connect(args.db, wait=store.lock_wait(), on_wait=output.on_wait, reads_only=use == READS)
     try:
         names.check(con, args)
         if getattr(args, "flavor", None) is not None:
-            names.require("flavor", args.flavor, list(FLAVORS))
+            names.require("flavor", args.flavor, list(registry.FLAVORS))
         return handler(con, args) or 0
     finally:
         con.close()

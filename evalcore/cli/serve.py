@@ -9,9 +9,13 @@ import subprocess
 import sys
 import time
 
+from evalcore.core import lazy
 from evalcore.core.paths import app_root, streamlit_flags
 from evalcore.core.processes import PARENT_VAR
-from evalcore.store import GROUP_VAR, lock_descriptor, record_holders, resolve_db_path, server_lock
+
+# the store layer (DuckDB, pandas: 0.3 s) is imported only where a store path or its lock is used: a plain
+# `evalcore app` hands over to its server without it, and the server imports it itself
+store = lazy.module("evalcore.store")
 
 LOCAL = "127.0.0.1"  # `evalcore app` listens here unless --address says otherwise
 STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -93,7 +97,7 @@ def run_app(db: str | None, port: int | None, address: str | None, extra: list[s
     root = app_root()
     env = dict(os.environ)
     if db:
-        env["EVALCORE_DB"] = str(resolve_db_path(db))
+        env["EVALCORE_DB"] = str(store.resolve_db_path(db))
     args = server_args(root, port, address) + (extra or [])
     if os.name == "posix":
         sys.stdout.flush()
@@ -118,17 +122,17 @@ def run_group(db: str | None, port: int, address: str | None, processes: int) ->
     ends, the others are stopped; when this process dies, however (SIGKILL included), the servers end with it
     (die_with_parent). A reverse proxy in front (README) must keep each browser on one server: a session and
     its uploads live in one process. A store this process cannot write is served read-only, with no lock."""
-    path = resolve_db_path(db)
-    lock = server_lock(path)   # refused here when another server already serves the store
+    path = store.resolve_db_path(db)
+    lock = store.server_lock(path)   # refused here when another server already serves the store
     root = app_root()
     env = {**os.environ, "EVALCORE_DB": str(path), PARENT_VAR: str(os.getpid())}
     fds: tuple[int, ...] = ()
     if lock is not None:
-        fds = (lock_descriptor(lock),)
-        env[GROUP_VAR] = str(fds[0])
+        fds = (store.lock_descriptor(lock),)
+        env[store.GROUP_VAR] = str(fds[0])
     procs = [subprocess.Popen(server_args(root, port + i, address), env=env, pass_fds=fds) for i in range(processes)]
     if lock is not None:
-        record_holders(lock, [os.getpid(), *(proc.pid for proc in procs)])
+        store.record_holders(lock, [os.getpid(), *(proc.pid for proc in procs)])
     print(f"evalcore: {processes} servers on {path}: " + ", ".join(f"http://{address or LOCAL}:{port + i}"
                                                                    for i in range(processes)), flush=True)
     with Forwarding(procs, once=True) as stop:

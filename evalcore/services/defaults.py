@@ -7,13 +7,17 @@ from pathlib import Path
 import duckdb
 from tqdm import tqdm
 
+from evalcore.core import lazy
 from evalcore.core.paths import data_dir
 from evalcore.ingest.batch import ImportReport
-from evalcore.ingest.builtin.demo import build_demo
-from evalcore.ingest.builtin.engagement import build_engagement
-from evalcore.ingest.formats.published import import_published
-from evalcore.scoring import score
-from evalcore.services.tasks import create_task
+
+# What builds and scores the datasets is imported when a build runs: every page server's first run imports this
+# module (is the default store complete?), and these pulled in the readers (openpyxl) and the statistics (scipy.stats)
+demo = lazy.module("evalcore.ingest.builtin.demo")
+engagement = lazy.module("evalcore.ingest.builtin.engagement")
+published = lazy.module("evalcore.ingest.formats.published")
+scoring = lazy.module("evalcore.scoring")
+tasks = lazy.module("evalcore.services.tasks")
 
 DATA_DIR = data_dir()
 MSDE_SCALES = {"Info": (0.0, 2.0), "Coh": (0.0, 2.0), "Know": (0.0, 2.0), "Rec": (0.0, 2.0)}
@@ -31,19 +35,20 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
     present. Datasets with responses get their lexical scores (only what is missing)."""
     present = {d for (d,) in con.execute("SELECT dataset FROM datasets").fetchall()}
     steps = {
-        "msde-paper": lambda: import_published(con, data_dir / "msde-paper", dataset="msde-paper", scales=MSDE_SCALES, meta={
+        "msde-paper": lambda: published.import_published(con, data_dir / "msde-paper", dataset="msde-paper",
+                                                         scales=MSDE_SCALES, meta={
             "language": "zh", "licence": "facts from a paper",
             "source": "MSDE paper (CAAI Trans. Intell. Syst. 2025, 20(5)), Tables 4-13",
             "description": "Published system-level metric and human scores of 14 systems and their correlations",
         }),
-        "demo-zh": lambda: build_demo(con, data_dir / "demo-zh"),
-        "engagement-en": lambda: build_engagement(con, data_dir / "engagement-en"),
-        "smp2018-task1": lambda: import_published(con, data_dir / "smp2018-task1", dataset="smp2018-task1", meta={
+        "demo-zh": lambda: demo.build_demo(con, data_dir / "demo-zh"),
+        "engagement-en": lambda: engagement.build_engagement(con, data_dir / "engagement-en"),
+        "smp2018-task1": lambda: published.import_published(con, data_dir / "smp2018-task1", dataset="smp2018-task1", meta={
             "language": "zh", "licence": "facts from a paper",
             "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 4",
             "description": "SMP2018-ECDT Task 1 (intent classification): top eight teams by F1",
         }),
-        "smp2018-task2": lambda: import_published(con, data_dir / "smp2018-task2", dataset="smp2018-task2",
+        "smp2018-task2": lambda: published.import_published(con, data_dir / "smp2018-task2", dataset="smp2018-task2",
                                                   scales=SMP2018_SCALES, meta={
             "language": "zh", "licence": "facts from a paper",
             "source": "Zhang et al. 2019, An Evaluation of Chinese Human-Computer Dialogue Technology, Table 5",
@@ -57,13 +62,13 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
         reports.append(steps[name]())
     # their responses get lexical scores, so pages have numbers to show (also after an interrupted build)
     for name in [n for n in wanted if n in SCORED]:
-        scored = score(con, metrics="lexical", dataset=name, progress=progress)
+        scored = scoring.score(con, metrics="lexical", dataset=name, progress=progress)
         if name in todo or sum(scored.computed.values()):
             reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
                                                                   "system scores": sum(scored.system.values())}))
     if "demo-zh" in wanted and not con.execute("SELECT count(*) FROM tasks").fetchall()[0][0]:
         # a rating task to try the Annotate page on (people's ratings of it count like any other)
-        create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"], items=10, per_item=2,
+        tasks.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"], items=10, per_item=2,
                     seed=0, name=DEMO_TASK, guidelines="A demonstration task on the embedded demo-zh data: rate each "
                     "response for how informative (Info) and how coherent (Coh) it is, 0 to 2.")
     return reports

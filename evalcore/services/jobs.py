@@ -20,20 +20,27 @@ import traceback
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
 
+from evalcore.core import lazy
 from evalcore.core.errors import StoreError
 from evalcore.core.processes import alive_on as alive
-from evalcore.core.tokenize import TOKENIZERS
 from evalcore.core.words import count
-from evalcore.generation import run as generation
-from evalcore.metrics.neural import NeuralOptions
-from evalcore.metrics.registry import METRICS
-from evalcore.scoring import ANY, score
 from evalcore.store import Handle, connect, file_stamp, lease, lock_wait, next_id, transaction
 from evalcore.store.transactions import database_path
+
+# What a job's steps run is imported when a job runs (in its worker process): the server imports this module at
+# start for its job check (watch), and these took 0.2 s of it (the metric registry, the endpoint client)
+generation = lazy.module("evalcore.generation.run")
+neural_family = lazy.module("evalcore.metrics.neural")
+registry = lazy.module("evalcore.metrics.registry")
+scoring = lazy.module("evalcore.scoring")
+tokenize = lazy.module("evalcore.core.tokenize")
+if TYPE_CHECKING:
+    from evalcore.metrics.neural import NeuralOptions
 
 BATCH = 1_000  # responses per progress step of a job
 # attempts: how many times a worker claimed the job (more than one: it was resumed after its worker ended)
@@ -48,8 +55,8 @@ def scoring_steps(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str
         rows = con.execute("""
             SELECT flavor, tokenizer, list(DISTINCT name ORDER BY name) FROM system_scores
             WHERE dataset = ? AND track = ? AND origin = 'computed' AND flavor <> ? GROUP BY ALL ORDER BY 1, 2
-        """, [dataset, track, ANY]).fetchall()
-        configs = [(fl, tk, [n for n in names if n in METRICS]) for fl, tk, names in rows] or [("default", None, ["lexical"])]
+        """, [dataset, track, scoring.ANY]).fetchall()
+        configs = [(fl, tk, [n for n in names if n in registry.METRICS]) for fl, tk, names in rows] or [("default", None, ["lexical"])]
         for flavor, tokenizer, names in configs:
             if names:
                 steps.append({"track": track, "flavor": flavor, "tokenizer": _tokenizer_name(tokenizer),
@@ -61,7 +68,7 @@ def scoring_steps(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str
 
 def _tokenizer_name(signature: str | None) -> str | None:
     """The tokenizer a stored signature names (None: the flavor's own)."""
-    return next((name for name, tok in TOKENIZERS.items() if tok.signature == signature), None)
+    return next((name for name, tok in tokenize.TOKENIZERS.items() if tok.signature == signature), None)
 
 
 def create(con: duckdb.DuckDBPyConnection, dataset: str, steps: list[dict], *, model: str | None = None,
@@ -156,7 +163,7 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
                 write(skippable=True, progress=(i + done / max(total, 1)) / len(steps),
                       detail=f"step {i + 1} of {len(steps)}: {where}: {done:,} of {total:,} responses")
 
-            report = score(store(), dataset=dataset, track=step["track"], metrics=step["metrics"],
+            report = scoring.score(store(), dataset=dataset, track=step["track"], metrics=step["metrics"],
                            flavor=step["flavor"], tokenizer=step["tokenizer"], neural=neural, progress=False,
                            on_progress=moved, chunk=BATCH, handle=handle,
                            models=None if model is None else [model])   # an upload's job: its model's responses
@@ -276,7 +283,7 @@ def _work(path, job, neural, on_wait) -> list[tuple[int, str]]:
     try:
         todo = [job] if job is not None else orphans(con, str(path), everyone=True)
         for j in todo:
-            ran = run(handle.con, j, neural or NeuralOptions(), handle=handle)
+            ran = run(handle.con, j, neural or neural_family.NeuralOptions(), handle=handle)
             state = handle.con.execute("SELECT state FROM jobs WHERE job_id = ?", [j]).fetchall()[0][0]
             out.append((j, state if ran else f"not run here ({state})"))
     finally:

@@ -329,7 +329,7 @@ def test_a_steps_progress_does_not_wait_for_a_store_page_runs_hold(toy, monkeypa
             holder.communicate("go\n", timeout=30)
         return type("Report", (), {"notes": []})()
 
-    monkeypatch.setattr(jobs, "score", fake_score)
+    monkeypatch.setattr("evalcore.scoring.score", fake_score)   # what a job runs, read when it runs
     assert jobs.run(toy, job, handle=handle)
     assert took[0] < 5   # two tries, not two waits of up to 30 s
     row = handle.con.execute("SELECT state, progress FROM jobs WHERE job_id = ?", [job]).fetchall()

