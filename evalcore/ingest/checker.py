@@ -7,11 +7,15 @@ import re
 from dataclasses import dataclass, field
 
 from evalcore.core.errors import ImportRefused, Problem, short
-from evalcore.core.text import CONTROL, SURROGATE, bad_character, normalise_id
+from evalcore.core.text import CONTROL, SURROGATE, bad_character, identity_key, lookalike_letters, normalise_id, skeleton
 from evalcore.ingest import limits
 
-NORMALISED = ("normalised {n} identifier(s): surrounding whitespace removed and full-width or other "
-              "compatibility forms folded (Unicode NFKC)")
+NORMALISED = ("normalised {n} identifier(s): surrounding whitespace and invisible characters (zero-width, soft "
+              "hyphen, BOM, bidirectional controls) removed and full-width or other compatibility forms folded "
+              "(Unicode NFKC)")
+# The fields that name a person or a model: two values of one of them that look alike (text.skeleton) but are
+# written differently ('Carol' and 'Cаrol' with a Cyrillic 'а') would be two of them shown the same: refused.
+LOOKALIKE_FIELDS = ("annotator", "model")
 
 
 # A number in a text cell: optional sign, ASCII digits, optional point and fraction, optional exponent.
@@ -54,6 +58,8 @@ class Checker:
     file: str
     problems: list[Problem] = field(default_factory=list)
     normalised: int = 0   # identifiers changed by normalise_id (reported in the import's notes)
+    # per LOOKALIKE_FIELDS field: skeleton -> (identity key, the name, where it was first met)
+    lookalikes: dict[str, dict[str, tuple[str, str, str]]] = field(default_factory=dict)
 
     def add(self, where: str, field_: str, expected: str, got: object = None) -> None:
         self.problems.append(Problem(self.file, where, field_, expected, "" if got is None else str(got)))
@@ -102,7 +108,28 @@ class Checker:
             return None
         out = normalise_id(value)
         self.normalised += out != value
+        if key in LOOKALIKE_FIELDS and not self.distinct_looking(key, out, where):
+            return None
         return out
+
+    def known(self, key: str, names: list[str], where: str = "the store") -> None:
+        """Names of field `key` met before this file (a caller's stored annotators or models): a new one that
+        looks like one of them is refused as taken by `distinct_looking`."""
+        for name in names:
+            self.lookalikes.setdefault(key, {}).setdefault(skeleton(name), (identity_key(name), name, where))
+
+    def distinct_looking(self, key: str, name: str, where: str) -> bool:
+        """False (with the problem added) when `name` looks like another name of field `key` met before (in this
+        file or given to `known`) but is written with other characters: the two would be different people or
+        models shown the same. Names with the same identity key ('Carol', 'carol') are one name, not refused."""
+        seen = self.lookalikes.setdefault(key, {})
+        first = seen.setdefault(skeleton(name), (identity_key(name), name, where))
+        if first[0] == identity_key(name):
+            return True
+        letters = lookalike_letters(name) or lookalike_letters(first[1])
+        self.add(where, key, f"a name that does not look like another: {first[1]!r} ({first[2]}) is taken and looks "
+                 f"the same, written with other letters ({', '.join(letters)})", repr(name))
+        return False
 
     def notes(self) -> list[str]:
         return [NORMALISED.format(n=self.normalised)] if self.normalised else []

@@ -1,7 +1,8 @@
 """Who an annotator is, across every rating task of the store.
 
 A person is a name compared by its key (evalcore.core.text.identity_key: 'Carol', ' carol ' and 'ＣＡＲＯＬ'
-are one person). Where the deployment has a sign-in, the signed-in address is the person. Without one, the
+are one person; invisible characters are no part of a name, so 'Car\u200bol' is Carol too). A new name that
+looks like a registered one (text.skeleton: 'Cаrol' with a Cyrillic 'а') is refused as taken. Where the deployment has a sign-in, the signed-in address is the person. Without one, the
 first entry with a new name issues a personal key (128 random bits, shown once); later entries with that
 name need it, so typing someone's name with the task's access code is no longer being them. Only the key's
 sha256 is stored (a random key of that length needs no slow hash: there is nothing to guess it from).
@@ -19,7 +20,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.core import names
-from evalcore.core.text import bad_character, identity_key, normalise_id
+from evalcore.core.text import bad_character, identity_key, lookalike_letters, normalise_id, skeleton
 from evalcore.store.transactions import transaction
 
 MAX_NAME = 80        # characters of an annotator's name
@@ -58,6 +59,13 @@ def enter(con: duckdb.DuckDBPyConnection, name: str, key: str | None = None, *,
         row = con.execute("SELECT name, secret, signed_in FROM annotators WHERE key = ?",
                           [identity_key(name)]).fetchall()
         if not row:
+            alike = [n for (n,) in con.execute("SELECT name FROM annotators ORDER BY created_at, name").fetchall()
+                     if skeleton(n) == skeleton(name)]
+            if alike:   # a second person shown exactly like the first: the name is taken
+                letters = ", ".join(lookalike_letters(name) or lookalike_letters(alike[0]))
+                raise NotThem(f"The name {name!r} looks the same as {alike[0]!r}, which is taken (it is written "
+                              f"with other letters: {letters}). If you are {alike[0]}, enter that name with your "
+                              "personal key; if not, choose another name.")
             new = secrets.token_urlsafe(KEY_BYTES)
             con.execute("INSERT INTO annotators VALUES (?, ?, ?, false, ?, ?)",
                         [identity_key(name), name, digest(new), now, now])

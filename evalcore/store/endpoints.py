@@ -20,7 +20,7 @@ from evalcore.core.options import (
     GENERATION_TIMEOUT,
     GENERATION_TOP_P,
 )
-from evalcore.core.text import identity_key
+from evalcore.core.text import bad_character, invisible, skeleton
 from evalcore.core.urls import problem as url_problem
 from evalcore.core.urls import held_secrets, without_secrets
 from evalcore.store.history import current_user
@@ -62,6 +62,10 @@ def check(entry: Registered) -> None:
     """ValueError naming the field, for an entry no request could be made with."""
     if not entry.name.strip():
         raise ValueError("an endpoint needs a name")
+    hidden = invisible(entry.name)
+    bad = bad_character(entry.name) or (f"invisible character U+{ord(hidden[0]):04X}" if hidden else None)
+    if bad:   # it would be a second endpoint shown exactly like another
+        raise ValueError(f"an endpoint's name may not hold a {bad}")
     why = url_problem(entry.base_url)   # never repeats the URL: a key may have been pasted into it
     if why:
         raise ValueError(f"--base-url: {why}")
@@ -84,7 +88,7 @@ def add(con: duckdb.DuckDBPyConnection, entry: Registered, *, replace: bool = Fa
     check(entry)
     with transaction(con):
         taken = [n for (n,) in con.execute("SELECT name FROM endpoints").fetchall()
-                 if identity_key(n) == identity_key(entry.name)]
+                 if skeleton(n) == skeleton(entry.name)]   # as a person would read it: look-alikes too
         if taken and not replace:
             raise ValueError(f"an endpoint named {taken[0]!r} is registered already: remove it first, or give --replace")
         for name in taken:   # --replace: the entry under its earlier spelling goes
