@@ -25,7 +25,7 @@ from typing import Callable
 import duckdb
 from tqdm import tqdm
 
-from evalcore.core.chat import Refused, Retryable, chat_iter, served_models
+from evalcore.core.chat import OVERDUE, Refused, Retryable, chat_iter, served_models
 from evalcore.core.keys import REFUSED, key_hint, where_from
 from evalcore.core.processes import alive_on
 from evalcore.core.words import count
@@ -58,6 +58,7 @@ class Outcome:
     stored_now: int = 0
     failed: Counter = field(default_factory=Counter)   # reason -> items
     flags: Counter = field(default_factory=Counter)    # empty, length, refused, cut -> replies stored so
+    cleaned: Counter = field(default_factory=Counter)  # what was removed from a reply's text -> replies stored so
     stopped: str | None = None   # why the run ended before every item had a reply
     submission: int | None = None
     tracks: list[str] = field(default_factory=list)
@@ -72,6 +73,8 @@ class Outcome:
                f"(generation {self.generation}, submission {self.submission})"]
         if self.flags:
             out.append("stored with a reason: " + ", ".join(f"{n:,} {FLAG_WORDS[k]}" for k, n in self.flags.most_common()))
+        for note, n in self.cleaned.most_common(3):
+            out.append(f"{count(n, 'reply', 'replies')} with characters removed ({note})")
         for reason, n in self.failed.most_common(5):
             out.append(f"no reply for {count(n, 'item')}: {reason}")
         if self.stopped:
@@ -209,6 +212,8 @@ class Writer:
         for _, r in rows:
             if r.flag:
                 self.outcome.flags[r.flag] += 1
+            if r.cleaned:
+                self.outcome.cleaned[r.cleaned] += 1
         if self.on_progress is not None:
             self.on_progress(stored, self.outcome.total)
 
@@ -237,8 +242,9 @@ def run(handle: Handle, plan: Plan, *, stop: threading.Event | None = None, prog
                     bar.update(1)
                 if reply.text is None:
                     outcome.failed[reply.error] += 1
-                    # items that failed after their retries, in a row (a refused answer is the item's own)
-                    failing += " after " in reply.error
+                    # items that failed after their retries, or past their deadline, in a row (a refused answer is
+                    # the item's own)
+                    failing += " after " in reply.error or reply.error.startswith(OVERDUE)
                     if reply.error.startswith(FATAL) or failing >= max(2 * width, DOWN_AFTER):
                         outcome.stopped = outcome.stopped or _why(reply.error, plan.endpoint, failing)
                         stop.set()
@@ -249,6 +255,14 @@ def run(handle: Handle, plan: Plan, *, stop: threading.Event | None = None, prog
         stop.set()
         outcome.stopped = "interrupted (Ctrl-C)"
         writer.flush("stopped", outcome.stopped, final=True)
+        raise
+    except Exception as exc:   # a bug or the store failing: the generation is not left 'running', then the traceback
+        stop.set()
+        outcome.stopped = f"ended by an error: {type(exc).__name__}: {exc}"[:2000]
+        try:
+            writer.flush("stopped", outcome.stopped, final=True)
+        except Exception:   # the store itself may be what failed: the first error is the one to see
+            pass
         raise
     finally:
         if bar is not None:
