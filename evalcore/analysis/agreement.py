@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.stats import interval
+from evalcore.analysis.ties import snap
 
 COLUMNS = ["track", "dimension", "level", "statistic", "annotators", "value", "ci_low", "ci_high", "n_items",
            "n_annotators", "note"]
@@ -52,6 +53,9 @@ def kappa_from_table(table: np.ndarray, kind: str = "unweighted") -> float:
 
 def cohen_kappa(a, b, kind: str = "unweighted", categories=None) -> float:
     a, b = np.asarray(a, float), np.asarray(b, float)
+    if categories is None:   # scores equal up to float noise are one category (ties.snap)
+        both = snap(np.concatenate([a, b]))
+        a, b = both[:len(a)], both[len(a):]
     cats = np.unique(np.concatenate([a, b])) if categories is None else np.asarray(categories, float)
     table = np.zeros((len(cats), len(cats)))
     np.add.at(table, (np.searchsorted(cats, a), np.searchsorted(cats, b)), 1)
@@ -111,6 +115,7 @@ def alpha_from_coincidences(o: np.ndarray, cats: np.ndarray, level: str) -> floa
 def krippendorff_alpha(data, level: str = "interval") -> float:
     """data: annotators x units, NaN for a missing rating (the krippendorff package's layout)."""
     data = np.asarray(data, float)
+    data = snap(data.ravel()).reshape(data.shape)   # scores equal up to float noise are one category (ties.snap)
     units = [col[~np.isnan(col)] for col in data.T]
     cats = np.unique(data[~np.isnan(data)])
     return alpha_from_coincidences(_unit_coincidences(units, cats).sum(0), cats, level)
@@ -194,6 +199,7 @@ def agreement_of(frame: pd.DataFrame, *, bootstrap: int = 1000, seed: int = 0) -
     frame = frame if "level" in frame else frame.assign(level="turn")
     for (tr, dim, lvl), group in frame.groupby(["track", "dimension", "level"], sort=True):
         rng = np.random.default_rng(seed)
+        group = group.assign(score=snap(group["score"].to_numpy(float)))   # noise-apart scores: one category
         wide = group.pivot_table(index="unit", columns="annotator", values="score", aggfunc="mean")
         cats = np.unique(group["score"].to_numpy(float))
         k = len(cats)

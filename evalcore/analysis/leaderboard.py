@@ -9,6 +9,7 @@ import pandas as pd
 
 from evalcore.analysis import rank_ci
 from evalcore.analysis.humans import per_target_cte
+from evalcore.analysis.ties import snap
 from evalcore.metrics import registry
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
 from evalcore.scoring import computed_filter
@@ -132,8 +133,10 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             eligible = group["coverage"].fillna(1.0) > 0
         rule = [(c, asc) for c, asc in RANKING_RULES.get(skills.get(track), []) if c in group.columns]
         if rank_by is None and rule:
+            # values equal up to float noise tie, so the rule's next column decides between them (ties.snap)
             order = group[eligible].sort_values([c for c, _ in rule], ascending=[a for _, a in rule],
-                                                kind="stable", na_position="last")
+                                                kind="stable", na_position="last",
+                                                key=lambda col: pd.Series(snap(col.to_numpy(float)), index=col.index))
             group.loc[order.index, "rank"] = range(1, len(order) + 1)
             group.loc[order.index, "rank_by"] = ", then ".join(c for c, _ in rule)
             group.loc[order.index, "rank_ci"] = "the skill's official ranking rule: no interval"

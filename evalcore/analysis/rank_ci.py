@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.humans import per_target_cte
+from evalcore.analysis.ties import snap
 from evalcore.metrics import registry
 from evalcore.metrics.registry import METRICS
 from evalcore.scoring import cached_stats, computed_filter, item_stats_rows, keys_by_metric, load_track, stored_item_stats
@@ -28,9 +29,10 @@ TRACKS_PER_READ = 5  # tracks whose stored statistics are read in one query: 4 r
 
 
 def competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
-    """1 = best; equal values share the better rank ("1, 2, 2, 4"); NaN stays NaN. Ranks along the
-    last axis (rows of a 2-D array are ranked independently)."""
-    v = values if higher_is_better else -values
+    """1 = best; equal values share the better rank ("1, 2, 2, 4"), values equal up to float noise too
+    (ties.snap); NaN stays NaN. Ranks along the last axis (rows of a 2-D array are ranked independently)."""
+    v = snap(values)
+    v = v if higher_is_better else -v
     with np.errstate(invalid="ignore"):
         better = (v[..., None, :] > v[..., :, None]).sum(axis=-1)  # NaN compares False: not better
     return np.where(np.isnan(v), np.nan, 1.0 + better)

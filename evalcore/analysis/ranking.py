@@ -20,6 +20,7 @@ import pandas as pd
 
 from evalcore.analysis.humans import per_target_cte
 from evalcore.analysis.retrieval import RANKERS, Retriever
+from evalcore.analysis.ties import snap
 from evalcore.metrics.registry import get_flavor, pick_tokenizer
 from evalcore.scoring import load_track, response_scores
 
@@ -30,7 +31,7 @@ def rank_metrics(groups: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, float
     """groups: per item (ranker scores, positive flags), candidates in tie-break order."""
     p1, ap, rr = [], [], []
     for score, pos in groups:
-        order = np.argsort(-score, kind="stable")
+        order = np.argsort(-snap(score), kind="stable")   # scores equal up to float noise keep the tie-break order
         rel = pos[order].astype(float)
         hits = np.cumsum(rel)
         ranks = np.arange(1, len(rel) + 1)

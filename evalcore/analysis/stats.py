@@ -8,7 +8,8 @@ NaN reaches a caller without that reason.
 Everything works on "prepared" vectors (sort order, tie groups, average ranks computed once), so a
 matrix of metrics x human dimensions re-uses them, and the bootstrap draws multinomial weights
 instead of index arrays: ranks and tie counts of a resample follow from the original sort order in
-O(n), without re-sorting.
+O(n), without re-sorting. Tie groups count values equal up to float noise as equal (ties.py), so a tie made
+by averaging (3 x 17/18 against 2 x 17/18) stays a tie in every statistic here.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 from scipy import special, stats
 
 from evalcore.analysis.options import METHODS
+from evalcore.analysis.ties import snap
 
 LEVEL_LIMIT = 256  # a vector with at most this many distinct values takes Kendall's counting path
 BATCH_CELLS = 4096  # Pair.weighted_r holds a table of this many cells per resample at most (1,000 resamples: 33 MB)
@@ -91,7 +93,9 @@ def _undefined(method: str, n: int, reason: str) -> Correlation:
 
 @dataclass
 class Prepared:
-    """A vector with its tie groups (dense ids in ascending value order), computed once."""
+    """A vector with its tie groups (dense ids in ascending value order), computed once. Values equal up to float
+    noise are one group (ties.snap: means of equal values can differ in the last digit), and `values` holds each
+    group's one value from then on, so every statistic and resample below sees the same ties."""
 
     values: np.ndarray
     group: np.ndarray = field(init=False)
@@ -100,6 +104,11 @@ class Prepared:
 
     def __post_init__(self) -> None:
         self.levels, self.group = np.unique(self.values, return_inverse=True)
+        snapped = snap(self.levels)   # neighbours in sorted order decide a tie: the distinct values suffice
+        if snapped is not self.levels:
+            self.levels, merged = np.unique(snapped, return_inverse=True)
+            self.group = merged[self.group]
+            self.values = self.levels[self.group]
         self.group = self.group.astype(np.int64)
         self.n_groups = len(self.levels)
 

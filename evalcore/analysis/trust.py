@@ -37,6 +37,7 @@ import pandas as pd
 from evalcore.analysis.correlate import Models, check_options, human_scores, metric_scores
 from evalcore.analysis.options import ADJUSTMENTS
 from evalcore.analysis.stats import Correlation, correlate, williams
+from evalcore.analysis.ties import snap
 from evalcore.analysis.trust_levels import nothing_at
 from evalcore.analysis.trust_stats import fisher_ci, holm, pool, stouffer
 from evalcore.core.words import count
@@ -213,7 +214,8 @@ def _marks(frame: pd.DataFrame, tests: _Williams, *, alpha: float, adjust: str, 
         defined = part[part["r"].notna()]
         if defined.empty:
             continue
-        frame.loc[defined.index, "rank"] = defined["r"].rank(ascending=False, method="min")
+        r = pd.Series(snap(defined["r"].to_numpy(float)), index=defined.index)   # r equal up to float noise: one rank
+        frame.loc[defined.index, "rank"] = r.rank(ascending=False, method="min")
         padj = holm(defined["p"].tolist()) if adjust == "holm" else defined["p"].tolist()
         frame.loc[defined.index, "p_adjusted"] = padj
         significant = defined[pd.Series(padj, index=defined.index) < alpha]
