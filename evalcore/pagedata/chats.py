@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import hmac
 import io
+import logging
 import zipfile
 
 import duckdb
 import pandas as pd
 
+from evalcore.core.chat import plain
 from evalcore.core.export import safe_csv
 from evalcore.pagedata.annotation import grounding_lines
 from evalcore.pagedata.share import link
@@ -18,6 +20,7 @@ from evalcore.services import chats as service
 from evalcore.store import chats as stored
 from evalcore.store.chats import ChatTask
 
+log = logging.getLogger("evalcore.chat")
 GROUNDING_NAMES = {"knowledge": "Knowledge", "goal": "Goal", "persona": "Persona", "user_profile": "User profile"}
 
 
@@ -85,7 +88,14 @@ def ask(con, conversation_id: int):
 
 
 def keep(con, conversation_id: int, after: int, reply) -> str | None:
-    return service.keep(con, conversation_id, after, reply)
+    """Store a finished reply (None), else the sentence the person sees beside a retry. A failed request is said in
+    one sentence that names no model, endpoint or server words (chat.plain: a vLLM 404 names the served model); its
+    reason, without the key and control characters, goes to the server's log for whoever runs the evaluation."""
+    problem = service.keep(con, conversation_id, after, reply)
+    if problem is not None and reply is not None and reply.error is not None:
+        log.warning("chat conversation %s: no reply from its endpoint: %s", conversation_id, reply.error)
+        return plain(reply.error)
+    return problem
 
 
 def end(con, conversation_id: int, annotator: str, goal: bool | None) -> None:
