@@ -18,9 +18,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special, stats
 
 from evalcore.analysis.options import METHODS
+from evalcore.core import lazy
 from evalcore.analysis.ties import snap
 
 LEVEL_LIMIT = 256  # a vector with at most this many distinct values takes Kendall's counting path
@@ -28,6 +28,10 @@ BATCH_CELLS = 4096  # Pair.weighted_r holds a table of this many cells per resam
 # past this share of resamples without a value (a constant resample, a pair no one rated twice), a percentile
 # interval over the rest would be too narrow: it describes only the resamples where the statistic happens to exist
 MAX_UNDEFINED = 0.05
+# imported where a p value or Kendall's exact distribution is computed: every page imports this module (through the
+# report and the trust table), and scipy.stats took 0.35-1.2 CPU-s of each page server's first run (bench/startup.py)
+special = lazy.module("scipy.special")
+stats = lazy.module("scipy.stats")
 
 
 def interval(draws, confidence: float = 0.95) -> tuple[float, float, str]:

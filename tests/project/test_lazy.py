@@ -74,17 +74,26 @@ def test_a_lazy_module_imports_on_first_read_and_reads_through():
 SERVER = ("from streamlit.web import cli; from evalcore.core.processes import die_with_parent; "
           "from evalcore.pagedata.access import forwarded_allow_ips; from evalcore.services import jobs; "
           "from evalcore.store import resolve_db_path, server_lock; import pages.kit.runtime")
+# what every page imports before it computes anything (pages.kit.state: the report, the trust table's modules)
+PAGE = "import pages.kit.state, evalcore.pagedata.trust_tables, evalcore.pagedata.boards, evalcore.services.report"
 CLI_APP = ("from evalcore.cli import build_parser; from evalcore.cli.commands import load; "
            "args = build_parser().parse_args(['app']); load('evalcore.cli.running:run'); load(args.declared.handler)")
 HEAVY = ("scipy.stats", "scipy.sparse", "openpyxl", "evalcore.metrics.learned.ablstm", "evalcore.metrics.neural.embedding",
          "evalcore.generation.run", "evalcore.analysis.stats")
 
 
-@pytest.mark.parametrize("code, absent", [(SERVER, HEAVY), (CLI_APP, HEAVY + ("pandas", "duckdb"))],
-                         ids=["server", "evalcore-app"])
+@pytest.mark.parametrize("code, absent", [(SERVER, HEAVY), (PAGE, ("scipy.stats", "scipy.special")),
+                                          (CLI_APP, HEAVY + ("pandas", "duckdb"))], ids=["server", "page", "evalcore-app"])
 def test_a_cold_start_leaves_the_heavy_modules_out(code, absent):
     probe = f"{code}\nimport sys\nprint(' '.join(m for m in {absent!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "EVALCORE_DB": "/nonexistent/x.duckdb"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == []
+
+
+def test_the_written_out_normal_quantile_is_scipys():
+    from scipy import special
+
+    from evalcore.analysis.trust_stats import Z95
+    assert Z95 == float(special.ndtri(0.975))
