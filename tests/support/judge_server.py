@@ -35,7 +35,8 @@ In both modes (judges and generation):
               leaks the key)                           NOMODEL -> vLLM's 404 naming the model the request asked for
 Options: served=(names...) lists them on GET /v1/models and answers another model with vLLM's 404;
 api_key="..." answers a request without "Authorization: Bearer <key>" with 401; leak=True: every error body
-(401, 404, 4xx, 5xx) echoes the request's Authorization header and its bare key; fail_after=N closes the
+(401, 404, 4xx, 5xx) echoes the request's Authorization header and its bare key; error_body="...": every error
+is that text as a text/plain body (raw control characters, as a proxy's error page may hold); fail_after=N closes the
 connection without an answer after N answered POSTs, however many arrive at once (an endpoint that went down;
 srv.up() brings it back). Every answer is HTTP/1.0, so the connection closes after it and a stream ends there.
 Recorded: srv.requests (POSTs let through), srv.bodies and srv.headers (each such POST, in arrival order),
@@ -98,9 +99,10 @@ def length_rating(text: str) -> int:
 class JudgeServer:
     def __init__(self, delay: float = 0.0, prefer: str | None = None, rate: str | None = None, *, echo: bool = False,
                  served: tuple[str, ...] | None = None, api_key: str | None = None, fail_after: int | None = None,
-                 leak: bool = False):
+                 leak: bool = False, error_body: str | None = None):
         self.delay, self.prefer, self.rate, self.echo = delay, prefer, rate, echo
         self.served, self.api_key, self.fail_after, self.leak = served, api_key, fail_after, leak
+        self.error_body = error_body   # every error answered with this text/plain body (as a proxy's page is)
         self.hung_up = 0   # endless or dripping answers whose client went away before the server stopped
         self.answered = 0  # POSTs let through to an answer (fail_after counts them)
         self._stop = threading.Event()
@@ -307,9 +309,12 @@ class JudgeServer:
                 self.close_connection = True
 
             def _send(self, status: int, payload: dict, extra: dict | None = None):
+                sent = self.headers.get("Authorization") or ""
+                if status >= 400 and owner.error_body is not None:
+                    text = owner.error_body + (f" (Authorization: {sent})" if owner.leak else "")
+                    return self._raw(status, text.encode("utf-8"), "text/plain", extra)
                 if status >= 400 and (owner.leak or payload.get("leaked") is LEAK):
                     # echo what the request carried, as a careless server does: the header, and the key alone
-                    sent = self.headers.get("Authorization") or ""
                     payload = {**payload, "leaked": {"Authorization": sent},
                                "detail": f"you sent {sent.split()[-1] if sent else 'nothing'}"}
                 self._raw(status, json.dumps(payload).encode("utf-8"), "application/json", extra)
