@@ -202,7 +202,8 @@ class Encoded:
         else:
             prev = self._gram_ids(n - 1)
             V = len(self.words) + 1
-            if (int(prev.max()) + 1) * V * (max(self.P, self.S, self.D) + 1) >= 2 ** 63:
+            top = int(prev.max()) + 1 if len(prev) else 1   # no token at all: every response blank
+            if top * V * (max(self.P, self.S, self.D) + 1) >= 2 ** 63:
                 valid = prev >= 0  # keep n-gram keys and segment*G keys inside int64
                 dense = np.full(len(prev), -1, dtype=np.int64)
                 dense[valid] = dense_ids(prev[valid])

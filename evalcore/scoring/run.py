@@ -157,6 +157,7 @@ def _score_track(con, ds: str, tr: str, data: pd.DataFrame, plan: Plan, report: 
     keys = keys_by_metric([m.name for m in plan.metrics], data)
     usable = {m.name: (has_ref if m.needs_references else np.ones(n, bool)) for m in plan.metrics}
     ref_based = ", ".join(m.name for m in plan.metrics if m.needs_references)
+    _blank_notes(plan, data, report, label)
     if ref_based and not has_ref.any():
         report.note(f"{label}: {ref_based} unavailable: no item of this track has a reference")
     elif ref_based and not has_ref.all():
@@ -279,6 +280,23 @@ def _score_on_ray(con, handle: Handle | None, plan: Plan, metrics: list[Metric],
     finally:
         bar.close()
     return written
+
+
+def _blank_notes(plan: Plan, data: pd.DataFrame, report: ScoreReport, label: str) -> None:
+    """Per model with responses that are empty or whitespace: how many, scored as what they are (an empty
+    answer matches nothing a reference holds), and the pooled metrics that have no value for a model with
+    nothing but blanks (no n-gram to count: unavailable, not 0). The other models are scored as usual."""
+    blank = data["text"].fillna("").str.strip() == ""
+    if not blank.any():
+        return
+    pooled = [m.name for m in plan.metrics if m.pools] if plan.system_aggregate == "corpus" else []
+    counts = pd.DataFrame({"model": data["model"], "blank": blank}).groupby("model")["blank"].agg(["sum", "size"])
+    for model, (k, n) in counts[counts["sum"] > 0].iterrows():
+        note = (f"{label}: {model}: {k:,} of {n:,} responses are empty or whitespace, scored as empty answers "
+                "(nothing in them matches a reference)")
+        if k == n and pooled:
+            note += f"; {', '.join(pooled)} unavailable for it: none of its responses has a word to count"
+        report.note(note)
 
 
 def _run_notes(plan: Plan, report: ScoreReport, label: str, todo: np.ndarray, reasons: dict, stats: dict) -> None:

@@ -139,6 +139,7 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     stored = lookup.response_keys(con, dataset, track)
     seen: dict[tuple[str, str], tuple[str, str]] = {}
     covered: dict[str, set[str]] = {}
+    blank: dict[tuple[str, str], list[str]] = {}   # (track, model) -> items answered with nothing but whitespace
     batch = Batch()
     batch.uploader, batch.shown = uploader, shown
     check = Checker(file)
@@ -147,7 +148,8 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     while tables:  # each file's records are let go once checked: the batch holds what is written
         part, table = tables.pop(0)
         check.file = table.file  # problems name the member of a folder or .zip
-        _check_rows(check, part, table, dataset, tracks, model, item_track, stored, replace, seen, covered, batch, words)
+        _check_rows(check, part, table, dataset, tracks, model, item_track, stored, replace, seen, covered, batch, words,
+                    blank)
         del table
     check.refuse_if_any()
     models = sorted({m for _, m in seen})
@@ -165,7 +167,8 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     report = ImportReport(file, batch.write(con, source=file))
     report.notes += read_as + notes + check.notes()
     report.tracks = sorted(covered)
-    report.notes += coverage_notes(answerable, covered)
+    report.notes += blank_notes(seen, item_track, blank)
+    report.notes += coverage_notes(answerable, covered, blank_items(seen, item_track, blank))
     if replaced:
         report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {', '.join(sorted(covered))} "
                             f"(their response ratings and computed scores were set aside with them: {words.set_aside})")
@@ -174,8 +177,9 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
 
 def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: list[str], model: str | None,
                 item_track: dict[str, str], stored: set, replace: bool, seen: dict, covered: dict, batch: Batch,
-                words: Words = CLI) -> None:
-    """Check one file's header and rows: good rows go into the batch, problems into `check`."""
+                words: Words = CLI, blank: dict | None = None) -> None:
+    """Check one file's header and rows: good rows go into the batch, problems into `check`; the items of
+    responses that are empty or whitespace into `blank` ((track, model) -> items): accepted, and counted."""
     track = part.track
     by_column = "track" in table.columns
     if by_column and part.column_first:
@@ -217,6 +221,8 @@ def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: 
                       f"{item_id!r}, already answered")
             continue
         batch.add("responses", dataset=dataset, item_id=item_id, model=name, text=text, origin=f"{part.origin} {where}")
+        if blank is not None and not text.strip():
+            blank.setdefault((row_track, name), []).append(item_id)
 
 
 # ------------------------------------------------------------------ reading one file, in either layout
@@ -386,16 +392,55 @@ def _track_of_name(name: PurePosixPath, tracks: list[str]) -> tuple[str | None, 
     return None, ""
 
 
-def coverage_notes(answerable: dict[str, set[str]], covered: dict[str, set[str]]) -> list[str]:
+BLANKS_SHOWN = 10   # items named per model in the blank responses' warning; the rest are counted
+
+
+def blank_notes(seen: dict, item_track: dict[str, str], blank: dict[tuple[str, str], list[str]]) -> list[str]:
+    """A warning per track and model with responses that are empty or whitespace: how many of its responses
+    there, and which items. They are stored (an empty answer is an answer) and scored as what they are."""
+    given: dict[tuple[str, str], int] = {}
+    for item_id, model in seen:
+        key = (item_track.get(item_id), model)
+        given[key] = given.get(key, 0) + 1
+    notes = []
+    for (tr, model), items in sorted(blank.items()):
+        named = ", ".join(sorted(items)[:BLANKS_SHOWN]) + (f" (and {len(items) - BLANKS_SHOWN:,} more)"
+                                                           if len(items) > BLANKS_SHOWN else "")
+        notes.append(f"warning: {len(items):,} of {given.get((tr, model), len(items)):,} responses of {model} in {tr} "
+                     f"are empty or whitespace: items {named}; they are stored and scored as empty answers (nothing "
+                     "in them matches a reference)")
+    return notes
+
+
+def blank_items(seen: dict, item_track: dict[str, str], blank: dict[tuple[str, str], list[str]]) -> dict[str, set[str]]:
+    """Per track, the items whose every response in the file is empty or whitespace."""
+    empty = {(i, m) for (_, m), items in blank.items() for i in items}
+    answered = {i for i, m in seen if (i, m) not in empty}
+    out: dict[str, set[str]] = {}
+    for i, _ in empty:
+        if i not in answered:
+            out.setdefault(item_track.get(i), set()).add(i)
+    return out
+
+
+def coverage_notes(answerable: dict[str, set[str]], covered: dict[str, set[str]],
+                   blank: dict[str, set[str]] | None = None) -> list[str]:
     """One line per track the file answers: how many of the track's answerable items (see
-    queries.answerable_items), and a warning when partial."""
+    queries.answerable_items) have a response that is not blank, and a warning when partial or when some items
+    have only blank ones (`blank`: per track, those items)."""
     notes = []
     for tr in sorted(covered):
         items = answerable.get(tr, set())
-        n, total = len(covered[tr] & items), len(items)
+        empty = (blank or {}).get(tr, set()) & items
+        n, total = len(covered[tr] & items) - len(empty), len(items)
         share = n / total if total else 0.0
         line = f"coverage of {tr}: {n:,} of {total:,} items ({share:.2%})"
-        notes.append(line if n == total else f"warning: partial submission: {line}; the other items have no response")
+        if empty:   # answered with blanks only: not counted as covered, and said
+            rest = "" if n + len(empty) == total else "; the other items have no response"
+            notes.append(f"warning: partial submission: {line} have a response that is not blank; {len(empty):,} "
+                         f"more {'has' if len(empty) == 1 else 'have'} only an empty or whitespace one{rest}")
+        else:
+            notes.append(line if n == total else f"warning: partial submission: {line}; the other items have no response")
     return notes
 
 
