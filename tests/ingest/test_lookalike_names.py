@@ -60,3 +60,13 @@ def test_a_lookalike_model_in_a_responses_file_is_refused(toy, tmp_path):
     with pytest.raises(ImportRefused, match="row 3, field 'model'.*'gpt4' \\(row 2\\) is taken"):
         import_responses(toy, path, dataset="toy", track="toy/chitchat")
     assert fingerprint(toy) == before
+
+
+def test_a_lookalike_of_an_annotator_already_stored_is_taken(toy, tmp_path):
+    import_ratings(toy, ratings(tmp_path, "t1,m1,Carol,Info,1"), dataset="toy", track="toy/chitchat", scales=SCALES)
+    before = fingerprint(toy)
+    with pytest.raises(ImportRefused, match="row 2, field 'annotator'.*'Carol' \\(already in the store\\) is taken"):
+        import_ratings(toy, ratings(tmp_path, "t2,m1,C\u0430rol,Info,2"), dataset="toy", track="toy/chitchat",
+                       scales=SCALES)
+    assert fingerprint(toy) == before
+    import_ratings(toy, ratings(tmp_path, "t2,m1,carol,Info,2"), dataset="toy", track="toy/chitchat", scales=SCALES)

@@ -133,6 +133,10 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
     if "item_id" not in table.columns and "dialogue_id" not in table.columns:
         check.add("header (row 1)", "item_id", "a column named 'item_id' or 'dialogue_id'", "neither")
     check.refuse_if_any()
+    # the people who rated or entered a task before: a new annotator who looks like one of them is refused as taken
+    check.known("annotator", [a for (a,) in con.execute(
+        "SELECT DISTINCT annotator FROM human_ratings WHERE dataset = ? UNION SELECT name FROM annotators ORDER BY 1",
+        [dataset]).fetchall()], "already in the store")
     known_scales, new_dims = resolve_scales(con, dataset, scales or {}, table.file)
     item_tracks = lookup.item_tracks(con, dataset)
     known_tracks = set(lookup.tracks_of(con, dataset))
