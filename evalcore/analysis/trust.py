@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from evalcore.analysis.correlate import Models, check_options, human_scores, metric_scores
@@ -70,11 +71,11 @@ def human_vector(wide: pd.DataFrame, dimension: str) -> tuple[pd.Series | None, 
 
 
 def _track_cells(metrics: pd.DataFrame, human: pd.Series, method: str) -> dict[str, Correlation]:
-    out = {}
-    for metric in metrics.columns:
-        m = metrics[metric].reindex(human.index)
-        out[metric] = correlate(m.to_numpy(float), human.to_numpy(float), method)
-    return out
+    # the metrics on the human scores' units once, a column per metric contiguous for correlate (a reindex per
+    # metric was a pandas lookup per cell: 87 cells took 1.5 s of the trust page's first visit)
+    values = metrics.reindex(human.index).to_numpy(float).T.copy()
+    h = human.to_numpy(float)
+    return {metric: correlate(values[j], h, method) for j, metric in enumerate(metrics.columns)}
 
 
 class _Williams:
@@ -171,7 +172,8 @@ def check_adjust(adjust: str, alpha: float) -> None:
 def table(loaded: list[Track], method: str, dimension: str, *, alpha: float, adjust: str,
            ties: bool = True) -> pd.DataFrame:
     """The long table for one method and dimension. Without `ties`, no Williams test is run (the sweep
-    over settings needs only each column's best)."""
+    over settings needs only each column's best). The cells are plain rows until the table is made: the trust
+    page's first visit makes 17 tables (the sweep), and pandas lookups cell by cell took 3 s of it."""
     rows: list[dict] = []
     tests = _Williams(method)
     for t in loaded:
@@ -182,11 +184,12 @@ def table(loaded: list[Track], method: str, dimension: str, *, alpha: float, adj
         tests.data[t.track] = (t.metrics, human)
         for metric, c in _track_cells(t.metrics, human, method).items():
             rows.append(_row(metric, t.skill, t.track, dimension, dims, c))
+    if all(math.isnan(row["r"]) for row in rows):   # none defined (or no cell at all)
+        return pd.DataFrame(rows, columns=COLUMNS)
+    rows += _pooled(rows)
+    _marks(rows, tests, alpha=alpha, adjust=adjust, ties=ties)
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    if frame.empty or frame["r"].isna().all():
-        return frame
-    frame = pd.concat([frame, _pooled(frame)], ignore_index=True)
-    frame = _marks(frame, tests, alpha=alpha, adjust=adjust, ties=ties)
+    frame["tied_with_best"] = frame["tied_with_best"].astype(object)
     frame = _sorted(frame)[COLUMNS]
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
@@ -201,54 +204,68 @@ def _row(metric: str, skill: str, track: str, dimension: str, dims: str, c: Corr
             "note": c.reason or ("" if c.n > 3 else f"n = {c.n}: no interval"), "p_adjusted": math.nan, "mark": ""}
 
 
-def _marks(frame: pd.DataFrame, tests: _Williams, *, alpha: float, adjust: str, ties: bool) -> pd.DataFrame:
+def _groups(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
+    """The rows by the values of `keys`, in the order each group first appears (pandas' groupby(sort=False))."""
+    out: dict[tuple, list[dict]] = {}
+    for row in rows:
+        out.setdefault(tuple(row[k] for k in keys), []).append(row)
+    return out
+
+
+def _marks(rows: list[dict], tests: _Williams, *, alpha: float, adjust: str, ties: bool) -> None:
     """Per column (a track, or a skill's pooled cells): rank by r, p adjusted over the column's metrics,
-    and the marks. `best`: the highest r among the significantly positive cells (adjusted p < alpha,
-    r > 0), none when there is no such cell; `tied`: significantly positive and not significantly worse
+    and the marks, set on the rows. `best`: the highest r among the significantly positive cells (adjusted p <
+    alpha, r > 0), none when there is no such cell; `tied`: significantly positive and not significantly worse
     than the best (Williams' test, one-sided alpha; pooled: the tracks' tests combined by Stouffer's Z);
     `disagrees`: significantly negative. tied_with_best is True for the best and its ties, False for
     the rest of the defined cells, None where the column has no best or the test says nothing."""
-    frame = frame.copy()
-    frame["tied_with_best"] = frame["tied_with_best"].astype(object)
-    for (skill, track), part in frame.groupby(["skill", "track"], sort=False):
-        defined = part[part["r"].notna()]
-        if defined.empty:
+    tracks_of: dict[str, list[str]] = {}   # a skill's tracks, in the rows' order (the pooled cells' Stouffer)
+    for row in rows:
+        if row["track"] != POOLED and row["track"] not in tracks_of.setdefault(row["skill"], []):
+            tracks_of[row["skill"]].append(row["track"])
+    for (skill, track), part in _groups(rows, "skill", "track").items():
+        defined = [row for row in part if not math.isnan(row["r"])]
+        if not defined:
             continue
-        r = pd.Series(snap(defined["r"].to_numpy(float)), index=defined.index)   # r equal up to float noise: one rank
-        frame.loc[defined.index, "rank"] = r.rank(ascending=False, method="min")
-        padj = holm(defined["p"].tolist()) if adjust == "holm" else defined["p"].tolist()
-        frame.loc[defined.index, "p_adjusted"] = padj
-        significant = defined[pd.Series(padj, index=defined.index) < alpha]
-        frame.loc[significant.index[significant["r"] < 0], "mark"] = "disagrees"
-        positive = significant[significant["r"] > 0]
-        if positive.empty:
+        r = snap(np.array([row["r"] for row in defined]))   # r equal up to float noise: one rank
+        for row, above in zip(defined, (r[None, :] > r[:, None]).sum(axis=1)):
+            row["rank"] = float(above + 1)   # pandas' rank(ascending=False, method="min")
+        ps = [row["p"] for row in defined]
+        padj = holm(ps) if adjust == "holm" else ps
+        positive = []
+        for row, p in zip(defined, padj):
+            row["p_adjusted"] = p
+            if p < alpha and row["r"] < 0:
+                row["mark"] = "disagrees"
+            elif p < alpha and row["r"] > 0:
+                positive.append(row)
+        if not positive:
             continue
-        best = positive.loc[positive["r"].idxmax(), "metric"]
-        for idx in defined.index:
-            metric = frame.at[idx, "metric"]
-            if metric == best:
-                frame.at[idx, "tied_with_best"], frame.at[idx, "mark"] = True, "best"
+        best = max(positive, key=lambda row: row["r"])["metric"]   # the first of equal highest r, as idxmax
+        positive_ids = {id(row) for row in positive}
+        for row in defined:
+            if row["metric"] == best:
+                row["tied_with_best"], row["mark"] = True, "best"
                 continue
             if not ties:
                 continue
-            p = _tie_p(frame, tests, skill, track, best, metric, idx)
-            frame.at[idx, "tied_with_best"] = None if math.isnan(p) else bool(p >= alpha)
-            if frame.at[idx, "tied_with_best"] is True and idx in positive.index:
-                frame.at[idx, "mark"] = "tied"
-    return frame
+            p = _tie_p(row, tests, tracks_of.get(skill, []), best)
+            row["tied_with_best"] = None if math.isnan(p) else bool(p >= alpha)
+            if row["tied_with_best"] is True and id(row) in positive_ids:
+                row["mark"] = "tied"
 
 
-def _tie_p(frame: pd.DataFrame, tests: _Williams, skill: str, track: str, best: str, metric: str, idx) -> float:
-    """One-sided p that `best` correlates more with people than `metric` does: Williams' test on a
-    track (a low-power note below LOW_POWER_N units), the tracks' tests by Stouffer's Z when pooled."""
-    if track != POOLED:
-        p, n = tests.p(track, best, metric)
+def _tie_p(row: dict, tests: _Williams, tracks: list[str], best: str) -> float:
+    """One-sided p that `best` correlates more with people than the row's metric does: Williams' test on a
+    track (a low-power note below LOW_POWER_N units), the skill's `tracks`' tests by Stouffer's Z when pooled."""
+    metric = row["metric"]
+    if row["track"] != POOLED:
+        p, n = tests.p(row["track"], best, metric)
         if n < LOW_POWER_N:
-            note = frame.at[idx, "note"]
-            frame.at[idx, "note"] = (note + "; " if note else "") + f"low power: Williams' test on n = {n}"
+            row["note"] = (row["note"] + "; " if row["note"] else "") + f"low power: Williams' test on n = {n}"
         return p
     ps, ns = [], []
-    for t in dict.fromkeys(frame.loc[(frame["skill"] == skill) & (frame["track"] != POOLED), "track"]):
+    for t in tracks:
         if t not in tests.data:
             continue
         metrics, _ = tests.data[t]
@@ -259,29 +276,29 @@ def _tie_p(frame: pd.DataFrame, tests: _Williams, skill: str, track: str, best: 
     return stouffer(ps, ns)
 
 
-def _pooled_note(part: pd.DataFrame, ok: pd.DataFrame, pooled: dict) -> str:
+def _pooled_note(part: list[dict], ok: list[dict], pooled: dict) -> str:
     """Why a pooled cell is undefined (the tracks' own reason first), else how many tracks it pools."""
-    if ok.empty:
-        return part["note"].iloc[0]
+    if not ok:
+        return part[0]["note"]
     if pooled["note"]:
         return pooled["note"]
     return f"pools {count(len(ok), 'track')}" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
 
 
-def _pooled(frame: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for (skill, metric), part in frame.groupby(["skill", "metric"], sort=False):
-        ok = part[part["r"].notna()]
-        pooled = pool(ok["r"].tolist(), ok["n"].astype(int).tolist())
+def _pooled(rows: list[dict]) -> list[dict]:
+    out = []
+    for (skill, metric), part in _groups(rows, "skill", "metric").items():
+        ok = [row for row in part if not math.isnan(row["r"])]
+        pooled = pool([row["r"] for row in ok], [int(row["n"]) for row in ok])
         if len(ok) == 1:  # one track: its own test (exact, as scipy's), not the normal approximation of Fisher z
-            pooled["p"] = float(ok["p"].iloc[0])
-        rows.append({"metric": metric, "skill": skill, "track": POOLED, "dimension": part["dimension"].iloc[0],
-                     "r": pooled["r"], "ci_low": pooled["ci_low"], "ci_high": pooled["ci_high"], "n": pooled["n"],
-                     "p": pooled["p"], "tied_with_best": None, "rank": math.nan,
-                     "dimensions": ";".join(dict.fromkeys(d for d in part["dimensions"] if d)),
-                     "ci": "fixed-effect fisher-z 95%, weights n-3" if not math.isnan(pooled["r"]) else "",
-                     "note": _pooled_note(part, ok, pooled), "p_adjusted": math.nan, "mark": ""})
-    return pd.DataFrame(rows, columns=frame.columns)
+            pooled["p"] = float(ok[0]["p"])
+        out.append({"metric": metric, "skill": skill, "track": POOLED, "dimension": part[0]["dimension"],
+                    "r": pooled["r"], "ci_low": pooled["ci_low"], "ci_high": pooled["ci_high"], "n": pooled["n"],
+                    "p": pooled["p"], "tied_with_best": None, "rank": math.nan,
+                    "dimensions": ";".join(dict.fromkeys(row["dimensions"] for row in part if row["dimensions"])),
+                    "ci": "fixed-effect fisher-z 95%, weights n-3" if not math.isnan(pooled["r"]) else "",
+                    "note": _pooled_note(part, ok, pooled), "p_adjusted": math.nan, "mark": ""})
+    return out
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
