@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,11 +47,38 @@ def load_kdconv(folder: Path) -> list[Dialogue]:
 
 
 def load_lccc(path: Path) -> list[Dialogue]:
+    """The LCCC toy set's dialogues with each turn as it was written (untokenized): the file is LCCC's release,
+    space-tokenised, and a text is stored, sent to models and shown to annotators as written in its language;
+    tokenising it is a metric's business (its tokenizer)."""
     if not path.is_file():
         raise ImportRefused([Problem(str(path), "", "", "the LCCC toy set", "no such file")])
     data = json.loads(path.read_text(encoding="utf-8"))
-    return [Dialogue(f"lccc-{split}-{n:04d}", "lccc/chitchat", split, list(turns), [[] for _ in turns])
-            for split in ("train", "valid", "test") for n, turns in enumerate(data[split])]
+    splits = {split: data[split] for split in ("train", "valid", "test")}
+    char_level = all(len(token) <= 1 for dialogues in splits.values() for turns in dialogues for turn in turns
+                     for token in turn.split(" "))
+    return [Dialogue(f"lccc-{split}-{n:04d}", "lccc/chitchat", split, [untokenized(t, char_level) for t in turns],
+                     [[] for _ in turns])
+            for split, dialogues in splits.items() for n, turns in enumerate(dialogues)]
+
+
+# a space beside one of these (CJK ideographs, kana, hangul, CJK and full-width punctuation) is a tokeniser's:
+# Chinese and Japanese are written without spaces between words
+_CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+
+
+def untokenized(text: str, char_level: bool) -> str:
+    """`text` without the spaces a tokeniser put between its tokens. `char_level`: the source split every character
+    (the LCCC toy set does: "1 0 个 聊 天", "W h a t ?"), so every space is the tokeniser's and runs of letters and
+    digits join again ("10个聊天", "What?"); the spaces its source had between Latin words were not kept by the
+    release and cannot be told apart. Otherwise (a word-tokenised source) only a space beside a CJK character goes,
+    and spaces between Latin words stay."""
+    tokens = [t for t in text.split(" ") if t]
+    if char_level:
+        return "".join(tokens)
+    out = tokens[0] if tokens else ""
+    for token in tokens[1:]:
+        out += token if _CJK.match(out[-1]) or _CJK.match(token[0]) else " " + token
+    return out
 
 
 def build_demo(con: duckdb.DuckDBPyConnection, folder: str | Path) -> ImportReport:
