@@ -89,6 +89,13 @@ def store(tmp_path_factory, empty_store_file):
             f"{i},{m},a{k},Q,{float(s)!r}\n" for i, m, _, scores in rows for k, s in enumerate(scores)),
             encoding="utf-8")
         import_ratings(con, tmp / "h.csv", dataset="tie", track=track, scales={"Q": (0, 1)})
+    # the same metric times 7: the same correlation, computed with other rounding (trust's ranks)
+    rows = [(item, model, value) for item, (_, answers) in CASES["tie/turn"].items()
+            for model, (value, _) in answers.items()]
+    (tmp / "s7.csv").write_text("item_id,model,value\n" + "".join(f"{i},{m},{float(v) * 7!r}\n" for i, m, v in rows),
+                                encoding="utf-8")
+    import_scores(con, tmp / "s7.csv", dataset="tie", track="tie/turn", metric="M7", signature="ties",
+                  higher_is_better=True)
     yield con
     con.close()
 
@@ -138,6 +145,14 @@ def test_trust_uses_the_tie(store, track):
         cell = frame[(frame.metric == "M") & (frame.track == track)].iloc[0]
         assert cell["r"] == pytest.approx(ref.statistic, abs=1e-12)
         assert cell["p"] == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+def test_trust_ranks_equal_correlations_together(store):
+    """M and 7 x M correlate equally with people; their r differ in the last digit, their rank does not."""
+    frame = trust(store, "tie", level="turn", method="pearson", dimension="Q")
+    cells = frame[frame.track == "tie/turn"].set_index("metric")
+    assert cells.loc["M", "r"] == pytest.approx(cells.loc["M7", "r"], abs=1e-15)
+    assert cells.loc["M", "rank"] == cells.loc["M7", "rank"] == 1
 
 
 def test_correlate_bootstrap_and_permutation_see_the_tie():
