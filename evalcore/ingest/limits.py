@@ -14,6 +14,8 @@ an import runs:
   200 MB upload limit and twenty times the largest release we import; 10x (2 GiB) would let one upload fill
   the temp folder with what a 4 GB machine cannot read back.
 - EVALCORE_MAX_MEMBERS (1,000): files in a .zip.
+- EVALCORE_MAX_MANIFEST (16 MiB): bytes of an evaluation record's manifest.json, checked from the zip's directory
+  before it is read (an exported manifest is tens of KB: the templates' text and a line per table).
 - EVALCORE_MAX_LINE (10,000,000): characters of one physical line of a CSV, TSV or JSONL file (at most
   40 MB of text; a header of a million columns is still refused by its column count), read with a
   bounded readline (a file without newlines is not read whole into memory).
@@ -41,9 +43,11 @@ MAX_EXPANDED = 1 << 30
 MAX_MEMBERS = 1000
 MAX_LINE = 10_000_000
 MAX_DEPTH = 100
+MAX_MANIFEST = 16 << 20
 MAX_MAGNITUDE = strictjson.MAX_MAGNITUDE
 ENV = {"MAX_ROWS": "EVALCORE_MAX_ROWS", "MAX_EXPANDED": "EVALCORE_MAX_EXPANDED", "MAX_MEMBERS": "EVALCORE_MAX_MEMBERS",
-       "MAX_LINE": "EVALCORE_MAX_LINE", "MAX_DEPTH": "EVALCORE_MAX_DEPTH"}
+       "MAX_LINE": "EVALCORE_MAX_LINE", "MAX_DEPTH": "EVALCORE_MAX_DEPTH",
+       "MAX_MANIFEST": "EVALCORE_MAX_MANIFEST"}
 
 
 def limit(name: str) -> int:

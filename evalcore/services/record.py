@@ -75,8 +75,11 @@ TABLES = {
     "published_correlations": f"SELECT * FROM published_correlations WHERE dataset = ? AND {TRACKED}",
     "tasks": "SELECT task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, state, "
              "created_at, level FROM tasks WHERE dataset = ?",
-    "task_units": "SELECT * FROM task_units WHERE task_id IN (SELECT task_id FROM tasks WHERE dataset = ?)",
-    "task_answers": "SELECT * FROM task_answers WHERE task_id IN (SELECT task_id FROM tasks WHERE dataset = ?)",
+    # a task's units and answers of the record's tracks only: a unit names its item and track, which another
+    # track's record does not hold
+    "task_units": f"SELECT * FROM task_units WHERE task_id IN (SELECT task_id FROM tasks WHERE dataset = ?) AND {TRACKED}",
+    "task_answers": "SELECT * FROM task_answers a WHERE task_id IN (SELECT task_id FROM tasks WHERE dataset = ?) AND "
+                    f"EXISTS (SELECT 1 FROM task_units u WHERE u.task_id = a.task_id AND u.unit = a.unit AND {TRACKED})",
     "generations": "SELECT generation_id, dataset, model, endpoint, tracks, signature, details, state, total, stored, "
                    "failed, created_at FROM generations WHERE dataset = ?",
 }
@@ -178,7 +181,8 @@ def unmatched(manifest: dict, folder: Path) -> list[tuple[str, str, str, str]]:
                 continue
             try:
                 found, _ = parquet_sha256(file)
-            except duckdb.Error as exc:
+            except (duckdb.Error, pa.ArrowException, ValueError, TypeError, RecursionError) as exc:   # not Parquet, or
+                # cells no table of a record holds
                 out.append((where, entry.get("sha256"), str(exc).splitlines()[0], "unreadable"))
                 continue
             if found != entry.get("sha256"):
@@ -205,6 +209,11 @@ def write_query(con: duckdb.DuckDBPyConnection, sql: str, params: list, path: Pa
     return writer
 
 
+EXTERNAL = "SELECT metric, higher_is_better, description FROM external_metrics"   # what a record holds of them
+# metric_values' columns, as VALUES_SQL gives them (what an import expects of the table: record_check)
+NO_VALUES = ("SELECT NULL::VARCHAR AS track, NULL::VARCHAR AS item_id, NULL::VARCHAR AS model, NULL::VARCHAR AS metric, "
+             "NULL::VARCHAR AS signature, NULL::VARCHAR AS text_key, NULL::DOUBLE AS value, NULL::DOUBLE[] AS stats, "
+             "NULL::VARCHAR AS reason WHERE false")
 VALUES_SQL = """
     SELECT ?::VARCHAR AS track, k.item_id, k.model, s.metric, m.signature, k.text_key, m.value, m.stats, m.reason
     FROM _evalcore_record_keys k JOIN metric_signatures s ON list_contains(?, s.metric)
@@ -231,9 +240,7 @@ def write_metric_values(con: duckdb.DuckDBPyConnection, dataset: str, tracks: li
             with registered(con, "_evalcore_record_keys", lookup):
                 writer = write_query(con, VALUES_SQL, [track, group], path, writer, keep_open=True)
     if writer is None:   # nothing scored: an empty table of the same columns
-        write_query(con, "SELECT NULL::VARCHAR AS track, NULL::VARCHAR AS item_id, NULL::VARCHAR AS model, "
-                    "NULL::VARCHAR AS metric, NULL::VARCHAR AS signature, NULL::VARCHAR AS text_key, NULL::DOUBLE AS "
-                    "value, NULL::DOUBLE[] AS stats, NULL::VARCHAR AS reason WHERE false", [], path)
+        write_query(con, NO_VALUES, [], path)
     else:
         writer.close()
 
@@ -252,8 +259,7 @@ def write_tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]
     write_query(con, "SELECT * FROM metric_signatures WHERE list_contains(?, signature) ORDER BY signature", [used],
                 folder / "metric_signatures.parquet")
     metrics = sorted(set(pd.read_parquet(folder / "metric_signatures.parquet")["metric"]))
-    write_query(con, "SELECT metric, higher_is_better, description FROM external_metrics WHERE list_contains(?, metric)",
-                [metrics], folder / "external_metrics.parquet")
+    write_query(con, f"{EXTERNAL} WHERE list_contains(?, metric)", [metrics], folder / "external_metrics.parquet")
     return chosen
 
 
@@ -358,25 +364,11 @@ def export(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, tracks
 
 
 def unpack(path: str | Path, folder: Path) -> dict:
-    """The manifest of the record at `path`, its Parquet files extracted under `folder` (tables/, figures/)."""
-    path = Path(path)
-    try:
-        zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{path}: not an evaluation record (expected a zip with manifest.json): {e}") from None
-    with zf:
-        names = set(zf.namelist())
-        if "manifest.json" not in names:
-            raise ValueError(f"{path}: not an evaluation record: no manifest.json")
-        manifest = json.loads(zf.read("manifest.json"))
-        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-            raise ValueError(f"{path}: manifest.json: expected format {FORMAT!r} version {VERSION}, got "
-                             f"{manifest.get('format')!r} version {manifest.get('version')!r}")
-        for name in names:
-            part, _, file = name.partition("/")
-            if part in ("tables", "figures") and file.endswith(".parquet") and "/" not in file and ".." not in file:
-                zf.extract(name, folder)
-    return manifest
+    """The manifest of the record at `path`, its Parquet files extracted under `folder` (tables/, figures/); the
+    archive bounded and the manifest checked before anything is unpacked (record_check.open_record: ImportRefused
+    naming the file, member and field). Checksums are not compared here: see record_check.checked."""
+    from evalcore.services.record_check import open_record   # it reads this module's table names
+    return open_record(path, folder)
 
 
 def read(path: str | Path, skip: tuple[str, ...] = ("metric_values",)) -> tuple[dict, dict[str, pd.DataFrame],

@@ -20,7 +20,7 @@ import pandas as pd
 
 from evalcore.core.errors import ImportRefused, Problem
 from evalcore.ingest.batch import ImportReport
-from evalcore.services.record import unpack
+from evalcore.services.record_check import check_tables, checked, open_record
 from evalcore.store import bump_revision, history, insert_frame, last_id, transaction
 from evalcore.store.history import current_user
 
@@ -68,14 +68,19 @@ def conflicts(con: duckdb.DuckDBPyConnection, file: str, manifest: dict, data: d
     return problems
 
 
-def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = True) -> ImportReport:
+def load(con: duckdb.DuckDBPyConnection, path: str | Path, *, values: bool = True, checksums: bool = True,
+         contents: bool = True) -> ImportReport:
     """Import the record at `path`; `values` False leaves out its metric values and computed system scores (what
-    `record verify` recomputes from the texts). Tables go from their Parquet files into the store inside DuckDB,
-    never whole through Python."""
+    `record verify` recomputes from the texts). Everything is checked before the first write (record_check: the
+    archive's bounds, the manifest, every checksum and the content digest unless `checksums` is False, as verify
+    reports them itself; each table's columns and rows unless `contents` is False, as verify checked them
+    already), then tables go from their Parquet files into the store inside DuckDB, never whole through Python."""
     file = str(path)
     with tempfile.TemporaryDirectory(prefix="evalcore-record-") as tmp:
         folder = Path(tmp) / "tables"
-        manifest = unpack(path, Path(tmp))
+        manifest = (checked if checksums else open_record)(path, Path(tmp))
+        if contents:
+            check_tables(con, file, manifest, Path(tmp))
         small = {t: pd.read_parquet(folder / f"{t}.parquet") for t in SHARED if (folder / f"{t}.parquet").exists()}
         problems = conflicts(con, file, manifest, small)
         if problems:

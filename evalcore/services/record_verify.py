@@ -24,7 +24,8 @@ from evalcore.metrics import registry
 from evalcore.metrics.base import TRANSIENT, Signature
 from evalcore.metrics.neural import NeuralOptions
 from evalcore.scoring import score
-from evalcore.services.record import FIGURE_KEYS, bounded, figures, unmatched, unpack, write_metric_values
+from evalcore.services.record import FIGURE_KEYS, bounded, figures, unmatched, write_metric_values
+from evalcore.services.record_check import check_tables, open_record
 from evalcore.services.record_load import load
 from evalcore.services.record_redo import RECORD, Redo, plan
 from evalcore.store import connect
@@ -101,7 +102,7 @@ def _values(manifest: dict, path: Path, scratch: Path, runs: list[Redo], folder:
     recorded = str(folder / "tables" / "metric_values.parquet")
     planned = [s for run in runs for s in run.signatures]
     try:
-        load(con, path, values=False)
+        load(con, path, values=False, checksums=False, contents=False)   # checked by verify() first
         scores = pd.read_parquet(folder / "tables" / "system_scores.parquet")
         computed = scores[scores["origin"] == "computed"]
         # each flavor the record's values were computed under (its tokenizer by the dataset's language, as the
@@ -149,7 +150,7 @@ def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[l
                if (folder / "figures" / f"{n}.parquet").exists()}
     con = connect(scratch / "values.duckdb")
     try:
-        load(con, path)
+        load(con, path, checksums=False, contents=False)
         again = figures(con, manifest["dataset"], manifest["tracks"])
     finally:
         con.close()
@@ -181,9 +182,14 @@ def verify(path: str | Path, options: NeuralOptions | None = None) -> Verificati
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="evalcore-verify-") as tmp:
         scratch = Path(tmp)
-        manifest = unpack(path, scratch / "record")
         folder = scratch / "record"
-        differences = _checksums(manifest, folder)
+        manifest = open_record(path, folder)   # bounded, its manifest checked (ImportRefused)
+        differences = _checksums(manifest, folder)   # reported, not refused: verify names what changed
+        con = connect(scratch / "texts.duckdb")
+        try:   # what import refuses (another dataset's rows, values off their scale ...) is refused here too
+            check_tables(con, str(path), manifest, folder)
+        finally:
+            con.close()
         runs, unverified = plan(pd.read_parquet(folder / "tables" / "metric_signatures.parquet"), options)
         found, n_values, why = _values(manifest, path, scratch, runs, folder) if runs else ([], 0, [])
         differences += found

@@ -26,7 +26,7 @@ from evalcore.analysis.trust_levels import dimensions
 from evalcore.analysis.trust_opening import opening
 from evalcore.analysis.trust_verdicts import report as trust_report
 from evalcore.core.errors import ImportRefused, Problem
-from evalcore.services import record, report_html
+from evalcore.services import record, record_check, report_html
 from evalcore.services.record_load import load
 from evalcore.services.scope import chosen_tracks
 from evalcore.store import connect, revision
@@ -47,7 +47,6 @@ CHECKSUM_COVERS = ("sha256 of every data table below (each as its name on one li
                    "rows sorted; UTF-8): the names and numbers of the report, not its charts, time or layout")
 RECORD_COVERS = ("the record's content_sha256 covers every table and figure in it (`evalcore record verify FILE` "
                  "recomputes it); each table was checked against it when this report was made")
-MANIFEST_KEYS = ("dataset", "tracks", "created_at", "evalcore", "tables", "figure_tables", "content_sha256")
 
 
 @dataclass
@@ -234,34 +233,7 @@ def checked_record(path: str | Path, folder: Path) -> dict:
     """The manifest of the record at `path`, its tables extracted under `folder`, each table's checksum and the
     content_sha256 recomputed and equal to the manifest's; ImportRefused naming the file (and the table) when it
     is not a record or does not match its manifest."""
-    file = str(path)
-    try:
-        manifest = record.unpack(path, folder)
-    except ValueError as exc:   # not a zip, no manifest, another format, a manifest that is not JSON
-        said = str(exc)
-        raise ImportRefused([Problem(file, "", "", "an evaluation record (`evalcore record export`)",
-                                     said[len(f"{path}: "):] if said.startswith(f"{path}: ") else said)]) from None
-    missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
-    if missing:
-        raise ImportRefused([Problem(file, "manifest.json", k, "a key of an evaluation record's manifest", "none")
-                             for k in missing])
-    problems = []
-    for where, recorded, found, kind in record.unmatched(manifest, folder):
-        if kind == "missing":
-            problems.append(Problem(file, where, "", "the table its manifest lists", "no such file"))
-        elif kind == "unreadable":
-            problems.append(Problem(file, where, "", "a Parquet table", found))
-        else:
-            problems.append(Problem(file, where, "sha256", f"{recorded} (the manifest's)",
-                                    f"{found} (changed since export: `evalcore record verify` names the values)"))
-    sums = {f"{part}/{name}": entry.get("sha256") for part, key in (("tables", "tables"), ("figures", "figure_tables"))
-            for name, entry in manifest[key].items()}
-    if not problems and record.content_sha256(sums) != manifest["content_sha256"]:
-        problems.append(Problem(file, "manifest.json", "content_sha256", record.content_sha256(sums),
-                                f"{manifest['content_sha256']} (not the checksum of its tables' checksums)"))
-    if problems:
-        raise ImportRefused(problems)
-    return manifest
+    return record_check.checked(path, folder)   # the one check `record import` makes too
 
 
 def build_from_record(path: str | Path, tracks: list[str] | None = None, views: tuple[str, ...] = VIEWS,
@@ -278,7 +250,7 @@ def build_from_record(path: str | Path, tracks: list[str] | None = None, views: 
         con = connect(Path(tmp) / "scratch.duckdb")
         try:
             try:
-                load(con, path)
+                load(con, path, checksums=False)   # checked above
             except duckdb.Error as exc:   # tables true to their checksums, yet not the columns a record holds
                 raise ImportRefused([Problem(str(path), "", "", "tables a record import reads",
                                              str(exc).splitlines()[0])]) from None

@@ -97,12 +97,13 @@ def test_export_import_verify_and_an_edited_value(scored, tmp_path, capsys):
 
 
 def test_not_a_record_is_refused(tmp_path, capsys):
+    """Refused as every importer refuses a file: exit 2, the file named."""
     (tmp_path / "x.zip").write_bytes(b"not a zip")
-    assert main(["record", "verify", str(tmp_path / "x.zip")]) == 1
+    assert main(["record", "verify", str(tmp_path / "x.zip")]) == 2
     assert "not an evaluation record" in capsys.readouterr().err
     with zipfile.ZipFile(tmp_path / "y.zip", "w") as zf:
         zf.writestr("manifest.json", json.dumps({"format": "other", "version": 9}))
-    assert main(["record", "import", str(tmp_path / "y.zip"), "--db", str(tmp_path / "s.duckdb")]) == 1
+    assert main(["record", "import", str(tmp_path / "y.zip"), "--db", str(tmp_path / "s.duckdb")]) == 2
     assert "expected format 'evalcore-record' version 1" in capsys.readouterr().err
 
 
