@@ -7,10 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from evalcore.cli.output import emit, visible
+from evalcore.cli.output import emit, escaped, visible
 from evalcore.core.export import safe_csv
 from evalcore.core.text import CONTROL
 from evalcore.services import chats as service
+from evalcore.services import jobs
 from evalcore.store import chats as stored
 from evalcore.store import history
 
@@ -75,12 +76,16 @@ def review(con, args) -> None:
         raise ValueError(f"conversation {args.conversation} belongs to chat task {conv.task_id}, not {args.task_id}")
     if not (args.accept or args.send_back):
         raise ValueError("give --accept or --send-back REASON")
-    new = stored.review(con, args.conversation, history.current_user() or "reviewer", accept=args.accept,
-                        reason=args.send_back or "")
+    new, job = service.review(con, args.conversation, history.current_user() or "reviewer", accept=args.accept,
+                              reason=args.send_back or "")
     if args.accept:
         task = stored.get(con, args.task_id)
         print(f"conversation {args.conversation} accepted: dialogue {stored.dialogue_id_of(task, args.conversation)} "
               f"of {task.target}")
+        # scored here and now, as `endpoint generate` scores its replies (the job was recorded with the acceptance)
+        jobs.run(con, job)
+        state, detail = con.execute("SELECT state, detail FROM jobs WHERE job_id = ?", [job]).fetchall()[0]
+        print(f"scoring job {job} ({', '.join(service.reference_free())}): {state}: {escaped(detail)}")
     else:
         print(f"conversation {args.conversation} sent back; conversation {new} takes its place, for someone else")
 

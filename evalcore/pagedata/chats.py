@@ -15,18 +15,33 @@ import pandas as pd
 from evalcore.core.chat import plain
 from evalcore.core.export import safe_csv
 from evalcore.pagedata.annotation import grounding_lines
+from evalcore.pagedata.intake import jobs_shown
 from evalcore.pagedata.share import link
 from evalcore.services import chats as service
+from evalcore.services import jobs
 from evalcore.store import chats as stored
 from evalcore.store.chats import ChatTask
+from evalcore.store.transactions import database_path
 
 log = logging.getLogger("evalcore.chat")
 GROUNDING_NAMES = {"knowledge": "Knowledge", "goal": "Goal", "persona": "Persona", "user_profile": "User profile"}
 
 
-def open_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return con.execute("SELECT task_id, name, track, max_rounds FROM chat_tasks WHERE state = 'open' "
-                       "ORDER BY task_id").df()
+# the bounds of a task's sizes, as `evalcore chat create` takes them (stored.check_bounds)
+MAX_SCENARIOS, MAX_PER_SCENARIO, MAX_ROUNDS = stored.MAX_SCENARIOS, stored.MAX_PER_SCENARIO, stored.MAX_ROUNDS
+MAX_MESSAGE = stored.MAX_MESSAGE
+SCORED = service.reference_free()   # what a chat task's scoring job computes
+TaskClosed = stored.TaskClosed   # a write refused because the task closed (the Chat page says so on the task's page)
+
+
+def open_tasks(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The open tasks a person may enter, id -> what they are shown for it (blind_label: never the task's name)."""
+    ids = [t for (t,) in con.execute("SELECT task_id FROM chat_tasks WHERE state = 'open' ORDER BY task_id").fetchall()]
+    return {str(t): service.blind_label(stored.get(con, t)) for t in ids}
+
+
+def blind_label(task: ChatTask) -> str:
+    return service.blind_label(task)
 
 
 def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -103,7 +118,16 @@ def end(con, conversation_id: int, annotator: str, goal: bool | None) -> None:
 
 
 def rate(con, conversation_id: int, annotator: str, dimension: str, value: float) -> None:
-    stored.rate(con, conversation_id, annotator, dimension, value)
+    """One rating; the scoring job it queued (a task without review accepts a conversation once it is rated) is
+    started in a worker process of its own."""
+    _start(con, service.rate(con, conversation_id, annotator, dimension, value))
+
+
+def _start(con, job: int | None) -> None:
+    """A scoring job just queued, run in a worker process of its own (it goes on when the page is left; a job not
+    started here is run by the server's next check)."""
+    if job is not None:
+        jobs.start(database_path(con), job)
 
 
 def flag(con, conversation_id: int, idx: int, annotator: str, name: str, value: bool) -> None:
@@ -146,7 +170,26 @@ def transcript(con, conversation_id: int) -> dict:
 
 
 def review(con, conversation_id: int, reviewer: str, accept: bool, reason: str = "") -> int | None:
-    return stored.review(con, conversation_id, reviewer, accept=accept, reason=reason)
+    """Accept or send back; an accepted conversation's scoring job is started (the conversation that takes a
+    sent-back one's place is returned)."""
+    new, job = service.review(con, conversation_id, reviewer, accept=accept, reason=reason)
+    _start(con, job)
+    return new
+
+
+def trust_state(con, task: ChatTask) -> dict:
+    """Where Metric trust stands on the task's accepted conversations (services.chats.trust_state)."""
+    state = service.trust_state(con, task)
+    if state["job"] is not None:   # as the Upload page shows a job: a detail, never "None" or "nan"
+        state["job"] = jobs_shown(pd.DataFrame([state["job"]])).iloc[0].to_dict()
+    return state
+
+
+def score_accepted(con, task: ChatTask) -> int:
+    """"Score the accepted conversations": their job queued and started; its id."""
+    job = service.score_accepted(con, task)
+    _start(con, job)
+    return job
 
 
 def set_state(con, task_id: int, state: str) -> None:

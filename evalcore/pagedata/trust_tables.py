@@ -10,6 +10,7 @@ from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import choices, dimensions
 from evalcore.analysis.trust_opening import Opening, opening
 from evalcore.analysis.trust_verdicts import report
+from evalcore.core.processes import alive_on
 from evalcore.pagedata import audits, catalog, formatting
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
 
@@ -42,6 +43,24 @@ def trust_left_out(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """The datasets a trust view cannot offer, each with why in a few words (the page says so under its
     dataset choice, rather than leaving them out without a word)."""
     return merge_trust_left_out({d: trust_choice_part(con, d) for d in catalog.datasets(con)})
+
+
+def trust_not_offered(con: duckdb.DuckDBPyConnection, dataset: str) -> str:
+    """Why a dataset that a link names is not offered (trust_left_out's words), with its newest scoring job when that
+    one is queued, running or failed (a chat task's accepted conversations, an upload): what the page says rather
+    than "not a known dataset". Unmarked: a job's progress is a commit, and the next draw says where it stands."""
+    why = merge_trust_left_out({dataset: trust_choice_part(con, dataset)}).get(dataset, "")
+    job = con.execute("SELECT job_id, state, detail, pid, host FROM jobs WHERE dataset = ? ORDER BY job_id DESC "
+                      "LIMIT 1", [dataset]).fetchall()
+    if job:
+        job_id, state, detail, pid, host = job[0]
+        if state in ("queued", "running") and not alive_on(pid, host):
+            state = "interrupted"   # its worker is gone: the server's next check runs it again
+        if state in ("queued", "running", "interrupted"):
+            why += f"; its scoring job {job_id} is {state}" + (f" ({detail})" if state == "running" and detail else "")
+        elif state == "failed":
+            why += f"; its scoring job {job_id} failed: {detail}"
+    return why
 
 
 @dataset_scoped

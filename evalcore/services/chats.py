@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import asdict
 
 import duckdb
@@ -17,15 +18,19 @@ import numpy as np
 import pandas as pd
 
 from evalcore import __version__
+from evalcore.analysis.trust_levels import choices as trust_choices
 from evalcore.core import names
 from evalcore.core.chat import Reply, Stream
 from evalcore.generation.templates import resolve
 from evalcore.ingest.lookup import dataset_language
+from evalcore.metrics.registry import METRICS
+from evalcore.services import jobs
 from evalcore.services.tasks import dimension_specs
 from evalcore.store import chats as stored
 from evalcore.store.endpoints import get as get_endpoint
 from evalcore.store.history import current_user
 from evalcore.store.tasks import Dimension
+from evalcore.store.transactions import transaction
 
 DIMENSIONS_BY_SKILL = {   # MSDE §3.2 rates Know on knowledge dialogues and Rec on recommendation ones
     "knowledge": ["Info", "Coh", "Know"],
@@ -89,7 +94,9 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
                 dimensions: list[str] | None = None, flags: list[str] | None = None, guidelines: str = "",
                 name: str | None = None, review: bool = True, target: str | None = None,
                 created_by: str | None = None) -> int:
-    """Draw the scenarios and store the task; its id."""
+    """Draw the scenarios and store the task; its id. Its sizes are checked first (stored.check_bounds, the bounds
+    the page's controls stop at), before anything is drawn."""
+    stored.check_bounds(n_scenarios=n_scenarios, per_scenario=per_scenario, max_rounds=max_rounds)
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     skill = track_skill(con, dataset, track)
     language, _ = dataset_language(con, dataset)
@@ -103,13 +110,24 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
     if target and con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [target]).fetchall()[0][0] and not \
             con.execute("SELECT count(*) FROM chat_tasks WHERE target = ?", [target]).fetchall()[0][0]:
         raise ValueError(f"dataset {target!r} exists and holds no chat task's dialogues: give another --target")
-    name = (name or "").strip() or f"{dataset} {track}: {', '.join(endpoints)}"
+    # the default name never lists the endpoints: it is the lab's, but a name is easily shown where people chat
+    name = (name or "").strip() or f"{dataset} {track}: {len(endpoints)} endpoint{'s' * (len(endpoints) != 1)}"
     return stored.create(con, name=name, dataset=dataset, track=track, target=target, endpoints=endpoints,
                          settings=lambda task_id: settings_of(con, task_id, endpoints, skill, language),
                          per_scenario=per_scenario,
                          max_rounds=max_rounds, dimensions=specs,
                          flags=DEFAULT_FLAGS if flags is None else flags, scenarios=chosen, guidelines=guidelines,
                          seed=seed, review=review, created_by=created_by or current_user())
+
+
+def blind_label(task: stored.ChatTask) -> str:
+    """What a person chatting or rating is shown for a task: its number and where its scenarios come from, never its
+    name (free text the lab wrote, which can name a model in ways no check would catch: an alias, a host, a family)
+    and never an endpoint. The track is left out too should it hold an endpoint's or served model's name."""
+    label = f"Chat task {task.task_id}: scenarios of {task.track}"
+    secret = set(task.endpoints) | {str(s.get("served_model") or "") for s in task.settings.values()} - {""}
+    named = any(re.search(rf"(?<!\w){re.escape(x)}(?!\w)", label, re.IGNORECASE) for x in secret)
+    return f"Chat task {task.task_id}" if named else label
 
 
 def model_messages(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, conversation_id: int) -> list[dict]:
@@ -222,3 +240,79 @@ def describe(task: stored.ChatTask) -> dict:
     out["dimensions"] = [d.dimension for d in task.dimensions]
     out["created_at"] = str(task.created_at)
     return out
+
+
+# ------------------------------------------------------------------ accepted conversations scored, as an upload is
+
+def reference_free() -> list[str]:
+    """What a conversation is scored on by its task's job: the metrics that need no reference (a conversation has
+    none: nobody wrote the reply it should have given), no model and no server (DIST1, DIST2)."""
+    return [n for n, m in METRICS.items() if not m.needs_references and not m.needs_model]
+
+
+def queue_scoring(con: duckdb.DuckDBPyConnection, task: stored.ChatTask) -> int:
+    """Inside an acceptance's transaction: the scoring job of the task's dataset, recorded as queued (the server
+    runs a queued job nobody ran, as it does an upload's); its id. A job of the same steps still queued is the one:
+    it reads the dialogues when it starts, so it scores this one too (a started one may have read them already)."""
+    steps = [{"track": task.track, "flavor": "default", "tokenizer": None, "metrics": reference_free()}]
+    for job_id, raw in con.execute("SELECT job_id, steps FROM jobs WHERE dataset = ? AND state = 'queued' "
+                                   "ORDER BY job_id DESC", [task.target]).fetchall():
+        if json.loads(raw) == steps:
+            return int(job_id)
+    return jobs.create(con, task.target, steps)
+
+
+def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, *, accept: bool,
+           reason: str = "") -> tuple[int | None, int | None]:
+    """Accept a conversation or send it back (stored.review); (the conversation that takes a sent-back one's place,
+    the scoring job an accepted one was queued with: start it, or the server runs it at its next check)."""
+    queued: dict = {}
+    new = stored.review(con, conversation_id, reviewer, accept=accept, reason=reason,
+                        then=lambda c, task: queued.setdefault("job", queue_scoring(c, task)))
+    return new, queued.get("job")
+
+
+def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, dimension: str,
+         value: float) -> int | None:
+    """One rating (stored.rate); the scoring job queued when it accepted the conversation (a task without review)."""
+    queued: dict = {}
+    stored.rate(con, conversation_id, annotator, dimension, value,
+                then=lambda c, task: queued.setdefault("job", queue_scoring(c, task)))
+    return queued.get("job")
+
+
+def trust_state(con: duckdb.DuckDBPyConnection, task: stored.ChatTask) -> dict:
+    """Where Metric trust stands on the task's accepted conversations: {"ready": a dialogue-level view has something
+    to correlate, "missing": what is still missing in a few words (None when ready and nothing runs), "job": the
+    newest scoring job of the dataset as jobs.listing has it (None: none yet), "score": whether scoring them now
+    would help (nothing queued or running, and something to score)}."""
+    accepted = int(con.execute("SELECT count(*) FROM chat_conversations WHERE task_id = ? AND state = 'accepted'",
+                               [task.task_id]).fetchall()[0][0])
+    rated = int(con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ? AND target = 'dialogue'",
+                            [task.target]).fetchall()[0][0])
+    recent = jobs.listing(con, task.target, limit=1)
+    job = recent.iloc[0].to_dict() if len(recent) else None
+    busy = job is not None and job["state"] in ("queued", "running")
+    ready = bool(accepted) and ("dialogue", "computed") in trust_choices(con, task.target)
+    if not accepted:
+        missing = "no accepted conversations yet: accept rated ones under Review"
+    elif not rated:
+        missing = "no dialogue-level ratings yet"
+    elif busy:
+        missing = (f"scoring job {job['job_id']} is {job['state']}" + (f" ({job['detail']})" if job["detail"] else "")
+                   + (": the conversations accepted since are scored when it ends" if ready else ""))
+    elif job is not None and job["state"] in ("failed", "interrupted"):
+        missing = f"scoring job {job['job_id']} {job['state']}: {job['detail'] or 'no reason recorded'}"
+    elif not ready:
+        missing = "the accepted conversations are not scored yet"
+    else:
+        missing = None
+    failed = job is not None and job["state"] in ("failed", "interrupted")
+    return {"ready": ready, "missing": missing, "job": job,
+            "score": bool(accepted) and not busy and (failed or not ready)}
+
+
+def score_accepted(con: duckdb.DuckDBPyConnection, task: stored.ChatTask) -> int:
+    """"Score the accepted conversations": their job recorded as queued in one short write; its id."""
+    with transaction(con):
+        return queue_scoring(con, task)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
@@ -35,8 +36,33 @@ from evalcore.store.transactions import bump_revision, last_id, next_id, transac
 
 STATES = ("open", "talking", "ended", "rated", "accepted", "sent_back")
 COUNTED = ("accepted",)           # the states whose dialogues results count by default
-MAX_MESSAGE = 4000                # characters of one message a person sends
+# A task's bounds, the one place the Chat tasks page's controls and `evalcore chat create` read them: a task is one
+# transaction of scenarios x endpoints x K conversations (--per-scenario 100000 ran past 90 s and 10 GB).
+MAX_SCENARIOS = 500
+MAX_PER_SCENARIO = 20
 MAX_ROUNDS = 50
+MAX_MESSAGE = 4000                # characters of one message a person sends
+# characters that draw nothing: a message of only these (zero-width spaces, a BOM, Hangul fillers) says nothing
+BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
+
+
+def check_bounds(*, n_scenarios: int | None, per_scenario: int, max_rounds: int) -> None:
+    """A task's sizes within the bounds above, each refused in one sentence naming the CLI's option (the page's
+    controls stop at the same bounds). `n_scenarios` None: every dialogue of the track."""
+    for option, value, most in (("--scenarios", n_scenarios, MAX_SCENARIOS),
+                                ("--per-scenario", per_scenario, MAX_PER_SCENARIO),
+                                ("--max-rounds", max_rounds, MAX_ROUNDS)):
+        if value is not None and not 1 <= value <= most:
+            raise ValueError(f"{option} must lie in 1..{most}, got {value}; nothing was stored")
+
+
+def visible(text: str) -> bool:
+    """Does the text draw anything? Whitespace, format characters (zero-width spaces and joiners, a BOM, direction
+    marks) and the blank letters do not."""
+    return any(not (c.isspace() or c in BLANK or unicodedata.category(c) in ("Cf", "Cc")) for c in text)
+
+
+Accepted = Callable[[duckdb.DuckDBPyConnection, "ChatTask"], object]   # what runs in an acceptance's transaction
 
 
 class NotYours(ValueError):
@@ -97,12 +123,9 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
     check_settings(name=name, guidelines=guidelines, seed=seed)
     if len(set(endpoints)) != len(endpoints) or not endpoints:
         raise ValueError("give one or more different endpoints")
-    if per_scenario < 1:
-        raise ValueError(f"--per-scenario must be at least 1, got {per_scenario}")
-    if not 1 <= max_rounds <= MAX_ROUNDS:
-        raise ValueError(f"--max-rounds must lie in 1..{MAX_ROUNDS}, got {max_rounds}")
     if scenarios.empty:
         raise ValueError(f"no scenarios: track {track!r} of {dataset!r} has no stored dialogues")
+    check_bounds(n_scenarios=len(scenarios), per_scenario=per_scenario, max_rounds=max_rounds)
     now = datetime.now().replace(microsecond=0)
     with transaction(con):
         bump_revision(con)
@@ -263,10 +286,11 @@ def say(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, te
     """Store the person's message; its index. Refused (nothing stored) when the model has not answered the last
     one yet, the conversation ended, or the round limit is reached."""
     text = (text or "").strip()
-    if not text:
-        raise ValueError("an empty message is not sent")
+    if not visible(text):   # zero-width spaces alone are empty too
+        raise ValueError("An empty message is not sent (it holds no visible character); nothing was stored")
     if len(text) > MAX_MESSAGE:
-        raise ValueError(f"a message has at most {MAX_MESSAGE:,} characters, this one {len(text):,}")
+        raise ValueError(f"A message holds at most {MAX_MESSAGE:,} characters, this one {len(text):,}; nothing was "
+                         "stored: shorten it and send it again")
     bad = bad_character(text)
     if bad:
         raise ValueError(f"a message may not hold a {bad}")
@@ -326,9 +350,10 @@ def end(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, *,
 
 
 def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, dimension: str, value: float, *,
-         now: datetime | None = None) -> None:
+         now: datetime | None = None, then: Accepted | None = None) -> None:
     """One rating of the whole dialogue on one dimension (a change is a new row; the latest counts). Once every
-    dimension is rated the conversation is 'rated', and in a task without review it is accepted at once."""
+    dimension is rated the conversation is 'rated', and in a task without review it is accepted at once (then
+    `then` runs in the same transaction, as for review)."""
     now = now or datetime.now()
     with transaction(con):
         conv, task = _held(con, conversation_id, annotator)
@@ -350,6 +375,8 @@ def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, d
             con.execute("UPDATE chat_conversations SET state = 'rated' WHERE conversation_id = ?", [conversation_id])
             if not task.review:
                 _accept(con, task, conversation(con, conversation_id), reviewer=None, now=now)
+                if then is not None:
+                    then(con, task)
 
 
 def ratings(con: duckdb.DuckDBPyConnection, conversation_id: int) -> dict[str, float]:
@@ -389,10 +416,11 @@ def flags(con: duckdb.DuckDBPyConnection, conversation_id: int) -> dict[int, set
 
 
 def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, *, accept: bool, reason: str = "",
-           now: datetime | None = None) -> int | None:
+           now: datetime | None = None, then: Accepted | None = None) -> int | None:
     """Accept a rated conversation (it becomes a dialogue of the target dataset) or send it back with a reason (a
     fresh conversation on its scenario and endpoint takes its place, for someone else); the new conversation's id
-    when sent back."""
+    when sent back. `then(con, task)` runs inside the acceptance's transaction (the scoring job its dialogue needs
+    is recorded with it: an accepted dialogue never stands without its job)."""
     now = (now or datetime.now()).replace(microsecond=0)
     reason = (reason or "").strip()
     if not accept and not reason:
@@ -407,6 +435,8 @@ def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, 
                             "only a rated conversation is reviewed")
         if accept:
             _accept(con, task, conv, reviewer=reviewer, now=now)
+            if then is not None:
+                then(con, task)
             return None
         con.execute("UPDATE chat_conversations SET state = 'sent_back', reason = ?, reviewer = ?, reviewed_at = ? "
                     "WHERE conversation_id = ?", [reason, reviewer, now, conversation_id])

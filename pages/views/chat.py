@@ -18,30 +18,50 @@ from pages.kit.widgets import grid
 DRAW_EVERY = 0.1   # seconds between redraws of a streaming reply (its first piece is drawn at once)
 
 con, vs = start("Chat")
-open_tasks = chats.open_tasks(con)
-asked = vs.one("task", [str(t) for t in open_tasks["task_id"]], None,
-               unavailable="is not an open chat task (closed, deleted or unknown)")
+open_tasks = chats.open_tasks(con)   # id -> a label that names no model (never the task's name)
+
+
+def _no_longer_open(task_id: int) -> None:
+    """A task closed (or deleted) under the person: said, with the message they had just sent, if any, kept in
+    the box (it was not stored); never another task's form in its place."""
+    prefix = f"chat-{task_id}"
+    cid = st.session_state.get(f"{prefix}-at")
+    box = f"{prefix}-say-{cid}"
+    sent = st.session_state.get(box) if cid is not None else None
+    st.info("This chat task is no longer open: it takes no messages now. Ask whoever runs the evaluation for its "
+            "new link.")
+    if sent:
+        st.warning("Your last message was not stored: the task was closed while you wrote it. It is still in the box "
+                   "below, to copy.")
+        st.session_state[box] = sent   # back into the box (a chat input empties itself when sent)
+        st.chat_input("This chat task is closed", key=box, disabled=True)
+    st.stop()
+
+
+wanted = vs.peek("task")
+if wanted and wanted.isdigit() and wanted not in open_tasks and chats.task(con, int(wanted)) is not None:
+    publish("chat", {"task": wanted}, vs.notices)   # the person stays on their task's link
+    _no_longer_open(int(wanted))
+asked = vs.one("task", list(open_tasks), None, unavailable="is not an open chat task (closed, deleted or unknown)")
 if vs.peek("key") or vs.peek("name"):   # a personal link: fills the form, never stays in the shared link
     st.session_state["chat-link-pending"] = (vs.peek("name") or "", vs.peek("key") or "")
 if asked is None:
-    if open_tasks.empty:
+    if not open_tasks:
         st.info("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
                 "`evalcore chat create`, and sends you its link.")
         st.stop()
-    labels = {str(r.task_id): f"{r.task_id}: {r.name}" for r in open_tasks.itertuples()}
-    asked = st.selectbox("Task", list(labels), format_func=lambda t: labels[t], key="chat-pick")
+    asked = st.selectbox("Task", list(open_tasks), format_func=lambda t: open_tasks[t], key="chat-pick")
 publish("chat", {"task": asked}, vs.notices)
 task = chats.task(con, int(asked))
-if task is None or task.state != "open":
-    st.info("This chat task is no longer open. Ask whoever runs the evaluation for its new link.")
-    st.stop()
+if task is None or task.state != "open":   # closed between the two reads above
+    _no_longer_open(int(asked))
 prefix = f"chat-{task.task_id}"
 if "chat-link-pending" in st.session_state:
     st.session_state[f"{prefix}-link"] = st.session_state.pop("chat-link-pending")
 
 
 def _intro() -> None:
-    st.text(task.name)
+    st.text(chats.blind_label(task))   # never the task's name: the lab wrote it, and it can name a model
     st.caption(md_escape(f"You will talk with models you are not told the names of, about a scenario you are given, "
                          f"for up to {task.max_rounds} rounds (your message and the model's reply), then rate the "
                          "whole conversation on:"))
@@ -87,7 +107,13 @@ if cid is None:
 input_key = f"{prefix}-say-{cid}"
 sent = st.session_state.get(input_key)
 if sent:   # the message submitted in this run: stored before anything else is drawn
-    _write(chats.say, cid, person, sent)
+    try:
+        chats.say(con, cid, person, sent)
+    except chats.TaskClosed:   # closed since the page was drawn: said on the task's own page, the message kept
+        _no_longer_open(task.task_id)
+    except (ValueError, StoreError) as exc:
+        st.session_state[f"{prefix}-error"] = say(exc)
+        st.session_state[input_key] = sent   # refused: the text goes back into the box, to shorten or send again
 view = chats.view(con, task, cid, person)
 conv = view["conversation"]
 if st.session_state.get(f"{prefix}-error"):
@@ -136,7 +162,9 @@ if talking:
     st.chat_input("The model did not answer: retry, or end the conversation" if failed else
                   "The model is answering…" if view["pending"] is not None else
                   ("Round limit reached: end the conversation" if full else "Your message"),
-                  key=input_key, max_chars=4000, disabled=view["pending"] is not None or full)
+                  # no max_chars: Streamlit's server would cut a longer message silently; say() refuses it in one
+                  # sentence instead, and the text goes back into the box
+                  key=input_key, disabled=view["pending"] is not None or full)
     if view["pending"] is not None:
         with st.chat_message("assistant"):
             if failed:

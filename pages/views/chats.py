@@ -6,6 +6,7 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.pagedata import chats
 from pages.kit.access import may_write
+from pages.kit.runtime import cursor, release
 from pages.kit.state import page_link, publish, start
 from pages.kit.text import md_escape
 from pages.kit.widgets import grid
@@ -45,9 +46,10 @@ with st.expander("Create a chat task", expanded=tasks.empty):
             picked = st.multiselect("Endpoints (shown to people only as 'the model')", endpoints, endpoints[:2],
                                     key="ct-endpoints")
             c1, c2, c3, c4 = st.columns(4)
-            n = c1.number_input("Scenarios", 1, 500, 10, key="ct-n")
-            k = c2.number_input("Conversations per scenario and endpoint", 1, 20, 1, key="ct-k")
-            rounds = c3.number_input("Rounds at most", 1, 50, 10, key="ct-rounds")
+            # the bounds `evalcore chat create` takes too (evalcore.store.chats.check_bounds)
+            n = c1.number_input("Scenarios", 1, chats.MAX_SCENARIOS, 10, key="ct-n")
+            k = c2.number_input("Conversations per scenario and endpoint", 1, chats.MAX_PER_SCENARIO, 1, key="ct-k")
+            rounds = c3.number_input("Rounds at most", 1, chats.MAX_ROUNDS, 10, key="ct-rounds")
             seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="ct-seed")
             review = st.checkbox("A reviewer accepts each conversation before it counts", True, key="ct-review")
             name = st.text_input("Name", max_chars=120, key="ct-name")
@@ -93,13 +95,45 @@ grid(result["table"], width="stretch",
 if len(result["sent_back"]):
     st.caption(f"{len(result['sent_back'])} sent back (each replaced by a fresh conversation for someone else)")
     grid(result["sent_back"], width="stretch")
-c1, c2 = st.columns(2)
-c1.link_button("Metric trust on these dialogues", page_link("trust", {"dataset": task.target, "level": "dialogue"}),
-               help="which metric and judge agree with the people's whole-dialogue ratings (score the dataset first: "
-                    f"`evalcore score --dataset {task.target}`)", disabled=not states.get("accepted"))
-c2.link_button("Rate these dialogues with more people", page_link("tasks", {}),
-               help=f"a rating task on {task.target} at dialogue level (K raters per dialogue, blind) gives agreement; "
-                    "a pairwise one compares two endpoints' conversations on the same scenario (ACUTE-Eval)")
+
+
+def scoring_panel() -> None:
+    try:
+        scoring()
+    finally:
+        release()  # a fragment's rerun does not end in app.py: its cursor is given back here
+
+
+def scoring() -> None:
+    """Accepted conversations are scored as an upload is (a job: the reference-free metrics), and Metric trust
+    opens on them once it has something to correlate; until then, what is still missing."""
+    state = chats.trust_state(cursor(), task)
+    job = state["job"]
+    if busy and (job or {}).get("state") not in ("queued", "running"):
+        st.rerun()   # the job ended: the whole page again (its results, and no more redraws every 1.5 s)
+    if job is not None:
+        words = {"done": "done", "failed": "failed: ", "interrupted": "interrupted (server restarted): ",
+                 "queued": "waiting to start", "running": "running: "}
+        tail = "" if job["state"] in ("done", "queued") else job["detail"]
+        st.progress(job["progress"], text=md_escape(f"Scoring job {job['job_id']} ({', '.join(chats.SCORED)}): "
+                                                    f"{words.get(job['state'], job['state'])}{tail}"))
+    c1, c2, c3 = st.columns(3)
+    c1.link_button("Metric trust on these dialogues", page_link("trust", {"dataset": task.target, "level": "dialogue"}),
+                   help="which metric agrees with the people's whole-dialogue ratings", disabled=not state["ready"])
+    c2.link_button("Rate these dialogues with more people", page_link("tasks", {}),
+                   help=f"a rating task on {task.target} at dialogue level (K raters per dialogue, blind) gives "
+                        "agreement; a pairwise one compares two endpoints' conversations on the same scenario "
+                        "(ACUTE-Eval)")
+    if allowed and state["score"] and c3.button("Score the accepted conversations", key="ct-score",
+                                                help="a job, as an upload's: only values not yet cached are computed"):
+        chats.score_accepted(cursor(), task)
+        st.rerun()
+    if state["missing"]:
+        st.caption(md_escape(("Metric trust: " if not state["ready"] else "") + state["missing"] + "."))
+
+
+busy = (chats.trust_state(con, task)["job"] or {}).get("state") in ("queued", "running")   # redrawn until it ends
+st.fragment(run_every=1.5 if busy else None)(scoring_panel)()
 with st.expander("Signatures: how each endpoint was asked"):
     for endpoint, setting in task.settings.items():
         st.text(f"{endpoint}: {setting['signature']}")

@@ -27,7 +27,10 @@ if not options:
     st.stop()
 
 datasets = list(options)
-dataset = vs.one("dataset", datasets, datasets[0])
+asked = vs.peek("dataset")   # a dataset not offered (yet) is said with why, not as "not a known dataset"
+dataset = vs.one("dataset", datasets, datasets[0], known=[*datasets, *left_out],
+                 unavailable=f"has nothing to correlate yet ({data(trust_tables.trust_not_offered, asked)})"
+                 if asked in left_out else None)
 # Three short rows rather than one long one: in an 800-px window five or six controls in a row cut their
 # values to "sys" and "pu".
 c = st.columns(3)

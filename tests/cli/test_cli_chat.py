@@ -5,6 +5,7 @@ review's wrong uses; list as JSON, without a deleted task; the export's four fil
 mark, for spreadsheet programs) with the Chinese intact; an unknown task named in one sentence."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pandas as pd
@@ -98,6 +99,26 @@ def test_create_refuses_in_one_sentence(db, extra, code, said, capsys):
     assert json.loads(capsys.readouterr().out) == []                              # nothing was stored
 
 
+@pytest.mark.parametrize("extra, said", [
+    (["--per-scenario", "100000"], "--per-scenario must lie in 1..20, got 100000; nothing was stored"),
+    (["--per-scenario", "21"], "--per-scenario must lie in 1..20, got 21"),
+    (["--scenarios", "501"], "--scenarios must lie in 1..500, got 501"),
+    (["--max-rounds", "51"], "--max-rounds must lie in 1..50, got 51"),
+])
+def test_create_takes_the_pages_bounds(db, extra, said, capsys):
+    """The page's controls stop at 500 scenarios, 20 conversations per scenario and endpoint, 50 rounds; the command
+    refuses past them in one sentence before drawing anything (--per-scenario 100000 ran past 90 s and 10 GB), the
+    store file byte-identical."""
+    register(db, "http://127.0.0.1:9/v1", "alpha")
+    before = hashlib.sha256(open(db, "rb").read()).hexdigest()
+    got = main(["chat", "create", "--db", db, "--dataset", "demo-zh", "--track", "kdconv/knowledge",
+                "--endpoints", "alpha", *extra])
+    err = capsys.readouterr().err
+    assert got == 1 and said in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert hashlib.sha256(open(db, "rb").read()).hexdigest() == before
+
+
 def test_show_review_list_and_export(db, tmp_path, capsys):
     with JudgeServer(echo=True) as srv:
         register(db, srv.url, "alpha", "beta")
@@ -117,7 +138,16 @@ def test_show_review_list_and_export(db, tmp_path, capsys):
     listed = capsys.readouterr()
     assert "3 waiting for review" in listed.err and "安" in listed.out and "博" in listed.out
     assert main(["chat", "review", "1", *base, "--conversation", str(kept), "--accept"]) == 0
-    assert f"dialogue chat1-c{kept} of chat-1-demo-zh" in capsys.readouterr().out
+    accepted = capsys.readouterr().out
+    assert f"dialogue chat1-c{kept} of chat-1-demo-zh" in accepted
+    # scored at once, as `endpoint generate` scores its replies: the reference-free metrics
+    assert "scoring job 1 (DIST1, DIST2): done: 1 step done: kdconv/knowledge" in accepted
+    con = connect(db)
+    try:
+        assert con.execute("SELECT count(DISTINCT name) FROM system_scores WHERE dataset = 'chat-1-demo-zh' AND "
+                           "name IN ('DIST1', 'DIST2')").fetchall() == [(2,)]
+    finally:
+        con.close()
     assert main(["chat", "review", "1", *base, "--conversation", str(kept), "--accept"]) == 1
     assert "only a rated conversation" in capsys.readouterr().err
     assert main(["chat", "review", "1", *base, "--conversation", str(gone), "--send-back", "没有谈到目标"]) == 0
