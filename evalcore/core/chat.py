@@ -119,6 +119,7 @@ class Reply:
 def answered(text: str, finish: str | None, cleaner: Cleaner, attempts: int, seconds: float) -> Reply:
     """A reply as it is kept: its text made safe (core.untrusted), and what was removed said after its finish."""
     note = cleaner.note
+    finish = None if finish is None else finish.replace(";", ",")   # a server's "; " would pass for a note
     return Reply(text, None, attempts, f"{finish or 'none'}; {note}" if note else finish, seconds)
 
 
@@ -359,7 +360,7 @@ def _pieces(response: httpx2.Response, endpoint: Endpoint, cleaner: Cleaner, dea
     def over(what: str) -> tuple[str, str]:
         if not pieces:
             raise Refused(f"{what} without any text: not read further")
-        return "".join(pieces), "cut"
+        return "".join(pieces) + cleaner.end(), "cut"   # what was held back is no key: the rest never came
 
     for raw in response.iter_raw():
         _in_time(endpoint, deadline)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.core.chat import Reply, plain
+from evalcore.core.chat import Reply, answered, plain
 from evalcore.core.text import CONTROL, SURROGATE
 from evalcore.core.untrusted import Cleaner, reason, redact
 
@@ -80,6 +80,8 @@ def test_a_cleaned_reply_says_so_after_its_finish_and_keeps_its_flag():
     assert Reply("x", None, 1, "length; 1 lone surrogate replaced by U+FFFD").flag == "length"
     assert Reply("", None, 1, "stop; 1 control character removed").flag == "empty"
     assert Reply("x", None, 1, "stop").cleaned is None
+    # a server cannot pass its own words for a note: its finish_reason keeps no "; "
+    assert answered("x", "stop; 2 control characters removed", Cleaner(None), 1, 0.0).cleaned is None
 
 
 @pytest.mark.parametrize("error", [
