@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from evalcore.metrics import registry
 from evalcore.metrics.base import TRANSIENT, Signature
@@ -146,8 +147,12 @@ def _values(manifest: dict, path: Path, scratch: Path, runs: list[Redo], folder:
 
 
 def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[list[dict], int]:
-    derived = {n: pd.read_parquet(folder / "figures" / f"{n}.parquet") for n in manifest["figure_tables"]
-               if (folder / "figures" / f"{n}.parquet").exists()}
+    derived = {}
+    for name in manifest["figure_tables"]:
+        try:
+            derived[name] = pd.read_parquet(folder / "figures" / f"{name}.parquet")
+        except (OSError, ValueError, pa.ArrowException):   # absent or not Parquet: named by _checksums already
+            continue
     con = connect(scratch / "values.duckdb")
     try:
         load(con, path, checksums=False, contents=False)
@@ -160,6 +165,10 @@ def _figures(manifest: dict, path: Path, scratch: Path, folder: Path) -> tuple[l
         if len(recorded) != len(fresh):
             out.append(_diff(where=f"figures/{name}.parquet", column="rows", recorded=len(recorded),
                              recomputed=len(fresh)))
+            continue
+        if len(recorded) and set(recorded.columns) != set(fresh.columns):   # cell by cell only with the same columns
+            out.append(_diff(where=f"figures/{name}.parquet", column="columns", recorded=", ".join(map(str, recorded)),
+                             recomputed=", ".join(map(str, fresh))))
             continue
         numeric = [c for c in recorded.columns if pd.api.types.is_numeric_dtype(recorded[c])]
         keys = FIGURE_KEYS.get(name) or [c for c in recorded.columns if c not in numeric]

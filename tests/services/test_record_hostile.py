@@ -409,3 +409,28 @@ def test_an_export_of_some_tracks_carries_only_their_task_units(toy, tmp_path, c
     assert set(zip(answers["task_id"], answers["unit"])) == set(zip(units["task_id"], units["unit"]))
     capsys.readouterr()
     assert main(["record", "import", str(out), "--db", str(tmp_path / "fresh.duckdb")]) == 0, capsys.readouterr().err
+
+
+def test_verify_names_a_figure_of_other_columns(made, tmp_path, capsys):
+    """A figure resealed with other columns: a difference verify names (exit 1), not a traceback."""
+    source, _ = made
+    files = members(source)
+    board = frame_of(files["figures/leaderboard.parquet"])
+    files["figures/leaderboard.parquet"] = parquet(board.rename(columns={board.columns[0]: "other"}))
+    other = write(tmp_path / "other.zip", resealed(files, tmp_path, {"figures/leaderboard.parquet"}))
+    capsys.readouterr()
+    assert main(["record", "verify", str(other), "--format", "csv"]) == 1
+    found = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert ("figures/leaderboard.parquet", "columns") in set(zip(found["where"], found["column"]))
+
+
+def test_a_figure_that_is_not_parquet_is_a_difference_to_verify_and_refused_by_import(made, tmp_path, capsys):
+    source, _ = made
+    broken = write(tmp_path / "broken.zip", {**members(source), "figures/leaderboard.parquet": b"not parquet"})
+    capsys.readouterr()
+    assert main(["record", "verify", str(broken), "--format", "csv"]) == 1
+    found = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert found[found["where"] == "figures/leaderboard.parquet"]["recomputed"].str.startswith("not Parquet").all()
+    db = tmp_path / "store.duckdb"
+    assert main(["record", "import", str(broken), "--db", str(db)]) == 2
+    assert f"{broken}, figures/leaderboard.parquet: expected a Parquet table, got " in capsys.readouterr().err
