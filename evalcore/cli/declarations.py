@@ -137,7 +137,8 @@ def endpoint_add(p):
     p.add_argument("--max-tokens", type=names.count(1), default=GENERATION_MAX_TOKENS)
     p.add_argument("--seed", type=int, help="sent with every request (servers that honour it sample reproducibly)")
     p.add_argument("--timeout", type=float, default=GENERATION_TIMEOUT, metavar="SEC",
-                   help="seconds without a byte of the answer before a retry (default %(default)s)")
+                   help="seconds without a byte of the answer before a retry; a request takes three times this in all at most "
+                        "(default %(default)s)")
     p.add_argument("--concurrency", type=names.count(1), default=GENERATION_CONCURRENCY,
                    help="requests in flight at most (default %(default)s)")
     p.add_argument("--template", metavar="NAME_OR_FILE", help="the generation template for this endpoint (default: "
