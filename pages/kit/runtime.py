@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -83,6 +84,9 @@ class _OnFirstUse:
         return getattr(con, name)
 
 
+_READY: set[tuple[str, bool]] = set()   # (store, build_default) prepared() has returned for in this process
+
+
 def cursor() -> duckdb.DuckDBPyConnection:
     """This run's connection to the store: a cursor of the process's one database instance (store.lease),
     taken on the run's first query and given back when the run ends (app.py); the instance closes when
@@ -90,7 +94,10 @@ def cursor() -> duckdb.DuckDBPyConnection:
     tables are all cached (data()) never takes it, and a CLI command gets in between page loads. The
     default store (no EVALCORE_DB) is built from data/ on first run; a store named by EVALCORE_DB is
     opened as it is, empty or not."""
-    prepared(str(resolve_db_path()), not os.environ.get(ENV_VAR))
+    ready = (str(resolve_db_path()), not os.environ.get(ENV_VAR))
+    if ready not in _READY:   # once per store and process, as prepared() itself: its cache's lookup (the key hashed,
+        prepared(*ready)      # its lock) on each of a page's 15-30 views was 5 ms of the Leaderboard's warm run
+        _READY.add(ready)
     return _OnFirstUse()  # type: ignore[return-value]
 
 
@@ -147,22 +154,47 @@ def log_run(page: str, started: float) -> None:
             out.write(f"{time.time():.3f}\t/{page}\t{time.perf_counter() - started:.3f}\n")
 
 
+# The cache key is (name, store, stamp, key): `key` is the arguments with every value data() or shared() returned
+# standing for itself by the key that made it (_keyed), and the arguments themselves (`_args`, `_kwargs`, leading
+# underscore) are left out of it, as `_fn` is (`name` stands for it, a plain string). Streamlit hashed a frame passed
+# on from one view to another cell by cell on every run: the Leaderboard's 4 x 19 model ranks, 10-30 ms of a warm run.
 @st.cache_data(show_spinner=False, max_entries=256)
-def _memo(_fn, name: str, path: str, stamp: tuple, args: tuple, kwargs: tuple):
-    # `_fn` is left out of the cache key (leading underscore): `name` stands for it, a plain string
-    return _fn(cursor(), *args, **dict(kwargs))
+def _memo(_fn, name: str, path: str, stamp: tuple, key: tuple, _args: tuple, _kwargs: dict):
+    return _fn(cursor(), *_args, **_kwargs)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _shared_memo(_fn, name: str, path: str, stamp: tuple, args: tuple, kwargs: tuple):
-    return _fn(cursor(), *args, **dict(kwargs))
+def _shared_memo(_fn, name: str, path: str, stamp: tuple, key: tuple, _args: tuple, _kwargs: dict):
+    return _fn(cursor(), *_args, **_kwargs)
+
+
+_MADE: dict[int, tuple] = {}   # id(value) -> (a weak reference to it, the key of the view that made it)
+
+
+def _remember(value, key: tuple):
+    """Note which view made `value` (a frame or series data() or shared() returned), while it lives."""
+    try:
+        ref = weakref.ref(value, lambda _, i=id(value): _MADE.pop(i, None))
+    except TypeError:   # a tuple, a list, a number: hashed as it is when passed on
+        return value
+    _MADE[id(value)] = (ref, key)
+    return value
+
+
+def _keyed(value):
+    """`value` as a cache key: the key of the view that made it when data() or shared() returned this very object
+    (it is that view's value: a page passes a view on as it got it, never changed in place), else itself."""
+    made = _MADE.get(id(value))
+    return made[1] if made is not None and made[0]() is value else value
 
 
 def data(fn, *args, **kwargs):
     """fn(con, *args, **kwargs) for a view of evalcore.pagedata (e.g. data(catalog.datasets)), cached until
     the store changes. What says it changed is the store's files (store.stamp: every commit grows the WAL,
     every checkpoint rewrites the file), read without opening the store, so a cached page never waits for
-    a command writing to it."""
+    a command writing to it. A value data() or shared() returned, passed on as an argument to another view, is keyed
+    by the view that made it, not hashed again (_keyed): pass it on as it came, or a changed copy, never one changed
+    in place."""
     return _cached(_memo, fn, args, kwargs)
 
 
@@ -190,7 +222,8 @@ def _cached(memo, fn, args: tuple, kwargs: dict):
         key = stamp(path, scope="catalog")
     else:
         key = stamp(path)
-    return memo(fn, name, path, key, args, tuple(sorted(kwargs.items())))
+    arguments = (tuple(_keyed(a) for a in args), tuple((k, _keyed(v)) for k, v in sorted(kwargs.items())))
+    return _remember(memo(fn, name, path, key, arguments, args, kwargs), ("view", name, path, key, arguments))
 
 
 _PARTS: dict = {}   # (part, store, dataset) -> (stamp, value): each dataset's part of a view over every dataset
