@@ -85,7 +85,7 @@ TABLES = {
 }
 
 
-def _params(name: str, dataset: str, tracks: list[str] | None) -> list:
+def table_params(name: str, dataset: str, tracks: list[str] | None) -> list:
     out, sql, i = [], TABLES[name], 0
     while i < len(sql):
         j = sql.find("?", i)
@@ -249,7 +249,7 @@ def write_tables(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str]
     """The record's tables for a dataset (and some of its tracks) as Parquet files in `folder`; the tracks."""
     chosen = chosen_tracks(con, dataset, tracks)
     for name, sql in TABLES.items():
-        write_query(con, sql, _params(name, dataset, tracks), folder / f"{name}.parquet")
+        write_query(con, sql, table_params(name, dataset, tracks), folder / f"{name}.parquet")
     write_metric_values(con, dataset, chosen, folder / "metric_values.parquet")
     with bounded() as duck:
         used = sorted({s for (s,) in duck.execute(
@@ -361,24 +361,3 @@ def export(con: duckdb.DuckDBPyConnection, dataset: str, out: str | Path, tracks
             zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
         partial.replace(out)   # a record is whole or absent: never half written under its own name
     return manifest
-
-
-def unpack(path: str | Path, folder: Path) -> dict:
-    """The manifest of the record at `path`, its Parquet files extracted under `folder` (tables/, figures/); the
-    archive bounded and the manifest checked before anything is unpacked (record_check.open_record: ImportRefused
-    naming the file, member and field). Checksums are not compared here: see record_check.checked."""
-    from evalcore.services.record_check import open_record   # it reads this module's table names
-    return open_record(path, folder)
-
-
-def read(path: str | Path, skip: tuple[str, ...] = ("metric_values",)) -> tuple[dict, dict[str, pd.DataFrame],
-                                                                        dict[str, pd.DataFrame]]:
-    """(manifest, tables, figures) of a record file as DataFrames, without the `skip` tables (the large ones:
-    read them from the Parquet files unpack() extracts)."""
-    with tempfile.TemporaryDirectory(prefix="evalcore-record-") as tmp:
-        manifest = unpack(path, Path(tmp))
-        load = lambda part, n: pd.read_parquet(Path(tmp) / part / f"{n}.parquet")  # noqa: E731
-        present = lambda part, n: (Path(tmp) / part / f"{n}.parquet").exists()  # noqa: E731
-        data = {n: load("tables", n) for n in manifest["tables"] if n not in skip and present("tables", n)}
-        derived = {n: load("figures", n) for n in manifest["figure_tables"] if present("figures", n)}
-    return manifest, data, derived

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.core.text import CONTROL
@@ -32,7 +33,10 @@ from evalcore.ingest.archives import check_archive
 from evalcore.ingest.checker import Checker
 from evalcore.ingest.jsonread import parse_json
 from evalcore.ingest.limits import limit
+from evalcore.metrics import registry
+from evalcore.scoring.plan import keys_by_metric, load_track
 from evalcore.services import record
+from evalcore.store import registered
 
 NOT_RECORD = "an evaluation record (`evalcore record export`)"
 MANIFEST = "manifest.json"
@@ -266,7 +270,7 @@ def expected_columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]
         elif table == "external_metrics":
             sql, params = f"{record.EXTERNAL} LIMIT 0", []
         elif table in record.TABLES:
-            sql, params = f"SELECT * FROM ({record.TABLES[table]}) LIMIT 0", record._params(table, "", None)
+            sql, params = f"SELECT * FROM ({record.TABLES[table]}) LIMIT 0", record.table_params(table, "", None)
         else:
             sql, params = f"SELECT * FROM {table} LIMIT 0", []
         out[table] = {c[0]: str(c[1]) for c in con.execute(sql, params).description}
@@ -343,6 +347,8 @@ class Rows:
                 self.check.add(MANIFEST, "tracks", "tracks of the record (tables/tracks.parquet)", short(track))
         self._references()
         self._scales()
+        if not self.check.problems:   # the texts the keys are made of are sound: their keys can be made
+            self._value_keys()
 
     def _column(self, table: str, col: str, kind: str) -> None:
         expected = _kind(kind)
@@ -407,6 +413,31 @@ class Rows:
                                          f"'task:') AND NOT coalesce(TRY_CAST(substr(\"{col}\", 6) AS INTEGER) IN "
                                          f'(SELECT task_id FROM tasks), false) ORDER BY 1'):
                 self.add(table, row, col, "'task:<id>' of a task of the record (tables/tasks.parquet)", short(value))
+
+    def _value_keys(self) -> None:
+        """Each metric value's cache key the key of its own response's texts, made as export made it (load_track
+        and keys_by_metric over the record's own tables). The value cache is the store's, shared by every dataset:
+        a value filed under another text's key would be served to whatever dataset has that text."""
+        names = [n for (n,) in self.duck.execute("SELECT DISTINCT metric FROM metric_values ORDER BY 1").fetchall()]
+        if not names:
+            return
+        known = registry.of(self.duck)   # the built-in metrics and the record's external ones
+        for (track,) in self.duck.execute("SELECT DISTINCT track FROM metric_values ORDER BY 1").fetchall():
+            data = load_track(self.duck, self.dataset, track)
+            keys = keys_by_metric(names, data, known)
+            kinds: dict[int, list[str]] = {}
+            for metric in names:
+                kinds.setdefault(id(keys[metric]), []).append(metric)
+            for group in kinds.values():
+                lookup = pd.DataFrame({"item_id": data["item_id"], "model": data["model"],
+                                       "text_key": keys[group[0]]})
+                with registered(self.duck, "_evalcore_made_keys", lookup):
+                    for row, metric, key in self.found(
+                            "SELECT v.file_row_number, v.metric, v.text_key FROM metric_values v LEFT JOIN "
+                            "_evalcore_made_keys k USING (item_id, model) WHERE v.track = ? AND list_contains(?, "
+                            "v.metric) AND k.text_key IS DISTINCT FROM v.text_key ORDER BY 1", [track, group]):
+                        self.add("metric_values", row, "text_key", f"the {metric} key of its own response's texts "
+                                 "(item, model, references)", short(key))
 
     def _scales(self) -> None:
         for row, dim, lo, hi in self.found("SELECT file_row_number, dimension, scale_min, scale_max FROM dimensions "

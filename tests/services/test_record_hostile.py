@@ -277,6 +277,8 @@ CASES = [
     ("response-to-no-item", "A1", tables(responses=cell("item_id", "elsewhere")),
      "tables/responses.parquet, row 1, field 'item_id': expected a item_id of the record (tables/items.parquet)",
      None),
+    ("value-under-another-text-s-key", "A1", tables(metric_values=cell("text_key", "0" * 32)),
+     "tables/metric_values.parquet, row 1, field 'text_key': expected the F1 key of its own response's texts", None),
     ("track-of-no-record", "A1", tables(human_ratings=cell("track", "engagement-en/chitchat")),
      "tables/human_ratings.parquet, row 1, field 'track': expected a track of the record", None),
 ]
