@@ -373,6 +373,39 @@ def test_archive_bounds_are_checked_from_the_directory_before_anything_is_unpack
     assert extracted == [] and db.read_bytes() == before
 
 
+def claiming(path: Path, member: str, size: int) -> Path:
+    """`path` with the zip's central directory saying that `member` unpacks to `size` bytes (what a bomb's
+    directory says; its data is unchanged)."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        length = int.from_bytes(data[at + 28:at + 30], "little")
+        if data[at + 46:at + 46 + length].decode() == member:
+            data[at + 24:at + 28] = size.to_bytes(4, "little")
+            path.write_bytes(bytes(data))
+            return path
+        at = data.find(b"PK\x01\x02", at + 4)
+    raise AssertionError(f"no {member} in {path}")
+
+
+def test_a_member_declaring_3_gib_is_refused_by_the_default_limit(made, tmp_path, capsys):
+    """The issue's record: one small member that declares 3 GiB, refused from the directory with the default
+    limit (1 GiB), by import, verify and report alike."""
+    source, holder = made
+    bomb = claiming(write(tmp_path / "bomb.zip", members(source)), "tables/metric_values.parquet", 3 << 30)
+    said = "expected an archive that expands to at most 1,073,741,824 bytes (EVALCORE_MAX_EXPANDED), got 3,2"
+    db = tmp_path / "store.duckdb"
+    shutil.copyfile(holder, db)
+    before = db.read_bytes()
+    for argv in (["record", "import", str(bomb), "--db", str(db)], ["record", "verify", str(bomb)],
+                 ["report", "--record", str(bomb), "--out", str(tmp_path / "r.html")]):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert said in err and "'tables/metric_values.parquet'" in err and "Traceback" not in err, err
+    assert db.read_bytes() == before and not (tmp_path / "r.html").exists()
+
+
 def test_a_good_record_passes_every_check(made, tmp_path, capsys):
     """The checks refuse what is wrong, not what export writes: the record made as the hostile ones are, with its
     dataset renamed in every table, imports beside the dataset it came from."""
