@@ -10,6 +10,7 @@ import pandas as pd
 from evalcore.analysis import rank_ci
 from evalcore.analysis.humans import per_target_cte
 from evalcore.analysis.ties import snap
+from evalcore.core.text import BLANK_PATTERN
 from evalcore.metrics import registry
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, higher_is_better
 from evalcore.scoring import computed_filter
@@ -50,24 +51,29 @@ def _humans(con, dataset: str, track: str | None, aggregate: str = "mean") -> pd
 
 
 def coverage(con, dataset: str, track: str | None = None, items: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Share of a track's answerable items each model answered: track, model, answered, items, coverage.
+    """Share of a track's answerable items each model answered with something: track, model, answered (items with
+    a response that is not blank), blank (items answered with nothing but whitespace: core.text.blank, the
+    importers' test), items, coverage (answered / items: a model whose responses are all blank covers nothing).
     `items` is answerable_items(con, dataset, track) when the caller has it already."""
     if items is None:   # all in the store: no round trip of every item id (a million at scale)
         frame = con.execute(f"""
             WITH a AS ({ANSWERABLE}), totals AS (SELECT track, count(*) AS items FROM a GROUP BY track)
-            SELECT a.track, r.model, count(*) AS answered, any_value(t.items) AS items
+            SELECT a.track, r.model, count(*) FILTER (regexp_full_match(r.text, ?)) AS blank,
+                   count(*) - blank AS answered, any_value(t.items) AS items
             FROM responses r JOIN a USING (item_id) JOIN totals t USING (track)
             WHERE r.dataset = ? GROUP BY a.track, r.model ORDER BY a.track, r.model""",
-                            [dataset, track, track, dataset]).df()
+                            [dataset, track, track, BLANK_PATTERN, dataset]).df()
     else:
         with registered(con, "_evalcore_items", items):
             frame = con.execute("""
-                SELECT a.track, r.model, count(*) AS answered FROM responses r JOIN _evalcore_items a USING (item_id)
-                WHERE r.dataset = ? GROUP BY ALL""", [dataset]).df()
+                SELECT a.track, r.model, count(*) FILTER (regexp_full_match(r.text, ?)) AS blank,
+                       count(*) - blank AS answered
+                FROM responses r JOIN _evalcore_items a USING (item_id)
+                WHERE r.dataset = ? GROUP BY a.track, r.model""", [BLANK_PATTERN, dataset]).df()
         totals = items.groupby("track").size().rename("items").reset_index()
         frame = frame.merge(totals, on="track", how="left")
     frame["coverage"] = frame["answered"] / frame["items"]
-    return frame
+    return frame[["track", "model", "answered", "blank", "items", "coverage"]]
 
 
 def value_table(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = None, *, flavor: str = "default",
@@ -153,6 +159,8 @@ def _ranked(con, dataset: str, wide: pd.DataFrame, rank_by: str | None, items: p
             group.loc[unranked & group[rank_by].isna(), "rank_ci"] = f"no {rank_by} value for this row"
         partial_rows = group["coverage"].fillna(1.0) < 1.0
         group.loc[partial_rows & unranked, "rank_ci"] = "partial submission: not ranked (--partial ranks it)"
+        # every response empty or whitespace: nothing to rank, even with --partial
+        group.loc[(group["coverage"] == 0) & unranked, "rank_ci"] = "no response that is not blank: not ranked"
         parts.append(group)
 
     def intervals(share: list) -> list:

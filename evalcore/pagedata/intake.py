@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
+from evalcore.core.text import BLANK_PATTERN   # a blank response: regexp_full_match(text, BLANK_PATTERN)
 from evalcore.ingest.template import render, template
 from evalcore.pagedata.scope import dataset_scoped
 from evalcore.store.history import listing
@@ -16,23 +17,19 @@ def template_csv(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None
     return render(template(con, dataset, track), "csv")
 
 
-# What str.strip() removes (the importers' test of a blank response): spaces of every kind, the ideographic one too.
-WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
-
-
 @dataset_scoped
 def track_models(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> pd.DataFrame:
     """What a track already holds, per model: responses, how many of them are empty or whitespace, share of the
     track's items answered with a response that is not blank, ratings."""
     return con.execute("""
         WITH n AS (SELECT count(*) AS items FROM items WHERE dataset = ? AND track = ?)
-        SELECT r.model, count(*) AS responses, count(*) FILTER (trim(r.text, ?) = '') AS blank,
-               round(count(*) FILTER (trim(r.text, ?) <> '') / any_value(n.items), 4) AS coverage,
+        SELECT r.model, count(*) AS responses, count(*) FILTER (regexp_full_match(r.text, ?)) AS blank,
+               round((responses - blank) / any_value(n.items), 4) AS coverage,
                (SELECT count(*) FROM human_ratings h WHERE h.dataset = ? AND h.track = ? AND h.model = r.model)
                    AS human_ratings
         FROM responses r JOIN items i USING (dataset, item_id), n
         WHERE r.dataset = ? AND i.track = ? GROUP BY r.model ORDER BY r.model""",
-                       [dataset, track, WHITESPACE, WHITESPACE, dataset, track, dataset, track]).df()
+                       [dataset, track, BLANK_PATTERN, dataset, track, dataset, track]).df()
 
 
 JOB_WAITING = {"queued": "waiting to start", "running": "starting"}   # a job's detail before its worker writes one

@@ -19,6 +19,7 @@ import duckdb
 import openpyxl
 
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.text import blank as is_blank
 from evalcore.ingest import archives, limits, lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
@@ -221,7 +222,7 @@ def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: 
                       f"{item_id!r}, already answered")
             continue
         batch.add("responses", dataset=dataset, item_id=item_id, model=name, text=text, origin=f"{part.origin} {where}")
-        if blank is not None and not text.strip():
+        if blank is not None and is_blank(text):
             blank.setdefault((row_track, name), []).append(item_id)
 
 
