@@ -37,7 +37,7 @@ import pandas as pd
 
 from evalcore.analysis.correlate import Models, check_options, human_scores, metric_scores
 from evalcore.analysis.options import ADJUSTMENTS
-from evalcore.analysis.stats import Correlation, correlate, williams
+from evalcore.analysis.stats import Correlation, correlate, correlate_prepared, prepare, williams
 from evalcore.analysis.ties import snap
 from evalcore.analysis.trust_levels import nothing_at
 from evalcore.analysis.trust_stats import fisher_ci, holm, pool, stouffer
@@ -75,7 +75,10 @@ def _track_cells(metrics: pd.DataFrame, human: pd.Series, method: str) -> dict[s
     # metric was a pandas lookup per cell: 87 cells took 1.5 s of the trust page's first visit)
     values = metrics.reindex(human.index).to_numpy(float).T.copy()
     h = human.to_numpy(float)
-    return {metric: correlate(values[j], h, method) for j, metric in enumerate(metrics.columns)}
+    ph = prepare(h) if not np.isnan(h).any() else None   # the human side's ranks and ties, once for every metric
+    return {metric: correlate_prepared(method, prepare(values[j]), ph)
+            if ph is not None and not np.isnan(values[j]).any() else correlate(values[j], h, method)
+            for j, metric in enumerate(metrics.columns)}
 
 
 class _Williams:
