@@ -10,6 +10,7 @@ import pandas as pd
 
 from evalcore.analysis.judge_values import PAIRWISE, asked, judge_values, tracks
 from evalcore.analysis.stats import correlate, interval
+from evalcore.analysis.ties import snap
 
 UNCERTAINTY_COLUMNS = ["track", "judge", "asked", "samples", "model", "items", "mean", "judge_sd", "rank",
                        "rank_low_items", "rank_high_items", "rank_low", "rank_high", "note"]
@@ -66,14 +67,15 @@ def uncertainty(con: duckdb.DuckDBPyConnection, dataset: str, *, across: str = "
                     return total / count
 
             point = board(np.ones(len(items)), means)
-            rank = pd.Series(-point).rank(method="average").to_numpy()
+            # model means equal up to float noise (3 x 17/18 and 2 x 17/18 averaged) are one tie (ties.snap)
+            rank = pd.Series(snap(-point)).rank(method="average").to_numpy()
             rng = np.random.default_rng(rng_seed)
             only_items, with_judge = [], []
             for _ in range(bootstrap):
                 weights = rng.multinomial(len(items), np.full(len(items), 1 / len(items))).astype(float)
-                only_items.append(pd.Series(-board(weights, means)).rank(method="average").to_numpy())
+                only_items.append(pd.Series(snap(-board(weights, means))).rank(method="average").to_numpy())
                 pick = answers[np.arange(len(answers)), rng.integers(0, answers.shape[1], len(answers))]
-                with_judge.append(pd.Series(-board(weights, pick)).rank(method="average").to_numpy())
+                with_judge.append(pd.Series(snap(-board(weights, pick))).rank(method="average").to_numpy())
             sd = pd.Series(answers.std(axis=1, ddof=1)).groupby(m_idx).mean().to_numpy()
             # a resample that drew none of a model's items ranks it nowhere: counted, and past 5% no interval
             only_items = np.asarray(only_items, float).reshape(bootstrap, len(models))

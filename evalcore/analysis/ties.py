@@ -6,8 +6,9 @@ out of aggregation one unit in the last place apart, and ranking them as differe
 Kendall, rank intervals and agreement categories all moved). Means cannot be made exact where they are computed
 (the store's SQL, pandas group means, resampled sums), so ties are formed where values become tie groups: `snap`
 runs here before every np.unique, rank and comparison that decides ties (stats.Prepared, rank_ci.competition_ranks,
-the agreement categories, the trust ranks, the ranking of candidates). Values keep their stored digits wherever they
-are shown.
+the agreement categories, the trust ranks, the ranking of candidates; pandas' rank through `snapped`: a judge's rank
+intervals, the disagreement sorts of the drill-down and of a rating task's sampling). Values keep their stored
+digits wherever they are shown.
 
 Two values tie when they are at most RTOL apart relative to the larger magnitude (12 significant digits): the
 rounding noise of a mean of a million values, measured with DuckDB's avg on shuffled copies, is about 3e-14, and
@@ -18,6 +19,7 @@ The tolerance is relative only: a value near 0 ties only with values as close re
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 RTOL = 1e-12
 
@@ -44,3 +46,12 @@ def snap(values) -> np.ndarray:
     out = np.empty_like(v)
     np.put_along_axis(out, order, np.take_along_axis(s, first, axis=-1), axis=-1)
     return out
+
+
+def snapped(frame: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
+    """A pandas Series, or a DataFrame column by column, with its values snapped (`snap`): what pandas' `rank` is
+    given, so noise-apart values share a rank. Same index and columns; NaN (and pd.NA) stay missing."""
+    values = frame.to_numpy(dtype=float, na_value=np.nan)
+    if values.ndim == 1:
+        return pd.Series(snap(values), index=frame.index, name=frame.name)
+    return pd.DataFrame(snap(values.T).T, index=frame.index, columns=frame.columns)

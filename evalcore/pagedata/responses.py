@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.ties import snapped
 from evalcore.metrics.registry import get_flavor, pick_tokenizer
 from evalcore.pagedata import catalog
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
@@ -113,7 +114,7 @@ def disagreement(frame: pd.DataFrame, metric: str, dimension: str) -> pd.Series:
     """|percentile rank of the metric - percentile rank of the human score| (NaN when either is missing)."""
     if metric not in frame or dimension not in frame:
         return pd.Series(np.nan, index=frame.index)
-    both = frame[[metric, dimension]].dropna()
+    both = snapped(frame[[metric, dimension]].dropna())   # values equal up to float noise share a rank (ties.snap)
     gap = (both[metric].rank(pct=True) - both[dimension].rank(pct=True)).abs()
     return gap.reindex(frame.index)
 

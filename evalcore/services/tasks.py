@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.agreement import agreement, agreement_of, vote_agreement
+from evalcore.analysis.ties import snapped
 from evalcore.analysis.trust import VERDICT_N
 from evalcore.core import names
 from evalcore.metrics.judge.prompts import RUBRICS
@@ -174,7 +175,7 @@ def disagreement(con: duckdb.DuckDBPyConnection, dataset: str, units: pd.DataFra
         if values.empty:
             continue
         wide = values.pivot_table(index=["item_id", "model"], columns="metric", values="value")
-        ranks = wide.rank(pct=True)
+        ranks = snapped(wide).rank(pct=True)   # values equal up to float noise share a rank (analysis.ties)
         if units["model_b"].isna().all():
             spread = ranks.std(axis=1)
             keys = list(zip(group["item_id"], group["model_a"]))
