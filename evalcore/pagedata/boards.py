@@ -15,7 +15,8 @@ from evalcore.analysis.leaderboard import signatures as signatures_of
 from evalcore.metrics.base import Metric
 from evalcore.metrics.registry import METRICS, higher_is_better
 from evalcore.pagedata import catalog
-from evalcore.pagedata.scope import dataset_scoped
+from evalcore.pagedata.openings import merge_places
+from evalcore.pagedata.scope import dataset_scoped, per_dataset
 from evalcore.store import queries
 
 FRONT = ["track", "model", "origin", *RANK_COLUMNS]
@@ -70,6 +71,31 @@ def across_choices(con: duckdb.DuckDBPyConnection, dataset: str, flavor: str = "
     counts = {c: frame.dropna(subset=[c])["track"].nunique() for c in value_columns(frame)}
     options = [c for c in counts if counts[c]]
     return options, (max(options, key=lambda c: counts[c]) if options else None)
+
+
+@dataset_scoped
+def board_part(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """The dataset's tracks whose board, as the page first shows it, has a row: a model with values that answered
+    every item (partial submissions are hidden until asked for), or a published table where no computed row is
+    (the page opens on computed rows when there are any). Values and coverage only, no ranking."""
+    values = value_table(con, dataset, None)
+    filled = values[values[value_columns(values)].notna().any(axis=1)] if len(values) else values
+    if filled.empty:
+        return []
+    cover = ranking.coverage(con, dataset)[["track", "model", "coverage"]].assign(origin="computed")
+    rows = filled.merge(cover, on=["track", "model", "origin"], how="left")
+    computed = rows[rows["origin"] == "computed"]
+    complete = set(computed.loc[computed["coverage"].fillna(1.0) >= 1, "track"])
+    published = set(rows.loc[rows["origin"] == "published", "track"]) - set(computed["track"])
+    return sorted(complete | published)
+
+
+@per_dataset(board_part, merge_places)
+def board_tracks(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(dataset, track) pairs where the Leaderboard shows a row without being asked for partial submissions: where
+    it opens (evalcore.pagedata.openings). A chat task's dataset, whose endpoints each answered only their own
+    conversations, has none until one endpoint answered them all."""
+    return merge_places({d: board_part(con, d) for d in catalog.datasets(con)})
 
 
 def rank_interval(frame: pd.DataFrame) -> pd.Series:

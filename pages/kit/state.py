@@ -11,6 +11,7 @@ import duckdb
 import streamlit as st
 
 from evalcore.pagedata import catalog
+from evalcore.pagedata.openings import opening
 from evalcore.pagedata.share import ViewState, link, to_query
 from evalcore.services import report
 from pages.kit.runtime import building, building_note, cursor, data
@@ -39,18 +40,21 @@ def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     return con, _RUN.view
 
 
-def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
-               default: tuple[str, str] | None = None) -> tuple[str | None, str | None, list]:
-    """The dataset and track selectors every data page starts with (state from and to the URL);
-    `default` is the (dataset, track) shown when the URL names none."""
+def pick_track(con, vs: ViewState, prefix: str, *, skills: bool, shows=None,
+               default: tuple[str, str | None] | None = None) -> tuple[str | None, str | None, list]:
+    """The dataset and track selectors every data page starts with (state from and to the URL). Without them in
+    the URL the page opens where it has something to show (evalcore.pagedata.openings.opening): `shows`, the
+    (dataset, track) pairs where it does, best first (a view's list), or `default`, one such pair; where this
+    session's last page was, when that is one of them."""
     datasets = data(catalog.datasets)
-    busy = building()  # while the first run still builds demo-zh, open on a dataset that has data
-    first = default[0] if default else None
-    if first is None or first in busy:
-        first = next((d for d in datasets if d not in busy), first)
+    places = list(shows or ([default] if default and default[0] else []))
+    named = vs.peek("dataset")
+    first, track_first = opening(places, datasets, named=named if named in datasets else None,
+                                 last=st.session_state.get(_LAST), busy=building())
     dataset = vs.one("dataset", datasets, first)
-    track = vs.one("track", data(catalog.track_options, dataset, skills=skills),
-                   default[1] if default and default[0] == dataset else None)
+    if dataset != first:   # a link's dataset that is not the one opening() saw: its first track that shows something
+        track_first = next((t for d, t in places if d == dataset), None)
+    track = vs.one("track", data(catalog.track_options, dataset, skills=skills), track_first)
     # Dataset, track and one control of the page's: at 800 px (sidebar open) a quarter of the row cut the
     # dataset's name to "demc"
     cols = st.columns([2, 3, 2])
@@ -59,7 +63,18 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool,
         dataset = select("Dataset", datasets, dataset, key=f"{prefix}-dataset")
     with cols[1]:
         track = select(label, data(catalog.track_options, dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
+    remember(dataset, track)
     return dataset, track, cols
+
+
+_LAST = "evalcore-last-place"   # session state: the (dataset, track) this session's last data page showed
+
+
+def remember(dataset: str | None, track: str | None) -> None:
+    """Where this session is: a page opened from the navigation opens here when it has something to show here (the
+    Upload page names the track an upload wrote into, so the Leaderboard opens on the new model's track)."""
+    if dataset:
+        st.session_state[_LAST] = (dataset, track)
 
 
 def level_and_origin(vs: ViewState, dataset: str, pairs: list[tuple[str, str]],

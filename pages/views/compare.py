@@ -2,14 +2,15 @@
 import streamlit as st
 
 from evalcore.metrics.registry import FLAVORS
-from evalcore.pagedata import catalog, formatting, head_to_head, responses
+from evalcore.pagedata import catalog, formatting, head_to_head, openings, responses
 from pages.kit.runtime import data
 from pages.kit.state import pick_track, publish, start
 from pages.kit.text import md_escape
 from pages.kit.widgets import download, grid, select
 
 con, vs = start("Compare two models")
-dataset, track, _ = pick_track(con, vs, "cp", skills=False)
+# opens where two models answered the same items (a chat task's dataset has none: "0 items both answered")
+dataset, track, _ = pick_track(con, vs, "cp", skills=False, shows=data(openings.compared_tracks))
 models = data(catalog.models_of, dataset, track) if track else []
 a = vs.one("a", models, models[0] if models else None)
 b = vs.one("b", models, models[1] if len(models) > 1 else None)

@@ -13,7 +13,7 @@ ITEM_CHOICES = 1_000   # items offered under "Open item" (a track's 50,000 ids w
 con, vs = start("Drill-down")
 metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
 # Opens on a track with rated responses, where the disagreement sort means something.
-dataset, track, c = pick_track(con, vs, "dd", skills=False, default=next(iter(data(responses.rated_response_tracks)), None))
+dataset, track, c = pick_track(con, vs, "dd", skills=False, shows=data(responses.rated_response_tracks))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c[2]:
     # two short options as a radio: a select box in this narrow column showed "defau" in an 800-px window

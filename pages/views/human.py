@@ -12,7 +12,7 @@ from pages.kit.widgets import download, expander, grid, select, unless_empty
 
 con, vs = start("Human evaluation")
 rated = data(ratings.multi_rated_tracks)
-dataset, track, _ = pick_track(con, vs, "hu", skills=False, default=rated[0] if rated else None)
+dataset, track, _ = pick_track(con, vs, "hu", skills=False, shows=rated)
 values = {"dataset": dataset, "track": track}
 dist = data(ratings.score_distribution, dataset, track) if track else None
 if dist is None or dist.empty:

@@ -15,7 +15,8 @@ from pages.kit.widgets import download, expander, grid, select, sort_table
 
 con, vs = start("Leaderboard")
 metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
-dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True)
+# opens where a board has rows to show (not on a chat task's dataset whose endpoints each answered a part)
+dataset, track, (_, _, c3) = pick_track(con, vs, "lb", skills=True, shows=data(boards.board_tracks))
 flavor = vs.one("flavor", list(FLAVORS), "default")
 with c3:
     flavor = select("Flavor", list(FLAVORS), flavor, key="lb-flavor", help="default: char tokens; msde: the paper's script")

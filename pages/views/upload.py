@@ -12,7 +12,7 @@ from evalcore.store import WriteConflict, history, retrying
 from pages.kit.access import may_write
 from pages.kit.endpoints import endpoints_panel, evaluate_form
 from pages.kit.runtime import cursor, data, release
-from pages.kit.state import pick_track, publish, start
+from pages.kit.state import pick_track, publish, remember, start
 from pages.kit.text import md_escape, safe_filename
 from pages.kit.widgets import deferred, expander, grid
 
@@ -132,6 +132,7 @@ if kind != "endpoint" and upload is not None and st.button("Validate and import"
         if kind == "responses" and "job" in recorded:
             start_job()
         shown_track = track if track in written else written[0]  # a track the upload wrote into
+        remember(dataset, shown_track)   # the Leaderboard opened from the navigation next opens there
         st.page_link("pages/views/leaderboard.py", label="See the leaderboard", icon=":material/leaderboard:",
                      query_params={"dataset": dataset, "track": shown_track})
     finally:
