@@ -43,15 +43,15 @@ def capacity_note(processes: int, available: int | None = None) -> str | None:
     """What `evalcore app` says at start when it serves with fewer page-serving processes than the cores it may
     use (None: it uses them all, or there is one core). Not a default of one process per core: the servers listen
     on ports P, P+1, ..., and only a proxy that keeps each browser on one server spreads users over them
-    (README); without one, every user reaches the first server and the others only take memory (each its own
-    Python, Streamlit and DuckDB instance), so one process stays the default and the start says when more pay."""
+    (docs/operations/lab-server.md); without one, every user reaches the first server and the others only take memory
+    (each its own Python, Streamlit and DuckDB instance), so one process stays the default and the start says when more pay."""
     available = cores() if available is None else available
     if processes >= available:
         return None
     return (f"evalcore: {processes} page-serving process{'es' if processes > 1 else ''} on {available} cores: one "
-            f"process serves pages on one core, so with many users at once (README, \"More than one page-serving "
-            f"process\") run `evalcore app --processes {available}`, one per core, behind a proxy that keeps each "
-            "browser on one server")
+            f"process serves pages on one core, so with many users at once (docs/operations/lab-server.md, \"More "
+            f"than one page-serving process\") run `evalcore app --processes {available}`, one per core, behind a proxy "
+            "that keeps each browser on one server")
 
 
 def server_args(root, port: int | None, address: str | None) -> list[str]:
@@ -120,8 +120,8 @@ def run_group(db: str | None, port: int, address: str | None, processes: int) ->
     process holds the one-server-per-store lock for the group and hands it down (store.GROUP_VAR), records
     the group's pids in it (a refused server names them), waits, and passes on SIGTERM/SIGINT; when one server
     ends, the others are stopped; when this process dies, however (SIGKILL included), the servers end with it
-    (die_with_parent). A reverse proxy in front (README) must keep each browser on one server: a session and
-    its uploads live in one process. A store this process cannot write is served read-only, with no lock."""
+    (die_with_parent). A reverse proxy in front (docs/operations/lab-server.md) must keep each browser on one server: a
+    session and its uploads live in one process. A store this process cannot write is served read-only, with no lock."""
     path = store.resolve_db_path(db)
     lock = store.server_lock(path)   # refused here when another server already serves the store
     root = app_root()

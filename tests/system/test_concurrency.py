@@ -495,7 +495,8 @@ def test_evalcore_app_says_at_start_when_more_processes_would_use_the_cores(monk
     assert cli.main(["app", "--db", "x.duckdb"]) == 0
     err = capsys.readouterr().err
     assert err == ("evalcore: 1 page-serving process on 4 cores: one process serves pages on one core, so with many "
-                   "users at once (README, \"More than one page-serving process\") run `evalcore app --processes 4`, "
+                   "users at once (docs/operations/lab-server.md, \"More than one page-serving process\") run "
+                   "`evalcore app --processes 4`, "
                    "one per core, behind a proxy that keeps each browser on one server\n"), err
     assert cli.main(["app", "--db", "x.duckdb", "--processes", "2"]) == 0
     assert "2 page-serving processes on 4 cores" in capsys.readouterr().err
