@@ -35,6 +35,7 @@ import httpx2
 
 from evalcore.core.keys import DEFAULT_KEY_ENV, read_key
 from evalcore.core.untrusted import Cleaner, label, reason
+from evalcore.core.urls import problem
 
 MAX_RETRY_AFTER = 60.0      # seconds: the most a server's Retry-After may make us wait
 MAX_BODY = 16 * 1024 * 1024  # bytes of one answer read at most: past it the answer is refused, not parsed
@@ -147,9 +148,11 @@ def availability(endpoint: Endpoint | None, missing: str) -> str | None:
     (`missing`: the sentence for no endpoint at all)."""
     if endpoint is None:
         return missing
-    parts = urlsplit(endpoint.base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"base URL {endpoint.base_url!r} is not an http(s) URL like http://127.0.0.1:8000/v1"
+    # registration's check (core.urls.problem): a URL typed on the command line (--judge-base-url) may hold a pasted
+    # key, so the reason says what is wrong with it and never repeats it
+    why = problem(endpoint.base_url)
+    if why:
+        return why.removeprefix("the ")
     if not endpoint.model.strip():
         return "no model name: give the name the server serves (e.g. qwen2.5-7b-instruct)"
     return None
