@@ -123,8 +123,10 @@ def bounded():
     """An in-memory DuckDB for the record's own sorts and joins over Parquet files: ten million values within a
     bounded memory, spilling to a scratch folder past SORT_MEMORY."""
     with tempfile.TemporaryDirectory(prefix="evalcore-spill-") as spill:
+        # no progress bar: DuckDB draws one on standard output for a query past 2 s, inside a command's output
         duck = duckdb.connect(config={"memory_limit": SORT_MEMORY, "temp_directory": spill,
                                       "preserve_insertion_order": False})
+        duck.execute("SET enable_progress_bar = false")
         try:
             yield duck
         finally:
