@@ -154,17 +154,18 @@ def log_run(page: str, started: float) -> None:
             out.write(f"{time.time():.3f}\t/{page}\t{time.perf_counter() - started:.3f}\n")
 
 
-# The cache key is (name, store, stamp, key): `key` is the arguments with every value data() or shared() returned
-# standing for itself by the key that made it (_keyed), and the arguments themselves (`_args`, `_kwargs`, leading
-# underscore) are left out of it, as `_fn` is (`name` stands for it, a plain string). Streamlit hashed a frame passed
-# on from one view to another cell by cell on every run: the Leaderboard's 4 x 19 model ranks, 10-30 ms of a warm run.
+# The cache key is one tuple, `key`: (the view's name, the store, its stamp, the arguments with every value data() or
+# shared() returned standing for itself by the key that made it: _keyed). The function and the arguments themselves
+# (`_fn`, `_args`, `_kwargs`, leading underscore) are left out of it, and all are passed by name. Streamlit hashed a
+# frame passed on from one view to another cell by cell on every run (the Leaderboard's 4 x 19 model ranks: 10-30 ms
+# of a warm run), and each hashed parameter and each one passed by position costs its lookups: 14 views a run.
 @st.cache_data(show_spinner=False, max_entries=256)
-def _memo(_fn, name: str, path: str, stamp: tuple, key: tuple, _args: tuple, _kwargs: dict):
+def _memo(_fn, key: tuple, _args: tuple, _kwargs: dict):
     return _fn(cursor(), *_args, **_kwargs)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _shared_memo(_fn, name: str, path: str, stamp: tuple, key: tuple, _args: tuple, _kwargs: dict):
+def _shared_memo(_fn, key: tuple, _args: tuple, _kwargs: dict):
     return _fn(cursor(), *_args, **_kwargs)
 
 
@@ -222,8 +223,8 @@ def _cached(memo, fn, args: tuple, kwargs: dict):
         key = stamp(path, scope="catalog")
     else:
         key = stamp(path)
-    arguments = (tuple(_keyed(a) for a in args), tuple((k, _keyed(v)) for k, v in sorted(kwargs.items())))
-    return _remember(memo(fn, name, path, key, arguments, args, kwargs), ("view", name, path, key, arguments))
+    view = (name, path, key, tuple(_keyed(a) for a in args), tuple((k, _keyed(v)) for k, v in sorted(kwargs.items())))
+    return _remember(memo(_fn=fn, key=view, _args=args, _kwargs=kwargs), ("view", *view))
 
 
 _PARTS: dict = {}   # (part, store, dataset) -> (stamp, value): each dataset's part of a view over every dataset
