@@ -31,7 +31,7 @@ from evalcore.core.seeds import BIG, seed
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store.annotators import check_name
 from evalcore.store.history import record
-from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_settings
+from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_lookalike, check_settings
 from evalcore.store.transactions import bump_revision, last_id, next_id, transaction
 
 STATES = ("open", "talking", "ended", "rated", "accepted", "sent_back")
@@ -121,6 +121,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
     conversation per (scenario, endpoint, slot), in one transaction; its id. `settings` may be a function of the new
     task's id (its signatures name it); `target` None: chat-<id>-<dataset>."""
     check_settings(name=name, guidelines=guidelines, seed=seed)
+    check_lookalike(con, "chat_tasks", name)
     if len(set(endpoints)) != len(endpoints) or not endpoints:
         raise ValueError("give one or more different endpoints")
     if scenarios.empty:

@@ -30,7 +30,7 @@ from evalcore.core import names
 from evalcore.core.errors import StoreError
 from evalcore.core.options import TASK_LEVELS, TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
 from evalcore.core.seeds import seed
-from evalcore.core.text import bad_character, identity_key
+from evalcore.core.text import bad_character, identity_key, invisible, lookalike_letters, skeleton
 from evalcore.store import history
 from evalcore.store.annotators import check_name
 from evalcore.store.transactions import bump_revision, next_id, transaction
@@ -113,6 +113,7 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
     if per_item < 1:
         raise ValueError(f"--per-item must be at least 1, got {per_item}")
     check_settings(name=name, guidelines=guidelines, seed=seed)
+    check_lookalike(con, "tasks", name)
     if units.empty:
         raise ValueError("no units to rate: the dataset has no responses for the tracks and models asked for")
     with transaction(con):
@@ -147,8 +148,30 @@ def check_settings(*, name: str, guidelines: str, seed: int) -> None:
         bad = bad_character(text or "")
         if bad:
             raise ValueError(f"a task's {what} may not hold a {bad}")
+    hidden = invisible(name or "")
+    if hidden:   # 'Pilot' with a zero-width space is shown exactly as 'Pilot'
+        raise ValueError(f"a task's name may not hold an invisible character (U+{ord(hidden[0]):04X} at position "
+                         f"{(name or '').index(hidden[0]) + 1}): type it again without it")
         if len(text or "") > most:
             raise ValueError(f"a task's {what} has at most {most:,} characters, got {len(text):,}")
+
+
+# a kind of task's names, for check_lookalike (table names are not parameters: one fixed query per kind)
+_NAMES = {"tasks": "SELECT task_id, name FROM tasks ORDER BY task_id",
+          "chat_tasks": "SELECT task_id, name FROM chat_tasks ORDER BY task_id"}
+
+
+def check_lookalike(con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
+    """ValueError when a new task's `name` looks the same as a stored task's (equal skeletons, core.text: a Cyrillic
+    'а' for a Latin 'a') without being the same name (their identity keys differ): a second task shown exactly like
+    the first is refused as taken, as a look-alike annotator or endpoint is. The same name again stays allowed, as
+    before (tasks are told apart by their ids); `table`: 'tasks' (rating tasks) or 'chat_tasks'."""
+    mine, key = skeleton(name), identity_key(name)
+    for task_id, other in con.execute(_NAMES[table]).fetchall():
+        if skeleton(other) == mine and identity_key(other) != key:
+            letters = ", ".join(lookalike_letters(name) or lookalike_letters(other))
+            raise ValueError(f"the name {name!r} looks the same as task {task_id}'s {other!r}, which is taken (it is "
+                             f"written with other letters: {letters}): choose another name")
 
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> Task:
@@ -244,10 +267,12 @@ def swapped(task: Task, annotator: str, unit: int) -> bool:
 
 def progress(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
     """Per annotator: units finished (every dimension answered, or skipped), skipped, flagged, median seconds
-    per unit."""
+    per unit finished by answering: from the unit being shown to its last answer (a unit is finished by its last
+    dimension's answer; the time to its first one left out the rest of the unit's dimensions)."""
     status = _status(con, task)
-    finished = status["skipped"] | (status["dims"] >= len(task.dimensions))
-    frame = status.assign(done=finished, seconds=status["seconds"]).groupby("annotator", sort=True).agg(
+    answered = ~status["skipped"] & (status["dims"] >= len(task.dimensions))
+    finished = status["skipped"] | answered
+    frame = status.assign(done=finished, seconds=status["seconds"].where(answered)).groupby("annotator", sort=True).agg(
         done=("done", "sum"), skipped=("skipped", "sum"), flagged=("flagged", "sum"),
         median_seconds=("seconds", "median")).reset_index()
     return frame.astype({"done": int, "skipped": int, "flagged": int})
@@ -255,14 +280,14 @@ def progress(con: duckdb.DuckDBPyConnection, task: Task) -> pd.DataFrame:
 
 def _status(con, task: Task) -> pd.DataFrame:
     """Per unit and annotator (as written): dimensions answered that count, skipped (gave the unit up and
-    answered nothing since), flagged, last claim, seconds to the first answer that counts."""
+    answered nothing since), flagged, last claim, seconds from the unit being shown to the last answer that counts."""
     frame = con.execute(f"""
         WITH a AS ({LIVE})
         SELECT unit, annotator,
                count(DISTINCT dimension) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS dims,
                bool_or(kind = 'skip') AS ever_skipped, bool_or(kind = 'flag') AS flagged,
                max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at,
-               min(seconds) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS seconds
+               arg_max(seconds, answer_id) FILTER (WHERE kind IN ('rating', 'vote') AND live) AS seconds
         FROM a GROUP BY ALL
     """, [task.task_id]).df()
     return frame.assign(skipped=frame["ever_skipped"].astype(bool) & (frame["dims"] == 0),
