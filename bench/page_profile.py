@@ -28,7 +28,7 @@ COUNT = [r"core/frame.py:\d+\(__getitem__\)", r"arrow/array.py:\d+\(__getitem__\
          r"shared.py:\d+\(lease\)", r"locks.py:\d+\(someone_waits\)", r"hashing.py:\d+\(_to_bytes\)"]
 
 
-def profiled_run(page: str, query: dict) -> tuple[float, cProfile.Profile]:
+def profiled_run(page: str, query: dict, profile: bool = True) -> tuple[float, cProfile.Profile]:
     from streamlit.runtime.scriptrunner import script_runner
     from streamlit.testing.v1 import AppTest
 
@@ -37,11 +37,13 @@ def profiled_run(page: str, query: dict) -> tuple[float, cProfile.Profile]:
 
     def thread(self):
         start = time.thread_time()
-        prof.enable()
+        if profile:
+            prof.enable()
         try:
             original(self)
         finally:
-            prof.disable()
+            if profile:
+                prof.disable()
             cpu[0] += time.thread_time() - start
 
     script_runner.ScriptRunner._run_script_thread = thread
@@ -73,6 +75,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--query", default="", help="URL parameters, k=v,k=v")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--no-profile", action="store_true", help="CPU seconds only, without cProfile's overhead")
     ap.add_argument("--count", action="append", default=None,
                     help="a regular expression on file:line(function) whose calls to count (repeatable)")
     args = ap.parse_args()
@@ -81,14 +84,14 @@ def main() -> None:
     names = args.count or COUNT
     runs = []
     for i in range(args.runs):
-        cpu, prof = profiled_run(args.page, query)
+        cpu, prof = profiled_run(args.page, query, not args.no_profile)
         runs.append((cpu, prof))
-        print(f"run {i + 1}: {cpu:.3f} CPU-s  " + "  ".join(f"{k}={v}" for k, v in counts(prof, names).items()),
-              flush=True)
+        print(f"run {i + 1}: {cpu:.3f} CPU-s" + ("" if args.no_profile else "  " + "  ".join(
+            f"{k}={v}" for k, v in counts(prof, names).items())), flush=True)
     warm = sorted(c for c, _ in runs[1:])
     if warm:
         print(f"{args.page}: first run {runs[0][0]:.3f} CPU-s; warm median {warm[len(warm) // 2]:.3f} CPU-s")
-    for label, (_, prof) in (("first run", runs[0]), ("last warm run", runs[-1])):
+    for label, (_, prof) in (() if args.no_profile else (("first run", runs[0]), ("last warm run", runs[-1]))):
         print(f"\n== {label}: top {args.top} by cumulative time")
         pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
 
