@@ -67,6 +67,8 @@ REFERENCES = (
     ("pairwise_judgments", ("item_id",), "items", ("item_id",)),
     ("turns", ("dialogue_id",), "dialogues", ("dialogue_id",)),
     ("metric_values", ("item_id", "model"), "responses", ("item_id", "model")),
+    ("metric_values", ("signature", "metric"), "metric_signatures", ("signature", "metric")),
+    ("human_ratings", ("item_id",), "items", ("item_id",)),
     ("task_units", ("task_id",), "tasks", ("task_id",)),
     ("task_answers", ("task_id", "unit"), "task_units", ("task_id", "unit")),
 )
@@ -406,8 +408,9 @@ class Rows:
             for row, *values in self.found(f'SELECT t.file_row_number, {", ".join(f"t.{chr(34)}{a}{chr(34)}" for a in cols)} '
                                            f'FROM "{table}" t WHERE {present} AND NOT EXISTS (SELECT 1 FROM "{other}" o '
                                            f'WHERE {on}) ORDER BY 1'):
-                self.add(table, row, ", ".join(cols), f"a {'/'.join(theirs)} of the record "
-                         f"(tables/{other}.parquet)", short(values[0] if len(values) == 1 else tuple(values)))
+                self.add(table, row, ", ".join(cols), f"one of the record's {other.replace('_', ' ')} "
+                         f"({', '.join(theirs)} in tables/{other}.parquet)",
+                         short(values[0] if len(values) == 1 else tuple(values)))
         for table, col in TASK_NAMED:
             for row, value in self.found(f'SELECT file_row_number, "{col}" FROM "{table}" WHERE starts_with("{col}", '
                                          f"'task:') AND NOT coalesce(TRY_CAST(substr(\"{col}\", 6) AS INTEGER) IN "

@@ -275,8 +275,13 @@ CASES = [
     ("ratings-of-an-unknown-task", "A5", tables(human_ratings=cell("origin", "task:abc")),
      "tables/human_ratings.parquet, row 1, field 'origin': expected 'task:<id>' of a task of the record", None),
     ("response-to-no-item", "A1", tables(responses=cell("item_id", "elsewhere")),
-     "tables/responses.parquet, row 1, field 'item_id': expected a item_id of the record (tables/items.parquet)",
-     None),
+     "tables/responses.parquet, row 1, field 'item_id': expected one of the record's items (item_id in "
+     "tables/items.parquet), got 'elsewhere'", None),
+    ("value-of-another-metric", "A1", tables(metric_values=cell("metric", "BLEU4")),
+     "tables/metric_values.parquet, row 1, field 'signature, metric': expected one of the record's metric signatures "
+     "(signature, metric in tables/metric_signatures.parquet)", None),
+    ("rating-of-no-item", "A1", tables(human_ratings=cell("item_id", "elsewhere")),
+     "tables/human_ratings.parquet, row 1, field 'item_id': expected one of the record's items", None),
     ("value-under-another-text-s-key", "A1", tables(metric_values=cell("text_key", "0" * 32)),
      "tables/metric_values.parquet, row 1, field 'text_key': expected the F1 key of its own response's texts", None),
     ("track-of-no-record", "A1", tables(human_ratings=cell("track", "engagement-en/chitchat")),
