@@ -96,7 +96,8 @@ if chosen:
     st.progress(min(result["finished"] / max(result["needed"], 1), 1.0),
                 text=f"{result['finished']} of {result['needed']} done ({result['units']} units, "
                      f"{task.per_item} annotators each)")
-    st.caption("Progress per annotator (units finished, skipped, flagged; median seconds per unit)")
+    st.caption("Progress per annotator: units finished, skipped, flagged; median seconds per unit finished by "
+               "answering, from the unit being shown to its last answer")
     grid(result["progress"], width="stretch")
     st.caption("Agreement per dimension as answers arrive (95% bootstrap intervals, 200 resamples)" +
                ("" if task.mode == "absolute" else "; a vote is one of three categories: the first model, a tie, "
