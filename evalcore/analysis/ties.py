@@ -18,8 +18,12 @@ The tolerance is relative only: a value near 0 ties only with values as close re
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:   # no pandas import at run time: stats imports this module without it (frames come built)
+    import pandas as pd
 
 RTOL = 1e-12
 
@@ -50,8 +54,8 @@ def snap(values) -> np.ndarray:
 
 def snapped(frame: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
     """A pandas Series, or a DataFrame column by column, with its values snapped (`snap`): what pandas' `rank` is
-    given, so noise-apart values share a rank. Same index and columns; NaN (and pd.NA) stay missing."""
+    given, so noise-apart values share a rank. Same index and columns; NaN (and pd.NA) become NaN."""
     values = frame.to_numpy(dtype=float, na_value=np.nan)
     if values.ndim == 1:
-        return pd.Series(snap(values), index=frame.index, name=frame.name)
-    return pd.DataFrame(snap(values.T).T, index=frame.index, columns=frame.columns)
+        return type(frame)(snap(values), index=frame.index, name=frame.name)
+    return type(frame)(snap(values.T).T, index=frame.index, columns=frame.columns)
