@@ -27,6 +27,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.options import TASK_LEVELS, TASK_MODES, TASK_SAMPLINGS
 from evalcore.core.text import CONTROL
 from evalcore.ingest import limits
 from evalcore.ingest.archives import check_archive
@@ -57,6 +58,11 @@ NAMES = ("dataset", "track", "model", "model_1", "model_2", "model_a", "model_b"
 JSON_COLUMNS = {("items", "context"), ("items", "grounding"), ("dialogues", "grounding"), ("turns", "grounding"),
                 ("tasks", "dimensions"), ("generations", "tracks"), ("generations", "details"),
                 ("metric_signatures", "details")}
+# JSON text of a given shape (what pages and scoring read it as): a list, or a list of strings
+JSON_LISTS = {("items", "context"): "strings", ("generations", "tracks"): "strings", ("tasks", "dimensions"): None}
+# words a column takes one of (what the pages and the task code branch on)
+WORDS = {("tasks", "mode"): TASK_MODES, ("tasks", "level"): TASK_LEVELS, ("tasks", "sampling"): TASK_SAMPLINGS,
+         ("human_ratings", "target"): ("response", "dialogue")}
 # a control character as JSON writes it escaped (tab, newline and carriage return are fine, as in CONTROL)
 ESCAPED_CONTROL = r"\\u00(0[0-8bBcCeEfF]|1[0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])"
 # what a row names that the record itself must hold: (table, columns, the table and columns they name)
@@ -396,7 +402,21 @@ class Rows:
                     self.check.add(where, col, "JSON text", exc.problems[0].got)
                     continue
                 self.check.texts_within(parsed, where, col)
+            if (table, col) in JSON_LISTS:
+                strings = JSON_LISTS[table, col] == "strings"
+                shape = "a JSON list" + (" of strings" if strings else "")
+                elements = ("coalesce(list_bool_and(list_transform(json_type(\"{c}\", '$[*]'), lambda t: t = 'VARCHAR')), "
+                            "true)").format(c=col)
+                for row, value in self.found(f'SELECT file_row_number, "{col}" FROM "{table}" WHERE json_valid("{col}") '
+                                             f'AND (json_type("{col}") <> \'ARRAY\'' + (f" OR NOT {elements}" if strings
+                                                                                        else "") + ") ORDER BY 1"):
+                    self.add(table, row, col, shape, short(value))
             return
+        if (table, col) in WORDS:
+            words = WORDS[table, col]
+            for row, value in self.found(f'SELECT file_row_number, "{col}" FROM "{table}" WHERE "{col}" IS NOT NULL '
+                                         f'AND NOT list_contains(?, "{col}") ORDER BY 1', [list(words)]):
+                self.add(table, row, col, f"one of {', '.join(words)}", short(value))
         for row, value in self.found(f'SELECT file_row_number, "{col}" FROM "{table}" WHERE regexp_matches("{col}", ?) '
                                      f'OR length("{col}") > ?', [control, limits.MAX_CELL]):
             self.check.text({col: value}, self.where(table, row), col, required=False, allow_empty=True)
