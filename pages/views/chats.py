@@ -117,15 +117,16 @@ def scoring() -> None:
         tail = "" if job["state"] in ("done", "queued") else job["detail"]
         st.progress(job["progress"], text=md_escape(f"Scoring job {job['job_id']} ({', '.join(chats.SCORED)}): "
                                                     f"{words.get(job['state'], job['state'])}{tail}"))
-    c1, c2, c3 = st.columns(3)
+    offer = allowed and state["score"]
+    c1, c2, *c3 = st.columns(3 if offer else 2)   # two buttons: half the width each (at 800 px, labels not cut)
     c1.link_button("Metric trust on these dialogues", page_link("trust", {"dataset": task.target, "level": "dialogue"}),
                    help="which metric agrees with the people's whole-dialogue ratings", disabled=not state["ready"])
     c2.link_button("Rate these dialogues with more people", page_link("tasks", {}),
                    help=f"a rating task on {task.target} at dialogue level (K raters per dialogue, blind) gives "
                         "agreement; a pairwise one compares two endpoints' conversations on the same scenario "
                         "(ACUTE-Eval)")
-    if allowed and state["score"] and c3.button("Score the accepted conversations", key="ct-score",
-                                                help="a job, as an upload's: only values not yet cached are computed"):
+    if offer and c3[0].button("Score the accepted conversations", key="ct-score",
+                              help="a job, as an upload's: only values not yet cached are computed"):
         chats.score_accepted(cursor(), task)
         st.rerun()
     if state["missing"]:

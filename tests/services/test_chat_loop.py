@@ -185,3 +185,21 @@ def test_the_default_name_and_the_label_people_see_name_no_endpoint(db):
     # a track that holds an endpoint's (or served model's) name is left out of the label
     hidden = stored.ChatTask(**{**task.__dict__, "track": "served-model-x/knowledge"})
     assert service.blind_label(hidden) == f"Chat task {task.task_id}"
+
+
+def test_a_failed_scoring_job_is_said_and_can_be_started_again(db):
+    con = connect(db)
+    try:
+        with JudgeServer(echo=True) as srv:
+            task = make_task(con, srv.url)
+            cid = talk(con, task, "ann", "你好", 1)
+        _, job = service.review(con, cid, "lead", accept=True)
+        jobs.set_fields(con, job, state="failed", detail="MemoryError: out of memory")
+        state = service.trust_state(con, task)
+        assert state == {**state, "ready": False, "score": True,
+                         "missing": f"scoring job {job} failed: MemoryError: out of memory"}
+        again = service.score_accepted(con, task)
+        assert again != job and service.trust_state(con, task)["missing"] == f"scoring job {again} is queued"
+        assert jobs.run(con, again) and service.trust_state(con, task)["ready"]
+    finally:
+        con.close()

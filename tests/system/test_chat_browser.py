@@ -6,7 +6,11 @@ Along the way: the app server is SIGKILLed while a reply is awaited and started 
 message she sent and goes on; the endpoint goes down for one message, the page says so with a Retry, and after it
 comes back the reply is stored once; Chinese typed into the chat input is stored intact; the endpoints' names never
 reach the page. Screenshots at 800 px go to tests/artifacts/, at 1400 px to /tmp/chat-shots/ (the docs' own come
-from bench/chat_screenshots.py)."""
+from bench/chat_screenshots.py).
+
+The loop without the command line, at 1400 and at 800 px: endpoints registered on the Upload page, a task made on
+Chat tasks, four people chat and rate blind, the reviewer accepts, the scoring job ends on Chat tasks, and its Metric
+trust button opens Metric trust on the chat dataset with its table (screenshots tests/artifacts/chat-loop-*)."""
 from __future__ import annotations
 
 import os
@@ -355,3 +359,161 @@ def test_two_people_chat_survive_a_kill_retry_a_failing_endpoint_rate_and_are_ac
     endpoint_of = dict(zip(convs["dialogue_id"], convs["endpoint"]))
     annotator_of = dict(zip(convs["dialogue_id"], convs["annotator"]))
     assert all(model == endpoint_of[d] and who == annotator_of[d] for d, model, who, _, _ in human)
+
+
+# ------------------------------------------------------------------ the whole loop in the browser, no command line
+
+LOOP_PEOPLE = {   # who chats, what they say (one round each), and their Info, Coh, Know ratings
+    "ann": ("你好", (0, 1, 0)), "bob": ("这部电影的导演是谁？主演有哪些人？", (2, 2, 1)),
+    "cy": ("我想了解一下这个乐队的历史和代表作品", (2, 1, 2)), "dan": ("它好看吗", (1, 0, 1)),
+}
+LOOP_NAME = "secret-alpha vs secret-beta, pilot"   # a name that names the endpoints: people must never see it
+
+
+def _loop_shot(page, name: str, width: int) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / f"chat-loop-{name}-{width}.png"), full_page=True)
+
+
+def _register(page, base: str, width: int) -> None:
+    """Both endpoints added on the Upload page's endpoint form, against the local server."""
+    page.goto(f"{base}/upload?dataset=demo-zh&track=kdconv/knowledge&kind=endpoint&open=endpoints")
+    expect(page.get_by_role("button", name="Add endpoint")).to_be_visible(timeout=60_000)
+    for name in ENDPOINTS:
+        settle(page)
+        page.get_by_label("Name", exact=True).fill(name)
+        page.get_by_label("Base URL").fill(LOOP_URL["url"])
+        page.get_by_label("Served model name").fill(f"{name}-served")
+        page.get_by_role("button", name="Add endpoint").click()
+        expect(page.get_by_text(re.compile(rf"{name}.*(added|registered)"))).to_be_visible(timeout=60_000)
+    _loop_shot(page, "endpoints", width)
+
+
+def _create(page, base: str, width: int) -> tuple[int, str]:
+    """A chat task made on the Chat tasks page's form: 3 scenarios, both endpoints, one round; its id and code."""
+    page.goto(f"{base}/chats")
+    expect(page.get_by_text("People talk with models they are not told the names of")).to_be_visible(timeout=60_000)
+    settle(page)
+    form = page.locator('[data-testid="stForm"]').first
+    if not form.is_visible():
+        page.get_by_text("Create a chat task").click()
+    expect(page.get_by_role("button", name="Create chat task")).to_be_visible(timeout=30_000)
+    for label, value in (("Scenarios", "3"), ("Rounds at most", "1")):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Tab")
+    page.get_by_label("Name", exact=True).fill(LOOP_NAME)
+    page.get_by_role("button", name="Create chat task").click()
+    made = page.get_by_text(re.compile(r"^Chat task \d+ created"))
+    expect(made).to_be_visible(timeout=60_000)
+    task_id = int(re.search(r"Chat task (\d+) created", made.inner_text()).group(1))
+    said = page.get_by_text(re.compile(r"give the access code [0-9a-f]{6}")).inner_text()
+    _loop_shot(page, "created", width)
+    return task_id, re.search(r"access code ([0-9a-f]{6})", said).group(1)
+
+
+def _chat_once(browser, base: str, task_id: int, code: str, person: str, width: int) -> None:
+    """A person's conversation: entry, one round, the end, every dimension rated; the page blind throughout."""
+    said, values = LOOP_PEOPLE[person]
+    context = browser.new_context(viewport={"width": width, "height": 1200})
+    page = context.new_page()
+    page.goto(f"{base}/chat?task={task_id}")
+    expect(page.get_by_text(f"Chat task {task_id}: scenarios of kdconv/knowledge")).to_be_visible(timeout=60_000)
+    html = page.content()
+    assert LOOP_NAME not in html and not any(n in html for n in ENDPOINTS), "the entry page names an endpoint"
+    expect(page.get_by_label("Your name")).to_be_visible(timeout=30_000)   # the entry form drawn, not its skeleton
+    if person == "ann":
+        _loop_shot(page, "entry", width)
+    # a person is one across tasks (their key from the first task is needed for the next): new people each width
+    page.get_by_label("Your name").fill(f"{person}-{width}")
+    page.get_by_label("Access code").fill(code)
+    page.get_by_role("button", name="Start chatting").click()
+    page.get_by_role("button", name="I have kept my key: start").click(timeout=60_000)
+    settle(page)
+    _round(page, said)
+    _end_and_rate(page, values)
+    _blind(page)
+    assert LOOP_NAME not in page.content()
+    if person == "ann":
+        _loop_shot(page, "rated", width)
+    context.close()
+
+
+def _accept_all(page, base: str, task_id: int, width: int) -> None:
+    """Every rated conversation accepted on the Chat tasks page's Review, one after another."""
+    page.goto(f"{base}/chats?task={task_id}")
+    expect(page.get_by_text(re.compile(r"^Review \(\d+ waiting\)"))).to_be_visible(timeout=60_000)
+    for left in range(len(LOOP_PEOPLE), 0, -1):
+        expect(page.get_by_text(f"Review ({left} waiting)")).to_be_visible(timeout=60_000)
+        settle(page)
+        if left == len(LOOP_PEOPLE):
+            _loop_shot(page, "review", width)
+        accept = page.get_by_role("button", name="Accept", exact=True)
+        expect(accept).to_have_count(1, timeout=30_000)   # a rerun's stale copy gone
+        accept.click()
+    expect(page.get_by_text("Review (0 waiting)")).to_be_visible(timeout=60_000)
+
+
+@pytest.mark.browser
+def test_the_chat_loop_from_a_new_task_to_metric_trust_without_the_command_line(tmp_path, default_store_file):
+    """At 1400 and then 800 px, nothing but the browser: the endpoints registered on the Upload page, a chat task
+    made on Chat tasks (named after its endpoints), four people chat one round each and rate it, blind (neither the
+    endpoints nor the task's name reach their pages), the reviewer accepts the four on Chat tasks, the scoring job
+    runs to its end there, and its "Metric trust on these dialogues" opens Metric trust on the chat dataset with its
+    table of metrics against the people's whole-dialogue ratings."""
+    pytest.importorskip("playwright", reason="pip install -r tests/requirements.txt")
+    db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
+    with JudgeServer(echo=True) as srv:
+        LOOP_URL["url"] = srv.url
+        port = free_port()
+        base = f"http://localhost:{port}"
+        server = _start(db, port, "streamlit-chat-loop.log")
+        try:
+            with chromium() as browser:
+                for width in (1400, 800):
+                    lab = browser.new_context(viewport={"width": width, "height": 1400}).new_page()
+                    if width == 1400:
+                        _register(lab, base, width)
+                    task_id, code = _create(lab, base, width)
+                    for person in LOOP_PEOPLE:
+                        _chat_once(browser, base, task_id, code, person, width)
+                    _accept_all(lab, base, task_id, width)
+                    done = lab.get_by_text(re.compile(r"Scoring job \d+ \(DIST1, DIST2\): done"))
+                    expect(done).to_be_visible(timeout=180_000)
+                    settle(lab)
+                    trust = lab.get_by_role("link", name="Metric trust on these dialogues")
+                    expect(trust).to_be_enabled(timeout=60_000)
+                    _loop_shot(lab, "scored", width)
+                    href = trust.get_attribute("href")
+                    target = f"chat-{task_id}-demo-zh"
+                    assert f"dataset={target}" in href, href
+                    lab.goto(href if href.startswith("http") else f"{base}/{href.lstrip('/')}")
+                    expect(lab.locator('[data-testid="stDataFrame"] canvas').first).to_be_attached(timeout=120_000)
+                    settle(lab)
+                    _loop_shot(lab, "trust", width)
+                    body = lab.inner_text("body")
+                    assert "not a known dataset" not in body, body[:3000]
+                    assert "has nothing to correlate" not in body, body[:3000]
+                    expect(lab.get_by_role("combobox", name="Dataset")).to_have_value(target)   # the Dataset chosen
+                    expect(lab.get_by_text("Ranking per skill")).to_be_visible()
+                    assert "DIST1" in body and "Verdicts" in body
+                    lab.context.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    log = (ARTIFACTS / "streamlit-chat-loop.log").read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in log
+    con = connect(db, read_only=True)
+    try:
+        for task_id in (1, 2):
+            convs = stored.conversations(con, task_id)
+            assert (convs["state"] == "accepted").sum() == len(LOOP_PEOPLE)
+            assert stored.get(con, task_id).name == LOOP_NAME
+        jobs = con.execute("SELECT dataset, state FROM jobs ORDER BY job_id").fetchall()
+        assert {d for d, _ in jobs} == {"chat-1-demo-zh", "chat-2-demo-zh"} and {s for _, s in jobs} == {"done"}
+    finally:
+        con.close()
+
+
+LOOP_URL: dict = {}   # the local endpoint server's URL, for the page's form
