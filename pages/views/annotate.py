@@ -200,8 +200,8 @@ def _unit_panel() -> None:
 
     c1, c2, c3 = st.columns(3)
     c1.button("Skip this unit", key=f"ann-skip-{unit}", on_click=_skip,
-              help="someone else takes your place on it, and what you answered on it stops counting; Back brings "
-                   "you to it again while a place is free")
+              help="Give this unit up: someone else takes your place on it, and what you answered on it stops "
+                   "counting. Back brings you to it again while a place is free.")
     c2.button("Back", key=f"ann-back-{unit}", disabled=not earlier, on_click=_go, args=(earlier[-1] if earlier else None,),
               help="the unit you answered before this one: change an answer (the change is kept)")
     if revisit:

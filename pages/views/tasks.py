@@ -39,7 +39,11 @@ allowed, who = may_write()   # creating, closing and reopening tasks writes to t
 created = st.session_state.pop("tk-created", None)
 if created:   # what the last click created, once, above the form it emptied
     new_id, notes = created
-    st.success(f"Task {new_id} created. Send its annotators the link and the access code shown below.")
+    # its link and code in the confirmation itself: the task shown below is drawn after this run's heavier work,
+    # and until then the browser still showed the previous task's link and code under "shown below"
+    made = ann.task(con, new_id)
+    st.success(md_escape(f"Task {new_id} created. Its annotators open {page_link('annotate', {'task': str(new_id)})} "
+                         f"and give the access code {made.access_code}."))
     for note in notes:
         st.warning(md_escape(note))
 with st.expander("Create a task", expanded=tasks.empty):
@@ -83,16 +87,18 @@ with st.expander("Create a task", expanded=tasks.empty):
 
 if chosen:
     task = ann.task(con, int(chosen))
-    result = ann.results(con, task.task_id)
+    # the heading, link and code first, before the results are computed: the previous view's stay on screen
+    # until this run draws over them, and a task's link and code are what must never be another task's
     st.subheader(f"Task {task.task_id}")
-    st.text(f"{task.name}\n{task.mode} on {task.dataset}: {', '.join(d.dimension for d in task.dimensions)}; "
-            f"{result['units']} units, {task.per_item} annotators each; {task.state}")
     url = page_link("annotate", {"task": str(task.task_id)})
-    st.link_button("Open the annotator page", url, help="the page annotators rate on (send them this link)")
+    st.link_button("Open the annotator page", url, help="The page annotators rate on: send them this link.")
     if allowed:   # the code is for annotators: shown to whoever may write, not to every reader
         st.text(f"Annotators open {url} and give the access code {task.access_code}")
     else:
         st.text(f"Annotators open {url} (the access code is shown to those who may write)")
+    result = ann.results(con, task.task_id)
+    st.text(f"{task.name}\n{task.mode} on {task.dataset}: {', '.join(d.dimension for d in task.dimensions)}; "
+            f"{result['units']} units, {task.per_item} annotators each; {task.state}")
     st.progress(min(result["finished"] / max(result["needed"], 1), 1.0),
                 text=f"{result['finished']} of {result['needed']} done ({result['units']} units, "
                      f"{task.per_item} annotators each)")

@@ -1,0 +1,25 @@
+"""The Annotate page's "Skip this unit" tooltip is a sentence that says what the button does (it started mid-sentence:
+"someone else takes your place on it, ...")."""
+from __future__ import annotations
+
+from evalcore.services.defaults import DEMO_TASK
+from evalcore.store import connect
+from evalcore.store import tasks as stored
+from support import copy_default_store
+from support.apptest import run
+
+
+def test_the_skip_buttons_tooltip_is_a_whole_sentence(monkeypatch, tmp_path, default_store_file):
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    con = connect(db)
+    task = next(stored.get(con, int(t)) for t, n in con.execute("SELECT task_id, name FROM tasks").fetchall()
+                if n == DEMO_TASK)
+    con.close()
+    at = run("annotate", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
+    for box, value in zip(at.text_input, ("ann", task.access_code, "")):
+        box.input(value)
+    at.button[0].click().run()
+    at.button(key="ann-kept").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    skip = next(b for b in at.button if b.label == "Skip this unit")
+    assert skip.help.startswith("Give this unit up: someone else takes your place") and skip.help.endswith(".")
