@@ -392,16 +392,23 @@ class Rows:
     def _texts(self, table: str, col: str) -> None:
         control = CONTROL.pattern   # the importers' own class of control characters, in RE2's syntax too
         if (table, col) in JSON_COLUMNS:
-            rows = self.found(f'SELECT file_row_number, "{col}" FROM "{table}" WHERE NOT json_valid("{col}") OR '
-                              f'regexp_matches("{col}", ?) OR regexp_matches("{col}", ?)', [control, ESCAPED_CONTROL])
-            for row, value in rows:
-                where = self.where(table, row)
-                try:
-                    parsed = parse_json(value, self.check.file, "JSON text", where)
-                except ImportRefused as exc:
-                    self.check.add(where, col, "JSON text", exc.problems[0].got)
-                    continue
-                self.check.texts_within(parsed, where, col)
+            # what may be wrong, read again in Python by the importers' JSON reader: not JSON, a control character
+            # raw or escaped, or more brackets than JSON may nest (parse_json finds whether they do, before
+            # json.loads could meet a RecursionError); candidates until SHOWN of them are wrong
+            cursor = self.duck.execute(
+                f'SELECT file_row_number, "{col}" FROM "{table}" WHERE NOT json_valid("{col}") OR regexp_matches('
+                f'"{col}", ?) OR regexp_matches("{col}", ?) OR length("{col}") - length(replace(replace("{col}", '
+                f"'[', ''), '{{', '')) > ? ORDER BY 1", [control, ESCAPED_CONTROL, limit("MAX_DEPTH")])
+            before = len(self.check.problems)
+            while len(self.check.problems) - before < SHOWN and (rows := cursor.fetchmany(1000)):
+                for row, value in rows:
+                    where = self.where(table, row)
+                    try:
+                        parsed = parse_json(value, self.check.file, "JSON text", where)
+                    except ImportRefused as exc:
+                        self.check.add(where, col, exc.problems[0].expected, exc.problems[0].got)
+                        continue
+                    self.check.texts_within(parsed, where, col)
             if (table, col) in JSON_LISTS:
                 strings = JSON_LISTS[table, col] == "strings"
                 shape = "a JSON list" + (" of strings" if strings else "")

@@ -242,6 +242,8 @@ CASES = [
      "tables/items.parquet, row 1, field 'context': expected a JSON list of strings, got '[1, 2]'", None),
     ("context-not-json", "A5", tables(items=cell("context", "[\"unclosed")),
      "tables/items.parquet, row 1, field 'context': expected JSON text, got", None),
+    ("grounding-deeply-nested", "A5", tables(items=cell("grounding", "[" * 5000 + "]" * 5000)),
+     "tables/items.parquet, row 1, field 'grounding': expected JSON nested at most 100 levels deep", None),
     ("rating-of-an-unknown-target", "A5", tables(human_ratings=cell("target", "everything")),
      "tables/human_ratings.parquet, row 1, field 'target': expected one of response, dialogue, got 'everything'", None),
     ("manifest-a-list", "A5", manifest_bytes(b"[1, 2]"),
