@@ -75,7 +75,8 @@ SERVER = ("from streamlit.web import cli; from evalcore.core.processes import di
           "from evalcore.pagedata.access import forwarded_allow_ips; from evalcore.services import jobs; "
           "from evalcore.store import resolve_db_path, server_lock; import pages.kit.runtime")
 # what every page imports before it computes anything (pages.kit.state: the report, the trust table's modules)
-PAGE = "import pages.kit.state, evalcore.pagedata.trust_tables, evalcore.pagedata.boards, evalcore.services.report"
+PAGE = ("import pages.kit.state, evalcore.pagedata.trust_tables, evalcore.pagedata.boards, evalcore.services.report, "
+        "evalcore.services.upload, evalcore.ingest.formats.responses, evalcore.ingest.formats.msde")
 CLI_APP = ("from evalcore.cli import build_parser; from evalcore.cli.commands import load; "
            "args = build_parser().parse_args(['app']); load('evalcore.cli.running:run'); load(args.declared.handler)")
 HEAVY = ("scipy.stats", "scipy.sparse", "openpyxl", "evalcore.metrics.learned.ablstm", "evalcore.metrics.neural.embedding",
