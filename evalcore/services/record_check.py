@@ -62,7 +62,7 @@ JSON_COLUMNS = {("items", "context"), ("items", "grounding"), ("dialogues", "gro
 JSON_LISTS = {("items", "context"): "strings", ("generations", "tracks"): "strings", ("tasks", "dimensions"): None}
 # words a column takes one of (what the pages and the task code branch on)
 WORDS = {("tasks", "mode"): TASK_MODES, ("tasks", "level"): TASK_LEVELS, ("tasks", "sampling"): TASK_SAMPLINGS,
-         ("human_ratings", "target"): ("response", "dialogue")}
+         ("human_ratings", "target"): ("response", "dialogue", "system")}   # system: a published system-level rating
 # a control character as JSON writes it escaped (tab, newline and carriage return are fine, as in CONTROL)
 ESCAPED_CONTROL = r"\\u00(0[0-8bBcCeEfF]|1[0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])"
 # what a row names that the record itself must hold: (table, columns, the table and columns they name)

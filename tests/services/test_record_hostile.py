@@ -245,7 +245,7 @@ CASES = [
     ("grounding-deeply-nested", "A5", tables(items=cell("grounding", "[" * 5000 + "]" * 5000)),
      "tables/items.parquet, row 1, field 'grounding': expected JSON nested at most 100 levels deep", None),
     ("rating-of-an-unknown-target", "A5", tables(human_ratings=cell("target", "everything")),
-     "tables/human_ratings.parquet, row 1, field 'target': expected one of response, dialogue, got 'everything'", None),
+     "tables/human_ratings.parquet, row 1, field 'target': expected one of response, dialogue, system, got 'everything'", None),
     ("manifest-a-list", "A5", manifest_bytes(b"[1, 2]"),
      "manifest.json: expected a JSON object (an evaluation record's manifest), got a JSON list", None),
     ("manifest-deeply-nested", "A5", manifest_bytes(b"[" * 100_000 + b"]" * 100_000),
