@@ -29,6 +29,14 @@ def open_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         FROM tasks t WHERE t.state = 'open' ORDER BY t.task_id""").df()
 
 
+def blind_label(task_id: int, mode: str, units: int | None = None) -> str:
+    """What a rater is shown for a task: its number, mode and size, never its name. A name is free text the lab
+    wrote ("GPT-4 vs Llama, pilot") and can name a model in ways no check would catch; a label made of the id
+    and the mode cannot (the chat tasks' people see theirs the same way: services.chats.blind_label)."""
+    size = f", {units} units" if units is not None else ""
+    return f"Rating task {task_id} ({mode}{size})"
+
+
 def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return stored.listing(con)
 

@@ -30,14 +30,14 @@ if asked is None:
                 "`evalcore task create`, and sends you its link.")
         st.stop()
     st.caption("Choose the task you were asked to rate (the link you were sent opens it directly).")
-    labels = {str(r.task_id): f"{r.task_id}: {r.name} ({r.mode}, {r.units} units)" for r in open_tasks.itertuples()}
+    labels = {str(r.task_id): ann.blind_label(r.task_id, r.mode, r.units) for r in open_tasks.itertuples()}
     asked = st.selectbox("Task", list(labels), format_func=lambda t: labels[t], key="ann-pick")
 publish("annotate", {"task": asked}, vs.notices)
 task = ann.task(con, int(asked))
 if task is None:   # deleted between the list and now
     st.info("This task is no longer open. Ask whoever runs the evaluation for its new link.")
     st.stop()
-st.text(f"{task.name}: {task.mode}, {', '.join(d.dimension for d in task.dimensions)}")
+st.text(f"{ann.blind_label(task.task_id, task.mode)}: {', '.join(d.dimension for d in task.dimensions)}")
 
 
 

@@ -295,3 +295,19 @@ def test_a_side_by_side_task_shows_its_ranking_per_dimension(monkeypatch, tmp_pa
     # every vote one way: no finite fit, said as a sentence per dimension under the table
     notes = [t.value for t in at.text if t.value.startswith(("Info: ", "Coh: "))]
     assert sorted(n.split(":")[0] for n in notes) == ["Coh", "Info"]
+
+
+def test_the_task_picker_and_header_never_show_the_tasks_name(monkeypatch, tmp_path, default_store_file):
+    """A rating task's name is the lab's free text and may name a model ("gpt-secret vs llama-secret"): raters see
+    'Rating task N (mode, units)' in the picker and above the task, never the name (issue 61, C12)."""
+    db, task = _store(tmp_path, default_store_file)
+    con = connect(db)
+    con.execute("UPDATE tasks SET name = ? WHERE task_id = ?", ["gpt-secret vs llama-secret", task.task_id])
+    con.close()
+    env = {"EVALCORE_DB": db}
+    for params in ({}, {"task": str(task.task_id)}):
+        at = run("annotate", monkeypatch, env, **params)
+        shown = [t.value for t in at.text] + [c.value for c in at.caption] + [m.value for m in at.markdown]
+        shown += [str(o) for box in at.selectbox for o in box.options]
+        assert not any("secret" in str(s) for s in shown), shown
+        assert any(f"Rating task {task.task_id} (" in str(s) for s in shown), shown
