@@ -9,46 +9,16 @@ from __future__ import annotations
 import pytest
 
 from evalcore.pagedata import boards, openings, ratings, responses
-from evalcore.store import chats as stored
 from evalcore.store import connect
-from evalcore.store import endpoints as registry
 from support import copy_default_store
 from support.apptest import charts
 from support.apptest import run as run_page
-
-CHAT = "chat-1-demo-zh"
-
-
-def chat_store(path):
-    """The default store with an accepted chat task: two endpoints, two scenarios, two people, every conversation
-    accepted with its dialogue-level ratings; nothing scored."""
-    from evalcore.services import chats as service
-
-    con = connect(path)
-    try:
-        for name in ("alpha", "beta"):
-            registry.add(con, registry.Registered(name, "http://127.0.0.1:9/v1", "served", api_key_env=None))
-        task = stored.get(con, service.create_chat(con, dataset="demo-zh", track="kdconv/knowledge",
-                                                   endpoints=["alpha", "beta"], n_scenarios=2))
-        for person in ("ann", "bob"):
-            for _ in range(2):
-                cid = stored.assign(con, task, person)
-                for r in range(2):
-                    stored.reply(con, cid, stored.say(con, cid, person, f"问题{r}"), f"回答{r}")
-                stored.end(con, cid, person, goal=True)
-                for d in task.dimensions:
-                    stored.rate(con, cid, person, d.dimension, 1)
-                stored.review(con, cid, "reviewer", accept=True)
-        assert task.target == CHAT
-        assert con.execute("SELECT count(*) FROM responses WHERE dataset = ?", [CHAT]).fetchall()[0][0] == 8
-    finally:
-        con.close()
-    return path
+from support.chat_store import CHAT, add_chat_dataset
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, default_store_file):
-    return chat_store(copy_default_store(default_store_file, tmp_path_factory.mktemp("openings") / "s.duckdb"))
+    return add_chat_dataset(copy_default_store(default_store_file, tmp_path_factory.mktemp("openings") / "s.duckdb"))
 
 
 def run(page: str, monkeypatch, db, **query):
