@@ -60,7 +60,7 @@ def test_drilldown_opens_an_item(monkeypatch, default_store):
     at = run("drilldown", monkeypatch, {"EVALCORE_DB": None, "XDG_DATA_HOME": default_store},
              dataset="demo-zh", track="lccc/chitchat", item="lccc-test-0000-t01")
     assert any(s.value.replace("\\", "") == "Item lccc-test-0000-t01" for s in at.subheader)  # escaped markdown
-    assert any("1 0 个 聊 天" in t.value for t in at.text)  # the context turn, as plain text
+    assert any("10个聊天" in t.value for t in at.text)  # the context turn, as plain text and as written (issue 61, D18)
 
 
 def test_markdown_escaping_keeps_text_literal():
