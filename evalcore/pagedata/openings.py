@@ -47,6 +47,19 @@ def compared_part(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
         ORDER BY 1""", [dataset]).fetchall()]
 
 
+def compared_pair(con: duckdb.DuckDBPyConnection, dataset: str, track: str) -> list[str]:
+    """The two models of the track that answered the most items both (ties: by name), where Compare opens when
+    its link names none: the track's first two by name may share no item ("0 items both answered"). Empty when
+    no two models share an item."""
+    row = con.execute("""
+        SELECT a.model, b.model FROM responses a
+        JOIN responses b ON b.dataset = a.dataset AND b.item_id = a.item_id AND b.model > a.model
+        JOIN items i ON i.dataset = a.dataset AND i.item_id = a.item_id
+        WHERE a.dataset = ? AND i.track = ?
+        GROUP BY 1, 2 ORDER BY count(DISTINCT a.item_id) DESC, 1, 2 LIMIT 1""", [dataset, track]).fetchone()
+    return list(row) if row else []
+
+
 def merge_places(parts: dict[str, list[str]]) -> list[Place]:
     """Each dataset's tracks as (dataset, track) pairs, in dataset order."""
     return [(d, t) for d in sorted(parts) for t in parts[d]]

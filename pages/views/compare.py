@@ -12,8 +12,10 @@ con, vs = start("Compare two models")
 # opens where two models answered the same items (a chat task's dataset has none: "0 items both answered")
 dataset, track, _ = pick_track(con, vs, "cp", skills=False, shows=data(openings.compared_tracks))
 models = data(catalog.models_of, dataset, track) if track else []
-a = vs.one("a", models, models[0] if models else None)
-b = vs.one("b", models, models[1] if len(models) > 1 else None)
+# by default the two models that answered the most items both (the first two by name may share none)
+pair = data(openings.compared_pair, dataset, track) if len(models) > 1 else []
+a = vs.one("a", models, pair[0] if pair else models[0] if models else None)
+b = vs.one("b", models, pair[1] if pair else models[1] if len(models) > 1 else None)
 if len(models) >= 2:  # else the page says why, instead of two empty boxes
     m1, m2 = st.columns(2)  # a row of their own: beside the track a narrow window cuts the names to "bm25"
     with m1:

@@ -114,3 +114,23 @@ def test_the_leaderboard_opened_after_the_upload_page_stays_on_its_track(monkeyp
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert (chosen(at, "Dataset"), chosen(at, "Track")) == expected, page
+
+
+def test_compare_opens_on_the_two_models_that_answered_the_most_items_both(con, tmp_path):
+    """Models 'a' and 'b' (the first two by name) share no item; 'b' and 'c' share two, 'a' and 'c' one: Compare's
+    default pair is b and c, not the first two by name ("0 items both answered")."""
+    import pandas as pd
+
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
+    from support import write_jsonl
+
+    items = [{"item_id": f"t{i}", "dataset": "toy", "track": "toy/chitchat", "dialogue_id": f"d{i}",
+              "context": ["你好"], "references": ["你好 呀"]} for i in range(1, 5)]
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", items))
+    answered = {"a": ["t1"], "b": ["t2", "t3"], "c": ["t1", "t2", "t3"]}
+    for model, ids in answered.items():
+        pd.DataFrame({"item_id": ids, "model": model, "response": "好的"}).to_csv(tmp_path / f"{model}.csv", index=False)
+        import_responses(con, tmp_path / f"{model}.csv", dataset="toy", track="toy/chitchat")
+    assert openings.compared_pair(con, "toy", "toy/chitchat") == ["b", "c"]
+    assert openings.compared_pair(con, "toy", "no/such") == []
