@@ -5,7 +5,7 @@ import streamlit as st
 from evalcore.core.errors import ImportRefused
 from evalcore.core.export import safe_csv
 from evalcore.core.words import count
-from evalcore.pagedata import catalog, intake
+from evalcore.pagedata import boards, catalog, intake
 from evalcore.services import jobs
 from evalcore.services import upload as uploads
 from evalcore.store import WriteConflict, history, retrying
@@ -17,7 +17,8 @@ from pages.kit.text import md_escape, safe_filename
 from pages.kit.widgets import deferred, expander, grid
 
 con, vs = start("Upload")
-dataset, track, c = pick_track(con, vs, "up", skills=False)
+# opens where the Leaderboard has a board to place a new model on (not on a chat task's dataset, first by name)
+dataset, track, c = pick_track(con, vs, "up", skills=False, shows=data(boards.board_tracks))
 KINDS = ["responses", "ratings", "endpoint"]
 WORDS = {"responses": "Responses file", "ratings": "Ratings file", "endpoint": "An endpoint"}
 kind = vs.one("kind", KINDS, "responses")

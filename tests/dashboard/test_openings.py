@@ -96,6 +96,14 @@ def test_every_data_page_opened_from_the_navigation_draws_rows(monkeypatch, stor
         assert not at.warning and not at.info, [w.value for w in [*at.warning, *at.info]]
 
 
+def test_the_upload_page_opens_where_a_board_is(monkeypatch, store):
+    """The Upload page opened from the navigation opens on a track with a board to rank a new model on, not on the
+    chat task's dataset that sorts first by name."""
+    at = run("upload", monkeypatch, store)
+    assert not at.exception, [e.value for e in at.exception]
+    assert (chosen(at, "Dataset"), chosen(at, "Track")) == ("demo-zh", "kdconv/knowledge")
+
+
 def test_a_link_still_wins(monkeypatch, store):
     at = run("compare", monkeypatch, store, dataset=CHAT)
     assert chosen(at, "Dataset") == CHAT
