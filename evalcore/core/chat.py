@@ -298,17 +298,24 @@ def _kind(value) -> str:
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
+def _choices(raw: bytes, what: str, key: str | None) -> list:
+    """The `choices` list of one JSON answer or streamed chunk (it may be empty), else Refused."""
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise _not_protocol(what, raw, "not JSON", key) from None
+    choices = parsed.get("choices") if isinstance(parsed, dict) else None
+    if not isinstance(choices, list):
+        raise _not_protocol(what, raw, f"choices is {_kind(choices)}", key)
+    return choices
+
+
 def _answer(raw: bytes, endpoint: Endpoint, key: str | None) -> tuple[str, str | None]:
     """One JSON answer: (text, finish_reason), each of the type the protocol says, else Refused."""
     what = "reply without choices[0].message.content"
-    try:
-        answer = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise _not_protocol(what, raw, "not JSON", key) from None
-    choices = answer.get("choices") if isinstance(answer, dict) else None
-    if not isinstance(choices, list) or not choices:
-        raise _not_protocol(what, raw, "choices is an empty list" if choices == [] else f"choices is {_kind(choices)}",
-                            key)
+    choices = _choices(raw, what, key)
+    if not choices:
+        raise _not_protocol(what, raw, "choices is an empty list", key)
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
@@ -328,13 +335,7 @@ def _answer(raw: bytes, endpoint: Endpoint, key: str | None) -> tuple[str, str |
 def _chunk(data: bytes, finish: str | None, key: str | None) -> tuple[str, str | None]:
     """One streamed chunk's (text, finish_reason so far), each of the type the protocol says, else Refused."""
     what = "a streamed chunk that is not the protocol's"
-    try:
-        event = json.loads(data)
-    except (ValueError, RecursionError):
-        raise _not_protocol(what, data, "not JSON", key) from None
-    choices = event.get("choices") if isinstance(event, dict) else None
-    if not isinstance(choices, list):
-        raise _not_protocol(what, data, f"choices is {_kind(choices)}", key)
+    choices = _choices(data, what, key)
     if not choices:   # the usage chunk (stream_options.include_usage) has none
         return "", finish
     choice = choices[0]
