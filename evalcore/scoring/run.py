@@ -13,6 +13,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from evalcore.core.malloc import give_back
+from evalcore.core.text import blank as is_blank
 from evalcore.metrics import registry
 from evalcore.metrics.base import Metric
 from evalcore.metrics.neural import NeuralOptions
@@ -286,7 +287,7 @@ def _blank_notes(plan: Plan, data: pd.DataFrame, report: ScoreReport, label: str
     """Per model with responses that are empty or whitespace: how many, scored as what they are (an empty
     answer matches nothing a reference holds), and the pooled metrics that have no value for a model with
     nothing but blanks (no n-gram to count: unavailable, not 0). The other models are scored as usual."""
-    blank = data["text"].fillna("").str.strip() == ""
+    blank = data["text"].fillna("").map(is_blank).astype(bool)
     if not blank.any():
         return
     pooled = [m.name for m in plan.metrics if m.pools] if plan.system_aggregate == "corpus" else []
