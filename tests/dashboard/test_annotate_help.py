@@ -2,19 +2,11 @@
 "someone else takes your place on it, ...")."""
 from __future__ import annotations
 
-from evalcore.services.defaults import DEMO_TASK
-from evalcore.store import connect
-from evalcore.store import tasks as stored
-from support import copy_default_store
-from support.apptest import run
+from support.apptest import demo_task_store, run
 
 
 def test_the_skip_buttons_tooltip_is_a_whole_sentence(monkeypatch, tmp_path, default_store_file):
-    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
-    con = connect(db)
-    task = next(stored.get(con, int(t)) for t, n in con.execute("SELECT task_id, name FROM tasks").fetchall()
-                if n == DEMO_TASK)
-    con.close()
+    db, task = demo_task_store(tmp_path, default_store_file)
     at = run("annotate", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
     for box, value in zip(at.text_input, ("ann", task.access_code, "")):
         box.input(value)

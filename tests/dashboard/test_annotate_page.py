@@ -9,21 +9,10 @@ from __future__ import annotations
 import pytest
 
 from evalcore.core.errors import StoreError
-from evalcore.services.defaults import DEMO_TASK
 from evalcore.store import DiskFull, connect, history
 from evalcore.store import annotators as people
 from evalcore.store import tasks as stored
-from support import copy_default_store
-from support.apptest import run
-
-
-def _store(tmp_path, default_store_file):
-    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
-    con = connect(db)
-    task = next(stored.get(con, int(t)) for t, n in con.execute("SELECT task_id, name FROM tasks").fetchall()
-                if n == DEMO_TASK)
-    con.close()
-    return db, task
+from support.apptest import demo_task_store, run
 
 
 def _login(at, name: str, code: str, key: str = ""):
@@ -65,7 +54,7 @@ def _count(db) -> tuple:
 
 
 def test_an_annotator_rates_goes_back_and_resumes(monkeypatch, tmp_path, default_store_file):
-    db, task = _store(tmp_path, default_store_file)
+    db, task = demo_task_store(tmp_path, default_store_file)
     env = {"EVALCORE_DB": db}
     at = run("annotate", monkeypatch, env, task=str(task.task_id))
     assert at.dataframe[0].value["dimension"].tolist() == ["Info", "Coh"]   # what they will rate, before starting
@@ -104,7 +93,7 @@ def test_an_annotator_rates_goes_back_and_resumes(monkeypatch, tmp_path, default
 
 
 def test_a_personal_link_fills_the_form_and_leaves_the_address_bar(monkeypatch, tmp_path, default_store_file):
-    db, task = _store(tmp_path, default_store_file)
+    db, task = demo_task_store(tmp_path, default_store_file)
     con = connect(db)
     name, key = people.enter(con, "Dora")
     con.close()
@@ -118,7 +107,7 @@ def test_a_personal_link_fills_the_form_and_leaves_the_address_bar(monkeypatch, 
 
 
 def _rating(monkeypatch, tmp_path, default_store_file, name="ann"):
-    db, task = _store(tmp_path, default_store_file)
+    db, task = demo_task_store(tmp_path, default_store_file)
     at = _login(run("annotate", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id)), name, task.access_code)
     _kept(at, task) if name == "ann" else at.button(key="ann-kept").click().run()
     return db, task, at
@@ -208,7 +197,7 @@ def test_a_unit_filled_meanwhile_is_a_sentence_and_the_next_unit(monkeypatch, tm
 
 
 def test_nothing_left_while_units_are_held_says_when_they_free(monkeypatch, tmp_path, default_store_file):
-    db, task = _store(tmp_path, default_store_file)
+    db, task = demo_task_store(tmp_path, default_store_file)
     con = connect(db)
     n = len(stored.units(con, task.task_id))
     for k in range(n * task.per_item):   # every place claimed by someone looking at it, none answered
@@ -223,7 +212,7 @@ def test_nothing_left_while_units_are_held_says_when_they_free(monkeypatch, tmp_
 
 
 def test_creating_a_task_confirms_empties_the_form_and_links(monkeypatch, tmp_path, default_store_file):
-    db, _ = _store(tmp_path, default_store_file)
+    db, _ = demo_task_store(tmp_path, default_store_file)
     at = run("tasks", monkeypatch, {"EVALCORE_DB": db, "EVALCORE_ACCESS": None})
     at.text_input(key="tk-name-0").input("Chit-chat check")
     at.number_input(key="tk-items-0").set_value(16)
@@ -247,7 +236,7 @@ def test_wrong_access_codes_and_personal_keys_are_guesses_held_back(monkeypatch,
     monkeypatch.setattr(THROTTLE, "until", {})
     monkeypatch.setattr(BUDGET, "wrong", {})
     monkeypatch.setattr(THROTTLE, "_clock", lambda: 1000.0)   # a lock lasts while the test looks at it
-    db, task = _store(tmp_path, default_store_file)
+    db, task = demo_task_store(tmp_path, default_store_file)
     env = {"EVALCORE_DB": db}
     for k in range(5):   # each in a tab of its own: the address ('local' here) is counted, not only the session
         at = _login(run("annotate", monkeypatch, env, task=str(task.task_id)), "ann", f"wrong{k}")
@@ -277,7 +266,7 @@ def test_a_side_by_side_task_shows_its_ranking_per_dimension(monkeypatch, tmp_pa
     """Issue 46, item 4: Bradley-Terry ratings to one decimal with their notes as sentences under the table (not a
     column cut at 1400 px), and one win-rate matrix per dimension, the dimension named in it."""
     from evalcore.services.tasks import create_task
-    db, _ = _store(tmp_path, default_store_file)
+    db, _ = demo_task_store(tmp_path, default_store_file)
     con = connect(db)
     task = stored.get(con, create_task(con, dataset="demo-zh", mode="pairwise", dimensions=["Info", "Coh"], items=4,
                                        per_item=1, seed=3))
@@ -300,7 +289,7 @@ def test_a_side_by_side_task_shows_its_ranking_per_dimension(monkeypatch, tmp_pa
 def test_the_task_picker_and_header_never_show_the_tasks_name(monkeypatch, tmp_path, default_store_file):
     """A rating task's name is the lab's free text and may name a model ("gpt-secret vs llama-secret"): raters see
     'Rating task N (mode, units)' in the picker and above the task, never the name (issue 61, C12)."""
-    db, task = _store(tmp_path, default_store_file)
+    db, task = demo_task_store(tmp_path, default_store_file)
     con = connect(db)
     con.execute("UPDATE tasks SET name = ? WHERE task_id = ?", ["gpt-secret vs llama-secret", task.task_id])
     con.close()

@@ -4,19 +4,13 @@ previous task's, drawn over only after the new task's results were computed: its
 before them)."""
 from __future__ import annotations
 
-from evalcore.services.defaults import DEMO_TASK
 from evalcore.store import connect
 from evalcore.store import tasks as stored
-from support import copy_default_store
-from support.apptest import run
+from support.apptest import demo_task_store, run
 
 
 def test_the_new_tasks_link_and_code_and_never_the_previous_ones(monkeypatch, tmp_path, default_store_file):
-    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
-    con = connect(db)
-    old = next(stored.get(con, int(t)) for t, n in con.execute("SELECT task_id, name FROM tasks").fetchall()
-               if n == DEMO_TASK)
-    con.close()
+    db, old = demo_task_store(tmp_path, default_store_file)
     at = run("tasks", monkeypatch, {"EVALCORE_DB": db, "EVALCORE_ACCESS": None}, task=str(old.task_id))
     assert any(old.access_code in t.value for t in at.text)          # the previous task, with its code, on screen
     at.text_input(key="tk-name-0").input("Second task")

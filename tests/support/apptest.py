@@ -1,11 +1,24 @@
 """A page of the dashboard through Streamlit's AppTest (no browser, no server): run(page, monkeypatch, env, **query)
 opens it with the environment and URL parameters given and fails on any exception it shows; charts(at) lists
-its charts."""
+its charts; demo_task_store(tmp_path, default_store_file) is a copy of the default store and its demo rating task."""
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from support import ROOT
+from evalcore.services.defaults import DEMO_TASK
+from evalcore.store import connect
+from evalcore.store import tasks as stored
+from support import ROOT, copy_default_store
+
+
+def demo_task_store(tmp_path, default_store_file) -> tuple:
+    """(a copy of the default store in tmp_path, its demo rating task (DEMO_TASK))."""
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    con = connect(db)
+    task = next(stored.get(con, int(t)) for t, n in con.execute("SELECT task_id, name FROM tasks").fetchall()
+                if n == DEMO_TASK)
+    con.close()
+    return db, task
 
 
 def charts(at: AppTest) -> list:
