@@ -293,6 +293,7 @@ def trust_state(con: duckdb.DuckDBPyConnection, task: stored.ChatTask) -> dict:
     recent = jobs.listing(con, task.target, limit=1)
     job = recent.iloc[0].to_dict() if len(recent) else None
     busy = job is not None and job["state"] in ("queued", "running")
+    failed = job is not None and job["state"] in ("failed", "interrupted")
     ready = bool(accepted) and ("dialogue", "computed") in trust_choices(con, task.target)
     if not accepted:
         missing = "no accepted conversations yet: accept rated ones under Review"
@@ -301,13 +302,12 @@ def trust_state(con: duckdb.DuckDBPyConnection, task: stored.ChatTask) -> dict:
     elif busy:
         missing = (f"scoring job {job['job_id']} is {job['state']}" + (f" ({job['detail']})" if job["detail"] else "")
                    + (": the conversations accepted since are scored when it ends" if ready else ""))
-    elif job is not None and job["state"] in ("failed", "interrupted"):
+    elif failed:
         missing = f"scoring job {job['job_id']} {job['state']}: {job['detail'] or 'no reason recorded'}"
     elif not ready:
         missing = "the accepted conversations are not scored yet"
     else:
         missing = None
-    failed = job is not None and job["state"] in ("failed", "interrupted")
     return {"ready": ready, "missing": missing, "job": job,
             "score": bool(accepted) and not busy and (failed or not ready)}
 
