@@ -1,7 +1,7 @@
 """Benchmark: how long each dashboard page takes to draw in a real browser (headless Chromium).
 
     python bench/browser.py [--db PATH] [--runs 5] [--pages a,b,c] [--port P] [--cold] [--fresh] [--check-empty] [--out F]
-                            [--width 1400] [--baseline] [--screenshots DIR]
+                            [--width 1400] [--baseline] [--floor] [--screenshots DIR]
 
 Without --db, builds a store with `python -m evalcore init` (timed: "store build"). Starts
 `python app.py` (streamlit run) on that store and waits for /_stcore/health. Pages are the url_path="..."
@@ -31,6 +31,11 @@ rule; its first visit too), and prints per page its median, the bare app's media
 the project's rule is that pages are measured as a ratio to a bare Streamlit app in the same loop.
 With --baseline the timed visits go round by round (every page once, then the bare app, then again)
 instead of page by page, so that load on the machine hits pages and baseline alike.
+--floor (with --baseline): also each page's floor, bench/floor_app.py: the same navigation and the same elements
+with their data, recorded from the page's first run on the same store (AppTest) and sent back as they are, with
+none of the dashboard's work; timed in the same rounds as "floor NAME". The table then splits each page's ratio to
+the bare app in two: floor / bare (Streamlit and the browser drawing those elements, whoever computes them) and
+page / floor (the dashboard's own work: the store, the computing, building the elements).
 --screenshots DIR: after the timed loads, one PNG per page (and the bare app) into DIR, taken in a
 fresh context at the viewport width once the page has drawn and its script has finished (at most
 15 s more) plus 2 s; the viewport is then made as tall as Streamlit's scrolling pane, so the PNG
@@ -144,6 +149,16 @@ class BareServer(Server):
         return [sys.executable, "-m", "streamlit", "run", str(ROOT / "bench" / "bare_app.py")]
 
 
+class FloorServer(Server):
+    """bench/floor_app.py under `streamlit run`, serving the recording in `self.db` (--floor)."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "streamlit", "run", str(ROOT / "bench" / "floor_app.py")]
+
+    def env(self) -> dict[str, str]:
+        return {**{k: v for k, v in os.environ.items() if k != "EVALCORE_DB"}, "FLOOR_FILE": self.db}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -239,6 +254,8 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true",
                         help="also time bench/bare_app.py (streamlit run, another port) in the same loop; "
                              "print each page's median as a ratio to the bare app's")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --baseline: also time each page's floor (bench/floor_app.py) in the same rounds")
     parser.add_argument("--screenshots", metavar="DIR", help="after the timed loads, a full-page PNG per page here")
     args = parser.parse_args()
 
@@ -255,6 +272,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-browser-"))
     server = Server(args.db or str(tmp / "store.duckdb"), args.port, tmp / "streamlit.log")
     bare = BareServer(None, free_port(), tmp / "bare.log") if args.baseline else None
+    if args.floor and not args.baseline:
+        sys.exit("--floor goes with --baseline")
+    floor = FloorServer(str(tmp / "floor.pkl"), free_port(), tmp / "floor.log") if args.floor else None
     info = {"nproc": len(os.sched_getaffinity(0)), "streamlit": version("streamlit"),
             "date": datetime.datetime.now().isoformat(" ", "seconds"), "runs": args.runs, "cold": args.cold,
             "viewport": dict(VIEWPORT), "store_build_s": None, "pages": []}
@@ -267,6 +287,10 @@ def main() -> None:
                            capture_output=True)
             info["store_build_s"] = round(time.perf_counter() - start, 2)
             print(f"store build: {info['store_build_s']:.1f} s ({server.db})")
+        if floor:   # recorded before the server opens the store (one process at a time may hold it)
+            subprocess.run([sys.executable, "bench/floor_app.py", "--record", floor.db, "--db", server.db,
+                            "--pages", ",".join(p.split("?")[0] for p in pages)], cwd=ROOT, check=True,
+                           capture_output=True)
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:
@@ -282,6 +306,9 @@ def main() -> None:
             server.start()
             if bare:
                 bare.start()
+            if floor:
+                floor.start()
+            floors = {f"floor {n}": p.split("?")[0] for n, p in pages.items()} if floor else {}
             first = {}
             for name, path in pages.items():
                 if args.cold and first:
@@ -290,13 +317,18 @@ def main() -> None:
                 first[name] = load(browser, server.base + path)[0]
             if bare:
                 first[BARE] = load(browser, bare.base + "/")[0]
+            for name, path in floors.items():
+                first[name] = load(browser, floor.base + path)[0]
             results = {name: ([], set(), None) for name in pages}
             if bare:
-                # Round by round: every page once, then the bare app, so both see the same machine load.
+                # Round by round: every page once, then the floors and the bare app, so all see the same machine load.
                 results[BARE] = ([], set(), None)
+                results |= {name: ([], set(), None) for name in floors}
+                visits = ([(n, server.base, p) for n, p in pages.items()] + [(BARE, bare.base, "/")]
+                          + [(n, floor.base, p) for n, p in floors.items()])
                 for i in range(args.runs):
-                    for name, base, path in [(n, server.base, p) for n, p in pages.items()] + [(BARE, bare.base, "/")]:
-                        t, d, a = load(browser, base + path, args.check_empty and i == args.runs - 1 and name != BARE)
+                    for name, base, path in visits:
+                        t, d, a = load(browser, base + path, args.check_empty and i == args.runs - 1 and name in pages)
                         results[name][0].append(t)
                         results[name][1].add(d)
                         if a is not None:
@@ -315,7 +347,8 @@ def main() -> None:
                     print(f"  measured {name}: first {fmt(first[name]).strip()} s, runs {[round(t, 2) for t in times]}",
                           flush=True)
             for name, (times, drawn, alerts) in results.items():
-                path = "/ (bare_app.py)" if name == BARE else pages[name]
+                path = ("/ (bare_app.py)" if name == BARE else f"{floors[name]} (floor_app.py)" if name in floors
+                        else pages[name])
                 ok = [t for t in times if not math.isnan(t)]
                 row = {"page": name, "url": path, "first": first[name], "runs": times,
                        "median": statistics.median(ok) if ok else math.nan, "min": min(ok, default=math.nan),
@@ -334,8 +367,9 @@ def main() -> None:
             browser.close()
     finally:
         server.stop()
-        if bare:
-            bare.stop()
+        for other in (bare, floor):
+            if other:
+                other.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
     w = max([14] + [len(r["page"]) for r in info["pages"]])
@@ -354,12 +388,25 @@ def main() -> None:
         info["bare_median"] = base
         print(f"\nratio to the bare app (bench/bare_app.py, a title and a 10x3 st.dataframe), timed in the same loop"
               f" at {VIEWPORT['width']}x{VIEWPORT['height']}")
-        print(f"{'page':18s} {'median':>7s} {'bare':>7s} {'ratio':>7s}")
+        medians = {r["page"]: r["median"] for r in info["pages"]}
+
+        def ratio(a: float, b: float) -> float:
+            return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+        def show(x: float) -> str:
+            return "    NaN" if math.isnan(x) else format(x, "7.2f")
+
+        print(f"{'page':18s} {'median':>7s} {'bare':>7s} {'ratio':>7s}"
+              + (f" {'floor':>7s} {'floor/bare':>10s} {'page/floor':>10s}" if floor else ""))
         for r in info["pages"]:
-            if r["page"] != BARE:
-                r["ratio"] = r["median"] / base if base and not math.isnan(base) else math.nan
-                print(f"{r['page']:18s} {fmt(r['median']):>7s} {fmt(base):>7s} "
-                      f"{'    NaN' if math.isnan(r['ratio']) else format(r['ratio'], '7.2f')}")
+            if r["page"] in pages:
+                r["ratio"] = ratio(r["median"], base)
+                line = f"{r['page']:18s} {fmt(r['median']):>7s} {fmt(base):>7s} {show(r['ratio'])}"
+                if floor:
+                    f = medians[f"floor {r['page']}"]
+                    r["floor"], r["floor_ratio"], r["over_floor"] = f, ratio(f, base), ratio(r["median"], f)
+                    line += f" {fmt(f):>7s} {show(r['floor_ratio']):>10s} {show(r['over_floor']):>10s}"
+                print(line)
     if args.out:
         clean = json.loads(json.dumps(info), parse_constant=lambda c: None)  # NaN -> null
         Path(args.out).write_text(json.dumps(clean, indent=2, ensure_ascii=False))
