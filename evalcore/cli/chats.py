@@ -31,14 +31,20 @@ def create(con, args) -> None:
                                   per_scenario=args.per_scenario, max_rounds=args.max_rounds,
                                   n_scenarios=args.scenarios, seed=args.seed, dimensions=_split(args.dimensions),
                                   flags=_split(args.flags), guidelines=guidelines, name=args.name,
-                                  review=not args.no_review, target=args.target, created_by=history.current_user())
+                                  review=not args.no_review, target=args.target, created_by=history.current_user(),
+                                  simulators=_split(args.simulators), people=not args.no_people)
     task = stored.get(con, task_id)
     n = len(stored.conversations(con, task_id))
     print(task_id)
-    print(f"chat task {task_id}: {n} conversations ({n // task.per_scenario // len(task.endpoints)} scenarios x "
-          f"{len(task.endpoints)} endpoints x {task.per_scenario}); people open the dashboard's /chat?task={task_id} "
-          f"page and give the access code {task.access_code} with their name; accepted conversations become dataset "
-          f"{task.target}", file=sys.stderr)
+    holders = int(task.people) + len(task.simulators)
+    print(f"chat task {task_id}: {n} conversations ({n // task.per_scenario // len(task.endpoints) // holders} scenarios x "
+          f"{len(task.endpoints)} endpoints x {task.per_scenario}"
+          + (f" x {holders} holders: {'people, ' if task.people else ''}{', '.join(task.simulators)}" if task.simulators
+             else "") + ")"
+          + (f"; people open the dashboard's /chat?task={task_id} page and give the access code {task.access_code} "
+             f"with their name; accepted conversations become dataset {task.target}" if task.people else "")
+          + (f"; `evalcore chat simulate {task_id}` runs the simulated ones (each simulator's become dataset "
+             f"{task.target}-sim-<simulator>)" if task.simulators else ""), file=sys.stderr)
 
 
 def listing(con, args) -> None:

@@ -374,6 +374,9 @@ def chat_create(p):
                                                        "chat-<id>-<dataset>)")
     p.add_argument("--no-review", action="store_true", help="count a conversation once it is rated (default: a "
                                                             "reviewer accepts it first, as MSDE's experts did)")
+    p.add_argument("--simulators", metavar="S1,S2", help="registered simulators (`evalcore simulator list`) that also "
+                   "hold K conversations per scenario and endpoint, run by `evalcore chat simulate TASK`")
+    p.add_argument("--no-people", action="store_true", help="only the simulators hold conversations (with --simulators)")
 
 
 @command("chat list", "every chat task with its conversations' states", "chats:listing", READS)
@@ -408,10 +411,62 @@ def chat_review(p):
     what.add_argument("--send-back", metavar="REASON", help="a fresh conversation takes its place, for someone else")
 
 
+@command("chat simulate", "run a task's simulated conversations (each simulator with each endpoint on each scenario) "
+         "until each ends and rates itself; resumable", "simulation:simulate", WRITES)
+def chat_simulate(p):
+    chat_id(p)
+    p.add_argument("--simulators", metavar="S1,S2", help="only these of the task's simulators (default: all)")
+    p.add_argument("--concurrency", type=names.count(1), metavar="N",
+                   help="conversations at once (default: the smallest concurrency of the endpoints involved)")
+
+
 @command("chat export", "every message (time, person, endpoint), rating and flag, as CSV files", "chats:export", READS)
 def chat_export(p):
     chat_id(p)
     p.add_argument("--out", required=True, metavar="DIR")
+
+
+group("simulator", "simulated users: an endpoint playing the user of a chat task's scenarios, with a user template, a "
+      "persona style and a seed: add, list, show", "action")
+
+
+@command("simulator add", "register a simulator (an endpoint that plays the user)", "simulation:add", WRITES)
+def simulator_add(p):
+    p.add_argument("name", type=written_text("name"))
+    db(p)
+    p.add_argument("--endpoint", required=True, help="the registered endpoint that plays the user")
+    p.add_argument("--style", default="cooperative",
+                   choices=["cooperative", "terse", "impatient", "withholding", "off-topic"],
+                   help="how the user behaves (evalcore/simulation/styles.toml; default %(default)s)")
+    p.add_argument("--template", metavar="NAME_OR_FILE", help="a shipped user template's name or a TOML file "
+                   "(default: each skill's shipped one, user-<skill>-<zh|en>)")
+    p.add_argument("--seed", type=int, default=0, help="recorded in the signature (sent as the endpoint's seed "
+                   "only when the endpoint has none)")
+    p.add_argument("--replace", action="store_true", help="change a registered simulator (tasks keep what they froze)")
+
+
+@command("simulator list", "every registered simulator", "simulation:listing", READS)
+def simulator_list(p):
+    db(p)
+    output(p)
+
+
+@command("simulator show", "a simulator and the user template it uses for a skill and language, in full",
+         "simulation:show", READS)
+def simulator_show(p):
+    p.add_argument("name")
+    db(p)
+    p.add_argument("--skill", default="knowledge", help="the skill whose template to show (default %(default)s)")
+    p.add_argument("--language", default="zh", help="zh or en (default %(default)s)")
+
+
+@command("simulator-audit", "can a task's simulated users stand in for its people? rankings (Kendall tau), "
+         "differences and behaviour, with bootstrap intervals", "simulation:audit", READS)
+def simulator_audit(p):
+    db(p)
+    p.add_argument("--task", type=int, required=True, metavar="N", help="a chat task with people and simulators")
+    p.add_argument("--all", action="store_true", help="count every rated conversation, not only accepted ones")
+    output(p)
 
 
 group("task", "human rating tasks: create, list, show, close, reopen, delete, export, annotators, reset-key", "action")

@@ -485,6 +485,23 @@ def _chat_one(http: httpx2.Client, endpoint: Endpoint, messages: list[dict], key
                           time.monotonic() - start)
     raise AssertionError("unreachable")
 
+class Caller:
+    """One endpoint asked from many threads, one request at a time each (a simulated conversation's turns): a pooled
+    client for `connections` requests in flight, retried as chat_iter retries. The key is read when the caller is
+    made (a run's start, as chat_iter reads it) and is never part of what it prints or returns."""
+
+    def __init__(self, endpoint: Endpoint, connections: int = 8, *, retries: int = 3, backoff: float = 0.5):
+        self.endpoint, self.retries, self.backoff = endpoint, max(1, int(retries)), backoff
+        self._key = read_key(endpoint.api_key_env)
+        self.http = client_for(endpoint, max(1, int(connections)))
+
+    def ask(self, messages: list[dict]) -> Reply:
+        return _chat_one(self.http, self.endpoint, messages, self._key, self.retries, self.backoff)
+
+    def close(self) -> None:
+        self.http.close()
+
+
 def chat_iter(endpoint: Endpoint, conversations: Iterable[tuple[K, list[dict]]], *, concurrency: int = 8,
               retries: int = 3, backoff: float = 0.5, stop: threading.Event | None = None) -> Iterator[tuple[K, Reply]]:
     """(key, reply) for each (key, messages), as the replies come. At most `concurrency` requests are in flight

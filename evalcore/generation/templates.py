@@ -125,7 +125,7 @@ def _part(spec: dict, key: str, value) -> str:
     return "\n".join([spec.get("header", f"{key}:")] + lines)
 
 
-def _parse(text: str, source: str, where: str) -> Template:
+def parse(text: str, source: str, where: str) -> Template:
     """A template from its file's text; ValueError naming the file and the field for one that cannot be used."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise ValueError(f"{where}: a template of more than {MAX_BYTES // 1024} KB")
@@ -161,7 +161,7 @@ def _parse(text: str, source: str, where: str) -> Template:
 def shipped() -> tuple[Template, ...]:
     """The templates that ship with evalcore, by name: read once per process (a chat resolves its template for every
     reply, and read anew that was sixteen files per message)."""
-    return tuple(sorted((_parse(p.read_text(encoding="utf-8"), "shipped", p.name) for p in HERE.glob("*.toml")),
+    return tuple(sorted((parse(p.read_text(encoding="utf-8"), "shipped", p.name) for p in HERE.glob("*.toml")),
                         key=lambda t: t.name))
 
 
@@ -181,7 +181,7 @@ def load(path: str | Path) -> Template:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"template {path}: cannot be read ({exc})") from None
-    return _parse(text, str(path), str(path))
+    return parse(text, str(path), str(path))
 
 
 def pick(skill: str | None, language: str | None) -> Template:

@@ -27,7 +27,9 @@ from evalcore.metrics.registry import METRICS
 from evalcore.services import jobs
 from evalcore.services.tasks import dimension_specs
 from evalcore.store import chats as stored
+from evalcore.simulation.templates import resolve as user_template
 from evalcore.store.endpoints import get as get_endpoint
+from evalcore.store.simulators import get as get_simulator
 from evalcore.store.history import current_user
 from evalcore.store.tasks import Dimension
 from evalcore.store.transactions import transaction
@@ -89,11 +91,31 @@ def settings_of(con: duckdb.DuckDBPyConnection, task_id: int | None, endpoint_na
     return out
 
 
+def simulator_settings(con: duckdb.DuckDBPyConnection, task_id: int, simulator_names: list[str], skill: str | None,
+                       language: str | None) -> dict:
+    """Per simulator, frozen into the task: what decides how it plays the user (served model, host, user template
+    and its hash with the style's sentence, style, sampling, seed) and the signature its conversations carry."""
+    out = {}
+    for name in simulator_names:
+        sim = get_simulator(con, name)
+        entry = get_endpoint(con, sim.endpoint)
+        user = user_template(sim.template, skill, language, sim.style)
+        signature = "|".join([f"sim:{entry.model}@{entry.endpoint().host}", f"tpl:{user.name}#{user.sha256[:12]}",
+                              f"style:{sim.style}", f"t:{entry.temperature}", f"p:{entry.top_p}",
+                              f"max:{entry.max_tokens}", f"seed:{sim.seed}", f"items:chat{task_id}",
+                              f"evalcore:{__version__}"])
+        out[name] = {"endpoint": sim.endpoint, "served_model": entry.model, "host": entry.endpoint().host,
+                     "template": user.name, "template_source": user.template.source, "template_sha256": user.sha256,
+                     "style": sim.style, "temperature": entry.temperature, "top_p": entry.top_p,
+                     "max_tokens": entry.max_tokens, "seed": sim.seed, "signature": signature, "evalcore": __version__}
+    return out
+
+
 def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, endpoints: list[str],
                 per_scenario: int = 1, max_rounds: int = 10, n_scenarios: int | None = DEFAULT_SCENARIOS, seed: int = 0,
                 dimensions: list[str] | None = None, flags: list[str] | None = None, guidelines: str = "",
                 name: str | None = None, review: bool = True, target: str | None = None,
-                created_by: str | None = None) -> int:
+                created_by: str | None = None, simulators: list[str] | None = None, people: bool = True) -> int:
     """Draw the scenarios and store the task; its id. Its sizes are checked first (stored.check_bounds, the bounds
     the page's controls stop at), before anything is drawn."""
     stored.check_bounds(n_scenarios=n_scenarios, per_scenario=per_scenario, max_rounds=max_rounds)
@@ -102,6 +124,8 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
     language, _ = dataset_language(con, dataset)
     for e in endpoints:
         get_endpoint(con, e)
+    for sim in simulators or []:
+        get_simulator(con, sim)
     wanted = dimensions or DIMENSIONS_BY_SKILL.get(skill or "", DEFAULT_DIMENSIONS)
     specs = [Dimension(d.dimension, d.min, d.max, d.description, d.question)
              for d in dimension_specs(con, dataset, wanted)]
@@ -117,7 +141,9 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
                          per_scenario=per_scenario,
                          max_rounds=max_rounds, dimensions=specs,
                          flags=DEFAULT_FLAGS if flags is None else flags, scenarios=chosen, guidelines=guidelines,
-                         seed=seed, review=review, created_by=created_by or current_user())
+                         seed=seed, review=review, created_by=created_by or current_user(),
+                         simulators=(lambda task_id: simulator_settings(con, task_id, simulators, skill, language))
+                         if simulators else None, people=people)
 
 
 def blind_label(task: stored.ChatTask) -> str:
@@ -130,12 +156,10 @@ def blind_label(task: stored.ChatTask) -> str:
     return f"Chat task {task.task_id}" if named else label
 
 
-def model_messages(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, conversation_id: int) -> list[dict]:
-    """What the endpoint is sent for its next turn: its template over the scenario's grounding and the
-    conversation so far (the same rendering generation uses)."""
-    conv = stored.conversation(con, conversation_id)
-    scene = stored.scenario(con, task.task_id, conv.scenario)
-    setting = task.settings[conv.endpoint]
+def system_template(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, endpoint: str):
+    """The generation template an endpoint of the task answers with, as the task froze it (refused if its file has
+    changed since: the replies would not match the task's signature)."""
+    setting = task.settings[endpoint]
     language, _ = dataset_language(con, task.dataset)
     source = setting["template_source"]
     template = resolve(setting["template"] if source == "shipped" else source, None, language)
@@ -143,6 +167,15 @@ def model_messages(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, conver
         raise ValueError(f"the template {setting['template']} changed since the task was made (its sha256 was "
                          f"{setting['template_sha256'][:12]}, now {template.sha256[:12]}): its replies would not "
                          "match the task's signature")
+    return template
+
+
+def model_messages(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, conversation_id: int) -> list[dict]:
+    """What the endpoint is sent for its next turn: its template over the scenario's grounding and the
+    conversation so far (the same rendering generation uses)."""
+    conv = stored.conversation(con, conversation_id)
+    scene = stored.scenario(con, task.task_id, conv.scenario)
+    template = system_template(con, task, conv.endpoint)
     frame = stored.messages(con, conversation_id)
     return template.render(frame["text"].tolist(), scene["grounding"], frame["role"].tolist())
 
@@ -179,6 +212,7 @@ def results(con: duckdb.DuckDBPyConnection, task_id: int, *, counted: tuple[str,
     a 95% bootstrap interval over conversations; and how many were sent back. Only `counted` states count."""
     task = stored.get(con, task_id)
     convs = stored.conversations(con, task_id)
+    convs = convs[convs["simulator"].isna()]   # people's: simulated users are the simulator audit's (evalcore.simulation)
     use = convs[convs["state"].isin(counted)]
     rows = []
     latest = con.execute("""
@@ -250,16 +284,19 @@ def reference_free() -> list[str]:
     return [n for n, m in METRICS.items() if not m.needs_references and not m.needs_model]
 
 
-def queue_scoring(con: duckdb.DuckDBPyConnection, task: stored.ChatTask) -> int:
+def queue_scoring(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, dataset: str | None = None) -> int:
     """Inside an acceptance's transaction: the scoring job of the task's dataset, recorded as queued (the server
     runs a queued job nobody ran, as it does an upload's); its id. A job of the same steps still queued is the one:
-    it reads the dialogues when it starts, so it scores this one too (a started one may have read them already)."""
+    it reads the dialogues when it starts, so it scores this one too (a started one may have read them already).
+    `dataset`: where the accepted dialogue went (a simulator's own dataset, ChatTask.target_of); the task's target
+    when None."""
+    dataset = dataset or task.target
     steps = [{"track": task.track, "flavor": "default", "tokenizer": None, "metrics": reference_free()}]
     for job_id, raw in con.execute("SELECT job_id, steps FROM jobs WHERE dataset = ? AND state = 'queued' "
-                                   "ORDER BY job_id DESC", [task.target]).fetchall():
+                                   "ORDER BY job_id DESC", [dataset]).fetchall():
         if json.loads(raw) == steps:
             return int(job_id)
-    return jobs.create(con, task.target, steps)
+    return jobs.create(con, dataset, steps)
 
 
 def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, *, accept: bool,
@@ -268,7 +305,7 @@ def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, 
     the scoring job an accepted one was queued with: start it, or the server runs it at its next check)."""
     queued: dict = {}
     new = stored.review(con, conversation_id, reviewer, accept=accept, reason=reason,
-                        then=lambda c, task: queued.setdefault("job", queue_scoring(c, task)))
+                        then=lambda c, task, where: queued.setdefault("job", queue_scoring(c, task, where)))
     return new, queued.get("job")
 
 
@@ -277,7 +314,7 @@ def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, d
     """One rating (stored.rate); the scoring job queued when it accepted the conversation (a task without review)."""
     queued: dict = {}
     stored.rate(con, conversation_id, annotator, dimension, value,
-                then=lambda c, task: queued.setdefault("job", queue_scoring(c, task)))
+                then=lambda c, task, where: queued.setdefault("job", queue_scoring(c, task, where)))
     return queued.get("job")
 
 

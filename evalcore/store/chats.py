@@ -62,7 +62,10 @@ def visible(text: str) -> bool:
     return any(not (c.isspace() or c in BLANK or unicodedata.category(c) in ("Cf", "Cc")) for c in text)
 
 
-Accepted = Callable[[duckdb.DuckDBPyConnection, "ChatTask"], object]   # what runs in an acceptance's transaction
+# what runs in an acceptance's transaction: (the connection, the task, the dataset the dialogue went to)
+Accepted = Callable[[duckdb.DuckDBPyConnection, "ChatTask", str], object]
+SIMULATED = "simulator:"          # a simulated conversation's annotator: "simulator:<name>" (no person's name has a colon
+#                                   ... a person's may: the `simulator` column, not this, tells them apart)
 
 
 class NotYours(ValueError):
@@ -93,10 +96,17 @@ class ChatTask:
     state: str
     created_by: str | None
     created_at: datetime
+    simulators: dict     # per simulator: how it plays the user (endpoint, template and its hash, style, sampling, seed)
+    people: bool         # whether people hold conversations too (else only the simulators do)
 
     @property
     def origin(self) -> str:
         return f"chat:{self.task_id}"
+
+    def target_of(self, simulator: str | None) -> str:
+        """The dataset a conversation becomes a dialogue of: people's, the task's target; a simulator's, its own
+        (<target>-sim-<simulator>), so no board, correlation or trust view mixes simulated users with people."""
+        return self.target if simulator is None else f"{self.target}-sim-{simulator}"
 
 
 @dataclass(frozen=True)
@@ -111,15 +121,18 @@ class Conversation:
     goal: bool | None
     reason: str | None
     dialogue_id: str | None
+    simulator: str | None = None
 
 
 def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: str, target: str | None,
            endpoints: list[str], settings: dict | Callable[[int], dict], per_scenario: int, max_rounds: int,
            dimensions: list[Dimension], flags: list[str], scenarios: pd.DataFrame, guidelines: str = "",
-           seed: int = 0, review: bool = True, created_by: str | None = None) -> int:
+           seed: int = 0, review: bool = True, created_by: str | None = None,
+           simulators: dict | Callable[[int], dict] | None = None, people: bool = True) -> int:
     """Store a chat task, its scenarios (columns dialogue_id, grounding as a dict, opening) and one open
-    conversation per (scenario, endpoint, slot), in one transaction; its id. `settings` may be a function of the new
-    task's id (its signatures name it); `target` None: chat-<id>-<dataset>."""
+    conversation per (scenario, endpoint, slot) for people (unless `people` is False) and per (scenario, endpoint,
+    simulator, slot) for each simulator, in one transaction; its id. `settings` and `simulators` may be functions of
+    the new task's id (their signatures name it); `target` None: chat-<id>-<dataset>."""
     check_settings(name=name, guidelines=guidelines, seed=seed)
     check_lookalike(con, "chat_tasks", name)
     if len(set(endpoints)) != len(endpoints) or not endpoints:
@@ -127,34 +140,42 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
     if scenarios.empty:
         raise ValueError(f"no scenarios: track {track!r} of {dataset!r} has no stored dialogues")
     check_bounds(n_scenarios=len(scenarios), per_scenario=per_scenario, max_rounds=max_rounds)
+    if not people and not simulators:
+        raise ValueError("a task without people needs one or more simulators (--simulators)")
     now = datetime.now().replace(microsecond=0)
     with transaction(con):
         bump_revision(con)
         task_id = next_id(con, "chat_tasks", "task_id")
         settings = settings(task_id) if callable(settings) else settings
+        simulators = (simulators(task_id) if callable(simulators) else simulators) or {}
         target = target or f"chat-{task_id}-{dataset}"
-        con.execute("INSERT INTO chat_tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)",
+        con.execute("INSERT INTO chat_tasks (task_id, name, dataset, track, target, endpoints, settings, per_scenario, "
+                    "max_rounds, dimensions, flags, guidelines, seed, review, access_code, state, created_by, "
+                    "created_at, simulators, people) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
                     [task_id, name, dataset, track, target, json.dumps(endpoints), json.dumps(settings, ensure_ascii=False),
                      per_scenario, max_rounds, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      json.dumps(flags, ensure_ascii=False), guidelines, seed, review, secrets.token_hex(3),
-                     created_by, now])
+                     created_by, now, json.dumps(simulators, ensure_ascii=False), people])
         rows = scenarios.reset_index(drop=True)
         con.executemany("INSERT INTO chat_scenarios VALUES (?, ?, ?, ?, ?)",
                         [[task_id, i + 1, r.dialogue_id, json.dumps(r.grounding or {}, ensure_ascii=False),
                           r.opening if isinstance(r.opening, str) and r.opening else None]
                          for i, r in enumerate(rows.itertuples(index=False))])
         first = last_id(con, "chat_conversations", "conversation_id")
-        slots = [(s, e, k) for s in range(1, len(rows) + 1) for e in endpoints for k in range(1, per_scenario + 1)]
-        con.executemany("INSERT INTO chat_conversations (conversation_id, task_id, scenario, endpoint, slot, state) "
-                        "VALUES (?, ?, ?, ?, ?, 'open')",
-                        [[first + i + 1, task_id, s, e, k] for i, (s, e, k) in enumerate(slots)])
+        holders = ([None] if people else []) + list(simulators)
+        slots = [(s, e, k, h) for s in range(1, len(rows) + 1) for e in endpoints for h in holders
+                 for k in range(1, per_scenario + 1)]
+        con.executemany("INSERT INTO chat_conversations (conversation_id, task_id, scenario, endpoint, slot, state, "
+                        "simulator) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+                        [[first + i + 1, task_id, s, e, k, h] for i, (s, e, k, h) in enumerate(slots)])
     return int(task_id)
 
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> ChatTask:
     rows = con.execute("SELECT task_id, name, dataset, track, target, endpoints, settings, per_scenario, max_rounds, "
-                       "dimensions, flags, guidelines, seed, review, access_code, state, created_by, created_at "
-                       "FROM chat_tasks WHERE task_id = ?", [task_id]).fetchall()
+                       "dimensions, flags, guidelines, seed, review, access_code, state, created_by, created_at, "
+                       "coalesce(simulators, '{}'), coalesce(people, true) FROM chat_tasks WHERE task_id = ?",
+                       [task_id]).fetchall()
     if not rows:
         raise ValueError(f"no chat task {task_id}")
     r = list(rows[0])
@@ -163,6 +184,7 @@ def get(con: duckdb.DuckDBPyConnection, task_id: int) -> ChatTask:
     r[9] = tuple(Dimension(**d) for d in json.loads(r[9]))
     r[10] = tuple(json.loads(r[10]))
     r[11] = r[11] or ""
+    r[18] = json.loads(r[18])
     return ChatTask(*r)
 
 
@@ -191,7 +213,8 @@ def conversations(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
 
 def conversation(con: duckdb.DuckDBPyConnection, conversation_id: int) -> Conversation:
     rows = con.execute("SELECT conversation_id, task_id, scenario, endpoint, slot, annotator, state, goal, reason, "
-                       "dialogue_id FROM chat_conversations WHERE conversation_id = ?", [conversation_id]).fetchall()
+                       "dialogue_id, simulator FROM chat_conversations WHERE conversation_id = ?",
+                       [conversation_id]).fetchall()
     if not rows:
         raise ValueError(f"no conversation {conversation_id}")
     return Conversation(*rows[0])
@@ -248,9 +271,9 @@ def assign(con: duckdb.DuckDBPyConnection, task: ChatTask, annotator: str, *, no
         frame = con.execute("""
             SELECT c.conversation_id, c.scenario, c.endpoint, c.slot,
                    (SELECT count(*) FROM chat_conversations x WHERE x.task_id = c.task_id AND x.scenario = c.scenario
-                    AND x.person IS NOT NULL AND x.state <> 'sent_back') AS taken
+                    AND x.person IS NOT NULL AND x.simulator IS NULL AND x.state <> 'sent_back') AS taken
             FROM chat_conversations c WHERE c.task_id = ? AND c.state = 'open' AND c.person IS NULL
-              AND c.scenario NOT IN (SELECT scenario FROM chat_conversations WHERE task_id = ? AND person = ?)""",
+              AND c.simulator IS NULL AND c.scenario NOT IN (SELECT scenario FROM chat_conversations WHERE task_id = ? AND person = ?)""",
                             [task.task_id, task.task_id, person]).df()
         if frame.empty:
             return None
@@ -350,6 +373,87 @@ def end(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, *,
                     [goal, now, conversation_id])
 
 
+# ------------------------------------------------------------------ a simulator's side of its conversations
+# The same rows as a person's, written by evalcore.simulation.run: a message when it is received (its own short
+# transaction), the end, then the questionnaire's answers in one write. No person holds these conversations: the
+# annotator column names the simulator ("simulator:<name>") and people are never assigned them (assign).
+
+def _simulated(con, conversation_id: int) -> tuple[Conversation, ChatTask]:
+    conv = conversation(con, conversation_id)
+    if conv.simulator is None:
+        raise NotYours(f"conversation {conversation_id} is a person's, not a simulator's")
+    task = get(con, conv.task_id)
+    if task.state != "open":
+        raise TaskClosed(f"chat task {task.task_id} is {task.state}: nothing was stored")
+    return conv, task
+
+
+def simulated_say(con: duckdb.DuckDBPyConnection, conversation_id: int, text: str, *, seconds: float | None = None,
+                  attempts: int | None = None, finish: str | None = None, now: datetime | None = None) -> int:
+    """The simulated user's message (the conversation starts 'talking' with its first); its index. Refused, nothing
+    stored, when the system has not answered the last one, the conversation ended, or its rounds are used up."""
+    if not visible(text or ""):
+        raise ValueError("the simulated user's message holds no visible character")
+    now = now or datetime.now()
+    with transaction(con):
+        conv, task = _simulated(con, conversation_id)
+        if conv.state not in ("open", "talking"):
+            raise OutOfTurn(f"conversation {conversation_id} has ended ({conv.state})")
+        last = con.execute("SELECT idx, role FROM chat_messages WHERE conversation_id = ? ORDER BY idx DESC LIMIT 1",
+                           [conversation_id]).fetchall()
+        if last and last[0][1] == "user":
+            raise OutOfTurn("the system has not answered the simulated user's last message yet")
+        rounds = con.execute("SELECT count(*) FROM chat_messages WHERE conversation_id = ? AND role = 'assistant'",
+                             [conversation_id]).fetchall()[0][0]
+        if rounds >= task.max_rounds:
+            raise OutOfTurn(f"conversation {conversation_id} reached its {task.max_rounds} rounds")
+        if conv.state == "open":
+            con.execute("UPDATE chat_conversations SET state = 'talking', annotator = ?, assigned_at = ? "
+                        "WHERE conversation_id = ?", [SIMULATED + conv.simulator, now.replace(microsecond=0),
+                                                      conversation_id])
+        idx = last[0][0] + 1 if last else 0
+        con.execute("INSERT INTO chat_messages VALUES (?, ?, 'user', ?, ?, ?, ?, ?)",
+                    [conversation_id, idx, text, now, attempts, finish, seconds])
+    return idx
+
+
+def simulated_end(con: duckdb.DuckDBPyConnection, conversation_id: int, *, now: datetime | None = None) -> None:
+    """The simulated user ended the conversation (or its rounds ran out): its questionnaire is what is left."""
+    now = (now or datetime.now()).replace(microsecond=0)
+    with transaction(con):
+        conv, _ = _simulated(con, conversation_id)
+        if conv.state != "talking":
+            raise OutOfTurn(f"conversation {conversation_id} is {conv.state}, not talking")
+        con.execute("UPDATE chat_conversations SET state = 'ended', ended_at = ? WHERE conversation_id = ?",
+                    [now, conversation_id])
+
+
+def simulated_rate(con: duckdb.DuckDBPyConnection, conversation_id: int, values: dict[str, float], goal: bool | None,
+                   *, now: datetime | None = None, then: Accepted | None = None) -> None:
+    """The simulated user's answers to the questionnaire, every dimension at once (checked against the task's
+    ranges: a value out of range or missing is refused whole, nothing stored); the conversation is then 'rated',
+    and accepted at once in a task without review (`then` runs in the same transaction, as for people)."""
+    now = now or datetime.now()
+    with transaction(con):
+        conv, task = _simulated(con, conversation_id)
+        if conv.state != "ended":
+            raise OutOfTurn(f"conversation {conversation_id} is {conv.state}: a simulated user rates it once it ended")
+        for d in task.dimensions:
+            value = values.get(d.dimension)
+            if value is None or not d.min <= float(value) <= d.max:
+                raise ValueError(f"{d.dimension} must lie in {d.min:g}..{d.max:g}, got {value!r}")
+        for d in task.dimensions:
+            rid = next_id(con, "chat_ratings", "rating_id")
+            con.execute("INSERT INTO chat_ratings VALUES (?, ?, ?, ?, ?, ?)",
+                        [rid, conversation_id, conv.annotator, d.dimension, float(values[d.dimension]), now])
+        con.execute("UPDATE chat_conversations SET state = 'rated', goal = ? WHERE conversation_id = ?",
+                    [goal, conversation_id])
+        if not task.review:
+            _accept(con, task, conversation(con, conversation_id), reviewer=None, now=now.replace(microsecond=0))
+            if then is not None:
+                then(con, task, task.target_of(conv.simulator))
+
+
 def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, dimension: str, value: float, *,
          now: datetime | None = None, then: Accepted | None = None) -> None:
     """One rating of the whole dialogue on one dimension (a change is a new row; the latest counts). Once every
@@ -377,7 +481,7 @@ def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, d
             if not task.review:
                 _accept(con, task, conversation(con, conversation_id), reviewer=None, now=now)
                 if then is not None:
-                    then(con, task)
+                    then(con, task, task.target)
 
 
 def ratings(con: duckdb.DuckDBPyConnection, conversation_id: int) -> dict[str, float]:
@@ -437,13 +541,14 @@ def review(con: duckdb.DuckDBPyConnection, conversation_id: int, reviewer: str, 
         if accept:
             _accept(con, task, conv, reviewer=reviewer, now=now)
             if then is not None:
-                then(con, task)
+                then(con, task, task.target_of(conv.simulator))
             return None
         con.execute("UPDATE chat_conversations SET state = 'sent_back', reason = ?, reviewer = ?, reviewed_at = ? "
                     "WHERE conversation_id = ?", [reason, reviewer, now, conversation_id])
         new = next_id(con, "chat_conversations", "conversation_id")
-        con.execute("INSERT INTO chat_conversations (conversation_id, task_id, scenario, endpoint, slot, state) "
-                    "VALUES (?, ?, ?, ?, ?, 'open')", [new, task.task_id, conv.scenario, conv.endpoint, conv.slot])
+        con.execute("INSERT INTO chat_conversations (conversation_id, task_id, scenario, endpoint, slot, state, simulator) "
+                    "VALUES (?, ?, ?, ?, ?, 'open', ?)",
+                    [new, task.task_id, conv.scenario, conv.endpoint, conv.slot, conv.simulator])
         return int(new)
 
 
@@ -453,49 +558,55 @@ def dialogue_id_of(task: ChatTask, conversation_id: int) -> str:
 
 def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, now: datetime) -> None:
     """Inside the caller's transaction: the conversation as a dialogue of the target dataset, its model turns as
-    items answered by the endpoint, its ratings as dialogue-level human ratings."""
-    bump_revision(con, task.target)
+    items answered by the endpoint, its ratings as dialogue-level human ratings. A simulated conversation goes to
+    the simulator's own dataset (ChatTask.target_of), and its user's ratings are not people's: they stay in
+    chat_ratings, where the simulator audit reads them, and are never stored as human ratings."""
+    target = task.target_of(conv.simulator)
+    bump_revision(con, target)
     dialogue = dialogue_id_of(task, conv.conversation_id)
     grounding = scenario(con, task.task_id, conv.scenario)["grounding"]
     texts = messages(con, conv.conversation_id)
     source = con.execute("SELECT language, licence FROM datasets WHERE dataset = ?", [task.dataset]).fetchall()
     language, licence = source[0] if source else (None, None)
-    sid = record(con, kind="chat", dataset=task.target, models=[conv.endpoint], tracks=[task.track],
-                 file=f"chat task {task.task_id}, conversation {conv.conversation_id}", uploader=reviewer or conv.annotator)
+    sid = record(con, kind="chat", dataset=target, models=[conv.endpoint], tracks=[task.track],
+                 file=f"chat task {task.task_id}, conversation {conv.conversation_id}"
+                 + (f", user simulated by {conv.simulator}" if conv.simulator else ""), uploader=reviewer or conv.annotator)
     con.execute("INSERT OR IGNORE INTO datasets (dataset, language, licence, source, description) VALUES (?, ?, ?, ?, ?)",
-                [task.target, language, licence, f"chat task {task.task_id}",
-                 f"Conversations of chat task {task.task_id} ({task.name}) on scenarios of {task.dataset}/{task.track}"])
+                [target, language, licence, f"chat task {task.task_id}",
+                 f"Conversations of chat task {task.task_id} ({task.name}) on scenarios of {task.dataset}/{task.track}"
+                 + (f", the user played by simulator {conv.simulator}" if conv.simulator else "")])
     skill = con.execute("SELECT competition, skill, corpus FROM tracks WHERE dataset = ? AND track = ?",
                         [task.dataset, task.track]).fetchall()
     competition, track_skill, corpus = skill[0] if skill else (None, None, None)
     con.execute("INSERT OR IGNORE INTO tracks (dataset, track, competition, skill, corpus) VALUES (?, ?, ?, ?, ?)",
-                [task.target, task.track, competition, track_skill, corpus])
-    con.execute("INSERT INTO dialogues (dataset, dialogue_id, track, split, grounding) VALUES (?, ?, ?, 'chat', ?)",
-                [task.target, dialogue, task.track, json.dumps(grounding, ensure_ascii=False)])
+                [target, task.track, competition, track_skill, corpus])
+    con.execute("INSERT INTO dialogues (dataset, dialogue_id, track, split, grounding) VALUES (?, ?, ?, ?, ?)",
+                [target, dialogue, task.track, "simulated" if conv.simulator else "chat",
+                 json.dumps(grounding, ensure_ascii=False)])
     context: list[str] = []
     for m in texts.itertuples(index=False):
         speaker = "user" if m.role == "user" else "model"
         con.execute("INSERT INTO turns (dataset, dialogue_id, turn_index, speaker, text) VALUES (?, ?, ?, ?, ?)",
-                    [task.target, dialogue, int(m.idx), speaker, m.text])
+                    [target, dialogue, int(m.idx), speaker, m.text])
         if m.role == "assistant":
             item = f"{dialogue}-t{int(m.idx)}"
             con.execute("INSERT INTO items (dataset, item_id, track, dialogue_id, turn_index, context, grounding, skill, origin) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [task.target, item, task.track, dialogue, int(m.idx), json.dumps(context, ensure_ascii=False),
+                        [target, item, task.track, dialogue, int(m.idx), json.dumps(context, ensure_ascii=False),
                          json.dumps(grounding, ensure_ascii=False), track_skill,
                          f"chat task {task.task_id}, conversation {conv.conversation_id}, message {int(m.idx)}"])
             con.execute("INSERT INTO responses (dataset, item_id, model, text, origin, submission_id) VALUES (?, ?, ?, ?, ?, ?)",
-                        [task.target, item, conv.endpoint, m.text, f"chat:{task.task_id}", sid])
+                        [target, item, conv.endpoint, m.text, f"chat:{task.task_id}", sid])
         context.append(m.text)
     con.execute("INSERT OR IGNORE INTO models (model, description, added_at, added_by) VALUES (?, ?, ?, ?)",
                 [conv.endpoint, f"registered endpoint {conv.endpoint}", now, task.created_by])
     for d in task.dimensions:
         con.execute("INSERT OR IGNORE INTO dimensions VALUES (?, ?, ?, ?, ?)",
-                    [task.target, d.dimension, d.min, d.max, d.description or None])
-    for dimension, value in ratings(con, conv.conversation_id).items():
+                    [target, d.dimension, d.min, d.max, d.description or None])
+    for dimension, value in ({} if conv.simulator else ratings(con, conv.conversation_id)).items():
         con.execute("INSERT INTO human_ratings (dataset, track, target, item_id, dialogue_id, model, annotator, dimension, "
                     "score, origin) VALUES (?, ?, 'dialogue', NULL, ?, ?, ?, ?, ?, ?)",
-                    [task.target, task.track, dialogue, conv.endpoint, conv.annotator, dimension, value, task.origin])
+                    [target, task.track, dialogue, conv.endpoint, conv.annotator, dimension, value, task.origin])
     con.execute("UPDATE chat_conversations SET state = 'accepted', reviewer = ?, reviewed_at = ?, dialogue_id = ? "
                 "WHERE conversation_id = ?", [reviewer, now, dialogue, conv.conversation_id])
 

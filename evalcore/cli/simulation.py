@@ -1,0 +1,85 @@
+"""`evalcore simulator ...`, `evalcore chat simulate` and `evalcore simulator-audit`: simulated users registered, run
+on a chat task, and checked against the task's people. Stored text goes to a terminal with control characters escaped."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pandas as pd
+
+from evalcore.cli.output import emit, escaped, visible
+from evalcore.simulation import audit as auditing
+from evalcore.simulation.run import simulate as run_simulation
+from evalcore.simulation.templates import resolve
+from evalcore.store import simulators as registry
+from evalcore.store.endpoints import get as get_endpoint
+
+
+def add(con, args) -> None:
+    get_endpoint(con, args.endpoint)   # an unknown endpoint: the sentence listing those registered
+    resolve(args.template, "knowledge", "zh", args.style)   # a template that cannot be read is refused now
+    registry.add(con, registry.Simulator(args.name, args.endpoint, args.style, args.template, args.seed),
+                 replace=args.replace)
+    print(f"simulator {escaped(args.name)}: endpoint {args.endpoint}, style {args.style}, template "
+          f"{escaped(args.template) or 'each skill' + chr(39) + 's shipped one'}, seed {args.seed}")
+
+
+def listing(con, args) -> None:
+    emit(visible(registry.listing(con)), args.format)
+
+
+def show(con, args) -> None:
+    sim = registry.get(con, args.name)
+    user = resolve(sim.template, args.skill, args.language, sim.style)
+    print(f"simulator {escaped(sim.name)}: endpoint {sim.endpoint}, style {sim.style}, seed {sim.seed}")
+    print(f"user template {user.name} (sha256 with the style {user.sha256[:12]}), for {args.skill}/{args.language}:\n")
+    print(escaped(user.template.text))
+    print(f"style {sim.style}: {user.style_text}")
+
+
+def simulate(con, args) -> None:
+    sims = [s.strip() for s in args.simulators.split(",")] if args.simulators else None
+    outcome = run_simulation(con, args.task_id, simulators=sims, concurrency=args.concurrency, progress=True)
+    print(escaped(outcome.summary()))
+    if outcome.jobs:
+        from evalcore.services import jobs
+        for job in sorted(outcome.jobs):   # scored here and now, as an acceptance from `chat review` is
+            jobs.run(con, job)
+        print(f"scoring jobs {', '.join(map(str, sorted(outcome.jobs)))} run on the accepted conversations")
+    if outcome.failed:
+        sys.exit(1)
+
+
+def _cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """Intervals as "[lo, hi]" text for a table."""
+    def cell(v):
+        if isinstance(v, tuple):
+            return "n/a" if any(isinstance(x, float) and math.isnan(x) for x in v) else f"[{v[0]:.2f}, {v[1]:.2f}]"
+        return v
+    return frame.map(cell) if len(frame) else frame
+
+
+def audit(con, args) -> None:
+    result = auditing.audit(con, args.task, counted=("rated", "accepted") if args.all else ("accepted",))
+    if result["missing"]:
+        print(f"simulator audit of chat task {args.task}: nothing to audit yet: {result['missing']}", file=sys.stderr)
+        sys.exit(1)
+    if args.format == "json":
+        out = {k: json.loads(_cells(result[k]).to_json(orient="records")) for k in
+               ("summary", "rankings", "differences", "behaviour")}
+        out["verdicts"] = result["verdicts"]
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return
+    print(f"simulator audit of chat task {args.task}: {result['people']} conversations held by people, "
+          f"{len(result['conversations']) - result['people']} by simulators, counted: {', '.join(result['counted'])}")
+    print("intervals: 95% bootstrap, 1,000 resamples (seed 0), of scenarios for rankings, of conversations for behaviour\n")
+    for sim, sentences in result["verdicts"].items():
+        print(escaped(sim))
+        for s in sentences:
+            print("  " + escaped(s))
+    for title, key in (("rankings", "rankings"), ("each system, simulated minus people", "differences"),
+                       ("behaviour of the user, simulated against people (Hedges' g)", "behaviour"),
+                       ("side by side", "summary")):
+        print(f"\n{title}:")
+        emit(visible(_cells(result[key])), "table", 3)
