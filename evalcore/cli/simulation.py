@@ -38,7 +38,7 @@ def show(con, args) -> None:
     print(f"style {sim.style}: {user.style_text}")
 
 
-def simulate(con, args) -> None:
+def simulate(con, args) -> int:
     sims = [s.strip() for s in args.simulators.split(",")] if args.simulators else None
     outcome = run_simulation(con, args.task_id, simulators=sims, concurrency=args.concurrency, progress=True)
     print(escaped(outcome.summary()))
@@ -47,8 +47,7 @@ def simulate(con, args) -> None:
         for job in sorted(outcome.jobs):   # scored here and now, as an acceptance from `chat review` is
             jobs.run(con, job)
         print(f"scoring jobs {', '.join(map(str, sorted(outcome.jobs)))} run on the accepted conversations")
-    if outcome.failed:
-        sys.exit(1)
+    return 1 if outcome.failed else 0
 
 
 def _cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -60,17 +59,17 @@ def _cells(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.map(cell) if len(frame) else frame
 
 
-def audit(con, args) -> None:
+def audit(con, args) -> int:
     result = auditing.audit(con, args.task, counted=("rated", "accepted") if args.all else ("accepted",))
     if result["missing"]:
         print(f"simulator audit of chat task {args.task}: nothing to audit yet: {result['missing']}", file=sys.stderr)
-        sys.exit(1)
+        return 1
     if args.format == "json":
         out = {k: json.loads(_cells(result[k]).to_json(orient="records")) for k in
                ("summary", "rankings", "differences", "behaviour")}
         out["verdicts"] = result["verdicts"]
         print(json.dumps(out, ensure_ascii=False, indent=2))
-        return
+        return 0
     print(f"simulator audit of chat task {args.task}: {result['people']} conversations held by people, "
           f"{len(result['conversations']) - result['people']} by simulators, counted: {', '.join(result['counted'])}")
     print("intervals: 95% bootstrap, 1,000 resamples (seed 0), of scenarios for rankings, of conversations for behaviour\n")
@@ -83,3 +82,4 @@ def audit(con, args) -> None:
                        ("side by side", "summary")):
         print(f"\n{title}:")
         emit(visible(_cells(result[key])), "table", 3)
+    return 0
