@@ -143,11 +143,49 @@ def tracks_with_dialogues(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return con.execute("""
         SELECT d.dataset, d.track, t.skill, count(*) AS dialogues FROM dialogues d
         LEFT JOIN tracks t USING (dataset, track)
-        WHERE d.dataset NOT IN (SELECT target FROM chat_tasks) GROUP BY ALL ORDER BY 1, 2""").df()
+        WHERE d.dataset NOT IN (SELECT target FROM chat_tasks) AND coalesce(d.split, '') NOT IN ('chat', 'simulated')
+        GROUP BY ALL ORDER BY 1, 2""").df()
 
 
 def endpoints(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [n for (n,) in con.execute("SELECT name FROM endpoints ORDER BY name").fetchall()]
+
+
+def simulators(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [n for (n,) in con.execute("SELECT name FROM simulators ORDER BY name").fetchall()]
+
+
+def simulated(con: duckdb.DuckDBPyConnection, task: ChatTask) -> pd.DataFrame:
+    """Per simulator of the task: its conversations by state, and its signature."""
+    convs = stored.conversations(con, task.task_id)
+    convs = convs[convs["simulator"].notna()]
+    rows = []
+    for name, setting in task.simulators.items():
+        mine = convs[convs["simulator"] == name]
+        counts = mine["state"].value_counts().to_dict()
+        rows.append({"simulator": name, "style": setting.get("style"), "conversations": len(mine),
+                     "not started": counts.get("open", 0), "talking": counts.get("talking", 0) + counts.get("ended", 0),
+                     "rated": counts.get("rated", 0), "accepted": counts.get("accepted", 0),
+                     "dataset": task.target_of(name), "signature": setting.get("signature")})
+    return pd.DataFrame(rows)
+
+
+def simulator_audit(con: duckdb.DuckDBPyConnection, task_id: int, include_all: bool = False) -> dict:
+    """The simulator audit of a task (evalcore.simulation.audit) with its intervals written as "[lo, hi]"."""
+    from evalcore.simulation import audit
+
+    result = audit.audit(con, task_id, counted=("rated", "accepted") if include_all else stored.COUNTED)
+    for key in ("rankings", "differences", "behaviour"):
+        frame = result[key]
+        for column in [c for c in frame.columns if "CI" in c]:
+            frame[column] = [interval(v) for v in frame[column]]
+    result.pop("task", None)
+    return result
+
+
+def interval(pair) -> str:
+    lo, hi = pair
+    return "" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.2f}, {hi:.2f}]"
 
 
 def results(con, task_id: int, include_all: bool = False) -> dict:

@@ -6,7 +6,7 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.pagedata import chats
 from pages.kit.access import may_write
-from pages.kit.runtime import cursor, release
+from pages.kit.runtime import cursor, data, release
 from pages.kit.state import page_link, publish, start
 from pages.kit.text import md_escape
 from pages.kit.widgets import grid
@@ -45,6 +45,11 @@ with st.expander("Create a chat task", expanded=tasks.empty):
             at = st.selectbox("Scenarios from", range(len(labels)), format_func=lambda i: labels[i], key="ct-source")
             picked = st.multiselect("Endpoints (shown to people only as 'the model')", endpoints, endpoints[:2],
                                     key="ct-endpoints")
+            registered = chats.simulators(con)
+            users = st.multiselect("Simulated users (`evalcore simulator add`; they hold conversations on the same "
+                                   "scenarios, run by `evalcore chat simulate`)", registered, [], key="ct-sims",
+                                   disabled=not registered)
+            people = st.checkbox("People hold conversations too", True, key="ct-people")
             c1, c2, c3, c4 = st.columns(4)
             # the bounds `evalcore chat create` takes too (evalcore.store.chats.check_bounds)
             n = c1.number_input("Scenarios", 1, chats.MAX_SCENARIOS, 10, key="ct-n")
@@ -59,7 +64,8 @@ with st.expander("Create a chat task", expanded=tasks.empty):
                 try:
                     new = chats.create(con, dataset=row["dataset"], track=row["track"], endpoints=picked,
                                        n_scenarios=int(n), per_scenario=int(k), max_rounds=int(rounds), seed=int(seed),
-                                       review=review, name=name or None, guidelines=guidelines, created_by=who)
+                                       review=review, name=name or None, guidelines=guidelines, created_by=who,
+                                       simulators=users or None, people=people)
                 except (ValueError, StoreError) as exc:
                     st.error(md_escape(str(exc)))
                 else:
@@ -138,6 +144,31 @@ st.fragment(run_every=1.5 if busy else None)(scoring_panel)()
 with st.expander("Signatures: how each endpoint was asked"):
     for endpoint, setting in task.settings.items():
         st.text(f"{endpoint}: {setting['signature']}")
+
+if task.simulators:
+    st.subheader("Simulated users")
+    st.caption(f"An LLM plays the user on the same scenarios with the same endpoints. Each simulator's accepted "
+               f"conversations become a dataset of their own ({task.target}-sim-<simulator>), never mixed with people's; "
+               f"its ratings are its own answers to the task's questions, not people's. Run the conversations with "
+               f"`evalcore chat simulate {task.task_id}` (a run that stopped goes on where it stands).")
+    grid(chats.simulated(con, task), width="stretch")
+    audit = data(chats.simulator_audit, task.task_id, everything)
+    if audit["missing"]:
+        st.caption(md_escape(f"Simulator audit: {audit['missing']}."))
+    else:
+        st.caption(f"Simulator audit: can a simulator stand in for the people of this task? Over "
+                   f"{'rated and accepted' if everything else 'accepted'} conversations ({audit['people']} held by "
+                   "people): Kendall's tau between the endpoints' values from simulated and from people's "
+                   "conversations, with a 95% bootstrap interval over scenarios; a verdict claims agreement only "
+                   "when the interval lies above 0.")
+        for name, sentences in audit["verdicts"].items():
+            st.text(name + "\n" + "\n".join("  " + line for line in sentences))
+        grid(audit["summary"].drop(columns=["signature"]), width="stretch")
+        with st.expander("Rankings and each endpoint's difference (simulated minus people)"):
+            grid(audit["rankings"], width="stretch")
+            grid(audit["differences"], width="stretch")
+        with st.expander("How the simulated users behave against people (Hedges' g, 95% interval over conversations)"):
+            grid(audit["behaviour"], width="stretch")
 
 waiting = chats.waiting(con, task.task_id)
 with st.expander(f"Review ({len(waiting)} waiting)", expanded=bool(len(waiting)) and allowed):

@@ -1,0 +1,57 @@
+"""The Chat tasks page (AppTest) on a task held by people and two simulators: it lists each simulator's conversations
+and signature and shows the audit's verdicts as plain text (the scenario-ignoring simulator found out); before the
+people have talked it says what is missing; a hostile simulated user's 2 MB message of markup waiting for review is
+drawn as text only, bounded. The create form takes simulators."""
+from __future__ import annotations
+
+from evalcore.core.chat import MAX_TEXT
+from evalcore.simulation.run import simulate
+from evalcore.store import connect
+from support import copy_default_store
+from support.apptest import run
+from support.sim_server import HOSTILE, SimServer
+from support.sim_store import people_talk, setup
+
+
+def test_the_audit_on_the_chat_tasks_page(tmp_path, default_store_file, monkeypatch):
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        task = setup(con, srv.url)
+        assert not simulate(con, task.task_id).failed
+        con.close()
+        at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
+        assert any("Simulator audit: no accepted conversations held by people yet" in c.value.replace("\\", "")
+                   for c in at.caption)   # captions are markdown: their colons come escaped
+        con = connect(db)
+        people_talk(con, task)
+        con.close()
+        at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
+    texts = "\n".join(t.value for t in at.text)
+    assert "grounded\n  Info: ranks the 3 systems as people did: tau 1.00 [1.00, 1.00]" in texts
+    assert "ignorer\n  Info: ranks the 3 systems against people" in texts
+    frames = [d.value for d in at.dataframe]
+    listing = next(f for f in frames if "signature" in f.columns and "simulator" in f.columns)
+    assert listing.set_index("simulator")["accepted"].to_dict() == {"grounded": 9, "ignorer": 9}
+    assert all(s.startswith("sim:sim-") for s in listing["signature"])
+    summary = next(f for f in frames if "ranks as people did on" in f.columns)
+    assert summary.set_index("simulator").loc["grounded", "ranks as people did on"] == "Info, Coh, Know, goal reached"
+
+
+def test_a_hostile_simulated_user_waiting_for_review_is_shown_as_text(tmp_path, default_store_file, monkeypatch):
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        from evalcore.services import chats as service
+        from evalcore.store import chats as stored
+
+        setup(con, srv.url, simulators={"huge": "sim-huge"}, systems=("sys-good",), scenarios=1)
+        tid = service.create_chat(con, dataset="demo-zh", track="kdconv/knowledge", endpoints=["sys-good"],
+                                  n_scenarios=1, max_rounds=3, review=True, simulators=["huge"], people=False)
+        assert not simulate(con, tid).failed
+        assert stored.conversations(con, tid)["state"].tolist() == ["rated"]
+        con.close()
+    at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(tid))
+    said = [t.value for t in at.text if HOSTILE[:20] in t.value]
+    assert said and all(len(t.encode()) <= MAX_TEXT for t in said)
+    assert not any(HOSTILE[:10] in m.value for m in at.markdown)   # never drawn as markdown
