@@ -420,6 +420,17 @@ def chat_simulate(p):
                    help="conversations at once (default: the smallest concurrency of the endpoints involved)")
 
 
+@command("chat judge", "rate a task's conversations whole (not turn by turn) with a judge endpoint, on each dimension "
+         "with an MSDE rubric; kept apart from the ratings of whoever held them", "simulation:judge", WRITES)
+def chat_judge(p):
+    chat_id(p)
+    p.add_argument("--judge", required=True, metavar="ENDPOINT", help="a registered endpoint that judges")
+    p.add_argument("--held-by", default="all", choices=["all", "simulated", "people"],
+                   help="whose conversations (default %(default)s)")
+    p.add_argument("--all", action="store_true", help="rated conversations too, not only accepted ones")
+    p.add_argument("--concurrency", type=names.count(1), metavar="N", help="requests at once (default: the endpoint's)")
+
+
 @command("chat export", "every message (time, person, endpoint), rating and flag, as CSV files", "chats:export", READS)
 def chat_export(p):
     chat_id(p)
@@ -466,6 +477,8 @@ def simulator_audit(p):
     db(p)
     p.add_argument("--task", type=int, required=True, metavar="N", help="a chat task with people and simulators")
     p.add_argument("--all", action="store_true", help="count every rated conversation, not only accepted ones")
+    p.add_argument("--rated-by", metavar="JUDGE", help="rank simulated conversations by this judge's ratings of the "
+                   "whole conversation (`evalcore chat judge`), not by the simulators' own answers")
     output(p)
 
 

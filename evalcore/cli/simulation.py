@@ -60,7 +60,8 @@ def _cells(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def audit(con, args) -> int:
-    result = auditing.audit(con, args.task, counted=("rated", "accepted") if args.all else ("accepted",))
+    result = auditing.audit(con, args.task, counted=("rated", "accepted") if args.all else ("accepted",),
+                            rated_by=args.rated_by)
     if result["missing"]:
         print(f"simulator audit of chat task {args.task}: nothing to audit yet: {result['missing']}", file=sys.stderr)
         return 1
@@ -71,7 +72,8 @@ def audit(con, args) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     print(f"simulator audit of chat task {args.task}: {result['people']} conversations held by people, "
-          f"{len(result['conversations']) - result['people']} by simulators, counted: {', '.join(result['counted'])}")
+          f"{len(result['conversations']) - result['people']} by simulators, counted: {', '.join(result['counted'])}; "
+          f"simulated conversations rated by {escaped(result['rated_by'])}")
     print("intervals: 95% bootstrap, 1,000 resamples (seed 0), of scenarios for rankings, of conversations for behaviour\n")
     for sim, sentences in result["verdicts"].items():
         print(escaped(sim))
@@ -83,3 +85,15 @@ def audit(con, args) -> int:
         print(f"\n{title}:")
         emit(visible(_cells(result[key])), "table", 3)
     return 0
+
+
+def judge(con, args) -> int:
+    from evalcore.simulation.judging import judge as run_judge
+
+    out = run_judge(con, args.task_id, args.judge, held_by=args.held_by,
+                    counted=("rated", "accepted") if args.all else ("accepted",), concurrency=args.concurrency)
+    print(f"chat task {args.task_id}: {out['judged']} whole-conversation ratings by {args.judge} stored now "
+          f"({out['asked']} asked)" + (f"; no rubric for {', '.join(out['skipped'])}" if out["skipped"] else ""))
+    for why, n in out["failed"].most_common():
+        print(f"  {n} without a rating: {escaped(why)}")
+    return 1 if out["failed"] else 0

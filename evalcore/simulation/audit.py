@@ -40,9 +40,12 @@ BEHAVIOUR = ("rounds", "characters per message", "distinct-1", "distinct-2", "qu
 QUESTION = ("?", "？")
 
 
-def conversations(con: duckdb.DuckDBPyConnection, task_id: int, counted: tuple[str, ...] = stored.COUNTED) -> pd.DataFrame:
+def conversations(con: duckdb.DuckDBPyConnection, task_id: int, counted: tuple[str, ...] = stored.COUNTED,
+                  rated_by: str | None = None) -> pd.DataFrame:
     """One row per counted conversation of the task: who held it (PEOPLE or the simulator's name), scenario, system,
-    goal (1.0, 0.0 or NaN), the latest rating per dimension, and the user's messages."""
+    goal (1.0, 0.0 or NaN), the latest rating per dimension, and the user's messages. `rated_by`: a judge's name; then a
+    simulated conversation's dimensions are that judge's ratings of the whole conversation (evalcore.simulation.
+    judging; NaN where it has none), not the simulator's own answers; its goal stays the simulator's answer."""
     task = stored.get(con, task_id)
     convs = stored.conversations(con, task_id)
     convs = convs[convs["state"].isin(counted)]
@@ -68,6 +71,14 @@ def conversations(con: duckdb.DuckDBPyConnection, task_id: int, counted: tuple[s
         out[d.dimension] = out["conversation_id"].map(wide[d.dimension]) if d.dimension in wide else np.nan
     user = dict(zip(said["conversation_id"].astype(int), said["user"]))
     out["user"] = [list(user.get(c, [])) for c in ids]
+    if rated_by:
+        from evalcore.simulation.judging import judged
+
+        simulated = out["holder"] != PEOPLE
+        values = judged(con, out.loc[simulated, "conversation_id"].tolist(), rated_by)
+        for d in task.dimensions:
+            out.loc[simulated, d.dimension] = [values.get((c, d.dimension), np.nan)
+                                               for c in out.loc[simulated, "conversation_id"]]
     return out
 
 
@@ -231,15 +242,16 @@ def verdict(r: dict) -> str:
 
 
 def audit(con: duckdb.DuckDBPyConnection, task_id: int, *, counted: tuple[str, ...] = stored.COUNTED,
-          resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+          resamples: int = RESAMPLES, seed: int = SEED, rated_by: str | None = None) -> dict:
     """The whole audit of a task: {"rankings": one row per (simulator, measure), "differences": one row per
     (simulator, measure, system), "behaviour": one row per (simulator, measure), "summary": one row per simulator,
     "verdicts": {simulator: [sentences]}, "missing": why there is nothing to audit, or None}."""
     task = stored.get(con, task_id)
-    frame = conversations(con, task_id, counted)
+    frame = conversations(con, task_id, counted, rated_by)
     measures = [d.dimension for d in task.dimensions] + [GOAL]
     sims = [s for s in task.simulators if (frame["holder"] == s).any()]
-    result = {"task": task, "counted": counted, "conversations": frame.drop(columns=["user"]), "rankings": pd.DataFrame(),
+    result = {"task": task, "counted": counted, "rated_by": rated_by or "the simulators themselves",
+              "conversations": frame.drop(columns=["user"]), "rankings": pd.DataFrame(),
               "differences": pd.DataFrame(), "behaviour": pd.DataFrame(), "summary": pd.DataFrame(), "verdicts": {},
               "missing": None}
     if not task.simulators:

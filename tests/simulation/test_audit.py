@@ -127,3 +127,29 @@ def test_nothing_to_audit_says_what_is_missing(tmp_path, default_store_file):
         people_talk(con, task)
         assert "chat simulate" in auditing.audit(con, task.task_id)["missing"]
         con.close()
+
+
+def test_a_judge_of_whole_conversations_rates_the_simulated_side(tmp_path, default_store_file):
+    """`chat judge` then `simulator-audit --rated-by`: the ignoring simulator's conversations ranked by a judge that
+    reads them whole (it likes on-topic replies) rank the systems as people did, though the simulator's own answers
+    rank them against people; a second run asks nothing again."""
+    from evalcore.simulation.judging import judge
+    from evalcore.store import endpoints as registry
+
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        task = setup(con, srv.url)
+        people_talk(con, task)
+        assert not simulate(con, task.task_id).failed
+        registry.add(con, registry.Registered("judge", srv.url, "judge", api_key_env=None))
+        out = judge(con, task.task_id, "judge", held_by="simulated")
+        assert out["asked"] == out["judged"] == 18 * 3 and not out["failed"]
+        assert judge(con, task.task_id, "judge", held_by="simulated")["asked"] == 0
+        prompt = next(b for b in srv.bodies if b.get("model") == "judge")["messages"][1]["content"]
+        assert "系统：" in prompt and "Rating: [[" in prompt   # the whole conversation, the rubric's output rule
+        result = auditing.audit(con, task.task_id, rated_by="judge")
+        con.close()
+    # the judge: good 2 (every reply on topic), mid 1 (the ignorer's 2 rounds: 1 on topic of 2 -> round(2 * 0.5)), bad 0
+    assert all("as people did" in v for v in result["verdicts"]["ignorer"][:3])
+    assert "against people" in result["verdicts"]["ignorer"][3]   # goal reached stays the simulator's own answer

@@ -12,6 +12,8 @@
     sim-ignore    ignores the scenario: "今天天气怎么样？" then "[END]" after 2 rounds, and rates the other way
                   round (it likes short replies): max - round(q * (max - min)), goal q < 0.5
   sim-huge        a 2 MB message of markup addressed to a judge (hostile)
+  judge           a whole-conversation judge: "Rating: [[round(2q)]]", q the share of the system's lines ("系统：" or
+                  "System: ") that are on topic
 Ranges come from the questionnaire's own lines ('"Info": 0..2 (...)'). Everything else: JudgeServer's answers.
 """
 from __future__ import annotations
@@ -38,6 +40,12 @@ class SimServer(JudgeServer):
             good = model == "sys-good" or (model == "sys-mid" and own % 2 == 0)
             return 200, self.completion(body, f"好的，说说{last}" if good else ("嗯嗯" if model == "sys-mid" else "嗯"),
                                         "stop")
+        if model == "judge":
+            text = str(messages[-1].get("content", "")) if messages else ""
+            lines = [line.split("：", 1)[-1].split(": ", 1)[-1] for line in text.split("\n")
+                     if line.startswith(("系统：", "System: "))]
+            q = sum(map(on_topic, lines)) / max(1, len(lines))
+            return 200, self.completion(body, f"Short explanation. Rating: [[{round(2 * q)}]]", "stop")
         if model in ("sim-grounded", "sim-ignore", "sim-huge"):
             return 200, self.completion(body, self.user_turn(model, messages), "stop")
         return super().answer(body)

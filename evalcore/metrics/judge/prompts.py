@@ -22,6 +22,7 @@ DIMENSIONS = ("Info", "Coh", "Know", "Rec")
 DIMENSION_SCALES: dict[str, tuple[float, float]] = {d: (0.0, 2.0) for d in DIMENSIONS}
 MTBENCH_SCALE = (1.0, 10.0)
 KINDS = ("geval", "mtbench-single", "pairwise")
+DIALOGUE_KIND = "geval-dialogue"   # a whole conversation rated at once (dialogue_messages): not a per-response metric
 
 RATING_RULE = "fastchat-[[n]]"  # first [[n]], else first [n]; outside the scale is a failure
 VERDICT_RULE = "fastchat-[[A|B|C]]-unique"  # exactly one of [[A]], [[B]], [[C]] in the answer
@@ -254,6 +255,43 @@ def geval_messages(dimension: str, lang: str, context: list[str], response: str,
     return [{"role": "system", "content": t["system"]}, {"role": "user", "content": user}]
 
 
+# ---------------------------------------------------------------- G-Eval over a whole conversation
+# MSDE rated whole dialogues: the same rubric, applied to everything the system said in one conversation (a
+# simulated or a person's), not to one response. The simulator audit rates simulated conversations with it.
+DIALOGUE = {
+    "zh": {
+        "system": "你是一名细心的对话系统评测员。你会看到一段用户与对话系统的完整对话。你的任务是按一项指标给对话系统"
+                  "在整段对话中的表现打分。\n请仔细阅读并理解这些说明，评分时随时对照。",
+        "input": "完整对话（从早到晚）：\n\n{dialogue}\n\n",
+        "speakers": ("用户", "系统"),
+    },
+    "en": {
+        "system": "You are a careful evaluator of dialogue systems. You will be given a whole conversation between a "
+                  "user and a dialogue system. Your task is to rate the system's side of the whole conversation on "
+                  "one metric.\nPlease make sure you read and understand these instructions carefully, and refer to "
+                  "them as needed.",
+        "input": "The whole conversation (oldest first):\n\n{dialogue}\n\n",
+        "speakers": ("User", "System"),
+    },
+}
+
+
+def dialogue_messages(dimension: str, lang: str, turns: list[tuple[str, str]], grounding: dict | None = None) -> list[dict]:
+    """System + user messages asking for one MSDE dimension's score of a whole conversation (turns: (role, text),
+    role 'user' or 'assistant'), as 'Rating: [[n]]'."""
+    lang = norm_lang(lang)
+    t, d = GEVAL[lang], DIALOGUE[lang]
+    user = _rubric_text(dimension, lang)  # raises on an unknown dimension
+    lo, hi = DIMENSION_SCALES[dimension]
+    if grounding:
+        user += t["grounding"].format(grounding=_grounding_json(grounding))
+    lines = "\n".join(f"{d['speakers'][role != 'user']}{t['colon']}{' '.join(str(text).splitlines())}"
+                      for role, text in turns)
+    user += d["input"].format(dialogue=lines or t["none"])
+    user += t["output"].format(lo=_num(lo), hi=_num(hi))
+    return [{"role": "system", "content": d["system"]}, {"role": "user", "content": user}]
+
+
 # ---------------------------------------------------------------- MT-Bench (FastChat judge_prompts.jsonl)
 _FC_SINGLE_SYSTEM = "You are a helpful assistant."
 _FC_SINGLE_PROMPT = (
@@ -373,6 +411,10 @@ def template_hash(kind: str, dimension: str | None, lang: str) -> str:
         t = GEVAL[lang]
         parts = [t["system"], _rubric_text(dimension or "", lang), t["grounding"], t["references"], t["input"],
                  t["output"], *t["speakers"], t["colon"], t["none"]]
+    elif kind == DIALOGUE_KIND:
+        t, d = GEVAL[lang], DIALOGUE[lang]
+        parts = [d["system"], _rubric_text(dimension or "", lang), t["grounding"], d["input"], t["output"],
+                 *d["speakers"], t["colon"], t["none"]]
     elif kind in ("mtbench-single", "pairwise"):
         t = MTBENCH[lang]
         keys = ("single_system", "single", "single_mt_system") if kind == "mtbench-single" else \
