@@ -170,11 +170,19 @@ def simulated(con: duckdb.DuckDBPyConnection, task: ChatTask) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def simulator_audit(con: duckdb.DuckDBPyConnection, task_id: int, include_all: bool = False) -> dict:
+def judges_of(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
+    """The judges that rated some of the task's conversations whole (`evalcore chat judge`)."""
+    return [j for (j,) in con.execute("""SELECT DISTINCT judge FROM chat_judgments WHERE conversation_id IN
+        (SELECT conversation_id FROM chat_conversations WHERE task_id = ?) ORDER BY 1""", [task_id]).fetchall()]
+
+
+def simulator_audit(con: duckdb.DuckDBPyConnection, task_id: int, include_all: bool = False,
+                    rated_by: str | None = None) -> dict:
     """The simulator audit of a task (evalcore.simulation.audit) with its intervals written as "[lo, hi]"."""
     from evalcore.simulation import audit
 
-    result = audit.audit(con, task_id, counted=("rated", "accepted") if include_all else stored.COUNTED)
+    result = audit.audit(con, task_id, counted=("rated", "accepted") if include_all else stored.COUNTED,
+                         rated_by=rated_by)
     for key in ("rankings", "differences", "behaviour"):
         frame = result[key]
         for column in [c for c in frame.columns if "CI" in c]:

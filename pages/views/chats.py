@@ -152,7 +152,13 @@ if task.simulators:
                f"its ratings are its own answers to the task's questions, not people's. Run the conversations with "
                f"`evalcore chat simulate {task.task_id}` (a run that stopped goes on where it stands).")
     grid(chats.simulated(con, task), width="stretch")
-    audit = data(chats.simulator_audit, task.task_id, everything)
+    judges = chats.judges_of(con, task.task_id)
+    own = "the simulators themselves"
+    rated_by = st.selectbox("Simulated conversations rated by", [own, *judges], key=f"ct-rated-by-{task.task_id}",
+                            help="the simulators' own answers to the task's questions, or a judge that read each "
+                                 "conversation whole (`evalcore chat judge`); people's conversations are always "
+                                 "rated by the people who held them") if judges else own
+    audit = data(chats.simulator_audit, task.task_id, everything, None if rated_by == own else rated_by)
     if audit["missing"]:
         st.caption(md_escape(f"Simulator audit: {audit['missing']}."))
     else:
