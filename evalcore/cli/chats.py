@@ -87,7 +87,7 @@ def review(con, args) -> None:
     if args.accept:
         task = stored.get(con, args.task_id)
         print(f"conversation {args.conversation} accepted: dialogue {stored.dialogue_id_of(task, args.conversation)} "
-              f"of {task.target}")
+              f"of {task.target_of(conv.simulator)}")
         # scored here and now, as `endpoint generate` scores its replies (the job was recorded with the acceptance)
         jobs.run(con, job)
         state, detail = con.execute("SELECT state, detail FROM jobs WHERE job_id = ?", [job]).fetchall()[0]

@@ -100,14 +100,15 @@ def simulator_settings(con: duckdb.DuckDBPyConnection, task_id: int, simulator_n
         sim = get_simulator(con, name)
         entry = get_endpoint(con, sim.endpoint)
         user = user_template(sim.template, skill, language, sim.style)
+        seed = entry.seed if entry.seed is not None else sim.seed   # what is sent (evalcore.simulation.run)
         signature = "|".join([f"sim:{entry.model}@{entry.endpoint().host}", f"tpl:{user.name}#{user.sha256[:12]}",
                               f"style:{sim.style}", f"t:{entry.temperature}", f"p:{entry.top_p}",
-                              f"max:{entry.max_tokens}", f"seed:{sim.seed}", f"items:chat{task_id}",
+                              f"max:{entry.max_tokens}", f"seed:{seed}", f"items:chat{task_id}",
                               f"evalcore:{__version__}"])
         out[name] = {"endpoint": sim.endpoint, "served_model": entry.model, "host": entry.endpoint().host,
                      "template": user.name, "template_source": user.template.source, "template_sha256": user.sha256,
                      "style": sim.style, "temperature": entry.temperature, "top_p": entry.top_p,
-                     "max_tokens": entry.max_tokens, "seed": sim.seed, "signature": signature, "evalcore": __version__}
+                     "max_tokens": entry.max_tokens, "seed": seed, "signature": signature, "evalcore": __version__}
     return out
 
 

@@ -3,7 +3,8 @@ each of the task's dimensions that has an MSDE rubric, by a registered endpoint 
 once (evalcore.metrics.judge.prompts.dialogue_messages), not by the mean of per-turn judgments. Kept in
 chat_judgments with the judge's signature, apart from the ratings of whoever held the conversation; the simulator
 audit can rank simulated conversations by it (`simulator-audit --rated-by JUDGE`). Already judged (same signature)
-is not asked again, so a run that stopped goes on; a rating the judge did not give is kept with its reason."""
+is not asked again, so a run that stopped goes on; a rating the judge did not give is kept with its reason and asked
+again by the next run."""
 from __future__ import annotations
 
 from collections import Counter
@@ -53,8 +54,9 @@ def judge(con: duckdb.DuckDBPyConnection, task_id: int, judge_name: str, *, held
     elif held_by == "people":
         convs = convs[convs["simulator"].isna()]
     signs = {d: signature(con, judge_name, d, lang) for d in dims}
-    done = set(con.execute("SELECT conversation_id, dimension FROM chat_judgments WHERE list_contains(?, signature)",
-                           [list(signs.values())]).fetchall())
+    # a judgment without a rating (a server down, an answer without [[n]]) is asked again
+    done = set(con.execute("SELECT conversation_id, dimension FROM chat_judgments WHERE list_contains(?, signature) "
+                           "AND value IS NOT NULL", [list(signs.values())]).fetchall())
     asks = []
     for cid, scenario in zip(convs["conversation_id"].astype(int), convs["scenario"].astype(int)):
         frame = stored.messages(con, cid)

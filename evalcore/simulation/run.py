@@ -71,6 +71,20 @@ def user_template(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, simulat
     return user
 
 
+SAMPLING = ("temperature", "top_p", "max_tokens")
+
+
+def unchanged(entry, setting: dict, who: str) -> None:
+    """Refuse a run whose endpoint is no longer asked as the task froze it (another served model or host, other
+    sampling): its conversations would not match the task's signature."""
+    now = {"served_model": entry.model, "host": entry.endpoint().host, **{k: getattr(entry, k) for k in SAMPLING}}
+    changed = [f"{k} {setting.get(k)!r} -> {v!r}" for k, v in now.items() if setting.get(k) != v]
+    if changed:
+        raise ValueError(f"{who}: its endpoint {entry.name} changed since the task was made ({'; '.join(changed)}): its "
+                         "conversations would not match the task's signature; register it again as it was, or make a "
+                         "new task")
+
+
 def user_grounding(scene: dict) -> dict:
     """What the simulated user knows of a scenario: its grounding, and a chit-chat scenario's opening line as its
     topic (what a person is offered to start with)."""
@@ -149,6 +163,8 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
     if todo.empty:
         return outcome
     users = {s: user_template(con, task, s) for s in wanted}
+    for who, setting in [*task.settings.items(), *((s, task.simulators[s]) for s in wanted)]:
+        unchanged(get_endpoint(con, setting.get("endpoint", who)), setting, who)
     systems = {e: service.system_template(con, task, e) for e in task.endpoints}
     registered = {e: get_endpoint(con, e) for e in {*task.endpoints, *(task.simulators[s]["endpoint"] for s in wanted)}}
     width = concurrency or min(r.concurrency for r in registered.values())
@@ -159,8 +175,8 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
                for e in task.endpoints}
     for s in wanted:
         entry = registered[task.simulators[s]["endpoint"]]
-        callers[("user", s)] = Caller(entry.endpoint(seed=entry.seed if entry.seed is not None else
-                                                     task.simulators[s]["seed"]), width, retries=retries, backoff=backoff)
+        callers[("user", s)] = Caller(entry.endpoint(seed=task.simulators[s]["seed"]), width, retries=retries,
+                                      backoff=backoff)
     lock, stop = threading.Lock(), stop or threading.Event()
     started = time.monotonic()
 
@@ -222,10 +238,11 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
             if reply.error is not None:
                 return note(cid, f"the simulator did not answer: {plain(reply.error)}")
             text, ended = split_end(reply.text or "", c.user.end)
-            if ended or not text:
+            if not ended and not text:   # not an end: nothing stored, asked again by the next run
+                return note(cid, "the simulated user's message was empty (nothing stored)")
+            if ended:
                 if not c.rounds():
-                    return note(cid, "the simulated user ended before the system said anything" if ended else
-                                "the simulated user said nothing")
+                    return note(cid, "the simulated user ended before the system said anything")
                 with lock:
                     stored.simulated_end(con, cid)
                 c.state = "ended"

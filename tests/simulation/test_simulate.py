@@ -129,3 +129,36 @@ def test_a_simulator_name_is_checked_and_look_alikes_are_taken(db):
     with pytest.raises(ValueError, match="registered already"):
         registry.add(con, registry.Simulator("\u0430lice", "x", "cooperative", None, 0))   # Cyrillic а
     con.close()
+
+
+def test_a_run_is_refused_when_an_endpoint_is_no_longer_asked_as_the_task_froze_it(db):
+    from evalcore.store import endpoints as endpoints
+
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        task = setup(con, srv.url)
+        endpoints.add(con, endpoints.Registered("sys-good", srv.url, "sys-good", api_key_env=None, temperature=0.1),
+                      replace=True)
+        with pytest.raises(ValueError, match="sys-good changed since the task was made .temperature"):
+            simulate(con, task.task_id)
+        assert con.execute("SELECT count(*) FROM chat_messages").fetchall() == [(0,)] and srv.requests == 0
+        con.close()
+
+
+def test_judgments_the_judge_did_not_give_are_asked_again(db):
+    from evalcore.simulation.judging import judge
+    from evalcore.store import endpoints as endpoints
+
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        task = setup(con, srv.url, simulators={"grounded": "sim-grounded"}, systems=("sys-good",), scenarios=2)
+        assert not simulate(con, task.task_id).failed
+        endpoints.add(con, endpoints.Registered("judge", srv.url, "judge", api_key_env=None))
+        srv.fail_after = srv.answered + 3   # the judge's server goes down after 3 answers
+        first = judge(con, task.task_id, "judge", held_by="simulated", concurrency=1)
+        assert first["asked"] == 2 * 3 and first["judged"] == 3 and sum(first["failed"].values()) == 3
+        srv.up()
+        again = judge(con, task.task_id, "judge", held_by="simulated")
+        assert again["asked"] == again["judged"] == 3   # only what had no rating
+        assert con.execute("SELECT count(*) FROM chat_judgments WHERE value IS NOT NULL").fetchall() == [(6,)]
+        con.close()
