@@ -8,10 +8,11 @@ import sys
 
 import pandas as pd
 
-from evalcore.cli.output import emit, escaped, visible
+from evalcore.cli.output import emit, escaped, on_wait, visible
 from evalcore.simulation import audit as auditing
 from evalcore.simulation.run import simulate as run_simulation
 from evalcore.simulation.templates import resolve
+from evalcore.store import Handle, lock_wait, resolve_db_path
 from evalcore.store import simulators as registry
 from evalcore.store.endpoints import get as get_endpoint
 
@@ -39,13 +40,20 @@ def show(con, args) -> None:
 
 
 def simulate(con, args) -> int:
+    """The store is let go while requests are in flight (the dashboard serves it meanwhile), as `generate` does."""
     sims = [s.strip() for s in args.simulators.split(",")] if args.simulators else None
-    outcome = run_simulation(con, args.task_id, simulators=sims, concurrency=args.concurrency, progress=True)
+    handle = Handle(resolve_db_path(args.db), con, lock_wait(), on_wait)
+    try:
+        outcome = run_simulation(con, args.task_id, simulators=sims, concurrency=args.concurrency, progress=True,
+                                 handle=handle)
+    except KeyboardInterrupt:
+        print("\nstopped by Ctrl-C: what was received is stored; run the same command again to go on", file=sys.stderr)
+        return 130
     print(escaped(outcome.summary()))
     if outcome.jobs:
         from evalcore.services import jobs
         for job in sorted(outcome.jobs):   # scored here and now, as an acceptance from `chat review` is
-            jobs.run(con, job)
+            jobs.run(handle.con, job)
         print(f"scoring jobs {', '.join(map(str, sorted(outcome.jobs)))} run on the accepted conversations")
     return 1 if outcome.failed else 0
 

@@ -3,11 +3,14 @@ on the task's scenarios, until it writes its template's end marker or the round 
 task's questionnaire (every dimension, and whether the goal was reached) as the person would have.
 
 What is stored is what a person's conversation stores (evalcore.store.chats): each message in its own short
-transaction when it is received, the end, then the ratings. A run is resumable by construction: a conversation is
-taken up where the store says it stands (a user message without its reply: the system is asked; a reply: the
-simulator is; ended: the questionnaire), so after a kill nothing stored is sent or stored again; a request in flight
-when it died is sent once more. Conversations run side by side, one thread each, `concurrency` at a time; a
-conversation whose request fails after its retries stops where it is, with its reason, and the run goes on."""
+transaction, the end, then the ratings. The store is let go while requests are in flight (Handle.let_go), so the
+dashboard reads and people chat meanwhile: a writer takes it briefly every FLUSH_EVERY seconds and writes what came
+since, in the order it came, so a message is stored within about a second of its arrival (what a SIGKILL can lose,
+asked again by the next run). A run is resumable by construction: a conversation is taken up where the store says it
+stands (a user message without its reply: the system is asked; a reply: the simulator is; ended: the
+questionnaire), so after a kill nothing stored is sent or stored again. Conversations run side by side, one thread
+each, `concurrency` at a time; a conversation whose request fails after its retries, or whose write the store
+refuses (the task closed meanwhile), stops where it is, with its reason, and the run goes on."""
 from __future__ import annotations
 
 import json
@@ -16,7 +19,9 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Callable
 
 import duckdb
 
@@ -25,12 +30,15 @@ from evalcore.core.words import count
 from evalcore.ingest.lookup import dataset_language
 from evalcore.services import chats as service
 from evalcore.simulation.templates import UserTemplate, resolve
+from evalcore.store import Handle
 from evalcore.store import chats as stored
 from evalcore.store.endpoints import get as get_endpoint
-from evalcore.store.transactions import bump_revision, transaction
+from evalcore.store.transactions import bump_revision, database_path, transaction
 
 DONE = ("rated", "accepted", "sent_back")
 JSON_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+FLUSH_EVERY = 0.5    # seconds between the writer's turns: what a SIGKILL can lose (asked again by the next run)
+SAMPLING = ("temperature", "top_p", "max_tokens")
 
 
 @dataclass
@@ -69,9 +77,6 @@ def user_template(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, simulat
         raise ValueError(f"the user template {setting['template']} (style {setting['style']}) changed since chat task "
                          f"{task.task_id} was made: its conversations would not match the task's signature")
     return user
-
-
-SAMPLING = ("temperature", "top_p", "max_tokens")
 
 
 def unchanged(entry, setting: dict, who: str) -> None:
@@ -125,28 +130,92 @@ def split_end(text: str, marker: str) -> tuple[str, bool]:
     return text.strip(), False
 
 
-class Conversation:
-    """One simulated conversation taken up where the store has it; `step` advances it by one request."""
-
-    def __init__(self, con, lock, task: stored.ChatTask, conversation_id: int, user: UserTemplate, system_template):
-        self.con, self.lock, self.task, self.id = con, lock, task, conversation_id
-        with lock:
-            self.conv = stored.conversation(con, conversation_id)
-            frame = stored.messages(con, conversation_id)
-            self.scene = stored.scenario(con, task.task_id, self.conv.scenario)
-        self.turns = list(zip(frame["role"].tolist(), frame["text"].tolist()))
-        self.state = self.conv.state
-        self.user, self.system_template = user, system_template
-        self.grounding = user_grounding(self.scene)
+@dataclass
+class State:
+    """One conversation as the store had it when the run began, then as this run advanced it."""
+    conversation_id: int
+    simulator: str
+    endpoint: str
+    state: str
+    grounding: dict          # the system's (the scenario's grounding)
+    user_grounding: dict     # the simulated user's (with a chit-chat scenario's opening as its topic)
+    turns: list = field(default_factory=list)   # (role, text)
 
     def rounds(self) -> int:
         return sum(role == "assistant" for role, _ in self.turns)
 
 
+def load(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, ids: list[int]) -> dict[int, State]:
+    """Every conversation to run, read at once (the store is let go afterwards)."""
+    rows = con.execute("""
+        SELECT c.conversation_id, c.simulator, c.endpoint, c.state, s.grounding, s.opening,
+               (SELECT list({'role': m.role, 'text': m.text} ORDER BY m.idx) FROM chat_messages m
+                WHERE m.conversation_id = c.conversation_id) AS turns
+        FROM chat_conversations c JOIN chat_scenarios s ON s.task_id = c.task_id AND s.scenario = c.scenario
+        WHERE c.task_id = ? AND list_contains(?, c.conversation_id)""", [task.task_id, ids]).fetchall()
+    out = {}
+    for cid, sim, endpoint, state, grounding, opening, turns in rows:
+        scene = {"grounding": json.loads(grounding), "opening": opening}
+        out[int(cid)] = State(int(cid), sim, endpoint, state, scene["grounding"], user_grounding(scene),
+                              [(t["role"], t["text"]) for t in turns or []])
+    return out
+
+
+class Writer:
+    """What the conversations' threads received, written in the order it came, a batch every FLUSH_EVERY seconds,
+    each write its own short transaction on the store taken briefly (Handle.now). A write the store refuses stops
+    that conversation (broken), with its reason."""
+
+    def __init__(self, handle: Handle, outcome: Outcome, tally: threading.Lock):
+        self.handle, self.outcome, self.tally = handle, outcome, tally
+        self.pending: list[tuple[int, Callable, bool]] = []
+        self.lock = threading.Lock()
+        self.broken: set[int] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="evalcore-simulate-writer", daemon=True)
+
+    def put(self, cid: int, write: Callable[[duckdb.DuckDBPyConnection], object], message: bool = False) -> None:
+        with self.lock:
+            self.pending.append((cid, write, message))
+
+    def _loop(self) -> None:
+        while not self.stop.wait(FLUSH_EVERY):
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            batch, self.pending = self.pending, []
+        if not batch:
+            return
+        with self.handle.now() as con:
+            for cid, write, message in batch:
+                if cid in self.broken:
+                    continue
+                try:
+                    write(con)
+                except (ValueError, duckdb.Error) as exc:   # refused (a closed task): nothing of it stored
+                    self.broken.add(cid)
+                    with self.tally:
+                        self.outcome.failed[cid] = f"the store refused a write: {exc}"
+                    continue
+                if message:
+                    with self.tally:
+                        self.outcome.messages += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.flush()
+
+
 def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[str] | None = None,
              concurrency: int | None = None, stop: threading.Event | None = None, progress: bool = False,
-             retries: int = 3, backoff: float = 0.5) -> Outcome:
-    """Run every simulated conversation of the task that is not finished (of `simulators` only, when given)."""
+             retries: int = 3, backoff: float = 0.5, handle: Handle | None = None,
+             on_progress: Callable[[int, int], None] | None = None) -> Outcome:
+    """Run every simulated conversation of the task that is not finished (of `simulators` only, when given).
+    `handle`: the store to let go of while requests are in flight (the CLI's and a job's worker; its `con` is the
+    one to use afterwards); without one, `con` is kept and written on. `on_progress(finished, total)` is called as
+    conversations finish."""
     task = stored.get(con, task_id)
     if not task.simulators:
         raise ValueError(f"chat task {task_id} has no simulators (`evalcore chat create ... --simulators S1,S2`)")
@@ -159,31 +228,27 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
     frame = stored.conversations(con, task_id)
     frame = frame[frame["simulator"].isin(wanted)]
     outcome = Outcome(task_id, len(frame), int(frame["state"].isin(DONE).sum()))
-    todo = frame.loc[~frame["state"].isin(DONE), ["conversation_id", "simulator", "endpoint"]]
-    if todo.empty:
+    todo = [int(c) for c, s in zip(frame["conversation_id"], frame["state"]) if s not in DONE]
+    if not todo:
         return outcome
     users = {s: user_template(con, task, s) for s in wanted}
     for who, setting in [*task.settings.items(), *((s, task.simulators[s]) for s in wanted)]:
         unchanged(get_endpoint(con, setting.get("endpoint", who)), setting, who)
     systems = {e: service.system_template(con, task, e) for e in task.endpoints}
     registered = {e: get_endpoint(con, e) for e in {*task.endpoints, *(task.simulators[s]["endpoint"] for s in wanted)}}
-    width = concurrency or min(r.concurrency for r in registered.values())
-    width = max(1, min(int(width), len(todo)))
-    # a system's caller per endpoint; a simulator's its own (its seed is sent where its endpoint sets none: a
-    # simulator on a system's endpoint, self-chat, is asked with the simulator's seed)
+    width = max(1, min(int(concurrency or min(r.concurrency for r in registered.values())), len(todo)))
+    states = load(con, task, todo)
+    lets_go = handle is not None
+    handle = handle or Handle(database_path(con), con)
+    # a system's caller per endpoint; a simulator's its own, with the seed the task froze for it
     callers = {("system", e): Caller(registered[e].endpoint(), width, retries=retries, backoff=backoff)
                for e in task.endpoints}
     for s in wanted:
-        entry = registered[task.simulators[s]["endpoint"]]
-        callers[("user", s)] = Caller(entry.endpoint(seed=task.simulators[s]["seed"]), width, retries=retries,
-                                      backoff=backoff)
-    lock, stop = threading.Lock(), stop or threading.Event()
+        callers[("user", s)] = Caller(registered[task.simulators[s]["endpoint"]].endpoint(seed=task.simulators[s]["seed"]),
+                                      width, retries=retries, backoff=backoff)
+    stop, tally = stop or threading.Event(), threading.Lock()
+    writer = Writer(handle, outcome, tally)
     started = time.monotonic()
-
-    def note(cid: int, why: str) -> None:
-        outcome.failed[cid] = why
-
-    tally = threading.Lock()   # the outcome's counters, added to from every conversation's thread
 
     def ask(caller: Caller, messages: list[dict]):
         reply = caller.ask(messages)
@@ -191,68 +256,65 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
             outcome.requests += 1
         return reply
 
-    def stored_one(finished: bool = False) -> None:
+    def note(cid: int, why: str) -> None:
         with tally:
-            outcome.messages += not finished
-            outcome.finished_now += finished
+            outcome.failed[cid] = why
 
-    def run_one(cid: int, simulator: str, endpoint: str) -> None:
-        c = Conversation(con, lock, task, cid, users[simulator], systems[endpoint])
-        sim_caller, sys_caller = callers[("user", simulator)], callers[("system", endpoint)]
-        while not stop.is_set() and c.state not in DONE:
+    def run_one(c: State) -> None:
+        cid, user = c.conversation_id, users[c.simulator]
+        sim_caller, sys_caller = callers[("user", c.simulator)], callers[("system", c.endpoint)]
+        while not stop.is_set() and c.state not in DONE and cid not in writer.broken:
             if c.state == "ended":
-                reply = ask(sim_caller, c.user.rating_messages(c.grounding, c.turns, task.dimensions))
+                reply = ask(sim_caller, user.rating_messages(c.user_grounding, c.turns, task.dimensions))
                 if reply.error is not None:
                     return note(cid, f"the simulator did not answer the questionnaire: {plain(reply.error)}")
                 try:
                     values, goal = parse_rating(reply.text, task.dimensions)
                 except ValueError as exc:
                     return note(cid, str(exc))
-                jobs: dict = {}
-                with lock:
-                    stored.simulated_rate(con, cid, values, goal, then=lambda k, t, where: jobs.setdefault(
-                        "job", service.queue_scoring(k, t, where)))
-                with tally:
-                    outcome.jobs.update(jobs.values())
+
+                def rate(k, values=values, goal=goal):
+                    jobs: dict = {}
+                    stored.simulated_rate(k, cid, values, goal, then=lambda k2, t, where: jobs.setdefault(
+                        "job", service.queue_scoring(k2, t, where)))
+                    with tally:
+                        outcome.jobs.update(jobs.values())
+                        outcome.finished_now += 1
+                writer.put(cid, rate)
                 c.state = "rated"
-                return stored_one(finished=True)
+                return
             if c.turns and c.turns[-1][0] == "user":   # the system's turn
                 texts = [t for _, t in c.turns]
-                reply = ask(sys_caller, c.system_template.render(texts, c.scene["grounding"], [r for r, _ in c.turns]))
+                reply = ask(sys_caller, systems[c.endpoint].render(texts, c.grounding, [r for r, _ in c.turns]))
                 if reply.error is not None:
                     return note(cid, f"the system did not answer: {plain(reply.error)}")
                 if reply.flag == "empty":
                     return note(cid, "the system answered with nothing (nothing stored; run again to ask again)")
-                with lock:
-                    stored.reply(con, cid, len(c.turns) - 1, reply.text, attempts=reply.attempts, finish=reply.finish,
-                                 seconds=round(reply.seconds, 3))
+                after = len(c.turns) - 1
+                writer.put(cid, lambda k, r=reply, after=after: stored.reply(
+                    k, cid, after, r.text, attempts=r.attempts, finish=r.finish, seconds=round(r.seconds, 3)), True)
                 c.turns.append(("assistant", reply.text))
-                stored_one()
                 continue
             if c.rounds() >= task.max_rounds:
-                with lock:
-                    stored.simulated_end(con, cid)
+                writer.put(cid, lambda k: stored.simulated_end(k, cid))
                 c.state = "ended"
                 continue
-            reply = ask(sim_caller, c.user.messages(c.grounding, c.turns))
+            reply = ask(sim_caller, user.messages(c.user_grounding, c.turns))
             if reply.error is not None:
                 return note(cid, f"the simulator did not answer: {plain(reply.error)}")
-            text, ended = split_end(reply.text or "", c.user.end)
+            text, ended = split_end(reply.text or "", user.end)
             if not ended and not text:   # not an end: nothing stored, asked again by the next run
                 return note(cid, "the simulated user's message was empty (nothing stored)")
             if ended:
                 if not c.rounds():
                     return note(cid, "the simulated user ended before the system said anything")
-                with lock:
-                    stored.simulated_end(con, cid)
+                writer.put(cid, lambda k: stored.simulated_end(k, cid))
                 c.state = "ended"
                 continue
-            with lock:
-                stored.simulated_say(con, cid, text, attempts=reply.attempts, finish=reply.finish,
-                                     seconds=round(reply.seconds, 3))
+            writer.put(cid, lambda k, r=reply, text=text: stored.simulated_say(
+                k, cid, text, attempts=r.attempts, finish=r.finish, seconds=round(r.seconds, 3)), True)
             c.state = "talking"
             c.turns.append(("user", text))
-            stored_one()
 
     bar = None
     if progress:
@@ -260,27 +322,30 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
         bar = tqdm(total=len(todo), unit="conv", file=sys.stderr, desc=f"chat task {task_id}")
     pool = ThreadPoolExecutor(max_workers=width)
     try:
-        futures = {pool.submit(run_one, int(cid), sim, end): int(cid)
-                   for cid, sim, end in zip(todo["conversation_id"], todo["simulator"], todo["endpoint"])}
-        for future in as_completed(futures):
+        with handle.let_go() if lets_go else nullcontext():
+            writer.thread.start()
             try:
-                future.result()
-            except (ValueError, duckdb.Error) as exc:   # the store refused a write: the conversation stops, with why
-                outcome.failed[futures[future]] = str(exc)
-            if bar is not None:
-                bar.update(1)
-    except KeyboardInterrupt:
-        stop.set()
-        raise
+                futures = [pool.submit(run_one, states[cid]) for cid in todo if cid in states]
+                for done, future in enumerate(as_completed(futures), 1):
+                    future.result()
+                    if bar is not None:
+                        bar.update(1)
+                    if on_progress is not None:
+                        on_progress(done, len(futures))
+            except KeyboardInterrupt:
+                stop.set()
+                raise
+            finally:
+                stop.set()
+                pool.shutdown(wait=True, cancel_futures=True)
+                writer.close()   # what came is written before the store is taken back
     finally:
-        stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
         for caller in callers.values():
             caller.close()
         if bar is not None:
             bar.close()
         outcome.seconds = time.monotonic() - started
-        if outcome.messages:
-            with lock, transaction(con):
-                bump_revision(con)   # pages' caches follow the new messages
+    if outcome.messages:
+        with transaction(handle.con):
+            bump_revision(handle.con)   # pages' caches follow the new messages
     return outcome
