@@ -207,10 +207,12 @@ def compare_behaviour(frame: pd.DataFrame, measures: pd.DataFrame, simulator: st
         draws = [hedges_g(a[rng.integers(0, len(a), len(a))], b[rng.integers(0, len(b), len(b))])
                  for _ in range(resamples)] if len(a) >= 2 and len(b) >= 2 else []
         lo, hi = _interval(draws)
+        note = ("" if not math.isnan(g) else "fewer than 2 conversations on a side" if min(len(a), len(b)) < 2
+                else "every value equal: no g")
         rows.append({"simulator": simulator, "measure": m, "people": float(b.mean()) if len(b) else np.nan,
                      "simulated": float(a.mean()) if len(a) else np.nan,
                      "difference": float(a.mean() - b.mean()) if len(a) and len(b) else np.nan,
-                     "hedges g": g, "g 95% CI": (lo, hi), "n people": len(b), "n simulated": len(a)})
+                     "hedges g": g, "g 95% CI": (lo, hi), "n people": len(b), "n simulated": len(a), "note": note})
     return pd.DataFrame(rows)
 
 
@@ -237,7 +239,8 @@ def verdict(r: dict) -> str:
     for s, d in r["difference"].items():
         dlo, dhi = r["difference_ci"][s]
         if not math.isnan(dlo) and (dlo > 0 or dhi < 0):
-            off.append(f"{'overrates' if d > 0 else 'underrates'} {s} by {fmt(abs(d))} [{fmt(dlo)}, {fmt(dhi)}]")
+            off.append(f"{'overrates' if d > 0 else 'underrates'} {s}: simulated minus people {d:+.2f} "
+                       f"[{fmt(dlo)}, {fmt(dhi)}]")
     return head + ("; " + "; ".join(off) if off else "")
 
 
@@ -289,9 +292,8 @@ def audit(con: duckdb.DuckDBPyConnection, task_id: int, *, counted: tuple[str, .
                         "conversations": int((frame["holder"] == sim).sum()),
                         "ranks as people did on": ", ".join(agree) or "none",
                         "ranks against people on": ", ".join(against) or "none",
-                        "scenario brought up, simulated": brought["simulated"],
-                        "scenario brought up, people": brought["people"],
-                        "scenario brought up (g)": brought["hedges g"]})
+                        "brought up: simulated": brought["simulated"], "brought up: people": brought["people"],
+                        "brought up: g": brought["hedges g"]})
         result["verdicts"][sim] = verdicts
     result["rankings"] = pd.DataFrame(ranks)
     result["differences"] = pd.DataFrame(diffs)

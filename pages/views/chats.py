@@ -151,7 +151,11 @@ if task.simulators:
                f"conversations become a dataset of their own ({task.target}-sim-<simulator>), never mixed with people's; "
                f"its ratings are its own answers to the task's questions, not people's. Run the conversations with "
                f"`evalcore chat simulate {task.task_id}` (a run that stopped goes on where it stands).")
-    grid(chats.simulated(con, task), width="stretch")
+    listing = chats.simulated(con, task)
+    grid(listing.drop(columns=["signature"]), width="stretch")
+    with st.expander("Signatures: how each simulator played the user"):
+        for row in listing.itertuples():   # whole and wrapped: a table's cell would cut it
+            st.text(f"{row.simulator}: {row.signature}")
     judges = chats.judges_of(con, task.task_id)
     own = "the simulators themselves"
     rated_by = st.selectbox("Simulated conversations rated by", [own, *judges], key=f"ct-rated-by-{task.task_id}",
@@ -168,13 +172,23 @@ if task.simulators:
                    "conversations, with a 95% bootstrap interval over scenarios; a verdict claims agreement only "
                    "when the interval lies above 0.")
         for name, sentences in audit["verdicts"].items():
-            st.text(name + "\n" + "\n".join("  " + line for line in sentences))
-        grid(audit["summary"].drop(columns=["signature"]), width="stretch")
+            st.text(name)
+            _, lines = st.columns([1, 40])   # each verdict indented under its simulator, wrapped lines too
+            for line in sentences:
+                lines.text(line)
+        two = {c: st.column_config.NumberColumn(format="%.2f") for c in
+               ("kendall tau", "people", "simulated", "difference", "hedges g", "brought up: simulated",
+                "brought up: people", "brought up: g")}
+        grid(audit["summary"].drop(columns=["signature"]), width="stretch", column_config=two)
+
+        def whole(frame):   # every row shown: the rows past the tenth are another simulator's
+            return {"height": 38 + 35 * len(frame)}
+
         with st.expander("Rankings and each endpoint's difference (simulated minus people)"):
-            grid(audit["rankings"], width="stretch")
-            grid(audit["differences"], width="stretch")
+            grid(audit["rankings"], width="stretch", column_config=two, **whole(audit["rankings"]))
+            grid(audit["differences"], width="stretch", column_config=two, **whole(audit["differences"]))
         with st.expander("How the simulated users behave against people (Hedges' g, 95% interval over conversations)"):
-            grid(audit["behaviour"], width="stretch")
+            grid(audit["behaviour"], width="stretch", column_config=two, **whole(audit["behaviour"]))
 
 waiting = chats.waiting(con, task.task_id)
 with st.expander(f"Review ({len(waiting)} waiting)", expanded=bool(len(waiting)) and allowed):

@@ -27,13 +27,16 @@ def test_the_audit_on_the_chat_tasks_page(tmp_path, default_store_file, monkeypa
         people_talk(con, task)
         con.close()
         at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
-    texts = "\n".join(t.value for t in at.text)
-    assert "grounded\n  Info: ranks the 3 systems as people did: tau 1.00 [1.00, 1.00]" in texts
-    assert "ignorer\n  Info: ranks the 3 systems against people" in texts
+    texts = [t.value for t in at.text]
+    # each simulator's name, then its verdicts, one text each (indented under it)
+    grounded, ignorer = texts.index("grounded"), texts.index("ignorer")
+    assert texts[grounded + 1] == "Info: ranks the 3 systems as people did: tau 1.00 [1.00, 1.00]"
+    assert texts[ignorer + 1].startswith("Info: ranks the 3 systems against people")
+    signatures = [t for t in texts if t.startswith(("grounded: sim:sim-grounded@", "ignorer: sim:sim-ignore@"))]
+    assert len(signatures) == 2   # whole, as text: a table's cell would cut them
     frames = [d.value for d in at.dataframe]
-    listing = next(f for f in frames if "signature" in f.columns and "simulator" in f.columns)
+    listing = next(f for f in frames if "accepted" in f.columns and "simulator" in f.columns)
     assert listing.set_index("simulator")["accepted"].to_dict() == {"grounded": 9, "ignorer": 9}
-    assert all(s.startswith("sim:sim-") for s in listing["signature"])
     summary = next(f for f in frames if "ranks as people did on" in f.columns)
     assert summary.set_index("simulator").loc["grounded", "ranks as people did on"] == "Info, Coh, Know, goal reached"
 

@@ -61,7 +61,8 @@ def test_the_scenario_ignoring_simulator_is_found_out(audited):
     good, bad = result["verdicts"]["grounded"], result["verdicts"]["ignorer"]
     assert all("as people did" in v for v in good), good
     assert all("against people" in v for v in bad), bad
-    assert "overrates sys-bad by 2.00 [2.00, 2.00]" in bad[0] and "underrates sys-good by 2.00" in bad[0]
+    assert "overrates sys-bad: simulated minus people +2.00 [2.00, 2.00]" in bad[0]
+    assert "underrates sys-good: simulated minus people -2.00 [-2.00, -2.00]" in bad[0]
     summary = result["summary"].set_index("simulator")
     assert summary.loc["grounded", "ranks as people did on"] == "Info, Coh, Know, goal reached"
     assert summary.loc["ignorer", "ranks against people on"] == "Info, Coh, Know, goal reached"
@@ -79,6 +80,10 @@ def test_hedges_g_is_the_arithmetic_written_out():
     assert auditing.hedges_g(a, b) == pytest.approx(d * (1 - 3 / (4 * 9 - 9)), abs=1e-12)
     assert math.isnan(auditing.hedges_g(np.array([1.0]), b))                 # one on a side: no g
     assert math.isnan(auditing.hedges_g(np.full(3, 17 / 18), np.full(4, 17 / 18)))   # no spread at all
+    frame = pd.DataFrame({"holder": [auditing.PEOPLE] * 3 + ["s"] * 3})
+    measures = pd.DataFrame({m: [2.0] * 6 for m in auditing.BEHAVIOUR})
+    table = auditing.compare_behaviour(frame, measures, "s", resamples=10).set_index("measure")
+    assert table.loc["rounds", "note"] == "every value equal: no g"   # said, not blank
 
 
 def _frame(people: dict, simulated: dict) -> pd.DataFrame:

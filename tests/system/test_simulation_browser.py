@@ -177,7 +177,14 @@ def test_people_in_chromium_and_two_simulators_then_the_audit_at_1400_and_800(tm
                     verdicts = lab.locator('[data-testid="stText"]').filter(has_text="ranks the 3 systems")
                     expect(verdicts.first).to_be_visible(timeout=120_000)
                     settle(lab)
-                    blocks = {t.split("\n")[0].strip(): t for t in verdicts.all_inner_texts()}
+                    # each simulator's name on a line of its own, its verdicts after it (indented)
+                    blocks, current = {}, None
+                    for t in lab.locator('[data-testid="stText"]').all_inner_texts():
+                        if t.strip() in ("grounded", "ignorer"):
+                            current = t.strip()
+                            blocks[current] = ""
+                        elif current and "the 3 systems" in t:
+                            blocks[current] += t + "\n"
                     assert set(blocks) == {"grounded", "ignorer"}, blocks
                     assert re.search(rf"{first}: ranks the 3 systems as people did: tau {taus['grounded']:.2f} ",
                                      blocks["grounded"]), blocks["grounded"]
