@@ -21,7 +21,7 @@ from evalcore.services import chats as service
 from evalcore.services import jobs
 from evalcore.store import chats as stored
 from evalcore.store.chats import ChatTask
-from evalcore.store.transactions import database_path
+from evalcore.store.transactions import database_path, transaction
 
 log = logging.getLogger("evalcore.chat")
 GROUNDING_NAMES = {"knowledge": "Knowledge", "goal": "Goal", "persona": "Persona", "user_profile": "User profile"}
@@ -168,6 +168,24 @@ def simulated(con: duckdb.DuckDBPyConnection, task: ChatTask) -> pd.DataFrame:
                      "rated": counts.get("rated", 0), "accepted": counts.get("accepted", 0),
                      "dataset": task.target_of(name), "signature": setting.get("signature")})
     return pd.DataFrame(rows)
+
+
+def simulate(con: duckdb.DuckDBPyConnection, task: ChatTask) -> int:
+    """The task's simulated conversations run as a job in a worker process of its own (it goes on when the page is
+    left; a job not started here is run by the server's next check); its id."""
+    with transaction(con):
+        job = jobs.create(con, task.dataset, [{"simulate": {"task": task.task_id}}], kind="simulate")
+    _start(con, job)
+    return job
+
+
+def simulation_job(con: duckdb.DuckDBPyConnection, task: ChatTask) -> dict | None:
+    """The newest simulation job of the task, as jobs.listing has it (None: none yet)."""
+    frame = jobs.listing(con, task.dataset)
+    for row in frame.to_dict("records"):
+        if row["kind"] == "simulate" and row["tracks"] == f"chat task {task.task_id}":
+            return row
+    return None
 
 
 def judges_of(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:

@@ -38,6 +38,7 @@ generation = lazy.module("evalcore.generation.run")
 neural_family = lazy.module("evalcore.metrics.neural")
 registry = lazy.module("evalcore.metrics.registry")
 scoring = lazy.module("evalcore.scoring")
+simulation = lazy.module("evalcore.simulation.run")
 tokenize = lazy.module("evalcore.core.tokenize")
 if TYPE_CHECKING:
     from evalcore.metrics.neural import NeuralOptions
@@ -147,6 +148,12 @@ def run(con: duckdb.DuckDBPyConnection, job_id: int, neural: NeuralOptions | Non
     last = [0.0]
     try:
         for i, step in enumerate(steps):
+            if "simulate" in step:   # a chat task's simulated conversations (started from the Chat tasks page)
+                outcome = _simulate(store(), handle, step["simulate"], i, len(steps), write)
+                if outcome.failed:
+                    write(state="failed", finished_at=datetime.now(), detail=outcome.summary()[:2000])
+                    return True
+                continue
             if "generate" in step:   # an endpoint's replies first; the steps after it score them
                 outcome = _generate(store(), handle, step["generate"], i, len(steps), write)
                 if outcome.missing:
@@ -181,6 +188,9 @@ def step_tracks(steps: list[dict]) -> list[str]:
     """The tracks a job's steps cover, in order, once each (a generation step names its tracks)."""
     found = []
     for step in steps:
+        if "simulate" in step:
+            found.append(f"chat task {step['simulate']['task']}")
+            continue
         found += (step["generate"].get("tracks") or []) if "generate" in step else [step["track"]]
     return list(dict.fromkeys(found))
 
@@ -202,6 +212,23 @@ def _generate(con, handle: Handle | None, params: dict, i: int, total: int, writ
     if handle is None:
         handle = Handle(database_path(con), con)
     return generation.generate(handle, on_progress=moved, **params)
+
+
+def _simulate(con, handle: Handle | None, params: dict, i: int, total: int, write):
+    """A job's simulation step: the task's simulated conversations run (resumed where a killed worker left them),
+    the store let go while requests are in flight (a worker's handle), progress at most every PROGRESS_EVERY s."""
+    last = [0.0]
+
+    def moved(done: int, conversations: int) -> None:
+        if done < conversations and time.monotonic() - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = time.monotonic()
+        write(skippable=True, progress=(i + done / max(conversations, 1)) / total,
+              detail=f"step {i + 1} of {total}: {done:,} of {conversations:,} simulated conversations")
+
+    write(progress=i / total, detail=f"step {i + 1} of {total}: simulated conversations of chat task {params['task']}")
+    return simulation.simulate(con, params["task"], simulators=params.get("simulators"), handle=handle,
+                               on_progress=moved)
 
 
 CHECK_VAR = "EVALCORE_JOB_CHECK"  # seconds between the server's checks for jobs no process runs (default 30)

@@ -153,6 +153,27 @@ if task.simulators:
                f"`evalcore chat simulate {task.task_id}` (a run that stopped goes on where it stands).")
     listing = chats.simulated(con, task)
     grid(listing.drop(columns=["signature"]), width="stretch")
+    running = (chats.simulation_job(con, task) or {}).get("state") in ("queued", "running")
+
+    def simulation_panel() -> None:
+        try:
+            job = chats.simulation_job(cursor(), task)
+            if running and (job or {}).get("state") not in ("queued", "running"):
+                st.rerun()   # the job ended: the whole page again (the conversations, the audit)
+            if job is not None:
+                st.progress(float(job["progress"] or 0), text=md_escape(
+                    f"Simulation job {job['job_id']}: {job['state']}" + (f": {job['detail']}" if job["detail"] else "")))
+            left = int(listing["conversations"].sum() - listing["rated"].sum() - listing["accepted"].sum())
+            if allowed and task.state == "open" and left and not running and st.button(
+                    f"Run the {left} simulated conversations not finished", key="ct-simulate",
+                    help=f"a job, as `evalcore chat simulate {task.task_id}`: it goes on when you leave the page, and "
+                         "a run that stopped goes on where it stands"):
+                chats.simulate(cursor(), task)
+                st.rerun()
+        finally:
+            release()
+
+    st.fragment(run_every=1.5 if running else None)(simulation_panel)()
     with st.expander("Signatures: how each simulator played the user"):
         for row in listing.itertuples():   # whole and wrapped: a table's cell would cut it
             st.text(f"{row.simulator}: {row.signature}")

@@ -58,3 +58,34 @@ def test_a_hostile_simulated_user_waiting_for_review_is_shown_as_text(tmp_path, 
     said = [t.value for t in at.text if HOSTILE[:20] in t.value]
     assert said and all(len(t.encode()) <= MAX_TEXT for t in said)
     assert not any(HOSTILE[:10] in m.value for m in at.markdown)   # never drawn as markdown
+
+
+def test_the_simulated_conversations_run_as_a_job_from_the_page(tmp_path, default_store_file, monkeypatch):
+    """The page's button records a simulation job; the job (run here as its worker would) holds every simulated
+    conversation to its end, and the page then shows it done."""
+    from evalcore.services import jobs
+    from evalcore.store import chats as stored
+    from evalcore.store import Handle
+
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    started = []
+    monkeypatch.setattr(jobs, "start", lambda path, job: started.append(job))   # no worker process in a page test
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        task = setup(con, srv.url)
+        con.close()
+        at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
+        button = next(b for b in at.button if b.label.startswith("Run the 18 simulated conversations"))
+        button.click().run()
+        assert len(started) == 1
+        con = connect(db)
+        handle = Handle(db, con)
+        assert jobs.run(con, started[0], handle=handle)
+        con = handle.con
+        assert con.execute("SELECT state, kind FROM jobs WHERE job_id = ?", [started[0]]).fetchall() == [("done", "simulate")]
+        convs = stored.conversations(con, task.task_id)
+        assert convs.loc[convs["simulator"].notna(), "state"].eq("accepted").all()
+        con.close()
+    at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
+    assert any(f"Simulation job {started[0]}\\: done" in e.proto.text for e in at.get("progress"))
+    assert not any(b.label.startswith("Run the") for b in at.button)   # nothing left to run
