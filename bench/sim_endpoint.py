@@ -14,7 +14,8 @@ by the model the request names:
               lines at its lowest value and "goal": true
 
 The round number in every text lets a check tell a turn stored twice or out of place. GET /v1/stats answers at once
-with how many requests of each kind (sys, user, end, rating, other) have arrived, counted when the body is read:
+with how many requests of each kind (sys, user, end, rating; other: anything else, such as a body cut short by a
+client killed while sending it) have arrived, counted when the body is read:
 a few counters under a lock, nothing that grows with the run. ThreadingHTTPServer on HTTP/1.1 (kept-alive
 connections, a thread each, a listen backlog of 1024), so 64 clients in flight are served side by side.
 """

@@ -24,7 +24,9 @@ endpoint must see no request.
 --kills N: the run is started, SIGKILLed when the endpoint has seen 1/(N+1), 2/(N+1), ... of the requests a full
 run needs (polled every 20 ms), started again each time, and the last run let finish. Reported: each run's wall and
 requests; requests needed (one per stored message, plus each conversation's "[END]" and questionnaire) against
-requests the endpoint saw: the difference is what the kills cost (requests in flight when a run died, sent again).
+requests the endpoint saw: the difference is what the kills cost (requests sent again), and, read from the store
+between a kill and the next start, how many of the killed run's requests were in flight or answered and not yet
+stored (a run writes what it received in batches: what a SIGKILL loses).
 
 Checked in the store afterwards, in every mode: every conversation of the task rated; for each one, its messages at
 idx 0..n-1 with no gap, roles alternating from the user's, exactly --rounds rounds, the k-th user message and the
@@ -122,8 +124,10 @@ class Child:
                     pass
                 next_rss = now + 0.5
             if kill_at is not None and seen(url)["total"] >= kill_at:
-                killed_at = seen(url)["total"]
                 os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                time.sleep(0.1)   # what it sent before it died is read by the endpoint and counted
+                killed_at = seen(url)["total"]
                 break
             time.sleep(0.02 if kill_at is not None else 0.1)
         stdout = self.proc.stdout.read().decode("utf-8", "replace")
@@ -151,6 +155,18 @@ def rss_profile(samples: list[tuple[float, float]]) -> dict:
 
     return {"samples": len(samples), "rss_mb_10": at(0.1), "rss_mb_50": at(0.5), "rss_mb_90": at(0.9),
             "rss_mb_max": round(max(mb for _, mb in samples), 1)}
+
+
+def written(db: Path, tid: int) -> int:
+    """The requests whose answers the store holds: each message, each end ("[END]"), each questionnaire."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT (SELECT count(*) FROM chat_messages JOIN chat_conversations USING (conversation_id) "
+                           "WHERE task_id = $1) + (SELECT count(*) FILTER (state IN ('ended', 'rated', 'accepted')) "
+                           "+ count(*) FILTER (state IN ('rated', 'accepted')) FROM chat_conversations WHERE task_id = $1)",
+                           [tid]).fetchall()[0][0]
+    finally:
+        con.close()
 
 
 def check(db: Path, tid: int, rounds: int, dimensions: list[str]) -> dict:
@@ -213,8 +229,12 @@ def run(scenarios: int, per_scenario: int, rounds: int, delay: float, concurrenc
         load_before = os.getloadavg()
         server_cpu0 = cpu_seconds(server.pid)
         runs = []
+        lost = 0   # requests whose answer died with a run, so far
         for k in range(1, kills + 1):
             runs.append(Child(db, tid, concurrency, log).watch(url, kill_at=round(expected * k / (kills + 1))))
+            # what the killed run had been answered (or was waiting for) and not stored: asked again by the next
+            runs[-1]["unstored_at_kill"] = runs[-1]["killed_at_requests"] - written(db, tid) - lost
+            lost += runs[-1]["unstored_at_kill"]
         runs.append(Child(db, tid, concurrency, log).watch())
         server_cpu = cpu_seconds(server.pid) - server_cpu0
         counts = seen(url)
@@ -277,8 +297,9 @@ def show(s: dict) -> None:
             ("store", f"{s['whole']} of {s['conversations']} conversations whole, {s['messages_stored']} messages, "
                       f"(conversation, idx) repeats {s['key_repeats']}, states {s['states']}")]
     for r in s["runs"]:
-        rows.append(("run", f"{r['wall_s']} s, rc {r['returncode']}, killed at {r['killed_at_requests']} requests, "
-                            f"{r['cpu_s']} CPU-s: {r['summary']}"))
+        killed = (f"killed at {r['killed_at_requests']} requests, {r['unstored_at_kill']} of them answered or in "
+                  f"flight and not stored" if r["killed_at_requests"] is not None else "finished")
+        rows.append(("run", f"{r['wall_s']} s, rc {r['returncode']}, {killed}, {r['cpu_s']} CPU-s: {r['summary']}"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k.ljust(width)}  {v}")

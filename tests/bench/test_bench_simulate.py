@@ -43,8 +43,9 @@ def test_a_simulation_killed_once_and_resumed_is_whole(tmp_path, default_store_f
     assert [r["returncode"] for r in s["runs"]][-1] == 0 and len(s["runs"]) == 2
     assert s["runs"][0]["killed_at_requests"] >= 8 * 6 // 2   # killed at half the requests a whole run needs
     assert s["whole"] == s["conversations"] == 8 and s["key_repeats"] == 0 and s["messages_stored"] == 8 * 4
-    # what was in flight at the kill may be sent again, nothing else: every stored message one request
+    # what the killed run had not stored (in flight, or answered and not yet written) is asked again, nothing else
     assert s["requests_needed"] == 8 * 4 + 2 * 8 and s["requests"] >= s["requests_needed"]
+    assert 0 <= s["runs"][0]["unstored_at_kill"] <= s["runs"][0]["killed_at_requests"]
 
 
 def test_the_endpoint_plays_the_user_by_its_own_turns():
