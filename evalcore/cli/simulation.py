@@ -9,7 +9,9 @@ import sys
 import pandas as pd
 
 from evalcore.cli.output import emit, escaped, on_wait, visible
+from evalcore.services import jobs
 from evalcore.simulation import audit as auditing
+from evalcore.simulation.judging import judge as run_judge
 from evalcore.simulation.run import simulate as run_simulation
 from evalcore.simulation.templates import resolve
 from evalcore.store import Handle, lock_wait, resolve_db_path
@@ -51,7 +53,6 @@ def simulate(con, args) -> int:
         return 130
     print(escaped(outcome.summary()))
     if outcome.jobs:
-        from evalcore.services import jobs
         for job in sorted(outcome.jobs):   # scored here and now, as an acceptance from `chat review` is
             jobs.run(handle.con, job)
         print(f"scoring jobs {', '.join(map(str, sorted(outcome.jobs)))} run on the accepted conversations")
@@ -96,8 +97,6 @@ def audit(con, args) -> int:
 
 
 def judge(con, args) -> int:
-    from evalcore.simulation.judging import judge as run_judge
-
     out = run_judge(con, args.task_id, args.judge, held_by=args.held_by,
                     counted=("rated", "accepted") if args.all else ("accepted",), concurrency=args.concurrency)
     print(f"chat task {args.task_id}: {out['judged']} whole-conversation ratings by {args.judge} stored now "

@@ -19,6 +19,7 @@ from evalcore.pagedata.intake import jobs_shown
 from evalcore.pagedata.share import link
 from evalcore.services import chats as service
 from evalcore.services import jobs
+from evalcore.simulation import audit
 from evalcore.store import chats as stored
 from evalcore.store.chats import ChatTask
 from evalcore.store.transactions import database_path, transaction
@@ -197,8 +198,6 @@ def judges_of(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
 def simulator_audit(con: duckdb.DuckDBPyConnection, task_id: int, include_all: bool = False,
                     rated_by: str | None = None) -> dict:
     """The simulator audit of a task (evalcore.simulation.audit) with its intervals written as "[lo, hi]"."""
-    from evalcore.simulation import audit
-
     result = audit.audit(con, task_id, counted=("rated", "accepted") if include_all else stored.COUNTED,
                          rated_by=rated_by)
     for key in ("rankings", "differences", "behaviour"):

@@ -28,9 +28,12 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.ties import snap
+from evalcore.core import lazy
 from evalcore.core.tokenize import char_tokens
+from evalcore.simulation.judging import judged
 from evalcore.store import chats as stored
 
+stats = lazy.module("scipy.stats")   # 0.3 s to import: the Chat tasks page imports this module on every first run
 PEOPLE = "people"
 GOAL = "goal reached"
 RESAMPLES = 1000
@@ -72,8 +75,6 @@ def conversations(con: duckdb.DuckDBPyConnection, task_id: int, counted: tuple[s
     user = dict(zip(said["conversation_id"].astype(int), said["user"]))
     out["user"] = [list(user.get(c, [])) for c in ids]
     if rated_by:
-        from evalcore.simulation.judging import judged
-
         simulated = out["holder"] != PEOPLE
         values = judged(con, out.loc[simulated, "conversation_id"].tolist(), rated_by)
         for d in task.dimensions:
@@ -142,12 +143,10 @@ def _interval(values: list[float]) -> tuple[float, float]:
 def _tau(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b of two systems' values, equal values tied (a mean of 3 x 17/18 and one of 2 x 17/18 differ in
     the last bit: evalcore.analysis.ties snaps them together first)."""
-    from scipy.stats import kendalltau
-
     x, y = snap(x), snap(y)
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return np.nan
-    return float(kendalltau(x, y).statistic)
+    return float(stats.kendalltau(x, y).statistic)
 
 
 def rankings(frame: pd.DataFrame, simulator: str, measure: str, *, resamples: int = RESAMPLES,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import duckdb
+from tqdm import tqdm
 
 from evalcore.core.chat import Caller, plain
 from evalcore.core.words import count
@@ -318,7 +319,6 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
 
     bar = None
     if progress:
-        from tqdm import tqdm
         bar = tqdm(total=len(todo), unit="conv", file=sys.stderr, desc=f"chat task {task_id}")
     pool = ThreadPoolExecutor(max_workers=width)
     try:

@@ -18,6 +18,7 @@ LAYERS: dict[str, tuple[int, list[str]]] = {
     "analysis": (4, ["evalcore.analysis"]),
     "generation": (4, ["evalcore.generation"]),
     "services": (5, ["evalcore.services"]),
+    "simulation": (5, ["evalcore.simulation"]),   # chat tasks' simulated users: beside the services they run with
     "entry": (6, ["evalcore.cli", "evalcore.__main__", "evalcore.api", "evalcore.pagedata"]),
 }
 # Upward imports still there, each with its reason; the list only shrinks.
