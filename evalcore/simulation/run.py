@@ -5,8 +5,8 @@ task's questionnaire (every dimension, and whether the goal was reached) as the 
 What is stored is what a person's conversation stores (evalcore.store.chats): each message in its own short
 transaction, the end, then the ratings. The store is let go while requests are in flight (Handle.let_go), so the
 dashboard reads and people chat meanwhile: a writer takes it briefly every FLUSH_EVERY seconds and writes what came
-since, in the order it came, so a message is stored within about a second of its arrival (what a SIGKILL can lose,
-asked again by the next run). A run is resumable by construction: a conversation is taken up where the store says it
+since, in the order it came, in one transaction, so a message is stored within about a second of its arrival (what
+a SIGKILL can lose, asked again by the next run). A run is resumable by construction: a conversation is taken up where the store says it
 stands (a user message without its reply: the system is asked; a reply: the simulator is; ended: the
 questionnaire), so after a kill nothing stored is sent or stored again. Conversations run side by side, one thread
 each, `concurrency` at a time; a conversation whose request fails after its retries, or whose write the store
@@ -163,50 +163,84 @@ def load(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, ids: list[int]) 
 
 
 class Writer:
-    """What the conversations' threads received, written in the order it came, a batch every FLUSH_EVERY seconds,
-    each write its own short transaction on the store taken briefly (Handle.now). A write the store refuses stops
-    that conversation (broken), with its reason."""
+    """What the conversations' threads received, written in the order it came: every FLUSH_EVERY seconds (counted
+    from the last turn's start), the store taken briefly (Handle.now), the task checked open once, and the batch
+    written in one transaction. Should the store refuse it, the batch is written again one write per transaction,
+    so that a refused write stops only its own conversation (broken), with its reason."""
 
-    def __init__(self, handle: Handle, outcome: Outcome, tally: threading.Lock):
-        self.handle, self.outcome, self.tally = handle, outcome, tally
-        self.pending: list[tuple[int, Callable, bool]] = []
+    def __init__(self, handle: Handle, task: stored.ChatTask, outcome: Outcome, tally: threading.Lock):
+        self.handle, self.task, self.outcome, self.tally = handle, task, outcome, tally
+        self.pending: list[tuple[int, Callable, str | None]] = []
         self.lock = threading.Lock()
         self.broken: set[int] = set()
         self.stop = threading.Event()
+        self.error: BaseException | None = None   # the store failed (a full disk): the run stops and raises it
         self.thread = threading.Thread(target=self._loop, name="evalcore-simulate-writer", daemon=True)
 
-    def put(self, cid: int, write: Callable[[duckdb.DuckDBPyConnection], object], message: bool = False) -> None:
+    def put(self, cid: int, write: Callable, kind: str | None = None) -> None:
+        """`write(con, task=..., within=...)`; `kind`: "message" (one more stored) or "finished" (it returns the
+        scoring job its acceptance queued, or None)."""
         with self.lock:
-            self.pending.append((cid, write, message))
+            self.pending.append((cid, write, kind))
 
     def _loop(self) -> None:
-        while not self.stop.wait(FLUSH_EVERY):
-            self.flush()
+        wait = FLUSH_EVERY
+        while not self.stop.wait(wait):
+            began = time.monotonic()
+            try:
+                self.flush()
+            except Exception as exc:   # noqa: BLE001 - said by simulate(), which raises it
+                self.error = exc
+                return
+            wait = max(0.0, FLUSH_EVERY - (time.monotonic() - began))
+
+    def _break(self, cid: int, why: str) -> None:
+        self.broken.add(cid)
+        with self.tally:
+            self.outcome.failed[cid] = f"the store refused a write: {why}"
 
     def flush(self) -> None:
         with self.lock:
             batch, self.pending = self.pending, []
+        batch = [op for op in batch if op[0] not in self.broken]
         if not batch:
             return
         with self.handle.now() as con:
-            for cid, write, message in batch:
-                if cid in self.broken:
-                    continue
-                try:
-                    write(con)
-                except (ValueError, duckdb.Error) as exc:   # refused (a closed task): nothing of it stored
-                    self.broken.add(cid)
-                    with self.tally:
-                        self.outcome.failed[cid] = f"the store refused a write: {exc}"
-                    continue
-                if message:
-                    with self.tally:
-                        self.outcome.messages += 1
+            try:
+                with transaction(con):   # the task checked open in the batch's own transaction (writes are serial)
+                    state = con.execute("SELECT state FROM chat_tasks WHERE task_id = ?",
+                                        [self.task.task_id]).fetchall()[0][0]
+                    if state != "open":
+                        raise stored.TaskClosed(f"chat task {self.task.task_id} is {state}: nothing was stored")
+                    done = [(op, op[1](con, task=self.task, within=True)) for op in batch]
+            except stored.TaskClosed as exc:   # closed meanwhile: nothing more is stored, every conversation says why
+                for cid, _, _ in batch:
+                    self._break(cid, str(exc))
+                return
+            except (ValueError, duckdb.Error):   # one write refused: each on its own, so only its conversation stops
+                done = []
+                for op in batch:
+                    if op[0] in self.broken:
+                        continue
+                    try:
+                        with transaction(con):
+                            done.append((op, op[1](con, task=self.task, within=True)))
+                    except (ValueError, duckdb.Error) as exc:
+                        self._break(op[0], str(exc))
+        with self.tally:
+            for (_, _, kind), result in done:
+                self.outcome.messages += kind == "message"
+                if kind == "finished":
+                    self.outcome.finished_now += 1
+                    if result is not None:
+                        self.outcome.jobs.add(result)
 
     def close(self) -> None:
         self.stop.set()
-        self.thread.join()
-        self.flush()
+        if self.thread.is_alive():
+            self.thread.join()
+        if self.error is None:
+            self.flush()
 
 
 def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[str] | None = None,
@@ -248,7 +282,7 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
         callers[("user", s)] = Caller(registered[task.simulators[s]["endpoint"]].endpoint(seed=task.simulators[s]["seed"]),
                                       width, retries=retries, backoff=backoff)
     stop, tally = stop or threading.Event(), threading.Lock()
-    writer = Writer(handle, outcome, tally)
+    writer = Writer(handle, task, outcome, tally)
     started = time.monotonic()
 
     def ask(caller: Caller, messages: list[dict]):
@@ -264,7 +298,7 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
     def run_one(c: State) -> None:
         cid, user = c.conversation_id, users[c.simulator]
         sim_caller, sys_caller = callers[("user", c.simulator)], callers[("system", c.endpoint)]
-        while not stop.is_set() and c.state not in DONE and cid not in writer.broken:
+        while not stop.is_set() and c.state not in DONE and cid not in writer.broken and writer.error is None:
             if c.state == "ended":
                 reply = ask(sim_caller, user.rating_messages(c.user_grounding, c.turns, task.dimensions))
                 if reply.error is not None:
@@ -274,14 +308,12 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
                 except ValueError as exc:
                     return note(cid, str(exc))
 
-                def rate(k, values=values, goal=goal):
-                    jobs: dict = {}
-                    stored.simulated_rate(k, cid, values, goal, then=lambda k2, t, where: jobs.setdefault(
-                        "job", service.queue_scoring(k2, t, where)))
-                    with tally:
-                        outcome.jobs.update(jobs.values())
-                        outcome.finished_now += 1
-                writer.put(cid, rate)
+                def rate(k, values=values, goal=goal, **how):
+                    jobs: dict = {}   # the acceptance's scoring job (a task without review)
+                    stored.simulated_rate(k, cid, values, goal, then=lambda k2, t, where: jobs.__setitem__(
+                        "job", service.queue_scoring(k2, t, where)), **how)
+                    return jobs.get("job")
+                writer.put(cid, rate, "finished")
                 c.state = "rated"
                 return
             if c.turns and c.turns[-1][0] == "user":   # the system's turn
@@ -292,12 +324,13 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
                 if reply.flag == "empty":
                     return note(cid, "the system answered with nothing (nothing stored; run again to ask again)")
                 after = len(c.turns) - 1
-                writer.put(cid, lambda k, r=reply, after=after: stored.reply(
-                    k, cid, after, r.text, attempts=r.attempts, finish=r.finish, seconds=round(r.seconds, 3)), True)
+                writer.put(cid, lambda k, r=reply, after=after, task=None, within=False: stored.reply(
+                    k, cid, after, r.text, attempts=r.attempts, finish=r.finish, seconds=round(r.seconds, 3),
+                    within=within), "message")
                 c.turns.append(("assistant", reply.text))
                 continue
             if c.rounds() >= task.max_rounds:
-                writer.put(cid, lambda k: stored.simulated_end(k, cid))
+                writer.put(cid, lambda k, **how: stored.simulated_end(k, cid, **how))
                 c.state = "ended"
                 continue
             reply = ask(sim_caller, user.messages(c.user_grounding, c.turns))
@@ -309,11 +342,11 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
             if ended:
                 if not c.rounds():
                     return note(cid, "the simulated user ended before the system said anything")
-                writer.put(cid, lambda k: stored.simulated_end(k, cid))
+                writer.put(cid, lambda k, **how: stored.simulated_end(k, cid, **how))
                 c.state = "ended"
                 continue
-            writer.put(cid, lambda k, r=reply, text=text: stored.simulated_say(
-                k, cid, text, attempts=r.attempts, finish=r.finish, seconds=round(r.seconds, 3)), True)
+            writer.put(cid, lambda k, r=reply, text=text, **how: stored.simulated_say(
+                k, cid, text, attempts=r.attempts, finish=r.finish, seconds=round(r.seconds, 3), **how), "message")
             c.state = "talking"
             c.turns.append(("user", text))
 
@@ -345,6 +378,8 @@ def simulate(con: duckdb.DuckDBPyConnection, task_id: int, *, simulators: list[s
         if bar is not None:
             bar.close()
         outcome.seconds = time.monotonic() - started
+    if writer.error is not None:   # what came after the last batch written is asked again by the next run
+        raise writer.error
     if outcome.messages:
         with transaction(handle.con):
             bump_revision(handle.con)   # pages' caches follow the new messages

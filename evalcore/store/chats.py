@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import secrets
 import unicodedata
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
@@ -345,11 +346,13 @@ def pending(con: duckdb.DuckDBPyConnection, conversation_id: int) -> int | None:
 
 
 def reply(con: duckdb.DuckDBPyConnection, conversation_id: int, after: int, text: str, *, attempts: int | None = None,
-          finish: str | None = None, seconds: float | None = None, now: datetime | None = None) -> int | None:
+          finish: str | None = None, seconds: float | None = None, now: datetime | None = None,
+          within: bool = False) -> int | None:
     """Store the model's reply to message `after`; its index, or None when a reply to it is stored already (two
-    tabs of one person both asked: the first one's reply stays, the second is dropped)."""
+    tabs of one person both asked: the first one's reply stays, the second is dropped). `within`: inside the
+    caller's transaction (a batch of a simulation's writes), else its own."""
     now = now or datetime.now()
-    with transaction(con):
+    with _own(con, within):
         if pending(con, conversation_id) != after:
             return None
         con.execute("INSERT INTO chat_messages VALUES (?, ?, 'assistant', ?, ?, ?, ?, ?)",
@@ -374,37 +377,44 @@ def end(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, *,
 
 
 # ------------------------------------------------------------------ a simulator's side of its conversations
-# The same rows as a person's, written by evalcore.simulation.run: a message when it is received (its own short
-# transaction), the end, then the questionnaire's answers in one write. No person holds these conversations: the
-# annotator column names the simulator ("simulator:<name>") and people are never assigned them (assign).
+# The same rows as a person's, written by evalcore.simulation.run: its messages, the end, then the questionnaire's
+# answers in one write. No person holds these conversations: the annotator column names the simulator
+# ("simulator:<name>") and people are never assigned them (assign). Each write is its own transaction, or with
+# `within` part of the caller's (a batch of a run's writes, whose caller checked the task is open and passes it).
 
-def _simulated(con, conversation_id: int) -> tuple[Conversation, ChatTask]:
+def _own(con, within: bool):
+    return nullcontext(con) if within else transaction(con)
+
+
+def _simulated(con, conversation_id: int, task: ChatTask | None = None) -> tuple[Conversation, ChatTask]:
     conv = conversation(con, conversation_id)
     if conv.simulator is None:
         raise NotYours(f"conversation {conversation_id} is a person's, not a simulator's")
-    task = get(con, conv.task_id)
-    if task.state != "open":
-        raise TaskClosed(f"chat task {task.task_id} is {task.state}: nothing was stored")
+    if task is None:
+        task = get(con, conv.task_id)
+        if task.state != "open":
+            raise TaskClosed(f"chat task {task.task_id} is {task.state}: nothing was stored")
     return conv, task
 
 
 def simulated_say(con: duckdb.DuckDBPyConnection, conversation_id: int, text: str, *, seconds: float | None = None,
-                  attempts: int | None = None, finish: str | None = None, now: datetime | None = None) -> int:
+                  attempts: int | None = None, finish: str | None = None, now: datetime | None = None,
+                  task: ChatTask | None = None, within: bool = False) -> int:
     """The simulated user's message (the conversation starts 'talking' with its first); its index. Refused, nothing
     stored, when the system has not answered the last one, the conversation ended, or its rounds are used up."""
     if not visible(text or ""):
         raise ValueError("the simulated user's message holds no visible character")
     now = now or datetime.now()
-    with transaction(con):
-        conv, task = _simulated(con, conversation_id)
+    with _own(con, within):
+        conv, task = _simulated(con, conversation_id, task)
         if conv.state not in ("open", "talking"):
             raise OutOfTurn(f"conversation {conversation_id} has ended ({conv.state})")
-        last = con.execute("SELECT idx, role FROM chat_messages WHERE conversation_id = ? ORDER BY idx DESC LIMIT 1",
-                           [conversation_id]).fetchall()
+        top, role, rounds = con.execute(
+            "SELECT max(idx), arg_max(role, idx), count(*) FILTER (WHERE role = 'assistant') FROM chat_messages "
+            "WHERE conversation_id = ?", [conversation_id]).fetchall()[0]
+        last = [(top, role)] if top is not None else []
         if last and last[0][1] == "user":
             raise OutOfTurn("the system has not answered the simulated user's last message yet")
-        rounds = con.execute("SELECT count(*) FROM chat_messages WHERE conversation_id = ? AND role = 'assistant'",
-                             [conversation_id]).fetchall()[0][0]
         if rounds >= task.max_rounds:
             raise OutOfTurn(f"conversation {conversation_id} reached its {task.max_rounds} rounds")
         if conv.state == "open":
@@ -417,11 +427,12 @@ def simulated_say(con: duckdb.DuckDBPyConnection, conversation_id: int, text: st
     return idx
 
 
-def simulated_end(con: duckdb.DuckDBPyConnection, conversation_id: int, *, now: datetime | None = None) -> None:
+def simulated_end(con: duckdb.DuckDBPyConnection, conversation_id: int, *, now: datetime | None = None,
+                  task: ChatTask | None = None, within: bool = False) -> None:
     """The simulated user ended the conversation (or its rounds ran out): its questionnaire is what is left."""
     now = (now or datetime.now()).replace(microsecond=0)
-    with transaction(con):
-        conv, _ = _simulated(con, conversation_id)
+    with _own(con, within):
+        conv, _ = _simulated(con, conversation_id, task)
         if conv.state != "talking":
             raise OutOfTurn(f"conversation {conversation_id} is {conv.state}, not talking")
         con.execute("UPDATE chat_conversations SET state = 'ended', ended_at = ? WHERE conversation_id = ?",
@@ -429,13 +440,14 @@ def simulated_end(con: duckdb.DuckDBPyConnection, conversation_id: int, *, now: 
 
 
 def simulated_rate(con: duckdb.DuckDBPyConnection, conversation_id: int, values: dict[str, float], goal: bool | None,
-                   *, now: datetime | None = None, then: Accepted | None = None) -> None:
+                   *, now: datetime | None = None, then: Accepted | None = None, task: ChatTask | None = None,
+                   within: bool = False) -> None:
     """The simulated user's answers to the questionnaire, every dimension at once (checked against the task's
     ranges: a value out of range or missing is refused whole, nothing stored); the conversation is then 'rated',
     and accepted at once in a task without review (`then` runs in the same transaction, as for people)."""
     now = now or datetime.now()
-    with transaction(con):
-        conv, task = _simulated(con, conversation_id)
+    with _own(con, within):
+        conv, task = _simulated(con, conversation_id, task)
         if conv.state != "ended":
             raise OutOfTurn(f"conversation {conversation_id} is {conv.state}: a simulated user rates it once it ended")
         for d in task.dimensions:

@@ -162,3 +162,39 @@ def test_judgments_the_judge_did_not_give_are_asked_again(db):
         assert again["asked"] == again["judged"] == 3   # only what had no rating
         assert con.execute("SELECT count(*) FROM chat_judgments WHERE value IS NOT NULL").fetchall() == [(6,)]
         con.close()
+
+
+def test_a_task_closed_during_a_run_takes_nothing_more(db):
+    """Closed while its conversations run: the run stops each with the reason, stores nothing after the close, and
+    goes on when the task is reopened."""
+    import threading
+    from datetime import datetime
+
+    with SimServer(echo=True, delay=0.05) as srv:
+        con = connect(db)
+        task = setup(con, srv.url)
+        other = connect(db, wait=30)   # the page that closes it (the run lets the store go between its writes)
+        con.close()
+        from evalcore.store import Handle
+
+        handle = Handle(db, connect(db))
+        closed = []
+
+        def close():
+            stored.set_state(other, task.task_id, "closed")
+            closed.append(datetime.now())
+
+        closer = threading.Timer(0.6, close)
+        closer.start()
+        out = simulate(handle.con, task.task_id, concurrency=4, handle=handle)
+        closer.join()
+        last = other.execute("SELECT max(created_at) FROM chat_messages").fetchall()[0][0]
+        assert out.failed and all("is closed: nothing was stored" in why or "store refused" in why
+                                  for why in out.failed.values())
+        stored.set_state(other, task.task_id, "open")
+        other.close()
+        again = simulate(handle.con, task.task_id, handle=handle)
+        assert not again.failed
+        whole(handle.con, task.task_id)
+        assert last is not None and last <= closed[0]   # nothing of the first run stored after the close
+        handle.con.close()
