@@ -195,18 +195,24 @@ def step_tracks(steps: list[dict]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _progress(write, i: int, total: int, what):
+    """on_progress(done, of) for step i of `total`: its progress written at most every PROGRESS_EVERY s (and at its
+    end), worded "step i of total: " + what(done, of) (both written with thousands separators)."""
+    last = [0.0]
+
+    def moved(done: int, of: int) -> None:
+        if done < of and time.monotonic() - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = time.monotonic()
+        write(skippable=True, progress=(i + done / max(of, 1)) / total,
+              detail=f"step {i + 1} of {total}: " + what(f"{done:,}", f"{of:,}"))
+    return moved
+
+
 def _generate(con, handle: Handle | None, params: dict, i: int, total: int, write) -> generation.Outcome:
     """A job's generation step: the replies stored as they come (resumed where a killed worker left them), its
     progress written at most every PROGRESS_EVERY s."""
-    last = [0.0]
-
-    def moved(done: int, items: int) -> None:
-        if done < items and time.monotonic() - last[0] < PROGRESS_EVERY:
-            return
-        last[0] = time.monotonic()
-        write(skippable=True, progress=(i + done / max(items, 1)) / total,
-              detail=f"step {i + 1} of {total}: generating {params['model']}: {done:,} of {items:,} replies")
-
+    moved = _progress(write, i, total, lambda done, of: f"generating {params['model']}: {done} of {of} replies")
     write(progress=i / total, detail=f"step {i + 1} of {total}: generating {params['model']} with endpoint "
                                      f"{params['endpoint']}")
     if handle is None:
@@ -217,15 +223,7 @@ def _generate(con, handle: Handle | None, params: dict, i: int, total: int, writ
 def _simulate(con, handle: Handle | None, params: dict, i: int, total: int, write):
     """A job's simulation step: the task's simulated conversations run (resumed where a killed worker left them),
     the store let go while requests are in flight (a worker's handle), progress at most every PROGRESS_EVERY s."""
-    last = [0.0]
-
-    def moved(done: int, conversations: int) -> None:
-        if done < conversations and time.monotonic() - last[0] < PROGRESS_EVERY:
-            return
-        last[0] = time.monotonic()
-        write(skippable=True, progress=(i + done / max(conversations, 1)) / total,
-              detail=f"step {i + 1} of {total}: {done:,} of {conversations:,} simulated conversations")
-
+    moved = _progress(write, i, total, lambda done, of: f"{done} of {of} simulated conversations")
     write(progress=i / total, detail=f"step {i + 1} of {total}: simulated conversations of chat task {params['task']}")
     return simulation.simulate(con, params["task"], simulators=params.get("simulators"), handle=handle,
                                on_progress=moved)
