@@ -141,9 +141,12 @@ class Metric:
             return sums[:, 0] / counts
 
     def sentence_mean(self, stats: np.ndarray) -> float | None:
-        """The mean of the responses' values (the sentence-mean system aggregate)."""
+        """The mean of the responses' values (the sentence-mean system aggregate), over the responses that have one
+        (a blank response has no DIST)."""
         stats = stats[~np.isnan(stats).any(axis=1)]
-        return float(np.mean(self.sentence_values(stats))) if len(stats) else None
+        values = self.sentence_values(stats) if len(stats) else np.array([])
+        values = values[~np.isnan(values)]
+        return float(np.mean(values)) if len(values) else None
 
     def pooled_value(self, plan, texts: list[str], idx: np.ndarray, memo: dict) -> float | None:
         """For `pools` metrics: the corpus value of the responses `idx` of `texts` (memo: per track)."""

@@ -395,7 +395,9 @@ def distinct_stats(enc: Encoded, n: int) -> np.ndarray:
 
 
 def distinct_value(stats: np.ndarray) -> np.ndarray:
-    return np.divide(stats[:, 0], stats[:, 1], out=np.zeros(len(stats)), where=stats[:, 1] > 0)
+    """Per response: distinct over all n-grams; none (NaN, unavailable) for a response with no n-gram (blank, or
+    shorter than n): 0/0 is not a value, and 0 would rank it as the least diverse."""
+    return np.divide(stats[:, 0], stats[:, 1], out=np.full(len(stats), np.nan), where=stats[:, 1] > 0)
 
 
 def distinct_corpus(enc: Encoded, n: int, pairs: np.ndarray) -> float | None:
@@ -499,7 +501,8 @@ class BLEU(Lexical):
 
 
 class Distinct(Lexical):
-    corpus, sentence = "pooled-ngrams", "per-response"
+    # the sentence rule names what a response without n-grams gets (none): its values changed from 0 with it
+    corpus, sentence = "pooled-ngrams", "per-response-none-without-ngrams"
     needs_references = False
     pools = True
     no_resample = "DIST pools n-grams over all of a model's responses: no per-item statistics to resample"

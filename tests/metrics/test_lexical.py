@@ -29,10 +29,17 @@ def test_identical_response():
     assert out["DIST1"][0] == pytest.approx(5 / 6)  # 天 twice among 6 characters
 
 
-def test_empty_response_scores_zero():
+def test_empty_response_scores_zero_where_it_matches_nothing_and_has_no_dist():
+    """A blank response matches no reference n-gram (0), and has no n-gram of its own: its DIST is 0/0, none (not 0,
+    which would rank it the least diverse); a one-character response has unigrams but no bigram."""
     out = run([""], [["你好"]])
     for name in LEXICAL:
-        assert out[name][0] == pytest.approx(0.0, abs=1e-6), name
+        if name.startswith("DIST"):
+            assert math.isnan(out[name][0]), name
+        else:
+            assert out[name][0] == pytest.approx(0.0, abs=1e-6), name
+    out = run(["好"], [["你好"]])
+    assert out["DIST1"][0] == 1.0 and math.isnan(out["DIST2"][0])
 
 
 def test_empty_reference_is_defined():
