@@ -408,9 +408,14 @@ def main() -> None:
                     line += f" {fmt(f):>7s} {show(r['floor_ratio']):>10s} {show(r['over_floor']):>10s}"
                 print(line)
     if args.out:
-        clean = json.loads(json.dumps(info), parse_constant=lambda c: None)  # NaN -> null
-        Path(args.out).write_text(json.dumps(clean, indent=2, ensure_ascii=False))
-        print(f"wrote {args.out}")
+        write_out(args.out, info)
+
+
+def write_out(path: str, info: dict) -> None:
+    """The results as JSON (NaN written as null), and a line saying where."""
+    clean = json.loads(json.dumps(info), parse_constant=lambda c: None)
+    Path(path).write_text(json.dumps(clean, indent=2, ensure_ascii=False))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
 import shutil
@@ -46,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 # load() applies browser.py's DRAWN_JS to its DRAWN selectors: the same "drawn" as every other page timing
-from bench.browser import ARGS, CHROMIUM, DRAWN, VIEWPORT, free_port, load  # noqa: E402
+from bench.browser import ARGS, CHROMIUM, DRAWN, VIEWPORT, free_port, load, write_out  # noqa: E402
 
 POLL_S = 0.05
 HEALTHY_WITHIN_S = 120
@@ -185,9 +184,7 @@ def main() -> None:
     print("note: the dashboard's first page run includes its page imports (app.py's page half and the overview, "
           "bench/startup.py's `page` case); its 'drawn' counts them, its 'healthy' does not")
     if args.out:
-        clean = json.loads(json.dumps(info), parse_constant=lambda c: None)  # NaN -> null
-        Path(args.out).write_text(json.dumps(clean, indent=2, ensure_ascii=False))
-        print(f"wrote {args.out}")
+        write_out(args.out, info)
 
 
 if __name__ == "__main__":
