@@ -431,6 +431,15 @@ def chat_judge(p):
     p.add_argument("--concurrency", type=names.count(1), metavar="N", help="requests at once (default: the endpoint's)")
 
 
+@command("chat detect", "a rating task asking people \"Was the user a person?\" of a task's accepted conversations, "
+         "people's and simulated mixed (can people tell?); prints its id", "simulation:detect", WRITES)
+def chat_detect(p):
+    chat_id(p)
+    p.add_argument("--per-dialogue", type=names.count(1), default=3, metavar="K",
+                   help="different people answering each conversation (default 3)")
+    p.add_argument("--seed", type=task_seed, default=0, help=f"the units' order, 0 to {TASK_MAX_SEED} (default 0)")
+
+
 @command("chat export", "every message (time, person, endpoint), rating and flag, as CSV files", "chats:export", READS)
 def chat_export(p):
     chat_id(p)

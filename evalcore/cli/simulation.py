@@ -11,6 +11,7 @@ import pandas as pd
 from evalcore.cli.output import emit, escaped, on_wait, visible
 from evalcore.services import jobs
 from evalcore.simulation import audit as auditing
+from evalcore.simulation import detection
 from evalcore.simulation.judging import judge as run_judge
 from evalcore.simulation.run import simulate as run_simulation
 from evalcore.simulation.templates import resolve
@@ -74,10 +75,13 @@ def audit(con, args) -> int:
     if result["missing"]:
         print(f"simulator audit of chat task {args.task}: nothing to audit yet: {result['missing']}", file=sys.stderr)
         return 1
+    told = detection.report(con, args.task)
     if args.format == "json":
         out = {k: json.loads(_cells(result[k]).to_json(orient="records")) for k in
                ("summary", "rankings", "differences", "behaviour")}
         out["verdicts"] = result["verdicts"]
+        out["can people tell"] = {"rating task": told["task"], "verdict": told["verdict"],
+                                  "overall": told["overall"], "per simulator": told["per simulator"]}
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     print(f"simulator audit of chat task {args.task}: {result['people']} conversations held by people, "
@@ -93,6 +97,8 @@ def audit(con, args) -> int:
                        ("side by side", "summary")):
         print(f"\n{title}:")
         emit(visible(_cells(result[key])), "table", 3)
+    print("\ncan people tell? " + (f"(rating task {told['task']}) {told['verdict']}" if told["task"] else
+                                   f"not asked: `evalcore chat detect {args.task}` makes the rating task"))
     return 0
 
 
@@ -104,3 +110,12 @@ def judge(con, args) -> int:
     for why, n in out["failed"].most_common():
         print(f"  {n} without a rating: {escaped(why)}")
     return 1 if out["failed"] else 0
+
+
+def detect(con, args) -> int:
+    rid = detection.create(con, args.task_id, per_dialogue=args.per_dialogue, seed=args.seed)
+    print(rid)
+    print(f"rating task {rid} asks \"Was the user a person?\" of every accepted conversation of chat task "
+          f"{args.task_id}, people's and simulated mixed: people answer it on the Annotate page; "
+          f"`evalcore simulator-audit --task {args.task_id}` reports the detection accuracy", file=sys.stderr)
+    return 0

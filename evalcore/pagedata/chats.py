@@ -20,6 +20,7 @@ from evalcore.pagedata.share import link
 from evalcore.services import chats as service
 from evalcore.services import jobs
 from evalcore.simulation import audit
+from evalcore.simulation import detection as detecting
 from evalcore.store import chats as stored
 from evalcore.store.chats import ChatTask
 from evalcore.store.transactions import database_path, transaction
@@ -187,6 +188,16 @@ def simulation_job(con: duckdb.DuckDBPyConnection, task: ChatTask) -> dict | Non
         if row["kind"] == "simulate" and row["tracks"] == f"chat task {task.task_id}":
             return row
     return None
+
+
+def detection(con: duckdb.DuckDBPyConnection, task_id: int) -> dict:
+    """Can people tell? (evalcore.simulation.detection.report)"""
+    return detecting.report(con, task_id)
+
+
+def ask_who(con: duckdb.DuckDBPyConnection, task_id: int, created_by: str | None) -> int:
+    """The rating task asking "Was the user a person?" of the task's accepted conversations; its id."""
+    return detecting.create(con, task_id, created_by=created_by)
 
 
 def judges_of(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:

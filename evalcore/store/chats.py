@@ -574,6 +574,19 @@ def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, no
     the simulator's own dataset (ChatTask.target_of), and its user's ratings are not people's: they stay in
     chat_ratings, where the simulator audit reads them, and are never stored as human ratings."""
     target = task.target_of(conv.simulator)
+    dialogue = write_dialogue(con, task, conv, target, reviewer or conv.annotator, now)
+    for dimension, value in ({} if conv.simulator else ratings(con, conv.conversation_id)).items():
+        con.execute("INSERT INTO human_ratings (dataset, track, target, item_id, dialogue_id, model, annotator, dimension, "
+                    "score, origin) VALUES (?, ?, 'dialogue', NULL, ?, ?, ?, ?, ?, ?)",
+                    [target, task.track, dialogue, conv.endpoint, conv.annotator, dimension, value, task.origin])
+    con.execute("UPDATE chat_conversations SET state = 'accepted', reviewer = ?, reviewed_at = ?, dialogue_id = ? "
+                "WHERE conversation_id = ?", [reviewer, now, dialogue, conv.conversation_id])
+
+
+def write_dialogue(con, task: ChatTask, conv: Conversation, target: str, uploader: str | None, now: datetime) -> str:
+    """Inside the caller's transaction: the conversation as a dialogue of `target` (made with the track, the task's
+    dimensions and the endpoint as a model where missing): its grounding, turns, one item per model turn (the
+    context so far) answered by the endpoint; its dialogue id."""
     bump_revision(con, target)
     dialogue = dialogue_id_of(task, conv.conversation_id)
     grounding = scenario(con, task.task_id, conv.scenario)["grounding"]
@@ -582,7 +595,7 @@ def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, no
     language, licence = source[0] if source else (None, None)
     sid = record(con, kind="chat", dataset=target, models=[conv.endpoint], tracks=[task.track],
                  file=f"chat task {task.task_id}, conversation {conv.conversation_id}"
-                 + (f", user simulated by {conv.simulator}" if conv.simulator else ""), uploader=reviewer or conv.annotator)
+                 + (f", user simulated by {conv.simulator}" if conv.simulator else ""), uploader=uploader)
     con.execute("INSERT OR IGNORE INTO datasets (dataset, language, licence, source, description) VALUES (?, ?, ?, ?, ?)",
                 [target, language, licence, f"chat task {task.task_id}",
                  f"Conversations of chat task {task.task_id} ({task.name}) on scenarios of {task.dataset}/{task.track}"
@@ -615,12 +628,7 @@ def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, no
     for d in task.dimensions:
         con.execute("INSERT OR IGNORE INTO dimensions VALUES (?, ?, ?, ?, ?)",
                     [target, d.dimension, d.min, d.max, d.description or None])
-    for dimension, value in ({} if conv.simulator else ratings(con, conv.conversation_id)).items():
-        con.execute("INSERT INTO human_ratings (dataset, track, target, item_id, dialogue_id, model, annotator, dimension, "
-                    "score, origin) VALUES (?, ?, 'dialogue', NULL, ?, ?, ?, ?, ?, ?)",
-                    [target, task.track, dialogue, conv.endpoint, conv.annotator, dimension, value, task.origin])
-    con.execute("UPDATE chat_conversations SET state = 'accepted', reviewer = ?, reviewed_at = ?, dialogue_id = ? "
-                "WHERE conversation_id = ?", [reviewer, now, dialogue, conv.conversation_id])
+    return dialogue
 
 
 def set_state(con: duckdb.DuckDBPyConnection, task_id: int, state: str) -> None:

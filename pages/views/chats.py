@@ -210,6 +210,19 @@ if task.simulators:
             grid(audit["differences"], width="stretch", column_config=two, **whole(audit["differences"]))
         with st.expander("How the simulated users behave against people (Hedges' g, 95% interval over conversations)"):
             grid(audit["behaviour"], width="stretch", column_config=two, **whole(audit["behaviour"]))
+    told = data(chats.detection, task.task_id)
+    if told["task"] is not None:
+        st.text(f"Can people tell? (rating task {told['task']}) {told['verdict']}")
+    elif allowed and not audit["missing"] and st.button(
+            "Ask people who held each conversation", key="ct-detect",
+            help="a rating task over the accepted conversations, people's and simulated mixed, asking \"Was the user "
+                 "a person?\" (3 people per conversation); its accuracy against 50% shows here"):
+        try:
+            chats.ask_who(con, task.task_id, who)
+        except (ValueError, StoreError) as exc:
+            st.error(md_escape(str(exc)))
+        else:
+            st.rerun()
 
 waiting = chats.waiting(con, task.task_id)
 with st.expander(f"Review ({len(waiting)} waiting)", expanded=bool(len(waiting)) and allowed):

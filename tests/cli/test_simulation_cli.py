@@ -69,3 +69,10 @@ def test_simulator_commands(tmp_path, default_store_file, capsys):
         data = json.loads(capsys.readouterr().out)
         assert {r["simulator"] for r in data["summary"]} == {"grounded", "ignorer"}
         assert data["rankings"][0]["tau 95% CI"] == "[1.00, 1.00]"
+        assert data["can people tell"]["rating task"] is None
+        assert main(["chat", "detect", str(task_id), *base, "--per-dialogue", "2"]) == 0
+        rid = int(capsys.readouterr().out.strip())
+        assert main(["chat", "detect", str(task_id), *base]) == 1   # one per chat task
+        assert "exists already" in capsys.readouterr().err
+        assert main(["simulator-audit", *base, "--task", str(task_id)]) == 0
+        assert f"can people tell? (rating task {rid}) no answers yet" in capsys.readouterr().out

@@ -89,3 +89,18 @@ def test_the_simulated_conversations_run_as_a_job_from_the_page(tmp_path, defaul
     at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
     assert any(f"Simulation job {started[0]}\\: done" in e.proto.text for e in at.get("progress"))
     assert not any(b.label.startswith("Run the") for b in at.button)   # nothing left to run
+
+
+def test_the_page_asks_people_who_held_each_conversation(tmp_path, default_store_file, monkeypatch):
+    """Once the audit has something, the page makes the detection task and then shows its verdict."""
+    db = copy_default_store(default_store_file, tmp_path / "s.duckdb")
+    with SimServer(echo=True) as srv:
+        con = connect(db)
+        task = setup(con, srv.url, scenarios=1)
+        people_talk(con, task)
+        assert not simulate(con, task.task_id).failed
+        con.close()
+    at = run("chats", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id))
+    next(b for b in at.button if b.label == "Ask people who held each conversation").click().run()
+    assert not at.exception
+    assert any(t.value.startswith("Can people tell? (rating task 2) no answers yet") for t in at.text)
