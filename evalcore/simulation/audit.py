@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.ties import snap
+from evalcore.analysis.ties import RTOL, snap
 from evalcore.core import lazy
 from evalcore.core.tokenize import char_tokens
 from evalcore.simulation.judging import judged
@@ -135,6 +135,18 @@ def hedges_g(a: np.ndarray, b: np.ndarray) -> float:
     return float((np.mean(a) - np.mean(b)) / pooled * (1 - 3 / (4 * (n1 + n2) - 9)))
 
 
+def hedges_gs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """hedges_g of each row of a over the same row of b (bootstrap draws), at once."""
+    n1, n2 = a.shape[1], b.shape[1]
+    ma, mb = a.mean(axis=1), b.mean(axis=1)
+    pooled = np.sqrt(((n1 - 1) * a.var(axis=1, ddof=1) + (n2 - 1) * b.var(axis=1, ddof=1)) / (n1 + n2 - 2))
+    flat = pooled <= 1e-12 * np.maximum(1.0, np.maximum(np.abs(ma), np.abs(mb)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (ma - mb) / pooled * (1 - 3 / (4 * (n1 + n2) - 9))
+    out[flat] = np.nan
+    return out
+
+
 def _interval(values: list[float]) -> tuple[float, float]:
     ok = [v for v in values if not math.isnan(v)]
     return (float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))) if ok else (np.nan, np.nan)
@@ -147,6 +159,26 @@ def _tau(x: np.ndarray, y: np.ndarray) -> float:
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return np.nan
     return float(stats.kendalltau(x, y).statistic)
+
+
+def taus(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row of x with the same row of y (rows: bootstrap draws, columns: systems), computed
+    at once: sum over pairs of sign(dx) sign(dy) / sqrt((pairs - ties in x) (pairs - ties in y)), two values tied when
+    they are at most ties.RTOL apart relative to the larger (as snap ties them); NaN where one side has no two values
+    apart. scipy.stats.kendalltau draw by draw took 80% of an audit."""
+    i, j = np.triu_indices(x.shape[1], 1)
+
+    def signs(v: np.ndarray) -> np.ndarray:
+        a, b = v[:, i], v[:, j]
+        d = a - b
+        return np.where(np.abs(d) <= RTOL * np.maximum(np.abs(a), np.abs(b)), 0.0, np.sign(d))
+
+    sx, sy = signs(x), signs(y)
+    pairs = len(i)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (sx * sy).sum(axis=1) / np.sqrt((pairs - (sx == 0).sum(axis=1)) * (pairs - (sy == 0).sum(axis=1)))
+    out[np.isnan(x).any(axis=1) | np.isnan(y).any(axis=1)] = np.nan
+    return out
 
 
 def rankings(frame: pd.DataFrame, simulator: str, measure: str, *, resamples: int = RESAMPLES,
@@ -179,16 +211,13 @@ def rankings(frame: pd.DataFrame, simulator: str, measure: str, *, resamples: in
     point = means(np.ones(len(scenarios)))
     tau = _tau(point[simulator], point[PEOPLE])
     rng = np.random.default_rng(seed)
-    taus, diffs = [], []
-    for _ in range(resamples):
-        w = np.bincount(rng.integers(0, len(scenarios), len(scenarios)), minlength=len(scenarios)).astype(float)
-        m = means(w)
-        ok = ~(np.isnan(m[simulator]) | np.isnan(m[PEOPLE]))
-        taus.append(_tau(m[simulator][ok], m[PEOPLE][ok]) if ok.sum() >= 2 else np.nan)
-        diffs.append(m[simulator] - m[PEOPLE])
-    diffs = np.array(diffs)
+    draws = rng.integers(0, len(scenarios), size=(resamples, len(scenarios)))
+    weights = np.stack([np.bincount(d, minlength=len(scenarios)) for d in draws]).astype(float)
+    m = means(weights)   # (resamples, systems) per side
+    drawn = taus(m[simulator], m[PEOPLE])   # a system drawn without conversations on a side: no tau that draw
+    diffs = m[simulator] - m[PEOPLE]
     return out | {
-        "tau": tau, "tau_ci": _interval(taus), "undefined_draws": int(sum(math.isnan(t) for t in taus)),
+        "tau": tau, "tau_ci": _interval(drawn.tolist()), "undefined_draws": int(np.isnan(drawn).sum()),
         "people": dict(zip(systems, point[PEOPLE].tolist())), "simulated": dict(zip(systems, point[simulator].tolist())),
         "difference": dict(zip(systems, (point[simulator] - point[PEOPLE]).tolist())),
         "difference_ci": {s: _interval(diffs[:, i].tolist()) for i, s in enumerate(systems)}}
@@ -203,9 +232,9 @@ def compare_behaviour(frame: pd.DataFrame, measures: pd.DataFrame, simulator: st
         a = measures.loc[frame["holder"] == simulator, m].dropna().to_numpy(float)
         b = measures.loc[frame["holder"] == PEOPLE, m].dropna().to_numpy(float)
         g = hedges_g(a, b)
-        draws = [hedges_g(a[rng.integers(0, len(a), len(a))], b[rng.integers(0, len(b), len(b))])
-                 for _ in range(resamples)] if len(a) >= 2 and len(b) >= 2 else []
-        lo, hi = _interval(draws)
+        draws = hedges_gs(a[rng.integers(0, len(a), (resamples, len(a)))],
+                          b[rng.integers(0, len(b), (resamples, len(b)))]) if len(a) >= 2 and len(b) >= 2 else []
+        lo, hi = _interval(list(draws))
         note = ("" if not math.isnan(g) else "fewer than 2 conversations on a side" if min(len(a), len(b)) < 2
                 else "every value equal: no g")
         rows.append({"simulator": simulator, "measure": m, "people": float(b.mean()) if len(b) else np.nan,

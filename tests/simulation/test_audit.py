@@ -158,3 +158,26 @@ def test_a_judge_of_whole_conversations_rates_the_simulated_side(tmp_path, defau
     # the judge: good 2 (every reply on topic), mid 1 (the ignorer's 2 rounds: 1 on topic of 2 -> round(2 * 0.5)), bad 0
     assert all("as people did" in v for v in result["verdicts"]["ignorer"][:3])
     assert "against people" in result["verdicts"]["ignorer"][3]   # goal reached stays the simulator's own answer
+
+
+def test_the_bootstrap_taus_at_once_equal_scipy_draw_by_draw():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, size=(200, 4)).astype(float)   # few values: many ties
+    y = rng.integers(0, 3, size=(200, 4)).astype(float)
+    x[0] = [17 / 18 * 3 / 3, 17 / 18 * 2 / 2, 0.5, 0.1]       # a tie made by averaging ties
+    y[1] = [1.0, 1.0, 1.0, 1.0]                              # no two values apart: no tau
+    got = auditing.taus(x, y)
+    for row in range(len(x)):
+        want = kendalltau(auditing.snap(x[row]), auditing.snap(y[row])).statistic
+        assert (math.isnan(got[row]) and math.isnan(want)) or got[row] == pytest.approx(want, abs=1e-12), row
+
+
+def test_the_bootstrap_gs_at_once_equal_hedges_g_draw_by_draw():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0, 1, size=(50, 6)), rng.normal(0.5, 2, size=(50, 9))
+    a[0] = 17 / 18   # no spread on either side: no g
+    b[0] = 17 / 18
+    got = auditing.hedges_gs(a, b)
+    for row in range(len(a)):
+        want = auditing.hedges_g(a[row], b[row])
+        assert (math.isnan(got[row]) and math.isnan(want)) or got[row] == pytest.approx(want, abs=1e-12), row
