@@ -3,7 +3,6 @@ on a chat task, and checked against the task's people. Stored text goes to a ter
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 import pandas as pd
@@ -62,11 +61,9 @@ def simulate(con, args) -> int:
 
 def _cells(frame: pd.DataFrame) -> pd.DataFrame:
     """Intervals as "[lo, hi]" text for a table."""
-    def cell(v):
-        if isinstance(v, tuple):
-            return "n/a" if any(isinstance(x, float) and math.isnan(x) for x in v) else f"[{v[0]:.2f}, {v[1]:.2f}]"
-        return v
-    return frame.map(cell) if len(frame) else frame
+    if not len(frame):
+        return frame
+    return frame.map(lambda v: auditing.interval_text(v, "n/a") if isinstance(v, tuple) else v)
 
 
 def audit(con, args) -> int:

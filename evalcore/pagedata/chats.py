@@ -214,14 +214,9 @@ def simulator_audit(con: duckdb.DuckDBPyConnection, task_id: int, include_all: b
     for key in ("rankings", "differences", "behaviour"):
         frame = result[key]
         for column in [c for c in frame.columns if "CI" in c]:
-            frame[column] = [interval(v) for v in frame[column]]
+            frame[column] = [audit.interval_text(v) for v in frame[column]]
     result.pop("task", None)
     return result
-
-
-def interval(pair) -> str:
-    lo, hi = pair
-    return "" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.2f}, {hi:.2f}]"
 
 
 def results(con, task_id: int, include_all: bool = False) -> dict:

@@ -72,6 +72,12 @@ def scenarios(con: duckdb.DuckDBPyConnection, dataset: str, track: str, n: int |
                          "opening": [None if g else t for g, t in zip(grounding, frame["first_turn"])]})
 
 
+def asked(entry, seed, items: str) -> list[str]:
+    """A signature's tail: how an endpoint is asked (sampling, the seed sent), which items, which evalcore."""
+    return [f"t:{entry.temperature}", f"p:{entry.top_p}", f"max:{entry.max_tokens}", f"seed:{seed}", f"items:{items}",
+            f"evalcore:{__version__}"]
+
+
 def settings_of(con: duckdb.DuckDBPyConnection, task_id: int | None, endpoint_names: list[str], skill: str | None,
                 language: str | None) -> dict:
     """Per endpoint: what decides its replies (served model, host, template and its hash, sampling), and the
@@ -82,8 +88,7 @@ def settings_of(con: duckdb.DuckDBPyConnection, task_id: int | None, endpoint_na
         template = resolve(entry.template, skill, language)
         tag = "chat" if task_id is None else f"chat{task_id}"
         signature = "|".join([f"gen:{entry.model}@{entry.endpoint().host}", f"tpl:{template.name}#{template.short_hash}",
-                              f"t:{entry.temperature}", f"p:{entry.top_p}", f"max:{entry.max_tokens}",
-                              f"seed:{entry.seed}", f"items:{tag}", f"evalcore:{__version__}"])
+                              *asked(entry, entry.seed, tag)])
         out[name] = {"served_model": entry.model, "base_url": entry.base_url, "host": entry.endpoint().host,
                      "template": template.name, "template_sha256": template.sha256, "template_source": template.source,
                      "temperature": entry.temperature, "top_p": entry.top_p, "max_tokens": entry.max_tokens,
@@ -102,9 +107,7 @@ def simulator_settings(con: duckdb.DuckDBPyConnection, task_id: int, simulator_n
         user = user_template(sim.template, skill, language, sim.style)
         seed = entry.seed if entry.seed is not None else sim.seed   # what is sent (evalcore.simulation.run)
         signature = "|".join([f"sim:{entry.model}@{entry.endpoint().host}", f"tpl:{user.name}#{user.sha256[:12]}",
-                              f"style:{sim.style}", f"t:{entry.temperature}", f"p:{entry.top_p}",
-                              f"max:{entry.max_tokens}", f"seed:{seed}", f"items:chat{task_id}",
-                              f"evalcore:{__version__}"])
+                              f"style:{sim.style}", *asked(entry, seed, f"chat{task_id}")])
         out[name] = {"endpoint": sim.endpoint, "served_model": entry.model, "host": entry.endpoint().host,
                      "template": user.name, "template_source": user.template.source, "template_sha256": user.sha256,
                      "style": sim.style, "temperature": entry.temperature, "top_p": entry.top_p,

@@ -3,7 +3,7 @@ same systems, can a simulator stand in for the lab's people, and by how much doe
 
 Rankings. Per measure (each rated dimension, and the goal-reached rate), a system's value on one side is the mean
 over that side's counted conversations with it; the two sides' values over the systems are compared by Kendall's
-tau-b (scipy.stats.kendalltau), and each system's difference (simulated minus people) is given. Intervals: 95%
+tau-b (equal to scipy.stats.kendalltau's, tested), and each system's difference (simulated minus people) is given. Intervals: 95%
 percentile bootstrap over scenarios (the unit both sides share: one draw of scenarios, with replacement, weights
 every conversation on a drawn scenario on both sides), 1,000 resamples, seed 0; a draw where one side's values are
 all equal has no tau and is left out (counted).
@@ -27,13 +27,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.ties import RTOL, snap
-from evalcore.core import lazy
+from evalcore.analysis.ties import RTOL
 from evalcore.core.tokenize import char_tokens
 from evalcore.simulation.judging import judged
 from evalcore.store import chats as stored
 
-stats = lazy.module("scipy.stats")   # 0.3 s to import: the Chat tasks page imports this module on every first run
 PEOPLE = "people"
 GOAL = "goal reached"
 RESAMPLES = 1000
@@ -126,17 +124,14 @@ def behaviour(frame: pd.DataFrame, scenes: dict[int, list[str]], max_rounds: int
 def hedges_g(a: np.ndarray, b: np.ndarray) -> float:
     """Hedges' g of a over b: (mean a - mean b) / pooled SD, times J = 1 - 3 / (4 (n1 + n2) - 9); NaN when it
     cannot be made (fewer than 2 on a side, or no spread at all)."""
-    n1, n2 = len(a), len(b)
-    if n1 < 2 or n2 < 2:
+    if len(a) < 2 or len(b) < 2:
         return np.nan
-    pooled = math.sqrt(((n1 - 1) * np.var(a, ddof=1) + (n2 - 1) * np.var(b, ddof=1)) / (n1 + n2 - 2))
-    if pooled <= 1e-12 * max(1.0, abs(float(np.mean(a))), abs(float(np.mean(b)))):   # no spread (float noise of equal values)
-        return np.nan
-    return float((np.mean(a) - np.mean(b)) / pooled * (1 - 3 / (4 * (n1 + n2) - 9)))
+    return float(hedges_gs(np.asarray(a, float)[None], np.asarray(b, float)[None])[0])
 
 
 def hedges_gs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """hedges_g of each row of a over the same row of b (bootstrap draws), at once."""
+    """hedges_g of each row of a over the same row of b (bootstrap draws, or one row), at once; NaN for a row
+    without spread (float noise of equal values counts as none)."""
     n1, n2 = a.shape[1], b.shape[1]
     ma, mb = a.mean(axis=1), b.mean(axis=1)
     pooled = np.sqrt(((n1 - 1) * a.var(axis=1, ddof=1) + (n2 - 1) * b.var(axis=1, ddof=1)) / (n1 + n2 - 2))
@@ -150,15 +145,6 @@ def hedges_gs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _interval(values: list[float]) -> tuple[float, float]:
     ok = [v for v in values if not math.isnan(v)]
     return (float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))) if ok else (np.nan, np.nan)
-
-
-def _tau(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b of two systems' values, equal values tied (a mean of 3 x 17/18 and one of 2 x 17/18 differ in
-    the last bit: evalcore.analysis.ties snaps them together first)."""
-    x, y = snap(x), snap(y)
-    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return np.nan
-    return float(stats.kendalltau(x, y).statistic)
 
 
 def taus(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -209,7 +195,7 @@ def rankings(frame: pd.DataFrame, simulator: str, measure: str, *, resamples: in
             return {h: (weights @ s) / (weights @ n) for h, (s, n) in cube.items()}
 
     point = means(np.ones(len(scenarios)))
-    tau = _tau(point[simulator], point[PEOPLE])
+    tau = float(taus(point[simulator][None], point[PEOPLE][None])[0])
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(scenarios), size=(resamples, len(scenarios)))
     weights = np.stack([np.bincount(d, minlength=len(scenarios)) for d in draws]).astype(float)
@@ -242,6 +228,12 @@ def compare_behaviour(frame: pd.DataFrame, measures: pd.DataFrame, simulator: st
                      "difference": float(a.mean() - b.mean()) if len(a) and len(b) else np.nan,
                      "hedges g": g, "g 95% CI": (lo, hi), "n people": len(b), "n simulated": len(a), "note": note})
     return pd.DataFrame(rows)
+
+
+def interval_text(pair, missing: str = "") -> str:
+    """An interval as "[lo, hi]" (two decimals), `missing` where it cannot be made."""
+    lo, hi = pair
+    return missing if pd.isna(lo) or pd.isna(hi) else f"[{lo:.2f}, {hi:.2f}]"
 
 
 def fmt(x: float) -> str:

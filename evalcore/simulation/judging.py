@@ -23,6 +23,7 @@ from evalcore.metrics.judge.prompts import (
     parse_rating,
     template_hash,
 )
+from evalcore.simulation.conversations import load
 from evalcore.store import chats as stored
 from evalcore.store.endpoints import get as get_endpoint
 from evalcore.store.transactions import bump_revision, transaction
@@ -58,11 +59,8 @@ def judge(con: duckdb.DuckDBPyConnection, task_id: int, judge_name: str, *, held
     done = set(con.execute("SELECT conversation_id, dimension FROM chat_judgments WHERE list_contains(?, signature) "
                            "AND value IS NOT NULL", [list(signs.values())]).fetchall())
     asks = []
-    for cid, scenario in zip(convs["conversation_id"].astype(int), convs["scenario"].astype(int)):
-        frame = stored.messages(con, cid)
-        turns = list(zip(frame["role"], frame["text"]))
-        grounding = stored.scenario(con, task_id, scenario)["grounding"]
-        asks += [((cid, d), dialogue_messages(d, lang, turns, grounding)) for d in dims if (cid, d) not in done]
+    for cid, c in sorted(load(con, task, [int(i) for i in convs["conversation_id"]]).items()):
+        asks += [((cid, d), dialogue_messages(d, lang, c.turns, c.grounding)) for d in dims if (cid, d) not in done]
     failed: Counter = Counter()
     judged = 0
     for (cid, d), reply in chat_iter(registered.judge(), iter(asks), concurrency=concurrency or registered.concurrency):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
+from evalcore.analysis.ties import snap
 from evalcore.simulation import audit as auditing
 from evalcore.simulation.run import simulate
 from evalcore.store import connect
@@ -168,7 +169,7 @@ def test_the_bootstrap_taus_at_once_equal_scipy_draw_by_draw():
     y[1] = [1.0, 1.0, 1.0, 1.0]                              # no two values apart: no tau
     got = auditing.taus(x, y)
     for row in range(len(x)):
-        want = kendalltau(auditing.snap(x[row]), auditing.snap(y[row])).statistic
+        want = kendalltau(snap(x[row]), snap(y[row])).statistic
         assert (math.isnan(got[row]) and math.isnan(want)) or got[row] == pytest.approx(want, abs=1e-12), row
 
 

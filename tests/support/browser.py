@@ -96,6 +96,19 @@ def settle(page, timeout: float = 60_000) -> None:
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=timeout)
 
 
+def whole_page(page, path, *, most: int = 12_000) -> None:
+    """A screenshot of the whole page: Streamlit scrolls inside its own pane, so the window is grown to that pane's
+    height first (at most `most` px), then put back."""
+    size = page.viewport_size
+    height = page.evaluate("""() => Math.max(...['stMain', 'stAppViewContainer', 'stSidebarContent'].map(
+        id => document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0))""")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height) + 40, most))})
+    page.wait_for_timeout(500)
+    settle(page)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
 def upload(page, path, model: str) -> None:
     """As a user does it: pick the file, see it listed, name the model, then import."""
     settle(page)

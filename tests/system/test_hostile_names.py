@@ -19,7 +19,7 @@ import pytest
 
 from pages.kit.text import WORD_JOINER, highlighted, md_escape, safe_filename
 from support import write_jsonl
-from support.browser import ARTIFACTS, CHROMIUM, PAGES, chromium, expect, serve
+from support.browser import ARTIFACTS, CHROMIUM, PAGES, chromium, expect, serve, whole_page
 
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (apt-get install chromium)")
 real_browser = pytest.mark.slow   # `python -m pytest -m slow` (CI's second step)
@@ -200,15 +200,6 @@ def test_every_page_covered():
     assert sorted(VIEWS) == sorted(PAGES)
 
 
-def _screenshot(page, name: str) -> None:
-    """The whole page: Streamlit scrolls inside its own container, so grow the viewport to its height."""
-    height = page.evaluate("""() => Math.max(...['stMain', 'stAppViewContainer', 'stSidebarContent'].map(
-        id => document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0))""")
-    page.set_viewport_size({"width": 1400, "height": max(1000, min(int(height) + 40, 8000))})
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / f"hostile-{name}.png"), full_page=True)
-
-
 @needs_browser
 @real_browser
 @pytest.mark.parametrize("path", PAGES)
@@ -238,7 +229,7 @@ def test_hostile_names_are_text(hostile_server, hostile_browser, path):
         page.wait_for_load_state("networkidle")
         rendered = page.evaluate(RENDERED)
         exceptions = page.locator('[data-testid="stException"]').all_inner_texts()
-        _screenshot(page, path or "overview")
+        whole_page(page, ARTIFACTS / f"hostile-{path or 'overview'}.png", most=8000)
         assert not rendered, f"hostile text rendered as markup on /{path}: {rendered}"
         assert not exceptions, exceptions
         names = []

@@ -31,7 +31,7 @@ from test_chat_browser import _enter, _next, _said, _typed
 from evalcore.store import chats as stored
 from evalcore.store import connect
 from support import ROOT, copy_default_store, free_port
-from support.browser import CHROMIUM, chromium, expect, settle
+from support.browser import CHROMIUM, chromium, expect, settle, whole_page
 from support.sim_server import SimServer
 from support.sim_store import QUALITY, SYSTEMS, people_talk, setup
 
@@ -87,19 +87,6 @@ def _end_and_rate(page, task, quality: int) -> None:
         settle(page)
     # no review in this task: the last rating accepts it
     expect(page.get_by_text("Thank you: this conversation is accepted.")).to_be_visible(timeout=30_000)
-
-
-def _whole(page, path: Path) -> None:
-    """The whole page: Streamlit scrolls inside its own pane, so the window is grown to that pane's height first (as
-    test_hostile_names._screenshot and bench/browser.py do), then put back."""
-    size = page.viewport_size
-    height = page.evaluate("""() => Math.max(...['stMain', 'stAppViewContainer'].map(
-        id => document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0))""")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height) + 40, 12_000))})
-    page.wait_for_timeout(500)
-    settle(page)
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size(size)
 
 
 def _taus(db: Path, task_id: int, dimension: str) -> dict[str, float]:
@@ -201,7 +188,7 @@ def test_people_in_chromium_and_two_simulators_then_the_audit_at_1400_and_800(tm
                     for label in ("Rankings and each endpoint's difference", "How the simulated users behave"):
                         lab.get_by_text(label).click()   # opened for the screenshot: every table of the audit
                         settle(lab)
-                    _whole(lab, shots / f"simulation-audit-{width}.png")
+                    whole_page(lab, shots / f"simulation-audit-{width}.png")
                     lab.context.close()
         finally:
             server.terminate()
