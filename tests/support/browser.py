@@ -107,6 +107,7 @@ def whole_page(page, path, *, most: int = 12_000) -> None:
     settle(page)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(size)
+    page.wait_for_timeout(300)  # the layout put back before the next click lands on it
 
 
 def upload(page, path, model: str) -> None:
