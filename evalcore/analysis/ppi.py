@@ -10,7 +10,7 @@ Two forms:
   (a model's responses on a track), the predictor is known on every one of them, and people rated a sample drawn
   with known inclusion probabilities (uniform: n of M; active: each unit's own, Zrnic and Candes 2024). The
   predictor's part then has no sampling error; the people's part is the residual y - lam * f, weighted by 1/pi
-  (Hajek: centred by its own weighted mean), with the finite-population variance (and a t quantile, n - 1 degrees of freedom)
+  (Hajek: centred by its own weighted mean), with the finite-population variance (and a t quantile with Satterthwaite's degrees of freedom)
       sum_S (1 - pi_i) / pi_i^2 (r_i - r_bar)^2 / M^2 * n / (n - 1),
   which for a uniform sample is the textbook (1 - n/M) s^2 / n. lam is tuned to minimise that variance (the
   weighted regression slope of y on f, clipped to [0, 1]); lam = 0 is the people-only estimate. Tuning lam and
@@ -86,6 +86,14 @@ def unavailable(reason: str, n: int = 0, big_n: int = 0) -> Estimate:
     return Estimate(math.nan, math.nan, math.nan, math.nan, n, big_n, math.nan, reason)
 
 
+def satterthwaite(terms: np.ndarray, most: int) -> float:
+    """The degrees of freedom of a weighted sum of squares (Welch-Satterthwaite: (sum a)^2 / sum a^2), at most
+    `most`: with unequal probabilities a few heavily weighted units carry the variance, and the t quantile must
+    widen for it (active sampling at 20-40 rated units covered 91-93% with n - 1, 93-95% with this)."""
+    total, squares = float(terms.sum()), float((terms * terms).sum())
+    return max(1.0, min(float(most), total * total / squares)) if squares > 0 else float(max(most, 1))
+
+
 def _tuned_lambda(y: np.ndarray, f: np.ndarray, c: np.ndarray) -> float:
     """The lam minimising sum c (r - r_bar_c)^2 for r = y - lam f: the c-weighted slope of y on f, in [0, 1]."""
     fc, yc = f - np.average(f, weights=c), y - np.average(y, weights=c)
@@ -111,13 +119,16 @@ def finite_mean(y, f_labeled, f_all, *, pi=None, lam: float | None = None, alpha
         return unavailable("an inclusion probability outside (0, 1]", n, big_n)
     w = 1 / pi
     c = (1 - pi) * w * w                      # each rated unit's weight in the variance
+    tuned = lam is None and n > 2
     if lam is None:
-        lam = _tuned_lambda(y, f_labeled, c) if c.sum() > 0 else 0.0
+        lam = _tuned_lambda(y, f_labeled, c) if c.sum() > 0 and n > 2 else 0.0
     r = y - lam * f_labeled
     r_bar = float(np.average(r, weights=w))   # Hajek: the weighted mean of the residual
     estimate = lam * float(f_all.mean()) + r_bar
-    se = math.sqrt(float((c * (r - r_bar) ** 2).sum()) / big_n ** 2 * n / (n - 1))
-    half = t_value(alpha, n - 1) * se
+    terms = c * (r - r_bar) ** 2
+    # the residual's degrees of freedom: n - 1 for its mean, one more for a lam fitted on the same ratings
+    se = math.sqrt(float(terms.sum()) / big_n ** 2 * n / (n - 1 - tuned))
+    half = t_value(alpha, satterthwaite(terms, n - 1 - tuned)) * se
     return Estimate(estimate, estimate - half, estimate + half, se, n, big_n, float(lam))
 
 
@@ -148,3 +159,29 @@ def rank_intervals(estimates: dict[str, Estimate], *, alpha: float = 0.05) -> di
             below += d.upper < 0
         out[a] = (1 + above, len(names) - below)
     return out
+
+
+def combine(parts: list[tuple[int, Estimate]], *, alpha: float = 0.05) -> Estimate:
+    """A mean over strata (tracks) from each stratum's estimate and size M_t: sum M_t theta_t / sum M_t, the
+    variances added with the squared shares (the strata are sampled apart); t quantile with sum (n_t - 1) degrees
+    of freedom. Unavailable when any stratum is."""
+    bad = [e.reason for _, e in parts if e.reason]
+    n, big_n = sum(e.n for _, e in parts), sum(m for m, _ in parts)
+    if bad or not parts:
+        return unavailable(bad[0] if bad else "no stratum", n, big_n)
+    est = sum(m * e.estimate for m, e in parts) / big_n
+    se = math.sqrt(sum((m / big_n) ** 2 * e.se ** 2 for m, e in parts))
+    half = t_value(alpha, max(sum(e.n - 1 for _, e in parts), 1)) * se
+    lam = parts[0][1].lam if len({e.lam for _, e in parts}) == 1 else math.nan
+    return Estimate(est, est - half, est + half, se, n, big_n, lam)
+
+
+def sample_mean(y, *, alpha: float = 0.05) -> Estimate:
+    """A plain mean of a sample from a larger (unbounded) population: sd / sqrt(n), t interval; people only."""
+    y = np.asarray(y, float)
+    n = len(y)
+    if n < 2:
+        return unavailable(f"{n} unit{'s' if n != 1 else ''} rated: an interval needs at least 2", n, n)
+    est, se = float(y.mean()), float(y.std(ddof=1)) / math.sqrt(n)
+    half = t_value(alpha, n - 1) * se
+    return Estimate(est, est - half, est + half, se, n, n, 0.0)
