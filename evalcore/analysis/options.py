@@ -25,3 +25,5 @@ def said(names, last: str = "or") -> str:
 DIALOGUE_AGGREGATE = "dialogue:mean-of-turns"
 DIALOGUE_VALUE = ("a dialogue's metric value is the mean of its model turns' values (signature + "
                   f"'|{DIALOGUE_AGGREGATE}')")
+
+PLAN_QUESTIONS = ("difference", "ranking", "correlation", "agreement")   # `evalcore plan --question` (analysis.planning)

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.options import PLAN_QUESTIONS
 from evalcore.analysis.ppi import stats, z_value
 
-QUESTIONS = ("difference", "ranking", "correlation", "agreement")
+QUESTIONS = PLAN_QUESTIONS
 POWER = 0.8
 ALPHA = 0.05
 MAX_UNITS = 1_000_000
