@@ -8,6 +8,7 @@ import functools
 
 from evalcore.analysis.humans import AGGREGATES
 from evalcore.analysis.options import (
+    PLAN_QUESTIONS,
     ADJUSTMENTS,
     AGREEMENT_RATERS,
     AGREEMENT_STATISTICS,
@@ -213,6 +214,45 @@ def leaderboard(p):
     p.add_argument("--partial", action="store_true", help="also rank submissions that answer only part of a track")
     p.add_argument("--bootstrap", type=names.count(0), default=1000, help="resamples of the rank interval (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the rank bootstrap (default 0)")
+    output(p)
+
+
+@command("estimate", "each system's mean on a human dimension from a predictor (a judge or a metric) calibrated by "
+         "a random sample of people's ratings (PPI++), with 95% intervals, paired differences and rank intervals",
+         "estimate:estimate", READS)
+def estimate(p):
+    on_dataset(p)
+    p.add_argument("--dimension", required=True, help="the human dimension to estimate")
+    p.add_argument("--predictor", required=True, metavar="NAME", help="a judge or stored metric with a value on every "
+                   "response, on the dimension's scale")
+    p.add_argument("--assume-random", action="store_true", help="treat imported ratings as a uniform random sample "
+                   "of each model's responses (every figure says so); without it only a rating task's ratings count")
+    output(p)
+
+
+@command("plan", "how many units and raters a question needs for power 0.8, or what a budget (or a task's ratings) "
+         "settles; from the store's ratings (a pilot) or stated assumptions", "estimate:plan", READS)
+def plan(p):
+    db(p)
+    p.add_argument("--question", required=True, choices=PLAN_QUESTIONS)
+    p.add_argument("--dataset", help="take the spread from this dataset's ratings (a pilot)")
+    p.add_argument("--dimension", help="the human dimension (with --dataset)")
+    p.add_argument("--track")
+    p.add_argument("--models", help="comma-separated: the systems compared (default: every rated one)")
+    p.add_argument("--task", type=int, metavar="N", help="plan from a rating task's ratings, and say what they settle")
+    p.add_argument("--effect", type=float, help="difference: the difference worth detecting; ranking: the smallest "
+                   "gap to resolve (default: the pilot's smallest adjacent gap)")
+    p.add_argument("--sd", type=float, help="assumed standard deviation of a response's rating (no pilot)")
+    p.add_argument("--rater-sd", type=float, default=0.0, help="assumed standard deviation between raters of one "
+                   "response (no pilot)")
+    p.add_argument("--raters", type=names.count(1), default=1, help="people per unit, K (default 1)")
+    p.add_argument("--budget", type=names.count(2), help="units per system (or rated units): the power and interval "
+                   "they reach")
+    p.add_argument("--predictor", metavar="NAME", help="also plan with this judge or metric calibrated by people "
+                   "(its correlation with people in the pilot)")
+    p.add_argument("--r", type=float, help="correlation: the correlation expected with people")
+    p.add_argument("--p", type=float, help="agreement: the agreement rate expected")
+    p.add_argument("--half-width", type=float, help="agreement: how closely to know it")
     output(p)
 
 

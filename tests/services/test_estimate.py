@@ -1,0 +1,128 @@
+"""People-calibrated estimates over a store (evalcore.services.estimate): the numbers are analysis.ppi's on the
+store's values (recomputed here from the raw tables), imported ratings count only when declared random, a rating
+task's ratings count with their probabilities, and a predictor off the dimension's scale or without values is
+refused with the reason."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evalcore.analysis import ppi
+from evalcore.ingest.formats.items import import_items
+from evalcore.ingest.formats.ratings import import_ratings
+from evalcore.ingest.formats.responses import import_responses
+from evalcore.scoring import response_scores, score
+from evalcore.services import estimate as estimating
+from evalcore.services.tasks import create_task
+from evalcore.store import connect
+from evalcore.store import tasks as stored_tasks
+from support import fingerprint, write_jsonl
+
+DATASET, TRACK = "toy", "toy/chitchat"
+MODELS = ("alpha", "beta", "gamma")
+WORDS = "the cat sat on a mat with red blue green hat dog ran far".split()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("estimate")
+    rng = random.Random(0)
+    con = connect(folder / "store.duckdb")
+    items = [{"item_id": f"i{i}", "dataset": DATASET, "track": TRACK, "dialogue_id": f"d{i}",
+              "context": [f"turn {i}"], "references": [" ".join(rng.sample(WORDS, 6))], "skill": "chitchat"}
+             for i in range(60)]
+    import_items(con, write_jsonl(folder / "items.jsonl", items))
+    rows = [{"item_id": it["item_id"], "model": m,
+             "response": " ".join(rng.sample(it["references"][0].split(), k) + rng.sample(WORDS, 6 - k))}
+            for it in items for m, k in zip(MODELS, (5, 3, 1))]
+    pd.DataFrame(rows).to_csv(folder / "responses.csv", index=False)
+    import_responses(con, folder / "responses.csv", dataset=DATASET, track=TRACK)
+    score(con, dataset=DATASET, progress=False)
+    f1 = response_scores(con, DATASET, TRACK)
+    f1 = f1[f1["metric"] == "F1"].set_index(["item_id", "model"])["value"]
+    # people rate 20 random responses of each model, twice: near 2 x F1, with noise, on 0-2
+    ratings = []
+    for m in MODELS:
+        for item in rng.sample([it["item_id"] for it in items], 20):
+            for a in ("ann-1", "ann-2"):
+                ratings.append({"item_id": item, "model": m, "annotator": a, "dimension": "Q",
+                                "score": min(2, max(0, round(2 * f1[(item, m)] + rng.gauss(0, 0.4))))})
+    pd.DataFrame(ratings).to_csv(folder / "ratings.csv", index=False)
+    import_ratings(con, folder / "ratings.csv", dataset=DATASET, track=TRACK, scales={"Q": (0, 2)})
+    yield con, pd.DataFrame(ratings), f1
+    con.close()
+
+
+def test_imported_ratings_are_refused_unless_declared_random(store):
+    con, _, _ = store
+    with pytest.raises(estimating.NotRandom, match="not from a rating task.*--assume-random"):
+        estimating.estimate(con, DATASET, "Q", "F1")
+
+
+def test_the_estimate_is_ppi_on_the_stores_values(store):
+    con, ratings, f1 = store
+    got = estimating.estimate(con, DATASET, "Q", "F1", assume_random=True)
+    rows = got["rows"].set_index("model")
+    assert "declared random" in got["assumption"] and "F1" in got["signature"]
+    assert set(rows.index) == set(MODELS)
+    for m in MODELS:
+        y = ratings[ratings["model"] == m].groupby("item_id")["score"].mean()
+        f_all = f1.xs(m, level="model")
+        e = ppi.finite_mean(y.to_numpy(), f_all[y.index].to_numpy(), f_all.to_numpy(), pi=np.full(20, 20 / 60))
+        people = ppi.finite_mean(y.to_numpy(), f_all[y.index].to_numpy(), f_all.to_numpy(), lam=0)
+        row = rows.loc[m]
+        assert (row["estimate"], row["lower"], row["upper"]) == pytest.approx((e.estimate, e.lower, e.upper))
+        assert (row["people_lower"], row["people_upper"]) == pytest.approx((people.lower, people.upper))
+        assert (row["n_people"], row["n_predicted"]) == (20, 60)
+        assert row["sampling"].startswith("assumed random")
+    # alpha's responses copy the reference most: it is first, surely above gamma
+    assert rows.loc["alpha", "rank_low"] == 1 and rows.loc["gamma", "rank_high"] == 3
+    diffs = got["differences"].set_index(["model_a", "model_b"])
+    assert diffs.loc[("alpha", "gamma"), "settled"]
+
+
+def test_a_predictor_off_the_scale_or_without_values_is_refused(store):
+    con, _, _ = store
+    with pytest.raises(ValueError, match="no per-response values.*computed there: .*F1"):
+        estimating.estimate(con, DATASET, "Q", "NoSuchJudge", assume_random=True)
+    con.execute("UPDATE dimensions SET scale_max = 0.5 WHERE dataset = ? AND dimension = 'Q'", [DATASET])
+    try:
+        with pytest.raises(ValueError, match="off the dimension's scale 0-0.5"):
+            estimating.estimate(con, DATASET, "Q", "F1", assume_random=True)
+    finally:
+        con.execute("UPDATE dimensions SET scale_max = 2 WHERE dataset = ? AND dimension = 'Q'", [DATASET])
+
+
+def test_a_rating_tasks_ratings_count_with_their_probabilities(store):
+    con, _, f1 = store
+    before = fingerprint(con)
+    task_id = create_task(con, dataset=DATASET, mode="absolute", dimensions=["Coh"], items=30, per_item=1, seed=3,
+                          name="calibrate")
+    task = stored_tasks.get(con, task_id)
+    units = stored_tasks.units(con, task_id)
+    for unit in units["unit"][:24]:   # people rate 24 of the 30 drawn units
+        row = units[units["unit"] == unit].iloc[0]
+        stored_tasks.answer(con, task, int(unit), "ann-9", "Coh", float(round(2 * f1[(row["item_id"], row["model_a"])])))
+    got = estimating.estimate(con, DATASET, "Coh", "F1")
+    rows = got["rows"].set_index("model")
+    assert got["assumption"].startswith("the people's ratings are a random sample drawn by the tool")
+    assert rows["n_people"].sum() == 24 and (rows["n_predicted"] == 60).all()
+    assert rows["sampling"].str.startswith(f"task {task_id} (stratified").all()
+    assert before != fingerprint(con)   # (the task wrote; the estimate itself writes nothing)
+    after = fingerprint(con)
+    estimating.estimate(con, DATASET, "Coh", "F1")
+    assert fingerprint(con) == after
+
+
+def test_a_disagreement_task_is_not_a_random_sample(store):
+    con, _, f1 = store
+    task_id = create_task(con, dataset=DATASET, mode="absolute", dimensions=["Info"], items=12, per_item=1, seed=1,
+                          sampling="disagreement", name="where metrics disagree")
+    task = stored_tasks.get(con, task_id)
+    for unit in stored_tasks.units(con, task_id)["unit"][:6]:
+        stored_tasks.answer(con, task, int(unit), "ann-9", "Info", 1.0)
+    with pytest.raises(estimating.NotRandom, match="where the metrics disagree"):
+        estimating.estimate(con, DATASET, "Info", "F1")
