@@ -185,3 +185,34 @@ def sample_mean(y, *, alpha: float = 0.05) -> Estimate:
     est, se = float(y.mean()), float(y.std(ddof=1)) / math.sqrt(n)
     half = t_value(alpha, n - 1) * se
     return Estimate(est, est - half, est + half, se, n, n, 0.0)
+
+
+def uniform_se(y, f_labeled, f_all, *, pi, lam: float) -> float:
+    """The standard error a uniform sample of the same size would have reached: the residual's population variance
+    estimated from the weighted sample (Hajek), then (1 - n/M) s^2 / n. What an active task's page sets its own
+    interval against."""
+    y, f_labeled, f_all, pi = (np.asarray(v, float) for v in (y, f_labeled, f_all, pi))
+    n, big_n = len(y), len(f_all)
+    if n < 2:
+        return math.nan
+    w = 1 / pi
+    r = y - lam * f_labeled
+    var = float(np.average((r - np.average(r, weights=w)) ** 2, weights=w)) * n / (n - 1)
+    return math.sqrt(max(1 - n / big_n, 0.0) * var / n)
+
+
+# ---------------------------------------------------------------- looking after every rating
+def anytime_half_width(se: float, n: int, *, alpha: float = 0.05, planned: int | None = None) -> float:
+    """The half width of an asymptotic confidence sequence (Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas,
+    "Time-uniform central limit theory", 2021/2024, eq. for the Robbins normal mixture): an interval that stays valid
+    when it is looked at after every rating and the rating stops when it looks settled. sigma = se * sqrt(n) is the
+    per-unit spread; rho is tuned to be tightest at `planned` ratings (default n). Wider than the fixed-size
+    interval: the price of peeking."""
+    if n < 2 or not math.isfinite(se):
+        return math.nan
+    sigma2 = se * se * n
+    t_star = planned or n
+    log_a = -2 * math.log(alpha)
+    rho2 = (log_a + math.log(log_a + 1)) / t_star
+    v = n * sigma2 * rho2 + 1
+    return math.sqrt(2 * v / (n * n * rho2) * math.log(math.sqrt(v) / alpha))

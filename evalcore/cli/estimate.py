@@ -31,6 +31,7 @@ def estimate(con, args) -> int:
     print(f"{escaped(got['dataset'])}, {escaped(got['dimension'])}: estimator {got['estimator']}")
     print(f"predictor {escaped(got['predictor'])}: {escaped(got['signature'])}")
     print(f"assumption: {got['assumption']}")
+    print(f"stopping: {got['stopping']}")
     print("n_people: responses people rated; n_predicted: responses the predictor valued; people_*: the people-only "
           "estimate at the same ratings; gain: people-only width / calibrated width\n")
     emit(visible(rows), "table", digits=3)

@@ -26,7 +26,11 @@ from evalcore.scoring import response_scores
 
 ESTIMATOR = "PPI++ (power-tuned; finite population, inverse-probability weighted; 95% t interval)"
 COLUMNS = ["track", "model", "estimate", "lower", "upper", "n_people", "n_predicted", "lam", "people_estimate",
-           "people_lower", "people_upper", "gain", "rank_low", "rank_high", "sampling", "note"]
+           "people_lower", "people_upper", "gain", "uniform_width", "anytime_lower", "anytime_upper", "rank_low",
+           "rank_high", "sampling", "note"]
+# What the intervals assume about when people stop rating; the anytime columns are the ones that do not.
+FIXED_SIZE = ("lower/upper assume the number of ratings was fixed before looking; to stop when a result looks "
+              "settled, read anytime_lower/anytime_upper (a confidence sequence, valid however often it is looked at)")
 RANDOM_SAMPLINGS = ("stratified", "active")
 
 
@@ -163,19 +167,23 @@ def estimate(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, predi
         for model, units in population[population["track"] == t].groupby("model", sort=True):
             got = rated[(rated["track"] == t) & (rated["model"] == model)]
             f_all = units["value"].to_numpy(float)
+            uniform = math.nan
             if unvalued and got["value"].isna().any():
                 e = p = ppi.unavailable("people rated responses the predictor has no value on", len(got), len(f_all))
             else:
                 args = (got["y"].to_numpy(float), got["value"].to_numpy(float), f_all)
                 e = ppi.finite_mean(*args, pi=got["pi"].to_numpy(float), alpha=alpha)
                 p = ppi.finite_mean(*args, pi=got["pi"].to_numpy(float), lam=0, alpha=alpha)
-            here[model] = (e, p, got["how"].iloc[0] if len(got) else "no ratings")
+                if not e.reason and e.se > 0:   # the same quantile, a uniform sample's standard error
+                    quantile = (e.upper - e.estimate) / e.se
+                    uniform = 2 * quantile * ppi.uniform_se(*args, pi=got["pi"].to_numpy(float), lam=e.lam)
+            here[model] = (e, p, got["how"].iloc[0] if len(got) else "no ratings", uniform)
             by_model.setdefault(model, []).append((len(f_all), e, p))
         rows += _rows(t, here, alpha)
         diffs += _differences(t, {m: v[0] for m, v in here.items()}, alpha)
     if len(tracks) > 1:
         whole = {m: (ppi.combine([(k, e) for k, e, _ in parts], alpha=alpha),
-                     ppi.combine([(k, p) for k, _, p in parts], alpha=alpha), "strata: the tracks")
+                     ppi.combine([(k, p) for k, _, p in parts], alpha=alpha), "strata: the tracks", math.nan)
                  for m, parts in by_model.items() if len(parts) == len(tracks)}
         rows += _rows("all tracks", whole, alpha)
         diffs += _differences("all tracks", {m: v[0] for m, v in whole.items()}, alpha)
@@ -184,22 +192,26 @@ def estimate(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, predi
                   "the people's ratings are a random sample drawn by the tool (rating task), weighted by 1/probability")
     return {"rows": pd.DataFrame(rows, columns=COLUMNS), "differences": pd.DataFrame(diffs, columns=DIFF_COLUMNS),
             "predictor": predictor_name, "signature": pred.signature, "estimator": ESTIMATOR,
-            "assumption": assumption, "dimension": dimension, "dataset": dataset}
+            "assumption": assumption, "dimension": dimension, "dataset": dataset, "stopping": FIXED_SIZE}
 
 
 def _rows(track: str, here: dict, alpha: float) -> list[dict]:
     ranks = ppi.rank_intervals({m: v[0] for m, v in here.items()}, alpha=alpha)
     out = []
-    for model, (e, p, how) in here.items():
+    for model, (e, p, how, uniform) in here.items():
         note = e.reason
         if not note and e.n == e.big_n:
             note = "people rated every response: the estimate is their mean"
         gain = p.width / e.width if e.width > 0 and not (e.reason or p.reason) else math.nan
         low, high = ranks.get(model, (None, None))
+        # the sequence is for independent draws: the finite population's factor is taken back out (cautious)
+        iid_se = e.se / math.sqrt(1 - e.n / e.big_n) if e.big_n > e.n else math.nan
+        anytime = ppi.anytime_half_width(iid_se, e.n, alpha=alpha) if not e.reason else math.nan
         out.append({"track": track, "model": model, "estimate": e.estimate, "lower": e.lower, "upper": e.upper,
                     "n_people": e.n, "n_predicted": e.big_n, "lam": e.lam, "people_estimate": p.estimate,
-                    "people_lower": p.lower, "people_upper": p.upper, "gain": gain, "rank_low": low,
-                    "rank_high": high, "sampling": how, "note": note})
+                    "people_lower": p.lower, "people_upper": p.upper, "gain": gain, "uniform_width": uniform,
+                    "anytime_lower": e.estimate - anytime, "anytime_upper": e.estimate + anytime,
+                    "rank_low": low, "rank_high": high, "sampling": how, "note": note})
     return out
 
 

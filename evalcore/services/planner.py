@@ -78,7 +78,7 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
                 got = planning.plan_difference(a, b, effect, raters=raters, budget=budget, rho=rho)
             else:
                 got = planning.plan_ranking(spreads, means, gap=effect, raters=raters, budget=budget, rho=rho)
-            rows.append(_row(got, predictor if rho else "people only", rho))
+            rows.append(_row(got, f"{predictor} calibrated by people" if rho else "people only", rho))
         out["source"] = rows[0]["source"]
     elif question == "correlation":
         if r is None:

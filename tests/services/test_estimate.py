@@ -4,55 +4,23 @@ task's ratings count with their probabilities, and a predictor off the dimension
 refused with the reason."""
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from evalcore.analysis import ppi
-from evalcore.ingest.formats.items import import_items
-from evalcore.ingest.formats.ratings import import_ratings
-from evalcore.ingest.formats.responses import import_responses
-from evalcore.scoring import response_scores, score
 from evalcore.services import estimate as estimating
 from evalcore.services.tasks import create_task
 from evalcore.store import connect
 from evalcore.store import tasks as stored_tasks
-from support import fingerprint, write_jsonl
-
-DATASET, TRACK = "toy", "toy/chitchat"
-MODELS = ("alpha", "beta", "gamma")
-WORDS = "the cat sat on a mat with red blue green hat dog ran far".split()
-
+from support import fingerprint
+from support.estimate_store import DATASET, MODELS, build
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("estimate")
-    rng = random.Random(0)
-    con = connect(folder / "store.duckdb")
-    items = [{"item_id": f"i{i}", "dataset": DATASET, "track": TRACK, "dialogue_id": f"d{i}",
-              "context": [f"turn {i}"], "references": [" ".join(rng.sample(WORDS, 6))], "skill": "chitchat"}
-             for i in range(60)]
-    import_items(con, write_jsonl(folder / "items.jsonl", items))
-    rows = [{"item_id": it["item_id"], "model": m,
-             "response": " ".join(rng.sample(it["references"][0].split(), k) + rng.sample(WORDS, 6 - k))}
-            for it in items for m, k in zip(MODELS, (5, 3, 1))]
-    pd.DataFrame(rows).to_csv(folder / "responses.csv", index=False)
-    import_responses(con, folder / "responses.csv", dataset=DATASET, track=TRACK)
-    score(con, dataset=DATASET, progress=False)
-    f1 = response_scores(con, DATASET, TRACK)
-    f1 = f1[f1["metric"] == "F1"].set_index(["item_id", "model"])["value"]
-    # people rate 20 random responses of each model, twice: near 2 x F1, with noise, on 0-2
-    ratings = []
-    for m in MODELS:
-        for item in rng.sample([it["item_id"] for it in items], 20):
-            for a in ("ann-1", "ann-2"):
-                ratings.append({"item_id": item, "model": m, "annotator": a, "dimension": "Q",
-                                "score": min(2, max(0, round(2 * f1[(item, m)] + rng.gauss(0, 0.4))))})
-    pd.DataFrame(ratings).to_csv(folder / "ratings.csv", index=False)
-    import_ratings(con, folder / "ratings.csv", dataset=DATASET, track=TRACK, scales={"Q": (0, 2)})
-    yield con, pd.DataFrame(ratings), f1
+    db, ratings, f1 = build(tmp_path_factory.mktemp("estimate"))
+    con = connect(db)
+    yield con, ratings, f1
     con.close()
 
 
