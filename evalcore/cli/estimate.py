@@ -16,7 +16,7 @@ from evalcore.services import planner
 def estimate(con, args) -> int:
     try:
         got = estimating.estimate(con, args.dataset, args.dimension, args.predictor, track=args.track,
-                                  assume_random=args.assume_random)
+                                  assume_random=args.assume_random, task=args.task)
     except estimating.NotRandom as e:
         print(f"estimate refused: {e}", file=sys.stderr)
         return 2

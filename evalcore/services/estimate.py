@@ -78,13 +78,14 @@ def predictor(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str], n
     return Predictor(name, " ; ".join(s for (s,) in sigs), values[["track", "item_id", "model", "value"]])
 
 
-def people(con, dataset: str, tracks: list[str], dimension: str) -> pd.DataFrame:
-    """People's ratings of responses on the dimension, one row per response: track, item_id, model, y (the mean over
-    its annotators), origins (a list)."""
+def people(con, dataset: str, tracks: list[str], dimension: str, origin: str | None = None) -> pd.DataFrame:
+    """People's ratings of responses on the dimension (only those of `origin`, e.g. 'task:3', when given), one row
+    per response: track, item_id, model, y (the mean over its annotators), origins (a list)."""
     return con.execute("""
         SELECT track, item_id, model, avg(score) AS y, list(DISTINCT coalesce(origin, '')) AS origins
         FROM human_ratings WHERE dataset = ? AND list_contains(?, track) AND dimension = ? AND target = 'response'
-        GROUP BY track, item_id, model""", [dataset, tracks, dimension]).df()
+          AND (? IS NULL OR origin = ?)
+        GROUP BY track, item_id, model""", [dataset, tracks, dimension, origin, origin]).df()
 
 
 def _task_of(origin: str) -> int | None:
@@ -139,9 +140,11 @@ def probabilities(con, dataset: str, rated: pd.DataFrame, population: pd.DataFra
 
 
 def estimate(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, predictor_name: str, *,
-             track: str | None = None, assume_random: bool = False, alpha: float = 0.05) -> dict:
+             track: str | None = None, assume_random: bool = False, task: int | None = None,
+             alpha: float = 0.05) -> dict:
     """{'rows': COLUMNS frame (a track's rows per model, then 'all tracks' rows when there are several),
-    'differences': every pair of models per track, 'predictor', 'signature', 'estimator', 'assumption'}."""
+    'differences': every pair of models per track, 'predictor', 'signature', 'estimator', 'assumption', 'stopping'}.
+    `task`: only that rating task's ratings (where the store holds other ratings of the dimension too)."""
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     scale = con.execute("SELECT scale_min, scale_max FROM dimensions WHERE dataset = ? AND dimension = ?",
                         [dataset, dimension]).fetchone()
@@ -152,7 +155,7 @@ def estimate(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, predi
         scale = (None, None)
     tracks = tracks_of(con, dataset, track)
     pred = predictor(con, dataset, tracks, predictor_name, scale)
-    rated = people(con, dataset, tracks, dimension)
+    rated = people(con, dataset, tracks, dimension, None if task is None else f"task:{task}")
     if rated.empty:
         raise ValueError(f"no one rated {dimension} on {dataset}" + (f" / {track}" if track else "")
                          + ": the predictor cannot be calibrated without people's ratings")

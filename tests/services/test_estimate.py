@@ -81,7 +81,10 @@ def test_a_rating_tasks_ratings_count_with_their_probabilities(store):
     assert rows["sampling"].str.startswith(f"task {task_id} (stratified").all()
     assert before != fingerprint(con)   # (the task wrote; the estimate itself writes nothing)
     after = fingerprint(con)
-    estimating.estimate(con, DATASET, "Coh", "F1")
+    only = estimating.estimate(con, DATASET, "Coh", "F1", task=task_id)   # the task's ratings named: the same
+    pd.testing.assert_frame_equal(only["rows"], got["rows"])
+    with pytest.raises(ValueError, match="no one rated Coh"):
+        estimating.estimate(con, DATASET, "Coh", "F1", task=task_id + 100)
     assert fingerprint(con) == after
 
 
