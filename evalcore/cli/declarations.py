@@ -227,6 +227,8 @@ def estimate(p):
                    "response, on the dimension's scale")
     p.add_argument("--assume-random", action="store_true", help="treat imported ratings as a uniform random sample "
                    "of each model's responses (every figure says so); without it only a rating task's ratings count")
+    p.add_argument("--task", type=int, metavar="N", help="only this rating task's ratings (where the store holds other "
+                   "ratings of the dimension too)")
     output(p)
 
 
