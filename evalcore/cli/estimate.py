@@ -8,7 +8,9 @@ import sys
 
 import pandas as pd
 
+from evalcore.cli.commands import READS
 from evalcore.cli.output import emit, escaped, visible
+from evalcore.cli.running import on_store
 from evalcore.services import estimate as estimating
 from evalcore.services import planner
 
@@ -41,7 +43,14 @@ def estimate(con, args) -> int:
     return 0
 
 
-def plan(con, args) -> int:
+def plan(args) -> int:
+    """A plan from stated assumptions needs no store; one from a pilot or a task reads it."""
+    if args.dataset is None and args.task is None:
+        return _plan(None, args)
+    return on_store(_plan, args, READS)
+
+
+def _plan(con, args) -> int:
     got = planner.plan(con, args.question, dataset=args.dataset, dimension=args.dimension, track=args.track,
                        models=[m for m in (args.models or "").split(",") if m] or None, effect=args.effect,
                        sd=args.sd, rater_sd=args.rater_sd, raters=args.raters, budget=args.budget,
@@ -65,6 +74,9 @@ def plan(con, args) -> int:
         print(line)
         if row["notes"]:
             print(f"    {escaped(row['notes'])}")
+    if len(got["raters"]) and got["raters"]["units_needed"].notna().all():
+        print("\nper number of people rating each unit (units per system, and the ratings they cost):")
+        emit(got["raters"], "table")
     if len(got["settles"]):
         print("\nwhat the task's ratings settle (people only, 95% intervals of a - b; detectable: the smallest "
               "difference these ratings find with power 0.8):")

@@ -64,7 +64,7 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
             ratings = ratings[ratings["model"].isin(models)]
     if task is not None and budget is None and len(ratings):
         budget = int(ratings.groupby("model")["unit"].nunique().min())
-    out = {"question": question, "settles": pd.DataFrame()}
+    out = {"question": question, "settles": pd.DataFrame(), "raters": pd.DataFrame()}
     if question in ("difference", "ranking"):
         spreads, means = _spreads(ratings, sd, rater_sd, models, question)
         rhos = [0.0] + ([_rho(con, dataset, dimension, track, predictor, ratings)] if predictor else [])
@@ -80,6 +80,7 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
                 got = planning.plan_ranking(spreads, means, gap=effect, raters=raters, budget=budget, rho=rho)
             rows.append(_row(got, f"{predictor} calibrated by people" if rho else "people only", rho))
         out["source"] = rows[0]["source"]
+        out["raters"] = _by_raters(question, spreads, means, effect, budget)
     elif question == "correlation":
         if r is None:
             if not (predictor and len(ratings)):
@@ -139,4 +140,22 @@ def _settles(ratings: pd.DataFrame) -> pd.DataFrame:
             rows.append({"model_a": a, "model_b": b, "difference": d.estimate, "lower": d.lower, "upper": d.upper,
                          "settled": bool(d.lower > 0 or d.upper < 0),
                          "detectable": planning.mde(d.se) if not d.reason else math.nan, "note": d.reason})
+    return pd.DataFrame(rows)
+
+
+RATERS = (1, 2, 3, 5)
+
+
+def _by_raters(question: str, spreads: dict, means: dict | None, effect: float | None,
+               budget: int | None) -> pd.DataFrame:
+    """Units and ratings needed with K = 1, 2, 3, 5 people per unit: more raters only help as far as raters
+    disagree about one unit (the pilot's within variance); past that, more units are the cheaper way."""
+    rows = []
+    for k in RATERS:
+        if question == "difference":
+            a, b = list(spreads.values())[:2]
+            need = planning.plan_difference(a, b, effect, raters=k).units_needed
+        else:
+            need = planning.plan_ranking(spreads, means, gap=effect, raters=k).units_needed
+        rows.append({"raters": k, "units_needed": need, "ratings_needed": None if need is None else need * k})
     return pd.DataFrame(rows)

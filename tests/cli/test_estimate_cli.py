@@ -66,3 +66,13 @@ def test_plans_from_assumptions_a_pilot_and_a_task(db, capsys):
     assert main(["plan", "--db", str(db), "--question", "ranking", "--task", str(task_id), "--sd", "1"]) == 0
     out = capsys.readouterr().out
     assert "what the task's ratings settle" in out and "detectable" in out
+
+
+def test_more_raters_help_only_as_far_as_raters_disagree(db, capsys):
+    # between 1 + within 1 / K: K = 1 needs twice the units of no rater noise, K = 2 1.5 times
+    assert main(["plan", "--db", str(db), "--question", "difference", "--sd", "1", "--rater-sd", "1",
+                 "--effect", "0.5"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("the ratings they cost):")[1].split()
+    units = dict(zip(table[3::3], table[4::3]))
+    assert units == {"1": "126", "2": "95", "3": "84", "5": "76"}
