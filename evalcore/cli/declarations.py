@@ -233,7 +233,7 @@ def estimate(p):
 
 
 @command("plan", "how many units and raters a question needs for power 0.8, or what a budget (or a task's ratings) "
-         "settles; from the store's ratings (a pilot) or stated assumptions", "estimate:plan", READS)
+         "settles; from the store's ratings (a pilot) or stated assumptions", "estimate:plan")
 def plan(p):
     db(p)
     p.add_argument("--question", required=True, choices=PLAN_QUESTIONS)
