@@ -549,8 +549,12 @@ def task_create(p):
     p.add_argument("--seed", type=task_seed, default=0, help=f"0 to {TASK_MAX_SEED} (default 0)")
     p.add_argument("--name", type=written_text("name"))
     p.add_argument("--sampling", choices=TASK_SAMPLINGS, default=TASK_SAMPLINGS[0],
-                   help="stratified: at least 3 units per track, the rest by the tracks' sizes, over their models in "
-                        "turn; or where the metrics disagree most (needs scores)")
+                   help="stratified: at least 4 units per track, the rest by the tracks' sizes, over their models in "
+                        "turn; disagreement: where the metrics disagree most (needs scores); active: each response "
+                        "drawn with a probability that favours where --judge is uncertain (stored with the unit)")
+    p.add_argument("--judge", type=written_text("judge"),
+                   help="--sampling active only: the judge (name or signature) or metric whose per-response values "
+                        "steer it; it must have a value on every candidate response")
     p.add_argument("--no-ties", action="store_true", help="pairwise: annotators must pick a side")
     p.add_argument("--guidelines", type=written_text("guidelines"), default="",
                    help="text shown to annotators above every unit")

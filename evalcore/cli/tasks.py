@@ -13,18 +13,28 @@ from evalcore.store import history
 from evalcore.store import tasks as stored
 
 
-def create(con, args) -> None:
+def create(con, args) -> int | None:
     split = lambda text: [t.strip() for t in (text or "").split(",") if t.strip()] or None  # noqa: E731
+    try:   # flags that do not go together are a usage error (exit 2, as the parser's own), before any reading
+        tasks.check_sampling(args.mode, args.sampling, args.level, args.judge)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     task_id = tasks.create_task(con, dataset=args.dataset, mode=args.mode, dimensions=split(args.dimensions) or [],
                                 items=args.items, per_item=args.per_item, tracks=split(args.tracks),
                                 models=split(args.models), seed=args.seed, name=args.name, sampling=args.sampling,
                                 ties=not args.no_ties, guidelines=args.guidelines, created_by=history.current_user(),
-                                level=args.level)
+                                level=args.level, judge=args.judge)
     task = stored.get(con, task_id)
+    n_units = len(stored.units(con, task_id))
     print(task_id)
-    print(f"task {task_id}: {len(stored.units(con, task_id))} units, K = {task.per_item}; annotators open the "
+    print(f"task {task_id}: {n_units} units, K = {task.per_item}; annotators open the "
           f"dashboard's /annotate?task={task_id} page and give the access code {task.access_code} with their name",
           file=sys.stderr)
+    if task.sampling == "active":
+        print(f"active sampling drew {n_units} units where {args.items} were asked for (each response is drawn on "
+              f"its own with its probability, stored with the unit: the count varies around the number asked)",
+              file=sys.stderr)
     for note in tasks.coverage(con, task_id):
         print(f"warning: {note}", file=sys.stderr)
 

@@ -4,7 +4,7 @@ a rating task's modes and samplings, and the range of its seed (store.tasks)."""
 TOKENIZER_NAMES = ("char", "space", "jieba", "en")
 
 TASK_MODES = ("absolute", "pairwise")
-TASK_SAMPLINGS = ("stratified", "disagreement")   # how a task picks its units (evalcore.services.tasks)
+TASK_SAMPLINGS = ("stratified", "disagreement", "active")   # how a task picks its units (evalcore.services.tasks)
 TASK_LEVELS = ("response", "dialogue")   # what a unit is: one response, or a model's whole side of a dialogue
 TASK_MAX_SEED = 2**31 - 1                          # a task's seed is stored as a 32-bit INTEGER
 

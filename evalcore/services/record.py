@@ -74,7 +74,7 @@ TABLES = {
     "system_scores": f"SELECT * FROM system_scores WHERE dataset = ? AND {TRACKED}",
     "published_correlations": f"SELECT * FROM published_correlations WHERE dataset = ? AND {TRACKED}",
     "tasks": "SELECT task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, state, "
-             "created_at, level FROM tasks WHERE dataset = ?",
+             "created_at, level, judge FROM tasks WHERE dataset = ?",
     # a task's units and answers of the record's tracks only: a unit names its item and track, which another
     # track's record does not hold
     "task_units": f"SELECT * FROM task_units WHERE task_id IN (SELECT task_id FROM tasks WHERE dataset = ?) AND {TRACKED}",

@@ -10,7 +10,17 @@ Sampling, seeded:
   turn, the largest first;
 - disagreement: within each track's share, the units whose automatic metrics disagree most: for a response,
   the spread (standard deviation) of its percentile ranks under each metric; for a pair, how evenly the
-  metrics split between its two responses. It needs computed metric values on the tracks.
+  metrics split between its two responses. It needs computed metric values on the tracks;
+- active (absolute tasks of single responses): each track's share spread over its models as stratified spreads
+  it, then within each model every candidate drawn on its own with a probability that favours where a predictor
+  (`judge`: a judge or a metric) is uncertain (services.active), so the number of units varies around n.
+
+Each unit keeps its inclusion probability within its stratum (its track and model: the population a model's
+mean on a track is estimated over) where the sampling knows it exactly, so an estimate can weigh people's
+ratings by one over it (analysis.ppi.finite_mean): stratified absolute tasks of responses (the round robin
+takes a simple random sample of a fixed size within each model of a track) and active ones. It stays NULL for
+pairwise and dialogue-level tasks (the estimator reads absolute ratings of responses only) and for
+disagreement sampling (not random: the estimator refuses it).
 """
 from __future__ import annotations
 
@@ -27,6 +37,7 @@ from evalcore.analysis.trust import VERDICT_N
 from evalcore.core import names
 from evalcore.metrics.judge.prompts import RUBRICS
 from evalcore.scoring import response_scores
+from evalcore.services import active
 from evalcore.store import tasks as stored
 from evalcore.store.tasks import SAMPLINGS, Dimension
 
@@ -189,14 +200,32 @@ def disagreement(con: duckdb.DuckDBPyConnection, dataset: str, units: pd.DataFra
     return out
 
 
-def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, tracks: list[str] | None = None,
-           models: list[str] | None = None, seed: int = 0, sampling: str = "stratified",
-           level: str = "response") -> pd.DataFrame:
+def check_sampling(mode: str, sampling: str, level: str, judge: str | None) -> None:
+    """ValueError naming what does not go together, before anything is read or sampled."""
     if sampling not in SAMPLINGS:
         raise ValueError(f"unknown sampling {sampling!r}; known: {', '.join(SAMPLINGS)}")
     if level == "dialogue" and sampling == "disagreement":
         raise ValueError("--sampling disagreement measures the metrics' disagreement on single responses: sample "
                          "whole dialogues with --sampling stratified")
+    if sampling != "active" and judge:
+        raise ValueError(f"--judge chooses the units of --sampling active only (this task samples {sampling}): "
+                         "add --sampling active, or leave --judge out")
+    if sampling == "active":
+        if not judge:
+            raise ValueError("--sampling active needs --judge: the judge or metric whose uncertainty about each "
+                             "response decides how likely it is to be rated")
+        if mode != "absolute" or level != "response":
+            raise ValueError("--sampling active offers single responses rated on their own (--mode absolute, "
+                             "--level response): the weighted estimate it serves reads absolute ratings of "
+                             "responses only; sample pairs or whole dialogues with --sampling stratified")
+
+
+def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, tracks: list[str] | None = None,
+           models: list[str] | None = None, seed: int = 0, sampling: str = "stratified",
+           level: str = "response", judge: str | None = None) -> pd.DataFrame:
+    """The task's units (item_id, track, model_a, model_b, dialogue_a, dialogue_b, probability) in a seeded
+    order; active sampling draws about n of them (the module's docstring)."""
+    check_sampling(mode, sampling, level, judge)
     pool = candidates(con, dataset, mode, tracks, models, level).reset_index(drop=True)
     if pool.empty:
         raise ValueError(f"nothing to rate in {dataset}: " + ("no item has two models' responses"
@@ -208,24 +237,39 @@ def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, t
             raise ValueError("no metric values on these tracks to measure disagreement: score them first "
                              "(`evalcore score`), or sample --sampling stratified")
     key = ["model_a"] if mode == "absolute" else ["model_a", "model_b"]
-    picked = []
-    for track, k in shares(pool.groupby("track").size(), n).items():
-        group = pool[pool["track"] == track]
-        if sampling == "disagreement":
-            picked.append(group.sort_values("spread", ascending=False, na_position="last", kind="stable").head(k))
-        else:
-            picked.append(_round_robin(group, key, k, rng))
-    units = pd.concat(picked, ignore_index=True).reindex(columns=["item_id", "track", "model_a", "model_b",
-                                                                  "dialogue_a", "dialogue_b"])
+    per_track = shares(pool.groupby("track").size(), n)
+    if sampling == "active":
+        units = active.draw(pool, active.plan(con, dataset, pool, per_track, judge), rng)
+        if units.empty:
+            raise ValueError(f"the draw gave no unit (each candidate is drawn on its own; {n} were asked for): "
+                             "ask for more units, or another --seed")
+    else:
+        picked = []
+        for track, k in per_track.items():
+            group = pool[pool["track"] == track]
+            if sampling == "disagreement":
+                picked.append(group.sort_values("spread", ascending=False, na_position="last", kind="stable").head(k))
+            else:
+                picked.append(_round_robin(group, key, k, rng))
+        units = pd.concat(picked, ignore_index=True)
+        if sampling == "stratified" and mode == "absolute" and level == "response":
+            # the round robin gives each model of a track a number of units fixed by the candidates' counts
+            # alone, drawn at random among its candidates: taken / candidates is each one's exact probability
+            stratum = ["track", "model_a"]
+            size = pool.groupby(stratum).size().rename("candidates")
+            units = units.join(units.groupby(stratum).size().rename("taken"), on=stratum).join(size, on=stratum)
+            units["probability"] = units["taken"] / units["candidates"]
+    units = units.reindex(columns=["item_id", "track", "model_a", "model_b", "dialogue_a", "dialogue_b", "probability"])
     return units.sample(frac=1, random_state=int(rng.integers(2**31))).reset_index(drop=True)
 
 
 def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dimensions: list[str], items: int,
                 per_item: int, tracks: list[str] | None = None, models: list[str] | None = None, seed: int = 0,
                 name: str | None = None, sampling: str = "stratified", ties: bool = True, guidelines: str = "",
-                created_by: str | None = None, level: str = "response") -> int:
+                created_by: str | None = None, level: str = "response", judge: str | None = None) -> int:
     """Sample the units and store the task; its id. At dialogue level a unit is a whole dialogue (absolute) or two
-    whole dialogues on one scenario (pairwise: ACUTE-Eval, with its questions)."""
+    whole dialogues on one scenario (pairwise: ACUTE-Eval, with its questions). `judge`: the predictor of
+    --sampling active (a judge's name or signature, or a metric's name)."""
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     if not dimensions:
         raise ValueError("a task rates at least one dimension")
@@ -233,11 +277,13 @@ def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dime
         raise ValueError(f"unknown level {level!r}; known: {', '.join(stored.LEVELS)}")
     name = (name or "").strip() or f"{dataset} {mode}{' dialogues' if level == 'dialogue' else ''} {','.join(dimensions)}"
     stored.check_settings(name=name, guidelines=guidelines, seed=seed)
+    check_sampling(mode, sampling, level, judge)
     specs = dimension_specs(con, dataset, dimensions, ACUTE if level == "dialogue" else QUESTIONS)
-    units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling, level=level)
+    units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling, level=level,
+                   judge=judge)
     return stored.create(con, name=name, dataset=dataset, mode=mode, dimensions=specs, per_item=per_item, units=units,
                          ties=ties, guidelines=guidelines, seed=seed, sampling=sampling, created_by=created_by,
-                         level=level)
+                         level=level, judge=judge if sampling == "active" else None)
 
 
 def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
@@ -326,6 +372,6 @@ def describe(task: stored.Task) -> dict:
     """A task as plain values (for `task show` and the export's header)."""
     return {"task_id": task.task_id, "name": task.name, "dataset": task.dataset, "mode": task.mode, "level": task.level,
             "state": task.state, "per_item": task.per_item, "ties": task.ties, "seed": task.seed,
-            "sampling": task.sampling, "access_code": task.access_code, "guidelines": task.guidelines,
+            "sampling": task.sampling, "judge": task.judge, "access_code": task.access_code, "guidelines": task.guidelines,
             "dimensions": json.loads(json.dumps([d.__dict__ for d in task.dimensions], ensure_ascii=False)),
             "created_by": task.created_by, "created_at": str(task.created_at)}

@@ -89,6 +89,7 @@ class Task:
     created_by: str | None
     created_at: datetime
     level: str = "response"   # the rated unit: a response, or a whole dialogue (its model's side, as MSDE rated)
+    judge: str | None = None  # active sampling: the predictor whose uncertainty chose the units
 
     @property
     def origin(self) -> str:
@@ -102,10 +103,13 @@ class Task:
 
 def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str, dimensions: list[Dimension],
            per_item: int, units: pd.DataFrame, ties: bool = True, guidelines: str = "", seed: int = 0,
-           sampling: str = "stratified", created_by: str | None = None, level: str = "response") -> int:
+           sampling: str = "stratified", created_by: str | None = None, level: str = "response",
+           judge: str | None = None) -> int:
     """Store a task and its units (columns item_id, track, model_a, model_b; at dialogue level also dialogue_a and
-    dialogue_b) in one transaction; its id. A dialogue unit's item_id is its dialogue (absolute) or the pair of
-    dialogues (pairwise: 'dialogue_a|dialogue_b', so two pairs on one scenario stay apart)."""
+    dialogue_b; where the sampling knows it, `probability`: the unit's inclusion probability in its track and
+    model) in one transaction; its id. A dialogue unit's item_id is its dialogue (absolute) or the pair of
+    dialogues (pairwise: 'dialogue_a|dialogue_b', so two pairs on one scenario stay apart). `judge`: the predictor
+    that steered an active task."""
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
     if mode not in MODES:
@@ -120,17 +124,17 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         bump_revision(con)
         task_id = next_id(con, "tasks", "task_id")
         con.execute("INSERT INTO tasks (task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
-                    "access_code, state, created_by, created_at, deleted_by, level) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL, ?)",
+                    "access_code, state, created_by, created_at, deleted_by, level, judge) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL, ?, ?)",
                     [task_id, name, dataset, mode, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      per_item, ties, guidelines, seed, sampling, secrets.token_hex(3), created_by,
-                     datetime.now().replace(microsecond=0), level])
+                     datetime.now().replace(microsecond=0), level, judge])
         for d in dimensions:   # the ratings to come are on these scales (the store's other readers know them)
             con.execute("INSERT OR IGNORE INTO dimensions VALUES (?, ?, ?, ?, ?)",
                         [dataset, d.dimension, d.min, d.max, d.description or None])
         frame = units.reset_index(drop=True).assign(task_id=task_id, unit=lambda f: f.index + 1)
         frame = frame.reindex(columns=["task_id", "unit", "item_id", "track", "model_a", "model_b", "dialogue_a",
-                                       "dialogue_b"])
+                                       "dialogue_b", "probability"])
         con.register("_evalcore_units", frame)
         try:
             con.execute("INSERT INTO task_units BY NAME SELECT * FROM _evalcore_units")
@@ -176,14 +180,14 @@ def check_lookalike(con: duckdb.DuckDBPyConnection, table: str, name: str) -> No
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> Task:
     rows = con.execute("SELECT task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
-                       "access_code, state, created_by, created_at, coalesce(level, 'response') FROM tasks WHERE task_id = ?",
-                       [task_id]).fetchall()
+                       "access_code, state, created_by, created_at, coalesce(level, 'response'), judge FROM tasks "
+                       "WHERE task_id = ?", [task_id]).fetchall()
     if not rows:
         known = [str(t) for (t,) in con.execute("SELECT task_id FROM tasks ORDER BY 1").fetchall()]
         names.require("task", str(task_id), known)
     r = rows[0]
     dims = tuple(Dimension(**d) for d in json.loads(r[4]))
-    return Task(r[0], r[1], r[2], r[3], dims, r[5], r[6], r[7] or "", r[8], r[9], r[10], r[11], r[12], r[13], r[14])
+    return Task(r[0], r[1], r[2], r[3], dims, r[5], r[6], r[7] or "", r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15])
 
 
 def listing(con: duckdb.DuckDBPyConnection, *, include_deleted: bool = False) -> pd.DataFrame:
@@ -202,8 +206,10 @@ def listing(con: duckdb.DuckDBPyConnection, *, include_deleted: bool = False) ->
 
 
 def units(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
-    return con.execute("SELECT unit, item_id, track, model_a, model_b, dialogue_a, dialogue_b FROM task_units "
-                       "WHERE task_id = ? ORDER BY unit", [task_id]).df()
+    """The task's units in order, each with its inclusion probability in its track and model (`probability`,
+    NaN where the sampling does not know it: see migration 21)."""
+    return con.execute("SELECT unit, item_id, track, model_a, model_b, dialogue_a, dialogue_b, probability "
+                       "FROM task_units WHERE task_id = ? ORDER BY unit", [task_id]).df()
 
 
 def answers(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
