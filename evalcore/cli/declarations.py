@@ -218,7 +218,7 @@ def leaderboard(p):
 
 
 @command("estimate", "each system's mean on a human dimension from a predictor (a judge or a metric) calibrated by "
-         "a random sample of people's ratings (PPI++), with 95% intervals, paired differences and rank intervals",
+         "a random sample of people's ratings (PPI++), with 95%% intervals, paired differences and rank intervals",
          "estimate:estimate", READS)
 def estimate(p):
     on_dataset(p)
