@@ -1,0 +1,85 @@
+"""bench/ppi_coverage.py: its draws, computed all at once, are ppi.finite_mean's intervals draw by draw; its active
+design's probabilities keep their floor, cap and budget; its quick mode runs on USR-TopicalChat and writes its
+tables; an absent dataset is skipped with the reason (the figures are the benchmark's, in docs/guide/ppi-coverage.md)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import ppi_coverage as bench
+from evalcore.analysis import ppi
+from support import ROOT, shared
+
+
+def _same_as_finite_mean(mask, y, f, pi, tuned):
+    got = bench.finite_means(mask, y, f, pi, tuned=tuned)
+    for d in range(len(mask)):
+        at = np.flatnonzero(mask[d])
+        e = ppi.finite_mean(y[at], f[at], f, pi=pi[at], lam=None if tuned else 0.0)
+        if e.reason:
+            assert np.isnan(got["estimate"][d])
+            continue
+        for k in ("estimate", "lower", "upper", "se", "lam"):
+            assert got[k][d] == pytest.approx(getattr(e, k), abs=1e-12), (k, d)
+        assert got["n"][d] == e.n
+
+
+@pytest.mark.parametrize("tuned", [True, False])
+def test_every_draw_is_finite_means_interval(tuned):
+    rng = np.random.default_rng(3)
+    big_m = 50
+    y = rng.integers(1, 6, big_m).astype(float)
+    f = np.clip(0.1 * y + rng.normal(0, 0.2, big_m), 0, 1)
+    for n in (3, 4, 12, 30):
+        _same_as_finite_mean(bench.uniform_masks(rng, big_m, n, 25), y, f, np.full(big_m, n / big_m), tuned)
+        pi = bench.active_pi(bench.uncertainty(f, 0.0, 1.0), n)
+        _same_as_finite_mean(bench.poisson_masks(rng, pi, 25), y, f, pi, tuned)   # some draws with < 2 units
+    constant = np.full(big_m, 0.3)                                                 # a predictor that says nothing
+    _same_as_finite_mean(bench.uniform_masks(rng, big_m, 10, 10), y, constant, np.full(big_m, 0.2), tuned)
+
+
+def test_active_probabilities_keep_floor_cap_and_budget():
+    u = np.array([0.0] * 10 + [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.25, 0.24, 0.03, 0.04])
+    for n in (4, 8, 10):
+        pi = bench.active_pi(u, n)
+        floor = 0.3 * n / len(u)
+        assert pi.sum() == pytest.approx(n, abs=1e-9)
+        assert pi.min() >= floor - 1e-12 and pi.max() <= 1
+        inside = (pi > floor + 1e-9) & (pi < 1 - 1e-9)        # neither floored nor capped: proportional to u
+        ratio = pi[inside] / u[inside]
+        assert len(ratio) >= 2 and ratio == pytest.approx(np.full(len(ratio), ratio[0]))
+    # the budget beyond what u can carry: every unit with u > 0 taken, the others share the rest
+    pi = bench.active_pi(u, 16)
+    assert pi[10:].tolist() == [1.0] * 10 and pi[:10] == pytest.approx([0.6] * 10)
+    assert bench.active_pi(np.zeros(8), 2).tolist() == [0.25] * 8   # no information: uniform
+
+
+def test_quick_mode_on_usr_writes_its_tables(tmp_path):
+    data = shared("usr", "tc_usr_data.json").parent.parent
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "ppi_coverage.py"), "--quick", "--shared", str(data),
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["draws"] == 100 and summary["datasets"] == ["usr"]
+    assert summary["max_abs_diff_vs_finite_mean"] <= 1e-9 and summary["max_abs_diff_vs_difference"] <= 1e-9
+    cells = pd.read_csv(tmp_path / "coverage_cells.csv")
+    # usr/tc: 6 models x 6 dimensions, none rated all alike; M = 60 gives budgets 20, 40 and a quarter (15)
+    assert len(cells) == 36 * 3 * 2 and set(cells["n"]) == {15, 20, 40} and set(cells["M"]) == {60}
+    assert cells[["ppi_cover", "people_cover"]].stack().between(0, 1).all()
+    assert (cells["ppi_draws"] == 100).all()
+    power = pd.read_csv(tmp_path / "power.csv")
+    assert len(power) == 15 * 6 * 3 and power[["predicted", "realised"]].stack().between(0, 1).all()
+    for heading in ("### Coverage", "### Width and gain", "### Planner's predicted power"):
+        assert heading in done.stdout
+
+
+def test_an_absent_dataset_is_skipped_with_its_reason(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "ppi_coverage.py"), "--quick", "--shared",
+                           str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 1
+    assert "skipped usr: absent: " in done.stderr and "tc_usr_data.json" in done.stderr
