@@ -180,6 +180,8 @@ def estimate(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, predi
                 if not e.reason and e.se > 0:   # the same quantile, a uniform sample's standard error
                     quantile = (e.upper - e.estimate) / e.se
                     uniform = 2 * quantile * ppi.uniform_se(*args, pi=got["pi"].to_numpy(float), lam=e.lam)
+                elif not e.reason:   # no spread left in the residual: no sample of this size would have any
+                    uniform = 0.0
             here[model] = (e, p, got["how"].iloc[0] if len(got) else "no ratings", uniform)
             by_model.setdefault(model, []).append((len(f_all), e, p))
         rows += _rows(t, here, alpha)
@@ -210,6 +212,8 @@ def _rows(track: str, here: dict, alpha: float) -> list[dict]:
         # the sequence is for independent draws: the finite population's factor is taken back out (cautious)
         iid_se = e.se / math.sqrt(1 - e.n / e.big_n) if e.big_n > e.n else math.nan
         anytime = ppi.anytime_half_width(iid_se, e.n, alpha=alpha) if not e.reason else math.nan
+        # never narrower than the fixed-size interval: at a few heavily weighted ratings the t quantile is the wider
+        anytime = max(anytime, e.upper - e.estimate) if math.isfinite(anytime) else anytime
         out.append({"track": track, "model": model, "estimate": e.estimate, "lower": e.lower, "upper": e.upper,
                     "n_people": e.n, "n_predicted": e.big_n, "lam": e.lam, "people_estimate": p.estimate,
                     "people_lower": p.lower, "people_upper": p.upper, "gain": gain, "uniform_width": uniform,

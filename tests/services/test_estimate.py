@@ -97,3 +97,26 @@ def test_a_disagreement_task_is_not_a_random_sample(store):
         stored_tasks.answer(con, task, int(unit), "ann-9", "Info", 1.0)
     with pytest.raises(estimating.NotRandom, match="where the metrics disagree"):
         estimating.estimate(con, DATASET, "Info", "F1")
+
+
+def test_an_active_tasks_ratings_are_weighted_by_their_stored_probabilities(store):
+    con, _, f1 = store
+    task_id = create_task(con, dataset=DATASET, mode="absolute", dimensions=["Know"], items=30, per_item=1, seed=5,
+                          name="active", sampling="active", judge="F1")
+    task = stored_tasks.get(con, task_id)
+    units = stored_tasks.units(con, task_id)
+    assert units["probability"].notna().all() and task.judge == "F1"
+    for row in units.itertuples():
+        stored_tasks.answer(con, task, int(row.unit), "ann-7", "Know", float(round(2 * f1[(row.item_id, row.model_a)])))
+    got = estimating.estimate(con, DATASET, "Know", "F1")
+    rows = got["rows"].set_index("model")
+    assert rows["sampling"].str.startswith(f"task {task_id} (active").all()
+    for m in MODELS:   # the service's figures are finite_mean's with the stored probabilities (every unit rated)
+        mine = units[units["model_a"] == m]
+        y = np.array([round(2 * f1[(i, m)]) for i in mine["item_id"]], float)
+        f_all = f1.xs(m, level="model")
+        e = ppi.finite_mean(y, f_all[mine["item_id"]].to_numpy(), f_all.to_numpy(), pi=mine["probability"].to_numpy())
+        assert (rows.loc[m, "estimate"], rows.loc[m, "lower"]) == pytest.approx((e.estimate, e.lower))
+        width = rows.loc[m, "upper"] - rows.loc[m, "lower"]
+        assert rows.loc[m, "uniform_width"] >= 0 and (rows.loc[m, "uniform_width"] > 0) == (width > 0)
+        assert rows.loc[m, "anytime_upper"] - rows.loc[m, "anytime_lower"] >= width
