@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import sys
 import tempfile
@@ -334,6 +335,12 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
                     covered = (est["lower"][ok] <= g["truth"]) & (g["truth"] <= est["upper"][ok])
                     row |= {f"{kind}_cover": float(covered.mean()), f"{kind}_width": float(
                         (est["upper"] - est["lower"])[ok].mean()), f"{kind}_draws": int(ok.sum())}
+                    # a diagnostic, not the store's interval: the same se with the t quantile at n - 1 (- 1 for a
+                    # tuned lam) degrees of freedom instead of Satterthwaite's, which says what the latter adds
+                    most = est["n"][ok] - 1 - (tuned & (est["n"][ok] > 2))
+                    half = stats.t.ppf(1 - ALPHA / 2, most) * est["se"][ok]
+                    row[f"{kind}_cover_plain_df"] = float((np.abs(est["estimate"][ok] - g["truth"]) <= half).mean())
+                    row[f"{kind}_zero_width"] = float((est["se"][ok] == 0).mean())
                     if tuned:
                         row["lam_mean"] = float(est["lam"][ok].mean())
                         row["n_mean"] = float(est["n"].mean())
@@ -355,6 +362,8 @@ def pooled(cells: pd.DataFrame) -> pd.DataFrame:
             "r_pearson": float(g["r_pearson"].mean()),
             "ppi_cover": float((g["ppi_cover"] * w).sum() / w.sum()),
             "people_cover": float((g["people_cover"] * g["people_draws"]).sum() / g["people_draws"].sum()),
+            "ppi_cover_plain_df": float((g["ppi_cover_plain_df"] * w).sum() / w.sum()),
+            "ppi_zero_width": float((g["ppi_zero_width"] * w).sum() / w.sum()),
             "ppi_width": float(g["ppi_width"].mean()), "people_width": float(g["people_width"].mean()),
             "gain": float(g["ppi_width"].mean() / g["people_width"].mean()),
             "lam_mean": float(g["lam_mean"].mean()),
@@ -452,6 +461,20 @@ def gain_table(pool: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def df_table(cells: pd.DataFrame) -> str:
+    """Per dataset, budget and design (all dimensions pooled, draws weighted): PPI++ coverage as the store computes it
+    (Satterthwaite's degrees of freedom), with n - 1 - tuned degrees of freedom instead, and the share of draws whose
+    interval has width 0 (every sampled rating alike)."""
+    lines = ["| dataset | budget n | design | PPI++ coverage (store) | with n - 1 - tuned df | draws of width 0 |",
+             "|---|---|---|---|---|---|"]
+    for (ds, budget, design), g in cells.groupby(["dataset", "budget", "design"], sort=False):
+        w = g["ppi_draws"]
+        mean = lambda col: float((g[col] * w).sum() / w.sum())   # noqa: E731
+        lines.append(f"| {ds} | {budget} | {design} | {pct(mean('ppi_cover'))} | {pct(mean('ppi_cover_plain_df'))} | "
+                     f"{pct(mean('ppi_zero_width'))} |")
+    return "\n".join(lines)
+
+
 def power_table(pw: pd.DataFrame) -> str:
     lines = ["| dataset | budget n | pairs | predicted power in 0.2-0.95 | of them within 0.05 | mean gap (realised - "
              "predicted) | mean abs gap | largest gap | all pairs: within 0.05 | with a t quantile: mean gap, within 0.05 |",
@@ -467,6 +490,17 @@ def power_table(pw: pd.DataFrame) -> str:
                      + f" | {(g['gap'].abs() <= 0.05).sum()} of {len(g)} | "
                      + (f"{r['gap_t'].mean():+.3f}, {(r['gap_t'].abs() <= 0.05).sum()} of {len(r)} |" if len(r) else " |"))
     return "\n".join(lines)
+
+
+def machine() -> str:
+    """The CPU's model and count, the load, and Python: what a reader needs to set the seconds against."""
+    cpu = platform.processor() or platform.machine()
+    info = Path("/proc/cpuinfo")
+    if info.exists():
+        names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines() if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"{os.cpu_count()} x {cpu}{load}, Python {platform.python_version()}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -525,14 +559,15 @@ def main(argv: list[str] | None = None) -> int:
                "power_pairs": len(pw), "power_pairs_in_range": len(in_range),
                "power_in_range_within_0.05": int((in_range["gap"].abs() <= 0.05).sum()),
                "power_mean_abs_gap_in_range": float(in_range["gap"].abs().mean()) if len(in_range) else None,
+               "power_in_range_within_0.05_t_quantile": int((in_range["gap_t"].abs() <= 0.05).sum()),
                "seconds_build": round(built, 1), "seconds_total": round(elapsed, 1),
-               "machine": f"{platform.machine()}, {platform.processor() or platform.system()}, python "
-                          f"{platform.python_version()}",
+               "machine": machine(),
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     report = "\n\n".join([
-        f"draws {draws}, seed {args.seed}, {len(groups)} groups, {summary['date']}, {elapsed:.0f} s "
+        f"draws {draws}, seed {args.seed}, {len(groups)} groups, {summary['date']}, {summary['machine']}, {elapsed:.0f} s "
         f"(stores {built:.0f} s); vectorised draws against ppi.finite_mean: largest difference {worst:.2e}",
         "### Coverage of the all-people value (%, target 93-97; bold: outside)", coverage_table(pool),
+        "### Where coverage leaves the band: the degrees of freedom, and intervals of width 0", df_table(cells),
         "### Width and gain (PPI++ width / people-only width at the same ratings)", gain_table(pool),
         "### Planner's predicted power against realised power (people only, uniform)", power_table(pw)])
     print(report)

@@ -74,7 +74,8 @@ def test_quick_mode_on_usr_writes_its_tables(tmp_path):
     assert (cells["ppi_draws"] == 100).all()
     power = pd.read_csv(tmp_path / "power.csv")
     assert len(power) == 15 * 6 * 3 and power[["predicted", "realised"]].stack().between(0, 1).all()
-    for heading in ("### Coverage", "### Width and gain", "### Planner's predicted power"):
+    for heading in ("### Coverage", "### Where coverage leaves the band", "### Width and gain",
+                    "### Planner's predicted power"):
         assert heading in done.stdout
 
 
