@@ -13,12 +13,14 @@ Per (dataset, track, model, dimension) with at least MIN_UNITS responses rated b
 all-people value (the mean over responses of the mean over annotators). For each budget n, `draws` seeded subsamples
 of the people's ratings:
 - uniform: a simple random sample of n of the M responses;
-- active: Poisson sampling with pi_i proportional to the predictor's uncertainty p(1 - p), p the predictor rescaled
-  to [0, 1] over the dataset (people are never looked at), floored at 0.3 n / M, capped at 1, summing to n.
+- active: Poisson sampling with the active tasks' own probabilities (analysis.inclusion: pi_i proportional to the
+  predictor's uncertainty p(1 - p), p the predictor rescaled to [0, 1] over the dataset, floored at 0.3 n / M,
+  capped at 1, summing to n); people are never looked at.
 Each draw gets analysis.ppi.finite_mean with its pi (PPI++: lam tuned) and with lam = 0 (people only) at the same
 ratings; the draws are computed for all of them at once with the same arithmetic (checked against finite_mean
 itself on the first draws of every cell: `max_abs_diff` in the JSON). Reported: coverage of the truth, mean width,
-and the gain (mean PPI width over mean people-only width).
+and the gain as a width ratio (mean PPI++ width over mean people-only width: below 1 is narrower; `evalcore
+estimate`'s `gain` column is its inverse).
 
 Power: for every pair of models in a track on a dimension (the effect: their all-people difference), the planner's
 predicted power (analysis.planning.plan_difference, spreads from all the ratings, population M) against the share of
@@ -42,7 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalcore.analysis import planning, ppi
+from evalcore.analysis import inclusion, planning, ppi
 from evalcore.analysis.judge_values import human_ratings
 from evalcore.scoring import response_scores, score
 from evalcore.store import connect
@@ -53,7 +55,6 @@ MIN_UNITS = 30          # a group's responses rated by people, at least (MSDE ra
 FIXED_BUDGETS = (20, 40, 80)
 MOST_SHARE = 0.7        # a fixed budget is used where n <= 0.7 M (a larger share leaves little to sample)
 QUARTER = 0.25          # and a quarter of M (at least 10)
-FLOOR = 0.3             # active sampling's floor: FLOOR * n / M
 ALPHA = 0.05
 CHECKED_DRAWS = 3       # draws per cell recomputed with ppi.finite_mean itself
 IN_RANGE = (0.2, 0.95)  # predicted powers where comparing with the realised one means something
@@ -190,34 +191,6 @@ def budgets(big_m: int) -> list[tuple[str, int]]:
     return out + [("25%", quarter)]
 
 
-def uncertainty(f: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """p (1 - p), p the predictor rescaled to [0, 1] over its dataset (lo, hi: the dataset's extremes)."""
-    p = (f - lo) / (hi - lo) if hi > lo else np.full(len(f), 0.5)
-    return p * (1 - p)
-
-
-def active_pi(u: np.ndarray, n: int) -> np.ndarray:
-    """Inclusion probabilities proportional to u, floored at FLOOR n / M, capped at 1, summing to n:
-    pi = min(1, max(floor, k u)) with k found by bisection. Uniform where u carries no information (all equal);
-    where even k = infinity falls short of n (many units with u = 0 at a large budget), every unit with u > 0 is
-    taken and the rest share what is left equally."""
-    big_m = len(u)
-    floor = FLOOR * n / big_m
-    if np.ptp(u) == 0:
-        return np.full(big_m, n / big_m)
-    positive = u > 0
-    if positive.sum() + floor * (~positive).sum() <= n:
-        return np.where(positive, 1.0, (n - positive.sum()) / (~positive).sum())
-    total = lambda k: np.minimum(1.0, np.maximum(floor, k * u)).sum()   # noqa: E731 (grows with k)
-    lo, hi = 0.0, 1.0
-    while total(hi) < n:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if total(mid) < n else (lo, mid)
-    return np.minimum(1.0, np.maximum(floor, hi * u))   # sums to n within 1e-12
-
-
 def uniform_masks(rng, big_m: int, n: int, draws: int) -> np.ndarray:
     """draws x M: True on the n units of each draw's simple random sample."""
     order = np.argsort(rng.random((draws, big_m)), axis=1)[:, :n]
@@ -227,6 +200,7 @@ def uniform_masks(rng, big_m: int, n: int, draws: int) -> np.ndarray:
 
 
 def poisson_masks(rng, pi: np.ndarray, draws: int) -> np.ndarray:
+    """draws x M: inclusion.draw's Poisson draw (each unit on its own with its pi), `draws` times at once."""
     return rng.random((draws, len(pi))) < pi
 
 
@@ -315,7 +289,7 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
     rows, worst = [], 0.0
     for gi, g in enumerate(groups):
         y, f, big_m = g["y"], g["f"], g["M"]
-        u = uncertainty(f, *extremes[(g["dataset"], g["predictor"])])
+        u = inclusion.boundary(f, *extremes[(g["dataset"], g["predictor"])])
         corr = float(np.corrcoef(y, f)[0, 1]) if np.ptp(f) > 0 and np.ptp(y) > 0 else math.nan
         for bi, (label, n) in enumerate(budgets(big_m)):
             for design in ("uniform", "active"):
@@ -324,7 +298,7 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
                     pi = np.full(big_m, n / big_m)
                     mask = uniform_masks(rng, big_m, n, draws)
                 else:
-                    pi = active_pi(u, n)
+                    pi = inclusion.probabilities(u, n)
                     mask = poisson_masks(rng, pi, draws)
                 row = {k: g[k] for k in ("dataset", "track", "predictor", "model", "dimension", "M", "truth")}
                 row |= {"r_pearson": corr, "budget": label, "n": n, "design": design}
@@ -344,7 +318,7 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
                     if tuned:
                         row["lam_mean"] = float(est["lam"][ok].mean())
                         row["n_mean"] = float(est["n"].mean())
-                row["gain"] = row["ppi_width"] / row["people_width"]
+                row["width_ratio"] = row["ppi_width"] / row["people_width"]
                 rows.append(row)
     return pd.DataFrame(rows), worst
 
@@ -365,7 +339,7 @@ def pooled(cells: pd.DataFrame) -> pd.DataFrame:
             "ppi_cover_plain_df": float((g["ppi_cover_plain_df"] * w).sum() / w.sum()),
             "ppi_zero_width": float((g["ppi_zero_width"] * w).sum() / w.sum()),
             "ppi_width": float(g["ppi_width"].mean()), "people_width": float(g["people_width"].mean()),
-            "gain": float(g["ppi_width"].mean() / g["people_width"].mean()),
+            "width_ratio": float(g["ppi_width"].mean() / g["people_width"].mean()),
             "lam_mean": float(g["lam_mean"].mean()),
             "worst_group": f"{g.loc[far, 'track']} {g.loc[far, 'model']}", "worst_cover": float(g.loc[far, "ppi_cover"])})
     return pd.DataFrame(out)
@@ -449,14 +423,15 @@ def coverage_table(pool: pd.DataFrame) -> str:
 
 def gain_table(pool: pd.DataFrame) -> str:
     lines = ["| dataset | predictor | dimension | budget n | r (predictor, people) | mean lam, uniform | people-only "
-             "width, uniform | PPI++ width, uniform | gain, uniform | people-only width, active | PPI++ width, active "
-             "| gain, active | active PPI++ / uniform people-only |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "width, uniform | PPI++ width, uniform | PPI++ / people-only, uniform | people-only width, active | PPI++ "
+             "width, active | PPI++ / people-only, active | active PPI++ / uniform people-only |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     idx = pool.set_index(["dataset", "predictor", "dimension", "budget", "design"])
     for key in dict.fromkeys(tuple(k) for k in pool[["dataset", "predictor", "dimension", "budget"]].to_numpy()):
         u, a = idx.loc[(*key, "uniform")], idx.loc[(*key, "active")]
         lines.append(f"| {' | '.join(key[:3])} | {key[3]} ({u['n_range']}) | {u['r_pearson']:.2f} | "
-                     f"{u['lam_mean']:.2f} | {u['people_width']:.3f} | {u['ppi_width']:.3f} | {u['gain']:.3f} | "
-                     f"{a['people_width']:.3f} | {a['ppi_width']:.3f} | {a['gain']:.3f} | "
+                     f"{u['lam_mean']:.2f} | {u['people_width']:.3f} | {u['ppi_width']:.3f} | {u['width_ratio']:.3f} | "
+                     f"{a['people_width']:.3f} | {a['ppi_width']:.3f} | {a['width_ratio']:.3f} | "
                      f"{a['ppi_width'] / u['people_width']:.3f} |")
     return "\n".join(lines)
 
@@ -568,7 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(stores {built:.0f} s); vectorised draws against ppi.finite_mean: largest difference {worst:.2e}",
         "### Coverage of the all-people value (%, target 93-97; bold: outside)", coverage_table(pool),
         "### Where coverage leaves the band: the degrees of freedom, and intervals of width 0", df_table(cells),
-        "### Width and gain (PPI++ width / people-only width at the same ratings)", gain_table(pool),
+        "### Width and gain (mean PPI++ width over mean people-only width at the same ratings; below 1: narrower)",
+        gain_table(pool),
         "### Planner's predicted power against realised power (people only, uniform)", power_table(pw)])
     print(report)
     if skipped:

@@ -1,5 +1,5 @@
-"""bench/ppi_coverage.py: its draws, computed all at once, are ppi.finite_mean's intervals draw by draw; its active
-design's probabilities keep their floor, cap and budget; its quick mode runs on USR-TopicalChat and writes its
+"""bench/ppi_coverage.py: its draws, computed all at once, are ppi.finite_mean's intervals draw by draw (uniform, and
+active with the tasks' own inclusion probabilities); its quick mode runs on USR-TopicalChat and writes its
 tables; an absent dataset is skipped with the reason (the figures are the benchmark's, in docs/guide/ppi-coverage.md)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bench import ppi_coverage as bench
-from evalcore.analysis import ppi
+from evalcore.analysis import inclusion, ppi
 from support import ROOT, shared
 
 
@@ -37,26 +37,10 @@ def test_every_draw_is_finite_means_interval(tuned):
     f = np.clip(0.1 * y + rng.normal(0, 0.2, big_m), 0, 1)
     for n in (3, 4, 12, 30):
         _same_as_finite_mean(bench.uniform_masks(rng, big_m, n, 25), y, f, np.full(big_m, n / big_m), tuned)
-        pi = bench.active_pi(bench.uncertainty(f, 0.0, 1.0), n)
+        pi = inclusion.probabilities(inclusion.boundary(f, 0.0, 1.0), n)
         _same_as_finite_mean(bench.poisson_masks(rng, pi, 25), y, f, pi, tuned)   # some draws with < 2 units
     constant = np.full(big_m, 0.3)                                                 # a predictor that says nothing
     _same_as_finite_mean(bench.uniform_masks(rng, big_m, 10, 10), y, constant, np.full(big_m, 0.2), tuned)
-
-
-def test_active_probabilities_keep_floor_cap_and_budget():
-    u = np.array([0.0] * 10 + [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.25, 0.24, 0.03, 0.04])
-    for n in (4, 8, 10):
-        pi = bench.active_pi(u, n)
-        floor = 0.3 * n / len(u)
-        assert pi.sum() == pytest.approx(n, abs=1e-9)
-        assert pi.min() >= floor - 1e-12 and pi.max() <= 1
-        inside = (pi > floor + 1e-9) & (pi < 1 - 1e-9)        # neither floored nor capped: proportional to u
-        ratio = pi[inside] / u[inside]
-        assert len(ratio) >= 2 and ratio == pytest.approx(np.full(len(ratio), ratio[0]))
-    # the budget beyond what u can carry: every unit with u > 0 taken, the others share the rest
-    pi = bench.active_pi(u, 16)
-    assert pi[10:].tolist() == [1.0] * 10 and pi[:10] == pytest.approx([0.6] * 10)
-    assert bench.active_pi(np.zeros(8), 2).tolist() == [0.25] * 8   # no information: uniform
 
 
 def test_quick_mode_on_usr_writes_its_tables(tmp_path):
