@@ -3,11 +3,11 @@ beside people's agreement with each other, its position and length biases, its l
 and how much it moved when its model or prompt changed."""
 import streamlit as st
 
-from evalcore.pagedata import audits, catalog, ratings
+from evalcore.pagedata import audits, calibration, catalog, ratings
 from pages.kit.charts import bar
 from pages.kit.runtime import data
 from pages.kit.state import publish, start
-from pages.kit.text import md_message
+from pages.kit.text import md_escape, md_message
 from pages.kit.widgets import download, grid, select
 
 NUMBERS = {"format": "%.3f"}
@@ -38,10 +38,12 @@ rated = [d for d, _ in data(ratings.multi_rated_tracks)]
 dataset = vs.one("dataset", datasets, (judged or rated or datasets or [None])[0])
 with st.columns([1, 2])[0]:
     dataset = select("Dataset", datasets, dataset, key="ja-dataset")
-publish("judges", {"dataset": dataset}, vs.notices)
+values = {"dataset": dataset}
 if dataset is None:
+    publish("judges", values, vs.notices)
     st.stop()
 if dataset not in judged:
+    publish("judges", values, vs.notices)
     st.info(md_message(data(audits.nothing_to_audit, dataset, "agreement") + ". Datasets with a judge: "
                        + (", ".join(judged) or "none in this store") + "."))
     # what can be shown without a judge: how well people agree with each other here, the bar a judge must clear
@@ -113,3 +115,44 @@ table("uncertainty", "A judge asked k times per response (scored with --judge-te
       "and 95% rank intervals from 200 bootstrap resamples of items: over items only, and over items and the "
       "judge's answers (each resampled response takes one of its k answers at random), wider by what the judge's "
       "own variance adds.")
+
+# ---------------------------------------------------------------- the judge calibrated by people
+st.subheader("Calibrated by people: each model's mean from the judge")
+st.caption("The judge's values on all of a model's responses, calibrated by people's ratings of a random subset of "
+           "them (prediction-powered inference, PPI++): an unbiased estimate of the model's mean on the dimension, "
+           "with a 95% interval narrower than people's alone where the judge follows them (gain: the people-only "
+           "interval's width over the calibrated one's).")
+none = calibration.NONE
+dims = data(calibration.response_dimensions, dataset)
+judges = data(calibration.judges_scored, dataset)
+dim = vs.one("cal_dim", [none, *dims], none, unavailable=f"has no people's ratings of responses in {dataset}")
+judge = vs.one("cal_by", [none, *judges], none, unavailable=f"has no per-response values in {dataset}")
+assume = vs.one("cal_random", ["no", "yes"], "no") == "yes"
+c1, c2 = st.columns(2)
+with c1:
+    dim = select("Human dimension", [none, *dims], dim, key=f"ja-cal-dim-{dataset}",
+                 empty="people rated no single response here")
+with c2:
+    judge = select("Judge", [none, *judges], judge, key=f"ja-cal-judge-{dataset}",
+                   empty="no judge has a value on each response here")
+assume = st.checkbox(calibration.RANDOM_BOX, value=assume, key=f"ja-cal-random-{dataset}",
+                     help="Off: only ratings from a rating task that sampled its units at random count. On: ratings "
+                          "imported from a file count as a uniform random sample of each model's responses; every "
+                          "figure then says so, and holds only if they are.")
+values.update(cal_dim=dim if dim not in (none, None) else None, cal_by=judge if judge not in (none, None) else None,
+              cal_random="yes" if assume else None)
+if dim not in (none, None) and judge not in (none, None):
+    got = data(calibration.calibrated, dataset, dim, judge, None, assume)
+    if "refused" in got:
+        st.warning(md_message(f"No calibrated estimate: {got['refused']}"))
+    else:
+        shown = calibration.table(got["rows"])
+        grid(shown.drop(columns=["sampling"]), width="stretch",
+             column_config={"model": st.column_config.Column(pinned=True),
+                            calibration.GAIN: st.column_config.NumberColumn(format="%.2f", help=(
+                                "people-only width / calibrated width: above 1, the judge narrows the interval")),
+                            calibration.ANYTIME: st.column_config.Column(help=(
+                                "a confidence sequence: valid however often it is looked at"))})
+        st.caption(md_escape(calibration.caption(got)))
+        download(got["rows"], f"calibrated-{dataset}-{dim}-{judge}", "Download the calibrated estimates (CSV)")
+publish("judges", values, vs.notices)

@@ -5,13 +5,60 @@ import streamlit as st
 
 from evalcore.core.words import count
 from evalcore.metrics.registry import FLAVORS
-from evalcore.pagedata import boards, catalog, formatting
+from evalcore.pagedata import boards, calibration, catalog, formatting
 from evalcore.pagedata import endpoints as endpoint_views
 from pages.kit.charts import rank_chart
 from pages.kit.runtime import data, shared
 from pages.kit.state import choose_many, pick_track, publish, start
-from pages.kit.text import md_escape
+from pages.kit.text import md_escape, md_message
 from pages.kit.widgets import download, expander, grid, select, sort_table
+
+CALIBRATED_SHOWN = [calibration.CALIBRATED, calibration.COUNTS, calibration.PEOPLE_ONLY]
+CALIBRATED_WIDTH = {calibration.CALIBRATED: 150, calibration.COUNTS: 104, calibration.PEOPLE_ONLY: 150}
+CALIBRATED_HELP = {
+    calibration.CALIBRATED: "The model's mean on the chosen human dimension from the predictor's values on all its "
+                            "responses, calibrated by people's ratings of a random subset (PPI++), with its 95% "
+                            "interval: see the caption under the table",
+    calibration.COUNTS: "responses people rated / responses the predictor valued",
+    calibration.PEOPLE_ONLY: "the people's ratings alone (the same ratings, no predictor), with its 95% interval"}
+
+
+def calibrated_column(dims: list[str]) -> tuple:
+    """The optional calibrated column's controls, kept in the link (cal_dim, cal_by, cal_random): a human dimension,
+    a judge or metric with per-response values here, and whether imported ratings count as a random sample. Nothing
+    is computed until both are chosen, so the page's first view is the board alone. (the column's rows by track
+    and model, or None; the estimate, or None; the refusal's sentence, or None)"""
+    none = calibration.NONE
+    dim = vs.one("cal_dim", [none, *dims], none, unavailable="has no people's ratings on this board")
+    with expander(vs, values, "calibrated", "Calibrated column: a judge or metric calibrated by people's ratings"):
+        st.caption("A model's mean on a human dimension from a judge's or metric's values on all its responses, "
+                   "calibrated by people's ratings of a random subset of them (prediction-powered inference, "
+                   "PPI++): unbiased, and narrower than people alone where the predictor follows them.")
+        c1, c2 = st.columns(2)
+        with c1:
+            dim = select("Human dimension", [none, *dims], dim, key=f"lb-cal-dim-{dataset}-{track}")
+        by, assume = none, False
+        if dim != none:
+            options = [none, *data(calibration.predictors, dataset, track)]
+            by = vs.one("cal_by", options, none, unavailable="has no per-response values on this track")
+            with c2:
+                by = select("Predictor (a judge or metric)", options, by, key=f"lb-cal-by-{dataset}-{track}",
+                            help="Judges and metrics with a value on each response here (scored on the Upload page)")
+            assume = vs.one("cal_random", ["no", "yes"], "no") == "yes"
+            assume = st.checkbox(calibration.RANDOM_BOX, value=assume, key=f"lb-cal-random-{dataset}",
+                                 help="Off: only ratings from a rating task that sampled its units at random count. "
+                                      "On: ratings imported from a file count as a uniform random sample of each "
+                                      "model's responses; every figure then says so, and holds only if they are.")
+    values.update(cal_dim=dim if dim != none else None, cal_by=by if by != none else None,
+                  cal_random="yes" if assume and dim != none else None)
+    if dim == none or by == none:
+        return None, None, None
+    got = data(calibration.calibrated, dataset, dim, by, track, assume)
+    if "refused" in got:
+        st.warning(md_message(f"No calibrated column: {got['refused']}"))
+        return None, None, got["refused"]
+    return calibration.table(got["rows"]), got, None
+
 
 con, vs = start("Leaderboard")
 metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
@@ -62,11 +109,14 @@ else:
     shown_metrics = choose_many(vs, values, "metrics", "Columns", metrics + dims, filled, key="lb-cols",
                                 unavailable="is not scored on this track", known=metrics_here)
     table = boards.board_table(mine[mine["model"].isin(chosen)], shown_metrics)
+    calibrated, estimated, _ = calibrated_column(dims)
     table = sort_table(vs, values, table, "lb", columns=["rank", "model", "coverage", *shown_metrics])
     best = boards.best_rows(table, metrics_here)
     formats = formatting.column_formats(table, shown_metrics)
     why = boards.blank_reasons(table.assign(origin=origin), shown_metrics, dataset, metrics_here)
-    styled = table.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
+    shown = table if calibrated is None else table.join(calibrated.set_index(["track", "model"])[CALIBRATED_SHOWN],
+                                                              on=["track", "model"])
+    styled = shown.style.format({c: (lambda v, f=f: "" if pd.isna(v) else f % v) for c, f in formats.items()}
                                 | {"coverage": formatting.percent}, na_rep="").apply(
         lambda col: ["font-weight: bold; background-color: #fde68a" if i in best.get(col.name, set()) else ""
                      for i in col.index], subset=shown_metrics)
@@ -79,10 +129,14 @@ else:
     # above: its column only when a skill's tracks are shown together.
     after = [c for c in table.columns if c not in ("track", "rank", "model", *shown_metrics)
              and table[c].map(lambda v: not pd.isna(v) and v != "").any()]
-    order = (["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *shown_metrics, *after]
+    # the calibrated estimate beside the values it stands with (the table itself, downloaded and in LaTeX, stays the
+    # board's: the calibrated figures have their own download below)
+    cal_columns = CALIBRATED_SHOWN if calibrated is not None else []
+    order = ((["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *shown_metrics, *cal_columns,
+                                                                     *after])
     widths = {c: int(max(64, 7.5 * len(c) + 26)) for c in shown_metrics}
     # more than a 1400-px window shows (the pages are listed along the top: the table has about 1,240 px)
-    wide = sum(widths.values()) + 190 + 70 * len(after) > 1240
+    wide = sum(widths.values()) + 190 + 70 * len(after) + 120 * len(cal_columns) > 1240
     st.caption(f"Ranked by {md_escape(rank_by)} among {origin} rows; best value per column in bold. "
                "Blank cells: hover a column header for why."
                + (f" {len(shown_metrics)} value columns: scroll the table sideways (rank and model stay in "
@@ -105,10 +159,18 @@ else:
                                                     "cannot be made: see 'note'")
     config["coverage"] = st.column_config.Column(help="share of the track's items this model answered; blank "
                                                  "for published rows (a paper's table says nothing of it)", width=82)
+    config.update({c: st.column_config.Column(help=CALIBRATED_HELP[c], width=CALIBRATED_WIDTH[c]) for c in cal_columns})
     grid(styled, width="stretch", column_config=config, column_order=order)
+    if estimated is not None:   # what every calibrated figure rests on, in words, under the table
+        st.caption(md_escape(calibration.caption(estimated)))
+        for row in calibrated[calibrated["note"] != ""].itertuples():
+            st.caption(md_escape(f"{row.model} ({row.track}): {row.note}"))
     d1, d2 = st.columns(2)
     with d1:
         download(table, f"leaderboard-{dataset}-{track}-{origin}")
+        if estimated is not None:
+            download(estimated["rows"], f"calibrated-{dataset}-{track}-{estimated['dimension']}",
+                     "Download the calibrated estimates (CSV)")
     with d2:
         st.download_button("Download LaTeX", boards.to_latex(table, known=metrics_here, best=best), file_name="leaderboard.tex",
                            key="dl-latex")

@@ -1,15 +1,16 @@
-"""Rating tasks: create a human evaluation task, follow it live (progress, agreement, disputed units, and for
-side-by-side tasks the Bradley-Terry ranking), close or reopen it, and export its ratings."""
+"""Rating tasks: plan a human evaluation (how many units and raters a question needs), create a task, follow it live
+(progress, agreement, disputed units, what its ratings settle and a judge calibrated by them; for side-by-side tasks
+the Bradley-Terry ranking), close or reopen it, and export its ratings."""
 import streamlit as st
 
 from evalcore.core.errors import StoreError
 from evalcore.pagedata import annotation as ann
-from evalcore.pagedata import catalog
+from evalcore.pagedata import calibration, catalog
 from evalcore.store.tasks import LEVELS, MAX_SEED, MODES, SAMPLINGS
 from pages.kit.access import may_write
 from pages.kit.runtime import data
 from pages.kit.state import base_url, page_link, publish, start
-from pages.kit.text import md_escape
+from pages.kit.text import md_escape, md_message
 from pages.kit.widgets import download, grid, select, unless_empty
 
 
@@ -21,6 +22,122 @@ def ranked(table) -> None:
     grid(shown, width="stretch", column_config={"rating": one, "ci_low": one, "ci_high": one})
     for note in notes:
         st.text(note)
+
+
+QUESTIONS = {"difference": "the difference between two systems", "ranking": "a ranking of all systems",
+             "correlation": "a metric's or judge's correlation with people", "agreement": "a judge's agreement with people"}
+NONE = calibration.NONE
+
+
+def planner() -> None:
+    """How many units and raters a question needs, or what a budget reaches (evalcore plan): from the store's own
+    ratings of the dimension where there are some (a pilot), else from an assumed spread, which it says."""
+    datasets = data(catalog.datasets)
+    p1, p2, p3 = st.columns(3)
+    dataset = p1.selectbox("Dataset", datasets, key="tk-plan-dataset") if datasets else None
+    question = p2.selectbox("Question", list(QUESTIONS), format_func=lambda q: f"{q}: {QUESTIONS[q]}",
+                            key="tk-plan-question")
+    dimension = p3.selectbox("Dimension", ann.dimensions_of(con, dataset), key=f"tk-plan-dim-{dataset}")
+    if dataset is None or dimension is None:
+        return
+    pilot = calibration.pilot_size(con, dataset, dimension)
+    spec = {"dataset": dataset, "dimension": dimension}
+    q1, q2, q3 = st.columns(3)
+    if question in ("difference", "ranking"):
+        effect = q1.number_input("Effect" if question == "difference" else "Smallest gap worth ordering (0: none)",
+                                 0.0, 1e6, 0.5 if question == "difference" else 0.0, step=0.1, key="tk-plan-effect",
+                                 help="On the dimension's scale: the difference between two systems worth detecting")
+        spec["effect"] = effect if effect > 0 or question == "difference" else None
+        if pilot:
+            models = calibration.pilot_models(con, dataset, dimension)
+            if question == "difference" and len(models) > 2:
+                spec["models"] = st.multiselect("The two systems", models, models[:2], max_selections=2,
+                                                key=f"tk-plan-models-{dataset}-{dimension}") or None
+        else:
+            spec["sd"] = q2.number_input("Rating SD (assumed)", 0.01, 1e6, 1.0, step=0.1, key="tk-plan-sd",
+                                         help="A response's rating standard deviation, e.g. from a published study: "
+                                              "there are no ratings of this dimension here to take it from")
+            spec["rater_sd"] = q3.number_input("Rater SD (assumed)", 0.0, 1e6, 0.0, step=0.1, key="tk-plan-rater-sd",
+                                               help="How much two people's ratings of one response differ")
+    elif question == "correlation":
+        r = q1.number_input("Expected correlation (0: from the pilot and a predictor)", -0.99, 0.99, 0.0, step=0.05,
+                            key="tk-plan-r")
+        spec["r"] = r if r else None
+    else:
+        spec["p"] = q1.number_input("Expected agreement", 0.01, 0.99, 0.8, step=0.05, key="tk-plan-p")
+        spec["half_width"] = q2.number_input("Half-width", 0.005, 0.5, 0.05, step=0.01, key="tk-plan-hw",
+                                             help="How closely to know the agreement rate (95% interval: ± this)")
+    r1, r2, r3 = st.columns(3)
+    spec["raters"] = int(r1.number_input("Raters per unit (K)", 1, 20, 1, key="tk-plan-k"))
+    budget = int(r2.number_input("Budget: units per system (0: none)", 0, 1_000_000, 0, key="tk-plan-budget"))
+    spec["budget"] = budget or None
+    options = [NONE, *data(calibration.predictors, dataset)]
+    chosen = r3.selectbox("Predictor (judge or metric, optional)", options, key=f"tk-plan-by-{dataset}",
+                          help="With a predictor that follows people, PPI needs fewer people's ratings beside it: "
+                               "its correlation with people comes from the pilot")
+    spec["predictor"] = None if chosen == NONE else chosen
+    got = calibration.plan(con, question, **spec)
+    if "refused" in got:
+        st.info(md_message(got["refused"]))
+        return
+    st.caption(md_escape(f"Spread from {got['source']}" + ("" if pilot else " (no ratings of this dimension here)")
+                         + "; power 0.8, 95% two-sided."))
+    rows = got["rows"]
+    three = st.column_config.NumberColumn(format="%.3f")
+    grid(rows, width="stretch", column_config={"power at budget": st.column_config.NumberColumn(format="%.2f"),
+                                               "± at budget": three, "smallest detectable": three})
+    for row in rows.to_dict("records"):
+        if row["notes"]:
+            st.caption(md_escape(f"{row['with']}: {row['notes']}"))
+
+
+def settled_so_far(task) -> None:
+    """What an absolute task's ratings settle so far, people only, and a judge or metric calibrated by them; the
+    intervals that assume a size fixed in advance are said to, and only the anytime ones are for stopping."""
+    st.subheader("What these ratings settle")
+    got = calibration.settles(con, task.task_id)
+    if "refused" in got:
+        st.caption(md_message(got["refused"]))
+    elif len(got["rows"]):
+        st.caption("Each pair of models, people's ratings only: the difference a - b with its 95% interval, and the "
+                   "smallest difference these ratings detect with power 0.8. These intervals assume the number of "
+                   "ratings was fixed before looking: stopping the first time one excludes 0 makes that happen too "
+                   "often. To stop as ratings arrive, read the anytime intervals below.")
+        grid(got["rows"], width="stretch", column_config={
+            "a - b": st.column_config.NumberColumn(format="%.3f"),
+            "smallest detectable": st.column_config.NumberColumn(format="%.3f")})
+    else:
+        st.caption("No ratings yet.")
+    judge = getattr(task, "judge", None)
+    options = [NONE, *data(calibration.predictors, task.dataset)]
+    c1, c2 = st.columns(2)
+    dim = c1.selectbox("Dimension", [d.dimension for d in task.dimensions], key=f"tk-cal-dim-{task.task_id}")
+    by = c2.selectbox("Calibrate a judge or metric by these ratings", options,
+                      index=options.index(judge) if judge in options else 0, key=f"tk-cal-by-{task.task_id}",
+                      help="Its values on every response, calibrated by the people's ratings (PPI++)"
+                           + (f"; {judge} steered this task's sampling" if judge else ""))
+    if by == NONE:
+        return
+    est = calibration.calibrated(con, task.dataset, dim, by)
+    if "refused" in est:
+        st.warning(md_message(f"No calibrated estimate: {est['refused']}"))
+        return
+    rows = est["rows"]
+    grid(calibration.table(rows).drop(columns=["sampling"]), width="stretch",
+         column_config={"model": st.column_config.Column(pinned=True),
+                        calibration.GAIN: st.column_config.NumberColumn(format="%.2f"),
+                        calibration.ANYTIME: st.column_config.Column(help="a confidence sequence: valid however often "
+                                                                         "it is looked at, so it may be read after "
+                                                                         "every rating and used to stop")})
+    if task.sampling == "active":
+        st.caption("Active sampling: the 95% interval's width each model has reached with these ratings, beside the "
+                   "width a uniform sample of the same number of ratings would have reached (above 1: active "
+                   "sampling narrowed it)")
+        three = st.column_config.NumberColumn(format="%.3f")
+        grid(calibration.widths(rows), width="stretch",
+             column_config={calibration.WIDTH: three, calibration.UNIFORM: three,
+                            "uniform / reached": st.column_config.NumberColumn(format="%.2f")})
+    st.caption(md_escape(calibration.caption(est)))
 
 
 con, vs = start("Rating tasks")
@@ -36,6 +153,11 @@ if not tasks.empty:
     grid(tasks, width="stretch")
 
 allowed, who = may_write()   # creating, closing and reopening tasks writes to the store
+plan_box = st.expander("Plan a task: how many units and raters a question needs", key="tk-plan-open",
+                       on_change="rerun")
+if plan_box.open:   # computed only when opened: the page's first view stays as light as before
+    with plan_box:
+        planner()
 created = st.session_state.pop("tk-created", None)
 if created:   # what the last click created, once, above the form it emptied
     new_id, notes = created
@@ -64,7 +186,17 @@ with st.expander("Create a task", expanded=tasks.empty):
             c4, c5, c6 = st.columns(3)
             sampling = c4.selectbox("Sampling", SAMPLINGS, key=f"tk-sampling-{gen}",
                                     help="stratified: at least 3 units per track, the rest by the tracks' sizes, "
-                                         "over their models in turn; or where the metrics disagree most")
+                                         "over their models in turn; disagreement: where the metrics disagree most"
+                                         + ("; active: where the judge chosen below is uncertain"
+                                            if "active" in SAMPLINGS else ""))
+            judge = None
+            if "active" in SAMPLINGS:   # active sampling: the judge or metric whose uncertainty picks the units
+                judges = [NONE, *data(calibration.predictors, dataset)] if dataset else [NONE]
+                judge = st.selectbox("Judge (active sampling)", judges, key=f"tk-judge-{gen}",
+                                     help="active: each response offered with a probability that favours where this "
+                                          "judge or metric is uncertain (with a floor), stored with the unit so the "
+                                          "estimates stay unbiased; absolute tasks of single responses only")
+                judge = None if judge == NONE else judge
             seed = c5.number_input("Seed", 0, MAX_SEED, 0, key=f"tk-seed-{gen}")
             ties = c6.checkbox("Ties allowed (side by side)", True, key=f"tk-ties-{gen}")
             level = st.selectbox("Unit", LEVELS, key=f"tk-level-{gen}",
@@ -76,7 +208,8 @@ with st.expander("Create a task", expanded=tasks.empty):
                 try:
                     new = ann.create(con, dataset=dataset, mode=mode, dimensions=dims, items=int(items),
                                      per_item=int(per_item), tracks=tracks or None, seed=int(seed), name=name or None,
-                                     sampling=sampling, ties=ties, guidelines=guidelines, created_by=who, level=level)
+                                     sampling=sampling, ties=ties, guidelines=guidelines, created_by=who, level=level,
+                                     **({"judge": judge} if judge else {}))
                     st.session_state["tk-created"] = (new, ann.coverage(con, new))
                 except (ValueError, StoreError) as exc:
                     st.error(md_escape(str(exc)))
@@ -129,6 +262,8 @@ if chosen:
         if len(both):
             st.caption("People's votes and each LLM judge's pairwise verdicts on this dataset, side by side")
             ranked(both)
+    if task.mode == "absolute" and task.level == "response":
+        settled_so_far(task)
     if len(result["disputed"]):
         st.caption("Units annotators disagree on most (for adjudication)")
         grid(result["disputed"], width="stretch")
