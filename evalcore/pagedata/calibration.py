@@ -134,6 +134,11 @@ def widths(rows: pd.DataFrame) -> pd.DataFrame:
                                                for u, w in zip(uniform, reached)]}).reset_index(drop=True)
 
 
+def one_track_less(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame without its track column when every row is of one track (the page names it above)."""
+    return frame.drop(columns=["track"]) if "track" in frame and frame["track"].nunique() <= 1 else frame
+
+
 def caption(got: dict) -> str:
     """What every calibrated figure rests on: the estimator, the predictor and its signature, the assumption on the
     people's ratings, and what the intervals assume about stopping."""
@@ -173,6 +178,8 @@ def plan(con: duckdb.DuckDBPyConnection, question: str, **spec) -> dict:
     except ValueError as exc:
         return {"refused": page_words(str(exc))}
     rows = got["rows"].reindex(columns=list(PLAN_COLUMNS)).rename(columns=PLAN_COLUMNS)
+    if spec.get("budget") is None:   # no budget stated: no column of what it reaches
+        rows = rows.drop(columns=["budget", "power at budget", "± at budget", "smallest detectable"])
     return {"rows": rows, "source": got["source"], "settles": got["settles"]}
 
 

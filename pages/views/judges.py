@@ -148,7 +148,7 @@ if dim not in (none, None) and judge not in (none, None):
     else:
         shown = calibration.table(got["rows"])
         grid(shown.drop(columns=["sampling"]), width="stretch",
-             column_config={"model": st.column_config.Column(pinned=True),
+             column_config={"model": st.column_config.Column(pinned=True, width="medium"),
                             calibration.GAIN: st.column_config.NumberColumn(format="%.2f", help=(
                                 "people-only width / calibrated width: above 1, the judge narrows the interval")),
                             calibration.ANYTIME: st.column_config.Column(help=(

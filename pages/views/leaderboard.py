@@ -129,10 +129,11 @@ else:
     # above: its column only when a skill's tracks are shown together.
     after = [c for c in table.columns if c not in ("track", "rank", "model", *shown_metrics)
              and table[c].map(lambda v: not pd.isna(v) and v != "").any()]
-    # the calibrated estimate beside the values it stands with (the table itself, downloaded and in LaTeX, stays the
-    # board's: the calibrated figures have their own download below)
+    # the calibrated estimate, when asked for, first after the model: in view without scrolling past a track's
+    # metrics (the table itself, downloaded and in LaTeX, stays the board's: the calibrated figures have their own
+    # download below)
     cal_columns = CALIBRATED_SHOWN if calibrated is not None else []
-    order = ((["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *shown_metrics, *cal_columns,
+    order = ((["track"] if table["track"].nunique() > 1 else []) + ["rank", "model", *cal_columns, *shown_metrics,
                                                                      *after])
     widths = {c: int(max(64, 7.5 * len(c) + 26)) for c in shown_metrics}
     # more than a 1400-px window shows (the pages are listed along the top: the table has about 1,240 px)

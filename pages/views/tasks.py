@@ -33,7 +33,7 @@ def planner() -> None:
     """How many units and raters a question needs, or what a budget reaches (evalcore plan): from the store's own
     ratings of the dimension where there are some (a pilot), else from an assumed spread, which it says."""
     datasets = data(catalog.datasets)
-    p1, p2, p3 = st.columns(3)
+    p1, p2, p3 = st.columns([1, 2, 1])   # the question's words need the room
     dataset = p1.selectbox("Dataset", datasets, key="tk-plan-dataset") if datasets else None
     question = p2.selectbox("Question", list(QUESTIONS), format_func=lambda q: f"{q}: {QUESTIONS[q]}",
                             key="tk-plan-question")
@@ -84,8 +84,9 @@ def planner() -> None:
                          + "; power 0.8, 95% two-sided."))
     rows = got["rows"]
     three = st.column_config.NumberColumn(format="%.3f")
-    grid(rows, width="stretch", column_config={"power at budget": st.column_config.NumberColumn(format="%.2f"),
-                                               "± at budget": three, "smallest detectable": three})
+    grid(rows.drop(columns=["notes"]), width="stretch",
+         column_config={"with": st.column_config.Column(width=180), "± at budget": three,
+                        "power at budget": st.column_config.NumberColumn(format="%.2f"), "smallest detectable": three})
     for row in rows.to_dict("records"):
         if row["notes"]:
             st.caption(md_escape(f"{row['with']}: {row['notes']}"))
@@ -104,6 +105,7 @@ def settled_so_far(task) -> None:
                    "ratings was fixed before looking: stopping the first time one excludes 0 makes that happen too "
                    "often. To stop as ratings arrive, read the anytime intervals below.")
         grid(got["rows"], width="stretch", column_config={
+            "a": st.column_config.Column(width="medium"), "b": st.column_config.Column(width="medium"),
             "a - b": st.column_config.NumberColumn(format="%.3f"),
             "smallest detectable": st.column_config.NumberColumn(format="%.3f")})
     else:
@@ -123,8 +125,9 @@ def settled_so_far(task) -> None:
         st.warning(md_message(f"No calibrated estimate: {est['refused']}"))
         return
     rows = est["rows"]
-    grid(calibration.table(rows).drop(columns=["sampling"]), width="stretch",
-         column_config={"model": st.column_config.Column(pinned=True),
+    # a model's name may be long: its column keeps a set width, so the figures stay in view at 800 px
+    grid(calibration.one_track_less(calibration.table(rows).drop(columns=["sampling"])), width="stretch",
+         column_config={"model": st.column_config.Column(pinned=True, width="medium"),
                         calibration.GAIN: st.column_config.NumberColumn(format="%.2f"),
                         calibration.ANYTIME: st.column_config.Column(help="a confidence sequence: valid however often "
                                                                          "it is looked at, so it may be read after "
@@ -134,8 +137,8 @@ def settled_so_far(task) -> None:
                    "width a uniform sample of the same number of ratings would have reached (above 1: active "
                    "sampling narrowed it)")
         three = st.column_config.NumberColumn(format="%.3f")
-        grid(calibration.widths(rows), width="stretch",
-             column_config={calibration.WIDTH: three, calibration.UNIFORM: three,
+        grid(calibration.one_track_less(calibration.widths(rows)), width="stretch",
+             column_config={"model": st.column_config.Column(pinned=True, width="medium"), calibration.WIDTH: three, calibration.UNIFORM: three,
                             "uniform / reached": st.column_config.NumberColumn(format="%.2f")})
     st.caption(md_escape(calibration.caption(est)))
 
