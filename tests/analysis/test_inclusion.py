@@ -1,5 +1,5 @@
 """An active task's inclusion probabilities (evalcore.analysis.inclusion): proportional to the uncertainty, summing
-to k, floored at 0.3 k / M and capped at 1, worked out by hand; and the Poisson draw's frequencies."""
+to k, floored at a share of k / M (0.3 in the cases worked by hand; inclusion.FLOOR by default) and capped at 1; and the Poisson draw's frequencies."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,7 +26,7 @@ from evalcore.analysis import inclusion
     ([0, 0, 0, 1], 3, [2 / 3, 2 / 3, 2 / 3, 1.0]),
 ])
 def test_probabilities_worked_by_hand(u, k, expected):
-    pi = inclusion.probabilities(u, k)
+    pi = inclusion.probabilities(u, k, floor=0.3)
     assert pi == pytest.approx(expected, abs=1e-9)
     assert pi.sum() == pytest.approx(min(k, len(u)), abs=1e-9)
 
@@ -39,10 +39,10 @@ def test_probabilities_keep_the_floor_the_cap_and_the_order_of_uncertainty():
         u = rng.exponential(size=m) * (rng.random(m) < 0.8)   # some units the predictor is sure about
         pi = inclusion.probabilities(u, k)
         assert pi.sum() == pytest.approx(k, abs=1e-9)
-        assert pi.min() >= 0.3 * k / m - 1e-12 and pi.max() <= 1 + 1e-12
+        assert pi.min() >= inclusion.FLOOR * k / m - 1e-12 and pi.max() <= 1 + 1e-12
         order = np.argsort(u, kind="stable")
         assert (np.diff(pi[order]) >= -1e-12).all()                 # more uncertain, never less likely
-        free = (pi > 0.3 * k / m + 1e-9) & (pi < 1 - 1e-9) & (u > 0)
+        free = (pi > inclusion.FLOOR * k / m + 1e-9) & (pi < 1 - 1e-9) & (u > 0)
         if free.sum() >= 2:                                           # off both bounds: proportional to u
             ratio = pi[free] / u[free]
             assert ratio == pytest.approx(np.full(free.sum(), ratio[0]), rel=1e-6)

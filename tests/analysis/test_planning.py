@@ -13,22 +13,30 @@ from scipy import stats
 from evalcore.analysis import planning, ppi
 
 
-def test_units_for_a_difference_are_the_normal_formula():
-    # n = (z_0.975 + z_0.8)^2 (sd_a^2 + sd_b^2) / effect^2 = 7.849 * 2 / 0.25 = 62.8 -> 63 per system
+def t_power(effect: float, se: float, df: int, alpha: float = 0.05) -> float:
+    """Normal power with the t critical value at df (what the tool's intervals use), written out with scipy."""
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    return stats.norm.cdf(effect / se - crit) + stats.norm.cdf(-effect / se - crit)
+
+
+def test_units_for_a_difference_are_the_normal_formula_with_the_t_critical_value():
+    # the z formula, (z_0.975 + z_0.8)^2 (sd_a^2 + sd_b^2) / effect^2 = 7.849 * 2 / 0.25 = 62.8, says 63 per system;
+    # with the t critical value at n - 1 (the intervals' own) the least n reaching 0.8 is 65
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert math.ceil(z * z * 2 / 0.25) == 63
     spread = planning.assumed(1.0)
     got = planning.plan_difference(spread, spread, 0.5)
-    assert got.units_needed == math.ceil(z * z * 2 / 0.25) == 63
+    expected = next(n for n in range(2, 1000) if t_power(0.5, math.sqrt(2 / n), n - 1) >= 0.8)
+    assert got.units_needed == expected == 65
     assert "assumed" in got.source
-    # at a budget: power, half width z * se and the smallest detectable effect (z + z_0.8) * se
+    # at a budget: power, half width t * se and the smallest detectable effect (t + z_0.8) * se
     got = planning.plan_difference(spread, spread, 0.5, budget=100)
-    se = math.sqrt(2 / 100)
-    assert got.half_width_at_budget == pytest.approx(stats.norm.ppf(0.975) * se)
-    assert got.mde_at_budget == pytest.approx(z * se)
-    assert got.power_at_budget == pytest.approx(stats.norm.cdf(0.5 / se - 1.959964) + stats.norm.cdf(-0.5 / se - 1.959964),
-                                                abs=1e-6)
+    se, t = math.sqrt(2 / 100), stats.t.ppf(0.975, 99)
+    assert got.half_width_at_budget == pytest.approx(t * se)
+    assert got.mde_at_budget == pytest.approx((t + stats.norm.ppf(0.8)) * se)
+    assert got.power_at_budget == pytest.approx(t_power(0.5, se, 99))
     # a finite population of 100 per system: the factor (1 - n/M) lowers what is needed
-    assert planning.plan_difference(spread, spread, 0.5, population=100).units_needed < 63
+    assert planning.plan_difference(spread, spread, 0.5, population=100).units_needed < 65
     # K raters: between 0.5 + within 1.0 / K; a predictor of correlation rho leaves (1 - rho^2) of it
     spread = planning.Spread(0.5, 1.0, "assumed")
     assert spread.sd(raters=2) == pytest.approx(1.0)
@@ -42,9 +50,9 @@ def test_correlation_and_agreement_are_the_textbook_numbers():
     assert planning.plan_agreement(0.7, 0.05, source="assumed").units_needed == 323
     got = planning.plan_ranking({"a": planning.assumed(1), "b": planning.assumed(1), "c": planning.assumed(1)},
                                 {"a": 1.0, "b": 1.5, "c": 1.6})
-    # the gap 0.1 at alpha 0.05 / 2: (z_0.9875 + z_0.8)^2 * 2 / 0.01
-    z = stats.norm.ppf(1 - 0.025 / 2) + stats.norm.ppf(0.8)
-    assert got.units_needed == pytest.approx(z * z * 2 / 0.01, abs=1)
+    # the gap 0.1 at alpha 0.05 / 2 (Bonferroni over the two adjacent pairs)
+    expected = next(n for n in range(1800, 2100) if t_power(0.1, math.sqrt(2 / n), n - 1, alpha=0.025) >= 0.8)
+    assert got.units_needed == expected
 
 
 def test_variance_components_from_ratings():

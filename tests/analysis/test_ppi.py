@@ -60,9 +60,10 @@ def test_finite_mean_three_rated_of_five_written_out():
     # lam 1: mean(f_all) = 1, residuals y - f = (1, 0, 0) with mean 1/3; same spread as above
     e = ppi.finite_mean(y, f, f_all, lam=1)
     assert (e.estimate, e.se) == pytest.approx((1 + 1 / 3, se))
-    # a predictor exact on the rated units: the residual has no spread, the estimate is mean(f_all)
-    e = ppi.finite_mean([0, 1, 2], [0, 1, 2], f_all)
-    assert (e.estimate, e.se, e.lam) == pytest.approx((1.0, 0.0, 1.0))
+    # a predictor exact on the rated units, or ratings all alike: no spread seen, so no interval (width 0 would
+    # claim a certainty three ratings cannot give)
+    for e in (ppi.finite_mean([0, 1, 2], [0, 1, 2], f_all), ppi.finite_mean([1, 1, 1], f, f_all, lam=0)):
+        assert "no spread" in e.reason and math.isnan(e.estimate) and (e.n, e.big_n) == (3, 5)
     # unequal probabilities (0.5, 0.5, 1), lam 0: weights 2, 2, 1; Hajek mean (2 + 2 + 2) / 5 = 6/5;
     # variance weights (1 - pi) / pi^2 = 2, 2, 0: se^2 = (2 * (1/5)^2 * 2) / 5^2 * 3/2
     e = ppi.finite_mean(y, f, f_all, pi=[0.5, 0.5, 1.0], lam=0)

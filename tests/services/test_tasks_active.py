@@ -82,7 +82,7 @@ def test_active_probabilities_sum_to_the_share_and_favour_the_uncertain(lab):
     for (track, model), part in pool.groupby(["track", "model_a"]):
         mine, k, m = pi[part.index].to_numpy(), PER_MODEL[track], SIZES[track]
         assert mine.sum() == pytest.approx(k, abs=1e-9)
-        assert mine.min() >= 0.3 * k / m - 1e-12 and mine.max() <= 1 + 1e-12
+        assert mine.min() >= inclusion.FLOOR * k / m - 1e-12 and mine.max() <= 1 + 1e-12
         ui = u[part.index].to_numpy()
         order = np.argsort(ui, kind="stable")
         assert (np.diff(mine[order]) >= -1e-12).all()         # more uncertain, never less likely
@@ -134,9 +134,12 @@ def test_a_judge_asked_several_times_steers_by_the_spread_of_its_answers(monkeyp
     assert values["spread"].tolist() == pytest.approx([0, 1, np.std([1, 2, 1], ddof=1), 0])
     pool = pd.DataFrame({"item_id": list("abcd"), "track": "t", "model_a": "m1", "model_b": None})
     pi = active.plan(None, "lab", pool, {"t": 2}, "J")
-    # u = (0, 1, 0.577, 0): the sure ones at the floor 0.3 * 2 / 4 = 0.15; c (1 + 0.577) = 2 - 0.3 would put b at
-    # 1.08, so b is capped at 1 and c takes the rest, 2 - 0.3 - 1
-    assert pi.tolist() == pytest.approx([0.15, 1.0, 0.7, 0.15])
+    # u = (0, 1, 1/sqrt(3), 0): the sure ones at the floor FLOOR * 2 / 4; the other two share what is left in
+    # proportion to u: c (1 + 1/sqrt(3)) = 2 - 2 * floor (neither reaches the cap of 1)
+    floor = inclusion.FLOOR * 2 / 4
+    c = (2 - 2 * floor) / (1 + 1 / np.sqrt(3))
+    assert c < 1
+    assert pi.tolist() == pytest.approx([floor, c, c / np.sqrt(3), floor])
     # the same judge at two temperatures is two judges: which one steers must be said
     rows += [{**r, "signature": r["signature"].replace("t:0.7", "t:1.0")} for r in rows]
     with pytest.raises(ValueError, match="2 configurations"):
