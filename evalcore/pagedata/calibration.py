@@ -134,6 +134,21 @@ def widths(rows: pd.DataFrame) -> pd.DataFrame:
                                                for u, w in zip(uniform, reached)]}).reset_index(drop=True)
 
 
+def apart(rows: pd.DataFrame) -> list[str]:
+    """'a above b' for each pair of models on a track whose anytime intervals (confidence sequences, valid however
+    often they are looked at) do not overlap: what may be called settled while ratings still arrive. Each sequence is
+    a 95% one, so the two hold together at least 90% of the time (the page says so)."""
+    out = []
+    for track, group in rows.dropna(subset=["anytime_lower", "anytime_upper"]).groupby("track", sort=False):
+        ranked = group.sort_values("estimate", ascending=False).to_dict("records")
+        for i, a in enumerate(ranked):
+            for b in ranked[i + 1:]:
+                if a["anytime_lower"] > b["anytime_upper"]:
+                    out.append(f"{a['model']} above {b['model']}" + (f" ({track})" if rows["track"].nunique() > 1
+                                                                     else ""))
+    return out
+
+
 def one_track_less(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame without its track column when every row is of one track (the page names it above)."""
     return frame.drop(columns=["track"]) if "track" in frame and frame["track"].nunique() <= 1 else frame

@@ -132,6 +132,10 @@ def settled_so_far(task) -> None:
                         calibration.ANYTIME: st.column_config.Column(help="a confidence sequence: valid however often "
                                                                          "it is looked at, so it may be read after "
                                                                          "every rating and used to stop")})
+    settled = calibration.apart(rows)
+    st.caption("Settled whatever the number of looks (pairs whose anytime intervals do not overlap; each is a 95% "
+               "sequence, so both hold together at least 90% of the time): "
+               + (md_escape("; ".join(settled)) if settled else "none yet."))
     if task.sampling == "active":
         st.caption("Active sampling: the 95% interval's width each model has reached with these ratings, beside the "
                    "width a uniform sample of the same number of ratings would have reached (above 1: active "

@@ -5,10 +5,13 @@ as its sentence and never a number, and a hostile model name as text."""
 from __future__ import annotations
 
 import shutil
+import sys
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from evalcore.pagedata.calibration import apart
 from evalcore.services import estimate as estimating
 from evalcore.services import planner
 from evalcore.store import connect
@@ -16,6 +19,9 @@ from evalcore.store import tasks as stored_tasks
 from support import ROOT
 from support.apptest import run
 from support.calibration_store import HOSTILE, JUDGE, build
+
+sys.path.insert(0, str(ROOT))
+from pages.kit.text import md_escape  # noqa: E402
 
 DATASET = "toy"
 
@@ -183,6 +189,12 @@ def test_an_active_task_shows_its_width_beside_uniform_samplings_and_never_says_
     for model, row in want.iterrows():
         if row["anytime_lower"] == row["anytime_lower"]:
             assert table.loc[model, "anytime 95%"] == f"[{row['anytime_lower']:.2f}, {row['anytime_upper']:.2f}]"
+    # "settled" only where two models' anytime intervals do not overlap
+    rows = want.reset_index().sort_values("estimate", ascending=False)
+    pairs = [f"{a.model} above {b.model}" for i, a in enumerate(rows.itertuples())
+             for b in list(rows.itertuples())[i + 1:] if a.anytime_lower > b.anytime_upper]
+    line = next(c.value for c in at.caption if c.value.startswith("Settled whatever the number of looks"))
+    assert line.endswith(": " + (md_escape("; ".join(pairs)) if pairs else "none yet."))
     # what the ratings settle: people only, their fixed-size intervals said to be so; nothing says "stop" from them
     settles = frame_with(at, "excludes 0 (fixed size)")
     assert len(settles) == 6   # four models' pairs
@@ -208,3 +220,10 @@ def test_the_create_form_offers_active_sampling_with_a_judge(monkeypatch, store,
     finally:
         con.close()
     assert (made.sampling, made.judge) == ("active", "F1") and units["probability"].notna().all()
+
+
+def test_settled_is_said_only_of_models_whose_anytime_intervals_do_not_overlap():
+    rows = pd.DataFrame({"track": ["t"] * 3, "model": ["a", "b", "c"], "estimate": [1.5, 1.0, 0.2],
+                         "anytime_lower": [1.3, 0.5, 0.0], "anytime_upper": [1.7, 1.35, 0.4]})
+    # a [1.3, 1.7] overlaps b [0.5, 1.35]; both lie above c [0.0, 0.4]
+    assert apart(rows) == ["a above c", "b above c"]
