@@ -134,6 +134,14 @@ def widths(rows: pd.DataFrame) -> pd.DataFrame:
                                                for u, w in zip(uniform, reached)]}).reset_index(drop=True)
 
 
+def notes(table: pd.DataFrame) -> list[str]:
+    """The table's notes as sentences ('gamma: 1 unit rated by people: ...'; the track named where there are
+    several): a note explains a blank estimate, and in a table's cell it was cut."""
+    several = table["track"].nunique() > 1
+    return [f"{r['model']}{' (' + r['track'] + ')' if several else ''}: {r['note']}"
+            for r in table.to_dict("records") if r["note"]]
+
+
 def apart(rows: pd.DataFrame) -> list[str]:
     """'a above b' for each pair of models on a track whose anytime intervals (confidence sequences, valid however
     often they are looked at) do not overlap: what may be called settled while ratings still arrive. Each sequence is

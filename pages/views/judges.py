@@ -147,12 +147,14 @@ if dim not in (none, None) and judge not in (none, None):
         st.warning(md_message(f"No calibrated estimate: {got['refused']}"))
     else:
         shown = calibration.table(got["rows"])
-        grid(shown.drop(columns=["sampling"]), width="stretch",
+        grid(shown.drop(columns=["sampling", "note"]), width="stretch",
              column_config={"model": st.column_config.Column(pinned=True, width="medium"),
                             calibration.GAIN: st.column_config.NumberColumn(format="%.2f", help=(
                                 "people-only width / calibrated width: above 1, the judge narrows the interval")),
                             calibration.ANYTIME: st.column_config.Column(help=(
                                 "a confidence sequence: valid however often it is looked at"))})
+        for note in calibration.notes(shown):
+            st.caption(md_escape(note))
         st.caption(md_escape(calibration.caption(got)))
         download(got["rows"], f"calibrated-{dataset}-{dim}-{judge}", "Download the calibrated estimates (CSV)")
 publish("judges", values, vs.notices)

@@ -164,8 +164,8 @@ else:
     grid(styled, width="stretch", column_config=config, column_order=order)
     if estimated is not None:   # what every calibrated figure rests on, in words, under the table
         st.caption(md_escape(calibration.caption(estimated)))
-        for row in calibrated[calibrated["note"] != ""].itertuples():
-            st.caption(md_escape(f"{row.model} ({row.track}): {row.note}"))
+        for note in calibration.notes(calibrated):
+            st.caption(md_escape(note))
     d1, d2 = st.columns(2)
     with d1:
         download(table, f"leaderboard-{dataset}-{track}-{origin}")

@@ -126,12 +126,15 @@ def settled_so_far(task) -> None:
         return
     rows = est["rows"]
     # a model's name may be long: its column keeps a set width, so the figures stay in view at 800 px
-    grid(calibration.one_track_less(calibration.table(rows).drop(columns=["sampling"])), width="stretch",
+    table = calibration.table(rows)
+    grid(calibration.one_track_less(table.drop(columns=["sampling", "note"])), width="stretch",
          column_config={"model": st.column_config.Column(pinned=True, width="medium"),
                         calibration.GAIN: st.column_config.NumberColumn(format="%.2f"),
                         calibration.ANYTIME: st.column_config.Column(help="a confidence sequence: valid however often "
                                                                          "it is looked at, so it may be read after "
                                                                          "every rating and used to stop")})
+    for note in calibration.notes(table):
+        st.caption(md_escape(note))
     settled = calibration.apart(rows)
     st.caption("Settled whatever the number of looks (pairs whose anytime intervals do not overlap; each is a 95% "
                "sequence, so both hold together at least 90% of the time): "

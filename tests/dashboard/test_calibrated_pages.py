@@ -189,6 +189,10 @@ def test_an_active_task_shows_its_width_beside_uniform_samplings_and_never_says_
     for model, row in want.iterrows():
         if row["anytime_lower"] == row["anytime_lower"]:
             assert table.loc[model, "anytime 95%"] == f"[{row['anytime_lower']:.2f}, {row['anytime_upper']:.2f}]"
+    # a blank estimate's reason, whole, under the table
+    captions = [c.value for c in at.caption]
+    for model, row in want[want["note"] != ""].iterrows():
+        assert md_escape(f"{model}: {row['note']}") in captions
     # "settled" only where two models' anytime intervals do not overlap
     rows = want.reset_index().sort_values("estimate", ascending=False)
     pairs = [f"{a.model} above {b.model}" for i, a in enumerate(rows.itertuples())
