@@ -105,7 +105,7 @@ def settled_so_far(task) -> None:
                    "ratings was fixed before looking: stopping the first time one excludes 0 makes that happen too "
                    "often. To stop as ratings arrive, read the anytime intervals below.")
         grid(got["rows"], width="stretch", column_config={
-            "a": st.column_config.Column(width="medium"), "b": st.column_config.Column(width="medium"),
+            "a": st.column_config.Column(width=150), "b": st.column_config.Column(width=150),
             "a - b": st.column_config.NumberColumn(format="%.3f"),
             "smallest detectable": st.column_config.NumberColumn(format="%.3f")})
     else:
