@@ -14,6 +14,7 @@ The people's subset must be random, because the estimate's validity rests on it:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import duckdb
@@ -98,7 +99,8 @@ def probabilities(con, dataset: str, rated: pd.DataFrame, population: pd.DataFra
     sampled; raises NotRandom with the reason where the ratings are not a random sample."""
     origins = sorted({o for os in rated["origins"] for o in os})
     tasks = {o: _task_of(o) for o in origins}
-    imported = [o or "an import" for o, t in tasks.items() if t is None]
+    # an imported rating's origin is its file and row: the files are what the user knows them by
+    imported = list(dict.fromkeys(re.sub(r" row \d+.*$", "", o) or "an import" for o, t in tasks.items() if t is None))
     if imported and not assume_random:
         raise NotRandom(f"the ratings come from {', '.join(imported[:3])}, not from a rating task that sampled them at "
                         "random: the estimate needs a random sample. Rate with a task (`evalcore task create`, "
@@ -195,7 +197,12 @@ def estimate(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str, predi
     assumption = ("the people's ratings were declared random (--assume-random): the intervals hold only if they are"
                   if assume_random and not any(h.startswith("task") for h in rated["how"]) else
                   "the people's ratings are a random sample drawn by the tool (rating task), weighted by 1/probability")
-    return {"rows": pd.DataFrame(rows, columns=COLUMNS), "differences": pd.DataFrame(diffs, columns=DIFF_COLUMNS),
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    lo, hi = scale
+    if lo is not None and hi is not None:   # the mean of ratings on lo-hi lies in lo-hi: no interval needs to leave it
+        bounds = ["lower", "upper", "people_lower", "people_upper", "anytime_lower", "anytime_upper"]
+        frame[bounds] = frame[bounds].clip(lower=lo, upper=hi)
+    return {"rows": frame, "differences": pd.DataFrame(diffs, columns=DIFF_COLUMNS),
             "predictor": predictor_name, "signature": pred.signature, "estimator": ESTIMATOR,
             "assumption": assumption, "dimension": dimension, "dataset": dataset, "stopping": FIXED_SIZE}
 

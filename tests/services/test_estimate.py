@@ -26,8 +26,9 @@ def store(tmp_path_factory):
 
 def test_imported_ratings_are_refused_unless_declared_random(store):
     con, _, _ = store
-    with pytest.raises(estimating.NotRandom, match="not from a rating task.*--assume-random"):
+    with pytest.raises(estimating.NotRandom, match="not from a rating task.*--assume-random") as refused:
         estimating.estimate(con, DATASET, "Q", "F1")
+    assert str(refused.value).startswith("the ratings come from ratings.csv, not from")   # the file, not its rows
 
 
 def test_the_estimate_is_ppi_on_the_stores_values(store):
@@ -46,6 +47,8 @@ def test_the_estimate_is_ppi_on_the_stores_values(store):
         assert (row["people_lower"], row["people_upper"]) == pytest.approx((people.lower, people.upper))
         assert (row["n_people"], row["n_predicted"]) == (20, 60)
         assert row["sampling"].startswith("assumed random")
+    bounds = got["rows"][["lower", "upper", "people_lower", "people_upper", "anytime_lower", "anytime_upper"]]
+    assert ((bounds >= 0) & (bounds <= 2)).all().all()   # a mean of 0-2 ratings: its intervals stay on 0-2
     # alpha's responses copy the reference most: it is first, surely above gamma
     assert rows.loc["alpha", "rank_low"] == 1 and rows.loc["gamma", "rank_high"] == 3
     diffs = got["differences"].set_index(["model_a", "model_b"])
