@@ -14,17 +14,21 @@ all-people value (the mean over responses of the mean over annotators). For each
 of the people's ratings:
 - uniform: a simple random sample of n of the M responses;
 - active: Poisson sampling with the active tasks' own probabilities (analysis.inclusion: pi_i proportional to the
-  predictor's uncertainty p(1 - p), p the predictor rescaled to [0, 1] over the dataset, floored at 0.3 n / M,
-  capped at 1, summing to n); people are never looked at.
+  predictor's uncertainty p(1 - p), p the predictor rescaled to [0, 1] over the dataset, floored at
+  inclusion.FLOOR (0.6) n / M, capped at 1, summing to n: `inclusion.probabilities(u, n)` as the tasks call it);
+  people are never looked at.
 Each draw gets analysis.ppi.finite_mean with its pi (PPI++: lam tuned) and with lam = 0 (people only) at the same
 ratings; the draws are computed for all of them at once with the same arithmetic (checked against finite_mean
-itself on the first draws of every cell: `max_abs_diff` in the JSON). Reported: coverage of the truth, mean width,
-and the gain as a width ratio (mean PPI++ width over mean people-only width: below 1 is narrower; `evalcore
-estimate`'s `gain` column is its inverse).
+itself on the first draws of every cell and on every draw withheld: `max_abs_diff` in the JSON). A draw whose
+sample shows no spread gets no interval from finite_mean (withheld): reported apart, as a share of the draws, and
+left out of coverage and width. Reported: coverage of the truth over the draws given an interval, the share
+withheld, mean width, and the gain as a width ratio (mean PPI++ width over mean people-only width: below 1 is
+narrower; `evalcore estimate`'s `gain` column is its inverse).
 
 Power: for every pair of models in a track on a dimension (the effect: their all-people difference), the planner's
-predicted power (analysis.planning.plan_difference, spreads from all the ratings, population M) against the share of
-`draws` uniform subsamples (n per model) whose people-only difference interval (ppi.difference) excludes 0.
+predicted power (analysis.planning.plan_difference as `evalcore plan` calls it: spreads from all the ratings,
+population M, the t critical value at n - 1) against the share of `draws` uniform subsamples (n per model) whose
+people-only difference interval (ppi.difference) excludes 0; a draw withheld counts as not excluding it.
 """
 from __future__ import annotations
 
@@ -208,9 +212,15 @@ def poisson_masks(rng, pi: np.ndarray, draws: int) -> np.ndarray:
 def finite_means(mask: np.ndarray, y: np.ndarray, f: np.ndarray, pi: np.ndarray, *, tuned: bool,
                  alpha: float = ALPHA) -> dict[str, np.ndarray]:
     """ppi.finite_mean(y[S], f[S], f, pi=pi[S], lam=None if tuned else 0) for each row S of `mask`, as arrays
-    (estimate, lower, upper, se, n, lam; NaN where a draw has fewer than 2 rated units): the same steps (lam the
+    (estimate, lower, upper, se, n, lam; NaN where finite_mean gives no interval): the same steps (lam the
     c-weighted slope, clipped, tuned only from 3 units; the Hajek residual mean; n / (n - 1 - tuned); Satterthwaite's
-    degrees of freedom, at most n - 1 - tuned), summed over masked rows instead of over the sample."""
+    degrees of freedom, at most n - 1 - tuned), summed over masked rows instead of over the sample.
+
+    `withheld`: finite_mean's "no spread" (the weighted residual terms sum to 0 in a sample, some pi < 1);
+    `too_few`: fewer than 2 rated units. A draw whose sampled ratings are all alike is handed to finite_mean itself:
+    whether its terms sum to exactly 0 depends on how its weighted mean rounds (a sample all 0.6 at pi = 1/3 leaves
+    terms of about 1e-33, and finite_mean then gives an interval of width 1e-16), which summing over masked rows
+    does not reproduce. `alike_kept` marks those finite_mean nevertheless gave an interval."""
     big_m = len(y)
     s = mask.astype(float)
     n = mask.sum(axis=1)
@@ -239,23 +249,34 @@ def finite_means(mask: np.ndarray, y: np.ndarray, f: np.ndarray, pi: np.ndarray,
         df = np.where(squares > 0, np.maximum(1.0, np.minimum(most, total * total / np.where(squares > 0, squares, 1))),
                       np.maximum(most, 1))
         half = stats.t.ppf(1 - alpha / 2, df) * se
-    bad = n < 2
+    too_few = n < 2
     out = {"estimate": estimate, "lower": estimate - half, "upper": estimate + half, "se": se, "lam": lam, "df": df}
+    withheld = np.zeros(len(mask), bool)
+    alike_kept = np.zeros(len(mask), bool)
+    alike = ~too_few & (np.where(mask, y, np.inf).min(axis=1) == np.where(mask, y, -np.inf).max(axis=1))
+    for d in np.flatnonzero(alike):
+        at = np.flatnonzero(mask[d])
+        e = ppi.finite_mean(y[at], f[at], f, pi=pi[at], lam=None if tuned else 0.0, alpha=alpha)
+        withheld[d] = bool(e.reason)
+        alike_kept[d] = not e.reason
+        for k in ("estimate", "lower", "upper", "se", "lam"):
+            out[k][d] = getattr(e, k)
     for k in out:
-        out[k] = np.where(bad, np.nan, out[k])
-    out["n"] = n
+        out[k] = np.where(too_few | withheld, np.nan, out[k])
+    out |= {"n": n, "withheld": withheld, "too_few": too_few, "alike_kept": alike_kept}
     return out
 
 
 def check_draws(mask, y, f, pi, got: dict, tuned: bool) -> float:
-    """The largest difference between the arrays and ppi.finite_mean on the first CHECKED_DRAWS draws."""
+    """The largest difference between the arrays and ppi.finite_mean on the first CHECKED_DRAWS draws and on every
+    draw the arrays withheld (inf where one gives an interval and the other none)."""
     worst = 0.0
-    for d in range(min(CHECKED_DRAWS, len(mask))):
+    for d in dict.fromkeys([*range(min(CHECKED_DRAWS, len(mask))), *np.flatnonzero(got["withheld"])]):
         at = np.flatnonzero(mask[d])
         e = ppi.finite_mean(y[at], f[at], f, pi=pi[at], lam=None if tuned else 0.0, alpha=ALPHA)
+        if bool(e.reason) != bool(np.isnan(got["estimate"][d])):
+            return math.inf
         if e.reason:
-            if not math.isnan(got["estimate"][d]):
-                return math.inf
             continue
         for k in ("estimate", "lower", "upper", "se"):
             worst = max(worst, abs(getattr(e, k) - got[k][d]))
@@ -305,16 +326,17 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
                 for kind, tuned in (("ppi", True), ("people", False)):
                     est = finite_means(mask, y, f, pi, tuned=tuned)
                     worst = max(worst, check_draws(mask, y, f, pi, est, tuned))
-                    ok = ~np.isnan(est["estimate"])
+                    ok = ~np.isnan(est["estimate"])     # coverage and width over the draws given an interval
                     covered = (est["lower"][ok] <= g["truth"]) & (g["truth"] <= est["upper"][ok])
                     row |= {f"{kind}_cover": float(covered.mean()), f"{kind}_width": float(
-                        (est["upper"] - est["lower"])[ok].mean()), f"{kind}_draws": int(ok.sum())}
+                        (est["upper"] - est["lower"])[ok].mean()), f"{kind}_draws": int(ok.sum()),
+                        f"{kind}_withheld": float(est["withheld"].mean()), f"{kind}_too_few": float(est["too_few"].mean()),
+                        f"{kind}_alike_kept": float(est["alike_kept"].mean())}
                     # a diagnostic, not the store's interval: the same se with the t quantile at n - 1 (- 1 for a
                     # tuned lam) degrees of freedom instead of Satterthwaite's, which says what the latter adds
                     most = est["n"][ok] - 1 - (tuned & (est["n"][ok] > 2))
                     half = stats.t.ppf(1 - ALPHA / 2, most) * est["se"][ok]
                     row[f"{kind}_cover_plain_df"] = float((np.abs(est["estimate"][ok] - g["truth"]) <= half).mean())
-                    row[f"{kind}_zero_width"] = float((est["se"][ok] == 0).mean())
                     if tuned:
                         row["lam_mean"] = float(est["lam"][ok].mean())
                         row["n_mean"] = float(est["n"].mean())
@@ -337,7 +359,8 @@ def pooled(cells: pd.DataFrame) -> pd.DataFrame:
             "ppi_cover": float((g["ppi_cover"] * w).sum() / w.sum()),
             "people_cover": float((g["people_cover"] * g["people_draws"]).sum() / g["people_draws"].sum()),
             "ppi_cover_plain_df": float((g["ppi_cover_plain_df"] * w).sum() / w.sum()),
-            "ppi_zero_width": float((g["ppi_zero_width"] * w).sum() / w.sum()),
+            "ppi_withheld": float(g["ppi_withheld"].mean()), "people_withheld": float(g["people_withheld"].mean()),
+            "ppi_too_few": float(g["ppi_too_few"].mean()),
             "ppi_width": float(g["ppi_width"].mean()), "people_width": float(g["people_width"].mean()),
             "width_ratio": float(g["ppi_width"].mean() / g["people_width"].mean()),
             "lam_mean": float(g["lam_mean"].mean()),
@@ -368,22 +391,24 @@ def power(groups: list[dict], draws: int, seed: int) -> pd.DataFrame:
                     se = np.hypot(ea["se"], eb["se"])
                     half = stats.t.ppf(1 - ALPHA / 2, n - 1) * se      # ppi.difference: the smaller n's df
                     diff = ea["estimate"] - eb["estimate"]
-                    realised = float(((diff - half > 0) | (diff + half < 0)).mean())
-                    # beside the planner's (a z test): the same normal power with the t quantile the interval uses
-                    d = abs(effect) / (plan.half_width_at_budget / ppi.z_value(ALPHA))
-                    t = stats.t.ppf(1 - ALPHA / 2, n - 1)
-                    with_t = float(stats.norm.cdf(d - t) + stats.norm.cdf(-d - t))
+                    # over all draws: one whose difference is withheld (a model's sample without spread) settles
+                    # nothing, as the tool would say, so it counts as not telling the two apart
+                    apart = (diff - half > 0) | (diff + half < 0)
+                    realised = float(apart.mean())
+                    given = ~np.isnan(diff)
                     rows.append({"dataset": ds, "track": track, "dimension": dim, "model_a": a["model"],
                                  "model_b": b["model"], "effect": effect, "M": population, "raters": raters,
                                  "budget": label, "n": n, "predicted": plan.power_at_budget, "realised": realised,
                                  "gap": realised - plan.power_at_budget,
-                                 "predicted_t": with_t, "gap_t": realised - with_t,
+                                 "withheld": float(1 - given.mean()),
+                                 "realised_given": float(apart[given].mean()) if given.any() else math.nan,
                                  "in_range": IN_RANGE[0] <= plan.power_at_budget <= IN_RANGE[1]})
     return pd.DataFrame(rows)
 
 
 def check_difference(groups: list[dict]) -> float:
-    """The arrays' difference interval against ppi.difference of two finite_means, on one draw of the first pair."""
+    """The arrays' difference interval against ppi.difference of two finite_means, on one draw of the first pair
+    (of the next where that draw is withheld)."""
     for a, b in zip(groups, groups[1:]):
         if a["track"] == b["track"] and a["dimension"] == b["dimension"]:
             n = budgets(min(a["M"], b["M"]))[0][1]
@@ -395,6 +420,10 @@ def check_difference(groups: list[dict]) -> float:
             d = ppi.difference(*(ppi.finite_mean(g["y"][m[0]], g["f"][m[0]], g["f"], lam=0.0)
                                  for m, g in ((ma, a), (mb, b))))
             mine = ea["estimate"][0] - eb["estimate"][0]
+            if bool(d.reason) != bool(np.isnan(mine)):
+                return math.inf
+            if d.reason:
+                continue
             return max(abs(d.lower - (mine - half)), abs(d.upper - (mine + half)))
     return 0.0
 
@@ -404,19 +433,26 @@ def pct(x: float) -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
+def withheld(row) -> str:
+    """PPI++'s share of draws withheld (%), the people-only one beside it where it differs."""
+    ppi_, people = pct(row["ppi_withheld"]), pct(row["people_withheld"])
+    return ppi_ if ppi_ == people else f"{ppi_} (people {people})"
+
+
 def coverage_table(pool: pd.DataFrame) -> str:
     wide = pool.pivot_table(index=["dataset", "predictor", "dimension", "budget"], columns="design",
                             values=["ppi_cover", "people_cover", "worst_cover"], aggfunc="first", sort=False)
     worst = pool.set_index(["dataset", "predictor", "dimension", "budget", "design"])
-    lines = ["| dataset | predictor | dimension | budget n | groups | uniform PPI++ | uniform people | active PPI++ | "
-             "active people | worst group, uniform (PPI++) | worst group, active (PPI++) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| dataset | predictor | dimension | budget n | groups | uniform PPI++ | uniform people | uniform withheld | "
+             "active PPI++ | active people | active withheld | worst group, uniform (PPI++) | worst group, active (PPI++) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in wide.iterrows():
         u, a = worst.loc[(*key, "uniform")], worst.loc[(*key, "active")]
         flag = lambda v: f"**{pct(v)}**" if not 93 <= round(100 * v, 1) <= 97 else pct(v)   # noqa: E731
         lines.append(f"| {' | '.join(key[:3])} | {key[3]} ({u['n_range']}) | {u['groups']} | "
                      f"{flag(r[('ppi_cover', 'uniform')])} | {flag(r[('people_cover', 'uniform')])} | "
-                     f"{flag(r[('ppi_cover', 'active')])} | {flag(r[('people_cover', 'active')])} | "
+                     f"{withheld(u)} | {flag(r[('ppi_cover', 'active')])} | {flag(r[('people_cover', 'active')])} | "
+                     f"{withheld(a)} | "
                      f"{u['worst_group']}: {pct(u['worst_cover'])} | {a['worst_group']}: {pct(a['worst_cover'])} |")
     return "\n".join(lines)
 
@@ -438,21 +474,21 @@ def gain_table(pool: pd.DataFrame) -> str:
 
 def df_table(cells: pd.DataFrame) -> str:
     """Per dataset, budget and design (all dimensions pooled, draws weighted): PPI++ coverage as the store computes it
-    (Satterthwaite's degrees of freedom), with n - 1 - tuned degrees of freedom instead, and the share of draws whose
-    interval has width 0 (every sampled rating alike)."""
-    lines = ["| dataset | budget n | design | PPI++ coverage (store) | with n - 1 - tuned df | draws of width 0 |",
+    (Satterthwaite's degrees of freedom), with n - 1 - tuned degrees of freedom instead, both over the draws given an
+    interval, and the share of draws withheld (no spread: every sampled rating alike; groups weighted alike)."""
+    lines = ["| dataset | budget n | design | PPI++ coverage (store) | with n - 1 - tuned df | draws withheld |",
              "|---|---|---|---|---|---|"]
     for (ds, budget, design), g in cells.groupby(["dataset", "budget", "design"], sort=False):
         w = g["ppi_draws"]
         mean = lambda col: float((g[col] * w).sum() / w.sum())   # noqa: E731
         lines.append(f"| {ds} | {budget} | {design} | {pct(mean('ppi_cover'))} | {pct(mean('ppi_cover_plain_df'))} | "
-                     f"{pct(mean('ppi_zero_width'))} |")
+                     f"{pct(float(g['ppi_withheld'].mean()))} |")
     return "\n".join(lines)
 
 
 def power_table(pw: pd.DataFrame) -> str:
     lines = ["| dataset | budget n | pairs | predicted power in 0.2-0.95 | of them within 0.05 | mean gap (realised - "
-             "predicted) | mean abs gap | largest gap | all pairs: within 0.05 | with a t quantile: mean gap, within 0.05 |",
+             "predicted) | mean abs gap | largest gap | all pairs: within 0.05 | draws withheld |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for (ds, budget), g in pw.groupby(["dataset", "budget"], sort=False):
         r = g[g["in_range"]]
@@ -463,7 +499,7 @@ def power_table(pw: pd.DataFrame) -> str:
                         f"{big['dimension']}: {big['model_a']} vs {big['model_b']}, n {big['n']}, predicted "
                         f"{big['predicted']:.2f})" if big is not None else " | | ")
                      + f" | {(g['gap'].abs() <= 0.05).sum()} of {len(g)} | "
-                     + (f"{r['gap_t'].mean():+.3f}, {(r['gap_t'].abs() <= 0.05).sum()} of {len(r)} |" if len(r) else " |"))
+                     + f"{pct(float(g['withheld'].mean()))} |")
     return "\n".join(lines)
 
 
@@ -533,19 +569,26 @@ def main(argv: list[str] | None = None) -> int:
                "coverage_ppi": {d: float(cells.loc[cells["design"] == d, "ppi_cover"].mean()) for d in ("uniform", "active")},
                "power_pairs": len(pw), "power_pairs_in_range": len(in_range),
                "power_in_range_within_0.05": int((in_range["gap"].abs() <= 0.05).sum()),
+               "power_in_range_within_0.05_over_draws_given": int(
+                   ((in_range["realised_given"] - in_range["predicted"]).abs() <= 0.05).sum()),
                "power_mean_abs_gap_in_range": float(in_range["gap"].abs().mean()) if len(in_range) else None,
-               "power_in_range_within_0.05_t_quantile": int((in_range["gap_t"].abs() <= 0.05).sum()),
+               "withheld_share": {d: float(cells.loc[cells["design"] == d, "ppi_withheld"].mean())
+                                  for d in ("uniform", "active")},
+               "too_few_share_active": float(cells.loc[cells["design"] == "active", "ppi_too_few"].mean()),
+               "alike_given_interval_share": float(cells[["ppi_alike_kept", "people_alike_kept"]].to_numpy().mean()),
                "seconds_build": round(built, 1), "seconds_total": round(elapsed, 1),
                "machine": machine(),
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     report = "\n\n".join([
         f"draws {draws}, seed {args.seed}, {len(groups)} groups, {summary['date']}, {summary['machine']}, {elapsed:.0f} s "
         f"(stores {built:.0f} s); vectorised draws against ppi.finite_mean: largest difference {worst:.2e}",
-        "### Coverage of the all-people value (%, target 93-97; bold: outside)", coverage_table(pool),
-        "### Where coverage leaves the band: the degrees of freedom, and intervals of width 0", df_table(cells),
+        "### Coverage of the all-people value (%, over the draws given an interval; target 93-97; bold: outside), "
+        "and the draws withheld (%, no spread)", coverage_table(pool),
+        "### Where coverage leaves the band: the degrees of freedom, and draws withheld", df_table(cells),
         "### Width and gain (mean PPI++ width over mean people-only width at the same ratings; below 1: narrower)",
         gain_table(pool),
-        "### Planner's predicted power against realised power (people only, uniform)", power_table(pw)])
+        "### Planner's predicted power against realised power (people only, uniform; a withheld draw counts as "
+        "not telling the pair apart)", power_table(pw)])
     print(report)
     if skipped:
         print("\nskipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
