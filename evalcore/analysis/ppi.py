@@ -96,6 +96,10 @@ def satterthwaite(terms: np.ndarray, most: int) -> float:
 
 def _tuned_lambda(y: np.ndarray, f: np.ndarray, c: np.ndarray) -> float:
     """The lam minimising sum c (r - r_bar_c)^2 for r = y - lam f: the c-weighted slope of y on f, in [0, 1]."""
+    # a predictor constant on the rated units (up to float noise: one F1 of 5/6 stored and recomputed differs in its
+    # last bit) says nothing about how people follow it: lam would be noise over noise, so people alone
+    if np.ptp(f) <= 1e-9 * max(1.0, float(np.abs(f).max())):
+        return 0.0
     fc, yc = f - np.average(f, weights=c), y - np.average(y, weights=c)
     var = float((c * fc * fc).sum())
     return float(np.clip((c * fc * yc).sum() / var, 0, 1)) if var > 0 else 0.0
@@ -126,7 +130,8 @@ def finite_mean(y, f_labeled, f_all, *, pi=None, lam: float | None = None, alpha
     r_bar = float(np.average(r, weights=w))   # Hajek: the weighted mean of the residual
     estimate = lam * float(f_all.mean()) + r_bar
     terms = c * (r - r_bar) ** 2
-    if not terms.sum() > 0 and (pi < 1).any():
+    # the residuals' own range, not the terms' sum: unequal weights leave a sum of ~1e-31 from rounding alone
+    if np.ptp(r) <= 1e-12 * max(1.0, float(np.abs(r).max())) and (pi < 1).any():
         # a sample (not every unit) in which nothing varies: an interval of width 0 would claim a certainty these
         # ratings cannot give (on USR's Understandable, 0 or 1 and nearly always 1, such samples were 2-5% of draws
         # at 15-20 ratings, and every one of them missed)

@@ -100,7 +100,7 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
         out["source"] = rows[0]["source"]
     out["rows"] = pd.DataFrame(rows)
     if task is not None and len(ratings):
-        out["settles"] = _settles(ratings)
+        out["settles"] = _settles(con, t, dimension, track)
     return out
 
 
@@ -127,11 +127,25 @@ def _row(got: planning.Plan, with_: str, rho: float) -> dict:
     return row
 
 
-def _settles(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Each pair of models: the people's difference so far with its 95% interval (independent samples), whether it
-    is settled, and the smallest difference these ratings could detect with power 0.8."""
-    means = {m: g.groupby("unit")["score"].mean().to_numpy(float) for m, g in ratings.groupby("model", sort=True)}
-    est = {m: ppi.sample_mean(y) for m, y in means.items()}
+def _settles(con, task, dimension: str, track: str | None) -> pd.DataFrame:
+    """Each pair of models: the people's difference so far with its 95% interval, whether it is settled, and the
+    smallest difference these ratings could detect with power 0.8. Each model's mean is its task sample's, weighted
+    by 1 / inclusion probability as `evalcore estimate` weighs it (an active task's plain mean would lean towards
+    the responses it favoured), over the model's responses on each track (tracks combined by their sizes)."""
+    tracks = estimating.tracks_of(con, task.dataset, track)
+    rated = estimating.people(con, task.dataset, tracks, dimension, task.origin)
+    population = con.execute("""
+        SELECT i.track, r.item_id, r.model FROM responses r JOIN items i USING (dataset, item_id)
+        WHERE r.dataset = ? AND list_contains(?, i.track)""", [task.dataset, tracks]).df()
+    pi, _ = estimating.probabilities(con, task.dataset, rated, population, assume_random=False)
+    rated = rated.assign(pi=pi)
+    sizes = population.groupby(["track", "model"]).size()
+    est = {}
+    for model, mine in rated.groupby("model", sort=True):
+        parts = [(int(sizes[(t, model)]), ppi.finite_mean(g["y"], g["y"], np.zeros(int(sizes[(t, model)])),
+                                                          pi=g["pi"], lam=0))
+                 for t, g in mine.groupby("track", sort=True)]
+        est[model] = parts[0][1] if len(parts) == 1 else ppi.combine(parts)
     rows = []
     models = sorted(est)
     for i, a in enumerate(models):
@@ -139,9 +153,9 @@ def _settles(ratings: pd.DataFrame) -> pd.DataFrame:
             d = ppi.difference(est[a], est[b])
             rows.append({"model_a": a, "model_b": b, "difference": d.estimate, "lower": d.lower, "upper": d.upper,
                          "settled": bool(d.lower > 0 or d.upper < 0),
-                         "detectable": planning.mde(d.se) if not d.reason else math.nan, "note": d.reason})
+                         "detectable": planning.mde(d.se, df=min(est[a].n, est[b].n) - 1) if not d.reason else math.nan,
+                         "note": d.reason})
     return pd.DataFrame(rows)
-
 
 RATERS = (1, 2, 3, 5)
 

@@ -150,3 +150,20 @@ def test_a_confidence_sequence_survives_looking_after_every_rating():
     assert missed["fixed"] / 400 > 0.2
     assert missed["anytime"] / 400 <= 0.06
     assert 1.2 < ppi.anytime_half_width(0.1, 100) / (1.96 * 0.1) < 2
+
+
+def test_a_predictor_constant_on_the_rated_units_gets_no_weight():
+    """Five-sixths stored once and computed once differ in the last bit: the tuned lam must not be their noise."""
+    f = np.array([5 / 6, 0.8333333333333334, 5 / 6, 5 / 6 + 1e-16])
+    e = ppi.finite_mean([2.0, 1.0, 2.0, 2.0], f, np.linspace(0, 1, 40))
+    assert e.lam == 0.0
+    assert e.estimate == pytest.approx(ppi.finite_mean([2.0, 1.0, 2.0, 2.0], f, np.linspace(0, 1, 40), lam=0).estimate)
+
+
+def test_ratings_all_alike_under_unequal_weights_are_withheld_too():
+    """Sixteen ratings of 3 with unequal probabilities: the weighted mean does not round back to 3 exactly, and an
+    interval 1e-16 wide came out (the bench found it on USR); the residuals' range is what says 'no spread'."""
+    rng = np.random.default_rng(0)
+    pi = rng.uniform(0.1, 0.6, 16)
+    e = ppi.finite_mean(np.full(16, 3.0), rng.uniform(0, 1, 16), rng.uniform(0, 1, 60), pi=pi, lam=0)
+    assert "no spread" in e.reason

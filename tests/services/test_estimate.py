@@ -10,6 +10,7 @@ import pytest
 
 from evalcore.analysis import ppi
 from evalcore.services import estimate as estimating
+from evalcore.services import planner
 from evalcore.services.tasks import create_task
 from evalcore.store import connect
 from evalcore.store import tasks as stored_tasks
@@ -109,14 +110,17 @@ def test_an_active_tasks_ratings_are_weighted_by_their_stored_probabilities(stor
     task = stored_tasks.get(con, task_id)
     units = stored_tasks.units(con, task_id)
     assert units["probability"].notna().all() and task.judge == "F1"
+    given = {}   # near 2 x F1, one point off at every third unit: ratings with some spread in every model
     for row in units.itertuples():
-        stored_tasks.answer(con, task, int(row.unit), "ann-7", "Know", float(round(2 * f1[(row.item_id, row.model_a)])))
+        value = float(round(2 * f1[(row.item_id, row.model_a)]))
+        given[(row.item_id, row.model_a)] = value if row.unit % 3 else (1.0 if value != 1 else 2.0)
+        stored_tasks.answer(con, task, int(row.unit), "ann-7", "Know", given[(row.item_id, row.model_a)])
     got = estimating.estimate(con, DATASET, "Know", "F1")
     rows = got["rows"].set_index("model")
     assert rows["sampling"].str.startswith(f"task {task_id} (active").all()
     for m in MODELS:   # the service's figures are finite_mean's with the stored probabilities (every unit rated)
         mine = units[units["model_a"] == m]
-        y = np.array([round(2 * f1[(i, m)]) for i in mine["item_id"]], float)
+        y = np.array([given[(i, m)] for i in mine["item_id"]], float)
         f_all = f1.xs(m, level="model")
         e = ppi.finite_mean(y, f_all[mine["item_id"]].to_numpy(), f_all.to_numpy(), pi=mine["probability"].to_numpy())
         assert (rows.loc[m, "estimate"], rows.loc[m, "lower"]) == pytest.approx((e.estimate, e.lower), nan_ok=True)
@@ -126,3 +130,9 @@ def test_an_active_tasks_ratings_are_weighted_by_their_stored_probabilities(stor
         width = rows.loc[m, "upper"] - rows.loc[m, "lower"]
         assert rows.loc[m, "uniform_width"] > 0 and width > 0
         assert rows.loc[m, "anytime_upper"] - rows.loc[m, "anytime_lower"] >= width
+    # what the task's ratings settle (the planner) weighs them the same way: its differences are the people-only ones
+    settles = planner.plan(con, "ranking", task=task_id, sd=1.0)["settles"].set_index(["model_a", "model_b"])
+    people = rows["people_estimate"].dropna()
+    assert len(people) >= 2
+    a, b = sorted(people.index)[:2]
+    assert settles.loc[(a, b), "difference"] == pytest.approx(people[a] - people[b])
