@@ -25,6 +25,17 @@ left out of coverage and width. Reported: coverage of the truth over the draws g
 withheld, mean width, and the gain as a width ratio (mean PPI++ width over mean people-only width: below 1 is
 narrower; `evalcore estimate`'s `gain` column is its inverse).
 
+A predictor that tracks people: the metrics correlate with people at |r| <= 0.3, which shows validity but not the
+gain PPI brings with a predictor that tracks them (an LLM judge commonly reaches r 0.4-0.7), and no judge runs
+offline here. So, where responses have several ratings (USR 3, FED 5, GRADE 10; MSDE has one and is left out), one
+annotator is held out and made the predictor (`held_out`): f = a1's score, a1 being the first score in each
+response's list as the release gives it (the releases name no annotators, so a1 need not be the same person
+everywhere), and the people and the truth are the other annotators' ratings only (a1's scores never enter y or the
+truth). The same designs, budgets and draws then run on those groups (predictor `one rater (held out)`; active
+sampling with p = a1's score over the dimension's scale), reported in tables of their own. It stands in for a judge
+whose errors are like one person's; a real judge's errors can be more systematic, which PPI corrects but which costs
+gain.
+
 Power: for every pair of models in a track on a dimension (the effect: their all-people difference), the planner's
 predicted power (analysis.planning.plan_difference as `evalcore plan` calls it: spreads from all the ratings,
 population M, the t critical value at n - 1) against the share of `draws` uniform subsamples (n per model) whose
@@ -49,7 +60,7 @@ import pandas as pd
 from scipy import stats
 
 from evalcore.analysis import inclusion, planning, ppi
-from evalcore.analysis.judge_values import human_ratings
+from evalcore.analysis.judge_values import human_ratings, scale
 from evalcore.scoring import response_scores, score
 from evalcore.store import connect
 
@@ -162,8 +173,9 @@ SOURCES = [Source("usr", ("usr/tc_usr_data.json", "usr/pc_usr_data.json"), build
 
 
 def load(source: Source, shared: Path, tmp: Path, quick: bool) -> tuple[pd.DataFrame, str]:
-    """One dataset as rows (dataset, track, predictor, model, dimension, unit, annotator, score, f): every rating of
-    a response whose predictor value exists. The second value says what was left out."""
+    """One dataset as rows (dataset, track, predictor, model, dimension, unit, annotator, score, f, lo, hi): every
+    rating of a response whose predictor value exists, with its dimension's scale (lo, hi). The second value says
+    what was left out."""
     db = tmp / f"{source.name}.duckdb"
     con = connect(db)
     try:
@@ -181,10 +193,43 @@ def load(source: Source, shared: Path, tmp: Path, quick: bool) -> tuple[pd.DataF
             if len(lost):
                 notes.append(f"{track}: {lost[['unit', 'model']].drop_duplicates().shape[0]} rated responses have "
                              f"no {metric} value and are left out of the population")
+            ends = {d: scale(con, source.name, d) or (math.nan, math.nan) for d in rows["dimension"].unique()}
+            rows = rows.assign(lo=rows["dimension"].map(lambda d: ends[d][0]),
+                               hi=rows["dimension"].map(lambda d: ends[d][1]))
             frames.append(rows.dropna(subset=["f"]).assign(dataset=source.name, track=track, predictor=metric))
     finally:
         con.close()
     return pd.concat(frames, ignore_index=True), "; ".join(notes)
+
+
+# ---------------------------------------------------------------- a predictor that tracks people: one rater held out
+HELD_OUT = "one rater (held out)"
+HELD = "a1"     # the first score in each response's list as the release gives it (the importer names it a1)
+
+
+def held_out(rows: pd.DataFrame, annotator: str = HELD) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The people's ratings with one annotator taken out of them and made the predictor: per response, f = that
+    annotator's score, and the rows left are the other annotators' ratings (so y, the mean of a response's ratings,
+    and the truth, the mean of y, never contain the held-out score), predictor HELD_OUT. A response the held-out
+    annotator did not rate (no f), or that only it rated (no y), is left out of the population; a dataset with one
+    rating per response (MSDE) gives no rows. No LLM judge runs offline here: this stands in for a judge whose
+    errors are like one person's. The second value: per dataset, what was left out."""
+    keys = ["dataset", "track", "model", "dimension", "unit"]
+    ratings = rows.drop(columns=["f", "predictor"]).drop_duplicates([*keys, "annotator"])
+    f = ratings[ratings["annotator"] == annotator][[*keys, "score"]].rename(columns={"score": "f"})
+    rest = ratings[ratings["annotator"] != annotator]
+    out = rest.merge(f, on=keys, how="inner").assign(predictor=HELD_OUT)
+    notes = {}
+    for ds, g in ratings.groupby("dataset"):
+        if g.groupby(keys).size().max() < 2:
+            continue                                   # one rating per response: nothing to hold out
+        rated = g[keys].drop_duplicates()
+        kept = out[out["dataset"] == ds][keys].drop_duplicates()
+        lost = len(rated) - len(kept)
+        if lost:
+            notes[ds] = (f"{HELD_OUT}: {lost} of {len(rated)} rated (response, dimension) pairs left out "
+                         f"({annotator} gave no score, or no one else did)")
+    return out[rows.columns], notes
 
 
 # ---------------------------------------------------------------- the sampling designs
@@ -216,8 +261,9 @@ def finite_means(mask: np.ndarray, y: np.ndarray, f: np.ndarray, pi: np.ndarray,
     c-weighted slope, clipped, tuned only from 3 units; the Hajek residual mean; n / (n - 1 - tuned); Satterthwaite's
     degrees of freedom, at most n - 1 - tuned), summed over masked rows instead of over the sample.
 
-    `withheld`: finite_mean's "no spread" (the weighted residual terms sum to 0 in a sample, some pi < 1);
-    `too_few`: fewer than 2 rated units. A draw whose sampled ratings are all alike is handed to finite_mean itself:
+    `withheld`: finite_mean's "no spread" (the residuals' range about 0 in a sample, some pi < 1);
+    `too_few`: fewer than 2 rated units. A draw whose sampled ratings (or residuals) are all alike is handed to
+    finite_mean itself:
     whether its terms sum to exactly 0 depends on how its weighted mean rounds (a sample all 0.6 at pi = 1/3 leaves
     terms of about 1e-33, and finite_mean then gives an interval of width 1e-16), which summing over masked rows
     does not reproduce. `alike_kept` marks those finite_mean nevertheless gave an interval."""
@@ -235,9 +281,19 @@ def finite_means(mask: np.ndarray, y: np.ndarray, f: np.ndarray, pi: np.ndarray,
             yc = y - (sc * y).sum(axis=1, keepdims=True) / csum[:, None]
             var = (sc * fc * fc).sum(axis=1)
             lam = np.where(var > 0, np.clip((sc * fc * yc).sum(axis=1) / np.where(var > 0, var, 1), 0, 1), 0.0)
-            lam = np.where((csum > 0) & fitted, lam, 0.0)
+            # finite_mean's rule: a predictor constant on the rated units (up to float noise) gets lam 0 (a held-out
+            # rater often gives every sampled response the same score; var is then ~1e-33, not 0)
+            f_range = np.where(mask, f, -np.inf).max(axis=1) - np.where(mask, f, np.inf).min(axis=1)
+            flat = f_range <= 1e-9 * np.maximum(1.0, np.where(mask, np.abs(f), 0).max(axis=1))
+            lam = np.where((csum > 0) & fitted & ~flat, lam, 0.0)
+            # f varying only on units drawn with pi = 1 (c = 0) leaves a c-weighted slope of noise over noise, which
+            # finite_mean's rule (on all rated units) does not catch: such draws are handed to finite_mean itself
+            weighted = mask & (c > 0)
+            fw_range = np.where(weighted, f, -np.inf).max(axis=1) - np.where(weighted, f, np.inf).min(axis=1)
+            noisy = (csum > 0) & fitted & ~flat & (fw_range <= 1e-9 * np.maximum(1.0, np.abs(f).max()))
         else:
             lam = np.zeros(len(mask))
+            noisy = np.zeros(len(mask), bool)
         r = y - lam[:, None] * f
         sw = s * w
         r_bar = (sw * r).sum(axis=1) / sw.sum(axis=1)
@@ -254,11 +310,15 @@ def finite_means(mask: np.ndarray, y: np.ndarray, f: np.ndarray, pi: np.ndarray,
     withheld = np.zeros(len(mask), bool)
     alike_kept = np.zeros(len(mask), bool)
     alike = ~too_few & (np.where(mask, y, np.inf).min(axis=1) == np.where(mask, y, -np.inf).max(axis=1))
-    for d in np.flatnonzero(alike):
+    # and draws whose residuals are alike though the ratings are not (y = lam f + constant in the sample: a predictor
+    # that is one rater, 0 or 1, and ratings 0 or 0.5), near finite_mean's range rule, which they are handed to
+    r_range = np.where(mask, r, -np.inf).max(axis=1) - np.where(mask, r, np.inf).min(axis=1)
+    alike |= ~too_few & (r_range <= 1e-9 * np.maximum(1.0, np.where(mask, np.abs(r), 0).max(axis=1)))
+    for d in np.flatnonzero(alike | (noisy & ~too_few)):
         at = np.flatnonzero(mask[d])
         e = ppi.finite_mean(y[at], f[at], f, pi=pi[at], lam=None if tuned else 0.0, alpha=alpha)
         withheld[d] = bool(e.reason)
-        alike_kept[d] = not e.reason
+        alike_kept[d] = alike[d] and not e.reason
         for k in ("estimate", "lower", "upper", "se", "lam"):
             out[k][d] = getattr(e, k)
     for k in out:
@@ -300,7 +360,8 @@ def groups_of(rows: pd.DataFrame) -> tuple[list[dict], list[str]]:
         out.append({"dataset": ds, "track": track, "predictor": pred, "model": model, "dimension": dim,
                     "y": units["y"].to_numpy(float), "f": units["f"].to_numpy(float),
                     "raters": units["k"].to_numpy(), "truth": float(units["y"].mean()), "M": len(units),
-                    "ratings": g[["unit", "annotator", "score"]]})
+                    "ratings": g[["unit", "annotator", "score"]],
+                    "scale": (float(g["lo"].iloc[0]), float(g["hi"].iloc[0])) if "lo" in g else (math.nan, math.nan)})
     return out, constant
 
 
@@ -310,7 +371,9 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
     rows, worst = [], 0.0
     for gi, g in enumerate(groups):
         y, f, big_m = g["y"], g["f"], g["M"]
-        u = inclusion.boundary(f, *extremes[(g["dataset"], g["predictor"])])
+        # a metric rescaled over its dataset; a held-out rater's score over its dimension's scale
+        u = inclusion.boundary(f, *(g["scale"] if g["predictor"] == HELD_OUT else
+                                    extremes[(g["dataset"], g["predictor"])]))
         corr = float(np.corrcoef(y, f)[0, 1]) if np.ptp(f) > 0 and np.ptp(y) > 0 else math.nan
         for bi, (label, n) in enumerate(budgets(big_m)):
             for design in ("uniform", "active"):
@@ -486,6 +549,36 @@ def df_table(cells: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def span(values: pd.Series, fmt: str = ".2f") -> str:
+    """The median of the dimensions' values and their range."""
+    return (f"{values.median():{fmt}} ({values.min():{fmt}}-{values.max():{fmt}})" if values.nunique() > 1
+            else f"{values.iloc[0]:{fmt}}")
+
+
+def held_out_table(cells: pd.DataFrame, pool: pd.DataFrame) -> str:
+    """Per dataset and budget, the held-out rater's rows in short: coverage pooled over all groups (draws weighted),
+    and per dimension r and the width ratios, as the median over the dimensions with their range."""
+    lines = ["| dataset | budget n | dimensions | groups | r (rater, people) | uniform: PPI++ covers | people covers | "
+             "PPI++ / people-only width | active: PPI++ covers | people covers | PPI++ / people-only width | "
+             "active PPI++ / uniform people-only | withheld, uniform / active |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (ds, budget), g in cells.groupby(["dataset", "budget"], sort=False):
+        side = {d: g[g["design"] == d] for d in ("uniform", "active")}
+        cover = {(d, k): float((x[f"{k}_cover"] * x[f"{k}_draws"]).sum() / x[f"{k}_draws"].sum())
+                 for d, x in side.items() for k in ("ppi", "people")}
+        dims = pool[(pool["dataset"] == ds) & (pool["budget"] == budget)].set_index(["dimension", "design"])
+        u, a = dims.xs("uniform", level="design"), dims.xs("active", level="design")
+        lines.append(f"| {ds} | {budget} ({g['n'].min()}" + (f"-{g['n'].max()}" if g["n"].nunique() > 1 else "")
+                     + f") | {len(u)} | {len(side['uniform'])} | {span(u['r_pearson'])} | "
+                     f"{pct(cover[('uniform', 'ppi')])} | {pct(cover[('uniform', 'people')])} | "
+                     f"{span(u['width_ratio'], '.3f')} | {pct(cover[('active', 'ppi')])} | "
+                     f"{pct(cover[('active', 'people')])} | {span(a['width_ratio'], '.3f')} | "
+                     f"{span(a['ppi_width'] / u['people_width'], '.3f')} | "
+                     f"{pct(float(side['uniform']['ppi_withheld'].mean()))} / "
+                     f"{pct(float(side['active']['ppi_withheld'].mean()))} |")
+    return "\n".join(lines)
+
+
 def power_table(pw: pd.DataFrame) -> str:
     lines = ["| dataset | budget n | pairs | predicted power in 0.2-0.95 | of them within 0.05 | mean gap (realised - "
              "predicted) | mean abs gap | largest gap | all pairs: within 0.05 | draws withheld |",
@@ -551,9 +644,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = pd.concat(frames, ignore_index=True)
     extremes = {k: (float(g["f"].min()), float(g["f"].max())) for k, g in rows.groupby(["dataset", "predictor"])}
     groups, constant = groups_of(rows)
-    cells, worst = coverage(groups, extremes, draws, args.seed)
+    # the held-out rater's groups come after the metrics' ones, so those keep their seeds and draws
+    rater_rows, rater_notes = held_out(rows)
+    for ds, note in rater_notes.items():
+        notes[ds] = "; ".join(filter(None, [notes.get(ds), note]))
+        print(f"{ds}: {note}", file=sys.stderr)
+    rater_groups, rater_constant = groups_of(rater_rows)
+    cells, worst = coverage(groups + rater_groups, extremes, draws, args.seed)
     pool = pooled(cells)
-    pw = power(groups, draws, args.seed)
+    metric_cells, metric_pool = cells[cells["predictor"] != HELD_OUT], pool[pool["predictor"] != HELD_OUT]
+    rater_cells, rater_pool = cells[cells["predictor"] == HELD_OUT], pool[pool["predictor"] == HELD_OUT]
+    pw = power(groups, draws, args.seed)             # people only: the metrics' groups hold every rating
     worst_difference = check_difference(groups)
     elapsed = time.perf_counter() - started
     if not (worst <= 1e-9 and worst_difference <= 1e-9):   # the arrays must be finite_mean's arithmetic
@@ -563,30 +664,41 @@ def main(argv: list[str] | None = None) -> int:
 
     in_range = pw[pw["in_range"]]
     summary = {"draws": draws, "seed": args.seed, "datasets": sorted(rows["dataset"].unique()), "skipped": skipped,
-               "notes": notes, "groups": len(groups), "constant_groups_left_out": constant, "cells": len(cells),
+               "notes": notes, "groups": len(groups), "constant_groups_left_out": constant, "cells": len(metric_cells),
                "min_units": MIN_UNITS,
+               "held_out_rater": {"annotator": HELD, "groups": len(rater_groups), "cells": len(rater_cells),
+                                  "constant_groups_left_out": rater_constant,
+                                  "coverage_ppi": {d: float(rater_cells.loc[rater_cells["design"] == d, "ppi_cover"]
+                                                            .mean()) for d in ("uniform", "active")}},
                "max_abs_diff_vs_finite_mean": worst, "max_abs_diff_vs_difference": worst_difference,
-               "coverage_ppi": {d: float(cells.loc[cells["design"] == d, "ppi_cover"].mean()) for d in ("uniform", "active")},
+               "coverage_ppi": {d: float(metric_cells.loc[metric_cells["design"] == d, "ppi_cover"].mean())
+                                for d in ("uniform", "active")},
                "power_pairs": len(pw), "power_pairs_in_range": len(in_range),
                "power_in_range_within_0.05": int((in_range["gap"].abs() <= 0.05).sum()),
                "power_in_range_within_0.05_over_draws_given": int(
                    ((in_range["realised_given"] - in_range["predicted"]).abs() <= 0.05).sum()),
                "power_mean_abs_gap_in_range": float(in_range["gap"].abs().mean()) if len(in_range) else None,
-               "withheld_share": {d: float(cells.loc[cells["design"] == d, "ppi_withheld"].mean())
+               "withheld_share": {d: float(metric_cells.loc[metric_cells["design"] == d, "ppi_withheld"].mean())
                                   for d in ("uniform", "active")},
-               "too_few_share_active": float(cells.loc[cells["design"] == "active", "ppi_too_few"].mean()),
-               "alike_given_interval_share": float(cells[["ppi_alike_kept", "people_alike_kept"]].to_numpy().mean()),
+               "too_few_share_active": float(metric_cells.loc[metric_cells["design"] == "active", "ppi_too_few"].mean()),
+               "alike_given_interval_share": float(metric_cells[["ppi_alike_kept", "people_alike_kept"]].to_numpy()
+                                                   .mean()),
                "seconds_build": round(built, 1), "seconds_total": round(elapsed, 1),
                "machine": machine(),
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     report = "\n\n".join([
-        f"draws {draws}, seed {args.seed}, {len(groups)} groups, {summary['date']}, {summary['machine']}, {elapsed:.0f} s "
+        f"draws {draws}, seed {args.seed}, {len(groups)} groups (and {len(rater_groups)} with one rater held out), {summary['date']}, {summary['machine']}, {elapsed:.0f} s "
         f"(stores {built:.0f} s); vectorised draws against ppi.finite_mean: largest difference {worst:.2e}",
         "### Coverage of the all-people value (%, over the draws given an interval; target 93-97; bold: outside), "
-        "and the draws withheld (%, no spread)", coverage_table(pool),
-        "### Where coverage leaves the band: the degrees of freedom, and draws withheld", df_table(cells),
+        "and the draws withheld (%, no spread)", coverage_table(metric_pool),
+        "### Where coverage leaves the band: the degrees of freedom, and draws withheld", df_table(metric_cells),
         "### Width and gain (mean PPI++ width over mean people-only width at the same ratings; below 1: narrower)",
-        gain_table(pool),
+        gain_table(metric_pool),
+        f"### A predictor that tracks people: one rater held out ({HELD}, the first score of each response; people "
+        "and truth without it), per dataset and budget (coverage %, width ratios: median over the dimensions, range)",
+        held_out_table(rater_cells, rater_pool),
+        "### One rater held out: coverage per dimension", coverage_table(rater_pool),
+        "### One rater held out: width and gain per dimension", gain_table(rater_pool),
         "### Planner's predicted power against realised power (people only, uniform; a withheld draw counts as "
         "not telling the pair apart)", power_table(pw)])
     print(report)
