@@ -98,7 +98,9 @@ def _tuned_lambda(y: np.ndarray, f: np.ndarray, c: np.ndarray) -> float:
     """The lam minimising sum c (r - r_bar_c)^2 for r = y - lam f: the c-weighted slope of y on f, in [0, 1]."""
     # a predictor constant on the rated units (up to float noise: one F1 of 5/6 stored and recomputed differs in its
     # last bit) says nothing about how people follow it: lam would be noise over noise, so people alone
-    if np.ptp(f) <= 1e-9 * max(1.0, float(np.abs(f).max())):
+    # (only the units with weight count: one drawn with pi = 1 has none, and its f would make a constant look varied)
+    weighed = f[c > 0]
+    if not len(weighed) or np.ptp(weighed) <= 1e-9 * max(1.0, float(np.abs(weighed).max())):
         return 0.0
     fc, yc = f - np.average(f, weights=c), y - np.average(y, weights=c)
     var = float((c * fc * fc).sum())

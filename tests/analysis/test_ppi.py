@@ -158,6 +158,10 @@ def test_a_predictor_constant_on_the_rated_units_gets_no_weight():
     e = ppi.finite_mean([2.0, 1.0, 2.0, 2.0], f, np.linspace(0, 1, 40))
     assert e.lam == 0.0
     assert e.estimate == pytest.approx(ppi.finite_mean([2.0, 1.0, 2.0, 2.0], f, np.linspace(0, 1, 40), lam=0).estimate)
+    # f varies only on a unit drawn for sure (pi = 1, no weight in the variance): still constant where it counts
+    e = ppi.finite_mean([2.0, 1.0, 2.0, 0.0], [5 / 6, 0.8333333333333334, 5 / 6, 0.1], np.linspace(0, 1, 40),
+                        pi=[0.2, 0.2, 0.2, 1.0])
+    assert e.lam == 0.0
 
 
 def test_ratings_all_alike_under_unequal_weights_are_withheld_too():
