@@ -74,6 +74,11 @@ def _plan(con, args) -> int:
         print(line)
         if row["notes"]:
             print(f"    {escaped(row['notes'])}")
+    if got["resampled"] is not None:
+        low, high = got["resampled"]
+        print("  the pilot resampled (200 draws of its units): " + (
+            f"people only would need {low:,.0f} to {high:,.0f} units per system (10th to 90th percentile)"
+            if not (_nan(low) or _nan(high)) else "most resamples reach no plan: the pilot is too small to plan from"))
     if len(got["raters"]) and got["raters"]["units_needed"].notna().all():
         print("\nper number of people rating each unit (units per system, and the ratings they cost):")
         emit(got["raters"], "table")

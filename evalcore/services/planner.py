@@ -64,7 +64,7 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
             ratings = ratings[ratings["model"].isin(models)]
     if task is not None and budget is None and len(ratings):
         budget = int(ratings.groupby("model")["unit"].nunique().min())
-    out = {"question": question, "settles": pd.DataFrame(), "raters": pd.DataFrame()}
+    out = {"question": question, "settles": pd.DataFrame(), "raters": pd.DataFrame(), "resampled": None}
     if question in ("difference", "ranking"):
         spreads, means = _spreads(ratings, sd, rater_sd, models, question)
         rhos = [0.0] + ([_rho(con, dataset, dimension, track, predictor, ratings)] if predictor else [])
@@ -81,6 +81,10 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
             rows.append(_row(got, f"{predictor} calibrated by people" if rho else "people only", rho))
         out["source"] = rows[0]["source"]
         out["raters"] = _by_raters(question, spreads, means, effect, budget)
+        if question == "difference" and len(ratings):   # how much the pilot's own sampling moves the answer
+            a, b = sorted(ratings["model"].unique())[:2]
+            out["resampled"] = planning.resampled_needs(ratings[ratings["model"] == a], ratings[ratings["model"] == b],
+                                                        effect, raters=raters)
     elif question == "correlation":
         if r is None:
             if not (predictor and len(ratings)):

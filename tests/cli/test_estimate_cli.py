@@ -53,6 +53,7 @@ def test_plans_from_assumptions_a_pilot_and_a_task(db, capsys):
     out = capsys.readouterr().out
     assert "spread from pilot: 20 units, 40 ratings" in out and "each rated by 2 people" in out
     assert "F1 calibrated by people: " in out and "with a predictor of correlation" in out
+    assert "the pilot resampled (200 draws of its units): people only would need " in out
     assert main(["plan", "--db", str(db), "--question", "correlation", "--r", "0.3", "--format", "csv"]) == 0
     assert "85" in capsys.readouterr().out
     assert main(["plan", "--db", str(db), "--question", "difference", "--dataset", DATASET, "--dimension", "Q"]) == 1
