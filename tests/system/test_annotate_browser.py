@@ -297,9 +297,18 @@ def test_skip_then_back_in_the_browser_never_exceeds_k(tmp_path, default_store_f
             ann.get_by_role("button", name="Back").click()
             expect(ann.get_by_text(f"Unit {first}", exact=True)).to_be_visible(timeout=30_000)
             settle(ann)
-            ann.locator('[data-testid="stButtonGroup"]').nth(1).locator("button").nth(1).click()
-            settle(ann)
-            expect(ann.get_by_text(f"Unit {first} already has its 1 annotator")).to_be_visible(timeout=30_000)
+            refused = ann.get_by_text(f"Unit {first} already has its 1 annotator")
+            for attempt in range(2):
+                ann.locator('[data-testid="stButtonGroup"]').nth(1).locator("button").nth(1).click()
+                settle(ann)
+                try:
+                    expect(refused).to_be_visible(timeout=30_000)
+                    break
+                except AssertionError:
+                    # on CI's busy cores a click that landed while the page reran was lost once; a person still
+                    # looking at the unit clicks again (never on another unit: that would be a new rating)
+                    if attempt or ann.get_by_text(f"Unit {first}", exact=True).count() == 0:
+                        raise
             assert ann.get_by_text(re.compile(r"Traceback|\.py")).count() == 0
             assert _unit(ann) not in (None, first)
             ann.screenshot(path=str(ARTIFACTS / "annotate-refused-800.png"), full_page=True)
