@@ -59,12 +59,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evalcore.analysis import inclusion, planning, ppi
-from evalcore.analysis.judge_values import human_ratings, scale
-from evalcore.scoring import response_scores, score
-from evalcore.store import connect
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))   # run as a script from a checkout where the package is not installed (CI's venv)
+
+from evalcore.analysis import inclusion, planning, ppi  # noqa: E402
+from evalcore.analysis.judge_values import human_ratings, scale  # noqa: E402
+from evalcore.scoring import response_scores, score  # noqa: E402
+from evalcore.store import connect  # noqa: E402
+
 
 MIN_UNITS = 30          # a group's responses rated by people, at least (MSDE rated 30 per model and track)
 FIXED_BUDGETS = (20, 40, 80)

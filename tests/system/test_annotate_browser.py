@@ -265,6 +265,9 @@ def test_each_unit_opens_at_its_top_at_1400_and_800_px(tmp_path, default_store_f
         server.wait(timeout=30)
 
 
+# alone: beside the other workers' servers and browsers it failed twice in full runs on the slow machine (the rating
+# after Back never reached its page), and passed every time alone, also with every core kept busy (2026-11-28)
+@pytest.mark.serial
 def test_skip_then_back_in_the_browser_never_exceeds_k(tmp_path, default_store_file):
     """K = 1, the issue's UI path: ann answers Info, then Skip (their answer stops counting, the place goes to
     someone else); bo is given the unit and rates it; ann goes Back to it and clicks a rating: one sentence, the
