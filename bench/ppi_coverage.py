@@ -410,6 +410,16 @@ def coverage(groups: list[dict], extremes: dict, draws: int, seed: int) -> tuple
     return pd.DataFrame(rows), worst
 
 
+def head(*columns: str) -> list[str]:
+    """A markdown table's header and separator lines."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def by_draws(frame: pd.DataFrame, column: str, draws: str = "ppi_draws") -> float:
+    """`column` averaged over the frame's groups, each weighted by its draws given an interval."""
+    return float((frame[column] * frame[draws]).sum() / frame[draws].sum())
+
+
 def pooled(cells: pd.DataFrame) -> pd.DataFrame:
     """Per dataset, predictor, dimension, budget and design: the groups' coverage pooled (draws weighted), mean
     widths, the gain (mean PPI width over mean people-only width), and the worst group (coverage farthest from 95%)."""
@@ -417,13 +427,11 @@ def pooled(cells: pd.DataFrame) -> pd.DataFrame:
     keys = ["dataset", "predictor", "dimension", "budget", "design"]
     for key, g in cells.groupby(keys, sort=False):
         far = (g["ppi_cover"] - 0.95).abs().idxmax()
-        w = g["ppi_draws"]
         out.append(dict(zip(keys, key)) | {
             "groups": len(g), "n_range": f"{g['n'].min()}" + (f"-{g['n'].max()}" if g['n'].nunique() > 1 else ""),
             "r_pearson": float(g["r_pearson"].mean()),
-            "ppi_cover": float((g["ppi_cover"] * w).sum() / w.sum()),
-            "people_cover": float((g["people_cover"] * g["people_draws"]).sum() / g["people_draws"].sum()),
-            "ppi_cover_plain_df": float((g["ppi_cover_plain_df"] * w).sum() / w.sum()),
+            "ppi_cover": by_draws(g, "ppi_cover"), "people_cover": by_draws(g, "people_cover", "people_draws"),
+            "ppi_cover_plain_df": by_draws(g, "ppi_cover_plain_df"),
             "ppi_withheld": float(g["ppi_withheld"].mean()), "people_withheld": float(g["people_withheld"].mean()),
             "ppi_too_few": float(g["ppi_too_few"].mean()),
             "ppi_width": float(g["ppi_width"].mean()), "people_width": float(g["people_width"].mean()),
@@ -508,9 +516,9 @@ def coverage_table(pool: pd.DataFrame) -> str:
     wide = pool.pivot_table(index=["dataset", "predictor", "dimension", "budget"], columns="design",
                             values=["ppi_cover", "people_cover", "worst_cover"], aggfunc="first", sort=False)
     worst = pool.set_index(["dataset", "predictor", "dimension", "budget", "design"])
-    lines = ["| dataset | predictor | dimension | budget n | groups | uniform PPI++ | uniform people | uniform withheld | "
-             "active PPI++ | active people | active withheld | worst group, uniform (PPI++) | worst group, active (PPI++) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = head("dataset", "predictor", "dimension", "budget n", "groups", "uniform PPI++", "uniform people",
+                 "uniform withheld", "active PPI++", "active people", "active withheld",
+                 "worst group, uniform (PPI++)", "worst group, active (PPI++)")
     for key, r in wide.iterrows():
         u, a = worst.loc[(*key, "uniform")], worst.loc[(*key, "active")]
         flag = lambda v: f"**{pct(v)}**" if not 93 <= round(100 * v, 1) <= 97 else pct(v)   # noqa: E731
@@ -523,10 +531,10 @@ def coverage_table(pool: pd.DataFrame) -> str:
 
 
 def gain_table(pool: pd.DataFrame) -> str:
-    lines = ["| dataset | predictor | dimension | budget n | r (predictor, people) | mean lam, uniform | people-only "
-             "width, uniform | PPI++ width, uniform | PPI++ / people-only, uniform | people-only width, active | PPI++ "
-             "width, active | PPI++ / people-only, active | active PPI++ / uniform people-only |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = head("dataset", "predictor", "dimension", "budget n", "r (predictor, people)", "mean lam, uniform",
+                 "people-only width, uniform", "PPI++ width, uniform", "PPI++ / people-only, uniform",
+                 "people-only width, active", "PPI++ width, active", "PPI++ / people-only, active",
+                 "active PPI++ / uniform people-only")
     idx = pool.set_index(["dataset", "predictor", "dimension", "budget", "design"])
     for key in dict.fromkeys(tuple(k) for k in pool[["dataset", "predictor", "dimension", "budget"]].to_numpy()):
         u, a = idx.loc[(*key, "uniform")], idx.loc[(*key, "active")]
@@ -541,12 +549,10 @@ def df_table(cells: pd.DataFrame) -> str:
     """Per dataset, budget and design (all dimensions pooled, draws weighted): PPI++ coverage as the store computes it
     (Satterthwaite's degrees of freedom), with n - 1 - tuned degrees of freedom instead, both over the draws given an
     interval, and the share of draws withheld (no spread: every sampled rating alike; groups weighted alike)."""
-    lines = ["| dataset | budget n | design | PPI++ coverage (store) | with n - 1 - tuned df | draws withheld |",
-             "|---|---|---|---|---|---|"]
+    lines = head("dataset", "budget n", "design", "PPI++ coverage (store)", "with n - 1 - tuned df", "draws withheld")
     for (ds, budget, design), g in cells.groupby(["dataset", "budget", "design"], sort=False):
-        w = g["ppi_draws"]
-        mean = lambda col: float((g[col] * w).sum() / w.sum())   # noqa: E731
-        lines.append(f"| {ds} | {budget} | {design} | {pct(mean('ppi_cover'))} | {pct(mean('ppi_cover_plain_df'))} | "
+        lines.append(f"| {ds} | {budget} | {design} | {pct(by_draws(g, 'ppi_cover'))} | "
+                     f"{pct(by_draws(g, 'ppi_cover_plain_df'))} | "
                      f"{pct(float(g['ppi_withheld'].mean()))} |")
     return "\n".join(lines)
 
@@ -560,14 +566,12 @@ def span(values: pd.Series, fmt: str = ".2f") -> str:
 def held_out_table(cells: pd.DataFrame, pool: pd.DataFrame) -> str:
     """Per dataset and budget, the held-out rater's rows in short: coverage pooled over all groups (draws weighted),
     and per dimension r and the width ratios, as the median over the dimensions with their range."""
-    lines = ["| dataset | budget n | dimensions | groups | r (rater, people) | uniform: PPI++ covers | people covers | "
-             "PPI++ / people-only width | active: PPI++ covers | people covers | PPI++ / people-only width | "
-             "active PPI++ / uniform people-only | withheld, uniform / active |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = head("dataset", "budget n", "dimensions", "groups", "r (rater, people)", "uniform: PPI++ covers",
+                 "people covers", "PPI++ / people-only width", "active: PPI++ covers", "people covers",
+                 "PPI++ / people-only width", "active PPI++ / uniform people-only", "withheld, uniform / active")
     for (ds, budget), g in cells.groupby(["dataset", "budget"], sort=False):
         side = {d: g[g["design"] == d] for d in ("uniform", "active")}
-        cover = {(d, k): float((x[f"{k}_cover"] * x[f"{k}_draws"]).sum() / x[f"{k}_draws"].sum())
-                 for d, x in side.items() for k in ("ppi", "people")}
+        cover = {(d, k): by_draws(x, f"{k}_cover", f"{k}_draws") for d, x in side.items() for k in ("ppi", "people")}
         dims = pool[(pool["dataset"] == ds) & (pool["budget"] == budget)].set_index(["dimension", "design"])
         u, a = dims.xs("uniform", level="design"), dims.xs("active", level="design")
         lines.append(f"| {ds} | {budget} ({g['n'].min()}" + (f"-{g['n'].max()}" if g["n"].nunique() > 1 else "")
@@ -582,9 +586,9 @@ def held_out_table(cells: pd.DataFrame, pool: pd.DataFrame) -> str:
 
 
 def power_table(pw: pd.DataFrame) -> str:
-    lines = ["| dataset | budget n | pairs | predicted power in 0.2-0.95 | of them within 0.05 | mean gap (realised - "
-             "predicted) | mean abs gap | largest gap | all pairs: within 0.05 | draws withheld |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = head("dataset", "budget n", "pairs", "predicted power in 0.2-0.95", "of them within 0.05",
+                 "mean gap (realised - predicted)", "mean abs gap", "largest gap", "all pairs: within 0.05",
+                 "draws withheld")
     for (ds, budget), g in pw.groupby(["dataset", "budget"], sort=False):
         r = g[g["in_range"]]
         big = r.loc[r["gap"].abs().idxmax()] if len(r) else None

@@ -24,7 +24,7 @@ def estimate(con, args) -> int:
         return 2
     rows = got["rows"]
     if args.format == "csv":   # one row per model (and track): what the users script against
-        emit(rows.rename(columns={}), "csv")
+        emit(rows, "csv")
         return 0
     if args.format == "json":
         print(json.dumps({k: (json.loads(v.to_json(orient="records")) if isinstance(v, pd.DataFrame) else v)

@@ -20,6 +20,7 @@ from evalcore.pagedata.scope import dataset_scoped
 from evalcore.scoring import response_scores
 from evalcore.services import estimate as estimating
 from evalcore.services import planner
+from evalcore.store import tasks as stored_tasks
 
 RANDOM_BOX = "Imported ratings are a random sample"   # the page's box for --assume-random
 # the CLI's flags in the services' sentences, as the pages name the box that sets each
@@ -216,10 +217,9 @@ def settles(con: duckdb.DuckDBPyConnection, task_id: int) -> dict:
     before any rating), or {'refused': the sentence}. These intervals assume the number of ratings was fixed in
     advance: the page says so beside them."""
     try:
-        got = planner.plan(con, "ranking", task=task_id)
+        rows = planner.settles(con, stored_tasks.get(con, task_id))
     except ValueError as exc:
         return {"refused": page_words(str(exc))}
-    rows = got["settles"]
     if rows.empty:
         return {"rows": rows}
     spec = spec_of(rows["difference"])

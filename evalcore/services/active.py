@@ -21,7 +21,7 @@ from evalcore.analysis.judge_stability import unsampled
 from evalcore.analysis.judge_values import judge_names, judge_values, tracks
 from evalcore.core import names
 from evalcore.metrics.base import Signature
-from evalcore.scoring import response_scores
+from evalcore.services.estimate import per_response
 
 COLUMNS = ["track", "item_id", "model", "value", "answers", "spread"]
 SHOWN = 3   # missing responses named in a refusal
@@ -51,17 +51,11 @@ def predictor(con: duckdb.DuckDBPyConnection, dataset: str, judge: str) -> pd.Da
                              f"({'; '.join(configurations)}): give --judge one of these signatures, so that one "
                              "judge steers the task")
     else:
-        frames, known = [], set(judge_names(con))
-        for track, _ in tracks(con, dataset):
-            scores = response_scores(con, dataset, track)
-            known |= set(scores["metric"])
-            mine = scores[scores["metric"] == judge]
-            if len(mine):
-                frames.append(mine.assign(track=track))
-        if not frames:
-            names.require("judge or metric with per-response values", judge, sorted(known), f"on {dataset}")
+        values, computed = per_response(con, dataset, [t for t, _ in tracks(con, dataset)], judge)
+        if values.empty:
+            names.require("judge or metric with per-response values", judge, sorted(computed | set(judge_names(con))),
+                          f"on {dataset}")
             raise ValueError(f"{judge!r} has no per-response values on {dataset}: score it first")
-        values = pd.concat(frames, ignore_index=True)
     return (values.groupby(["track", "item_id", "model"], sort=True)["value"]
             .agg(value="mean", answers="count", spread="std").reset_index()[COLUMNS])
 

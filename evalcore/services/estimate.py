@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis import ppi
+from evalcore.analysis import judge_values, ppi
 from evalcore.core import names
 from evalcore.scoring import response_scores
 
@@ -47,24 +47,34 @@ class Predictor:
 
 
 def tracks_of(con, dataset: str, track: str | None) -> list[str]:
-    known = [t for (t,) in con.execute("SELECT track FROM tracks WHERE dataset = ? ORDER BY track", [dataset]).fetchall()]
+    known = [t for t, _ in judge_values.tracks(con, dataset)]
     if track is not None:
         names.require("track", track, known)
         return [track]
     return known
 
 
+def per_response(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str],
+                 name: str) -> tuple[pd.DataFrame, set[str]]:
+    """A metric's per-response values on the tracks (track, item_id, model, value; empty when it has none), and
+    every metric with per-response values there (what a refusal can name), from one read of each track."""
+    frames, known = [], set()
+    for t in tracks:
+        values = response_scores(con, dataset, t)
+        known |= set(values["metric"])
+        frames.append(values[values["metric"] == name].assign(track=t))
+    values = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["track", "item_id", "model",
+                                                                                        "value"])
+    return values[["track", "item_id", "model", "value"]], known
+
+
 def predictor(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str], name: str,
               scale: tuple[float | None, float | None]) -> Predictor:
     """The predictor's per-response values on the tracks; refused when it has none, or when a value lies off the
     dimension's scale (a metric on another scale is not a stand-in for this rating)."""
-    frames = []
-    for t in tracks:
-        values = response_scores(con, dataset, t)
-        frames.append(values[values["metric"] == name].assign(track=t))
-    values = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    values, computed = per_response(con, dataset, tracks, name)
     if values.empty:
-        known = sorted({m for t in tracks for m in response_scores(con, dataset, t)["metric"].unique()})
+        known = sorted(computed)
         raise ValueError(f"{name!r} has no per-response values on {dataset}"
                          + (f" ({', '.join(tracks)})" if len(tracks) < 3 else "")
                          + (f"; computed there: {', '.join(known)}" if known else "; score the dataset first "
@@ -76,7 +86,7 @@ def predictor(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str], n
                          f"dimension's scale {lo:g}-{hi:g}: a predictor stands in for a rating on the same scale")
     sigs = con.execute("SELECT DISTINCT signature FROM system_scores WHERE dataset = ? AND name = ? AND origin = "
                        "'computed' AND list_contains(?, track) ORDER BY 1", [dataset, name, tracks]).fetchall()
-    return Predictor(name, " ; ".join(s for (s,) in sigs), values[["track", "item_id", "model", "value"]])
+    return Predictor(name, " ; ".join(s for (s,) in sigs), values)
 
 
 def people(con, dataset: str, tracks: list[str], dimension: str, origin: str | None = None) -> pd.DataFrame:

@@ -104,7 +104,7 @@ def plan(con: duckdb.DuckDBPyConnection | None, question: str, *, dataset: str |
         out["source"] = rows[0]["source"]
     out["rows"] = pd.DataFrame(rows)
     if task is not None and len(ratings):
-        out["settles"] = _settles(con, t, dimension, track)
+        out["settles"] = settles(con, t, dimension, track)
     return out
 
 
@@ -131,13 +131,16 @@ def _row(got: planning.Plan, with_: str, rho: float) -> dict:
     return row
 
 
-def _settles(con, task, dimension: str, track: str | None) -> pd.DataFrame:
+def settles(con, task: stored_tasks.Task, dimension: str | None = None, track: str | None = None) -> pd.DataFrame:
     """Each pair of models: the people's difference so far with its 95% interval, whether it is settled, and the
-    smallest difference these ratings could detect with power 0.8. Each model's mean is its task sample's, weighted
+    smallest difference these ratings could detect with power 0.8 (empty before any rating; `dimension`: the task's
+    first by default). Each model's mean is its task sample's, weighted
     by 1 / inclusion probability as `evalcore estimate` weighs it (an active task's plain mean would lean towards
     the responses it favoured), over the model's responses on each track (tracks combined by their sizes)."""
     tracks = estimating.tracks_of(con, task.dataset, track)
-    rated = estimating.people(con, task.dataset, tracks, dimension, task.origin)
+    rated = estimating.people(con, task.dataset, tracks, dimension or task.dimensions[0].dimension, task.origin)
+    if rated.empty:
+        return pd.DataFrame()
     population = con.execute("""
         SELECT i.track, r.item_id, r.model FROM responses r JOIN items i USING (dataset, item_id)
         WHERE r.dataset = ? AND list_contains(?, i.track)""", [task.dataset, tracks]).df()

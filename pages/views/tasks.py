@@ -110,7 +110,7 @@ def settled_so_far(task) -> None:
             "smallest detectable": st.column_config.NumberColumn(format="%.3f")})
     else:
         st.caption("No ratings yet.")
-    judge = getattr(task, "judge", None)
+    judge = task.judge
     options = [NONE, *data(calibration.predictors, task.dataset)]
     c1, c2 = st.columns(2)
     dim = c1.selectbox("Dimension", [d.dimension for d in task.dimensions], key=f"tk-cal-dim-{task.task_id}")
