@@ -159,7 +159,8 @@ def settles(con, task: stored_tasks.Task, dimension: str | None = None, track: s
         for b in models[i + 1:]:
             d = ppi.difference(est[a], est[b])
             rows.append({"model_a": a, "model_b": b, "difference": d.estimate, "lower": d.lower, "upper": d.upper,
-                         "settled": bool(d.lower > 0 or d.upper < 0),
+                         # unknown, not "no", where either side has no interval (the note says why)
+                         "settled": None if d.reason else bool(d.lower > 0 or d.upper < 0),
                          "detectable": planning.mde(d.se, df=min(est[a].n, est[b].n) - 1) if not d.reason else math.nan,
                          "note": d.reason})
     return pd.DataFrame(rows)

@@ -202,6 +202,10 @@ def test_an_active_task_shows_its_width_beside_uniform_samplings_and_never_says_
     # what the ratings settle: people only, their fixed-size intervals said to be so; nothing says "stop" from them
     settles = frame_with(at, "excludes 0 (fixed size)")
     assert len(settles) == 6   # four models' pairs
+    # a pair whose difference has no interval (a side with no spread) is not "no": its cell stays blank
+    blank = settles["a - b"].isna()
+    assert blank.any() and settles.loc[blank, "excludes 0 (fixed size)"].isna().all()
+    assert set(settles.loc[~blank, "excludes 0 (fixed size)"]) <= {"yes", "no"}
     words = " ".join(shown(at)).replace("\\", "").lower()
     assert "you can stop" not in words and "assume the number of ratings was fixed" in words
     no_markup(at)
