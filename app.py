@@ -61,25 +61,31 @@ if __name__ == "__main__" and not st.runtime.exists():
 
 from evalcore.core import collector
 from evalcore.core.errors import StoreError
+from evalcore.core.i18n import _
 from pages import PAGES
+from pages.kit import lang
 from pages.kit.access import guard_uploads
 from pages.kit.runtime import log_run, read_only_note, release, store_trouble
 
 guard_uploads()   # Streamlit's upload endpoint keeps files only for sessions the write gate admitted (once per process)
-st.set_page_config(page_title="Multi-skill dialogue evaluation", page_icon=":material/forum:", layout="wide")
+lang.choose()   # this run's language, before anything is drawn: the titles, the page and the engine's messages
+st.set_page_config(page_title=_("Multi-skill dialogue evaluation"), page_icon=":material/forum:", layout="wide")
 
-pages = [st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == "") for p in PAGES]
+pages = [st.Page(p.script, title=_(p.title), icon=p.icon, url_path=p.url_path, default=p.url_path == "") for p in PAGES]
 started = time.perf_counter()
 # The pages along the top, not in a sidebar: Streamlit collapses its sidebar only below 768 px, so at 800 px it
 # kept 300 px (37%) and cut the leaderboard after BLEU4, Compare's deltas and the jobs table. Along the top,
 # every page has the window's whole width; a narrow window lists the first pages and the rest under "more".
 page = st.navigation(pages, position="top")
+switch = st.empty()   # the language switch, drawn once the page ran: it shows the language the page chose (a task's)
 try:
     page.run()
     read_only_note()
 except StoreError as exc:  # held by a command longer than a page waits, a full disk, ...: say so, no error page
     store_trouble(exc)
 finally:
+    with switch.container():
+        lang.switch()
     release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it
     log_run(page.url_path, started)
     collector.after_run()  # a server's first runs: what they leave is kept for its life, never scanned again

@@ -89,6 +89,9 @@ def app(p):
     p.add_argument("--processes", type=names.count(1), default=1,
                    help="page-serving processes, on ports PORT, PORT+1, ... (default 1): more than one uses more than "
                         "one core (README, \"More than one page-serving process\")")
+    p.add_argument("--lang", choices=["en", "zh-CN"],
+                   help="the pages' language for a browser set to neither (default: English); each person's browser "
+                        "language comes first, and the switch on every page after it (docs/guide/dashboard.md)")
 
 
 group("import", "import a file; a bad file is refused whole", "kind")

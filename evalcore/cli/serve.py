@@ -23,6 +23,8 @@ STOPS = (signal.SIGINT, signal.SIGTERM)
 
 def app(args) -> int:
     """The dashboard opens the store itself, page by page: not opened here."""
+    if getattr(args, "lang", None):   # the servers' default language (pages/kit/lang.py), in their environment
+        os.environ["EVALCORE_LANG"] = args.lang
     note = capacity_note(args.processes)
     if note:
         print(note, file=sys.stderr, flush=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import streamlit as st
 
+from evalcore.core import i18n
 from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
@@ -23,6 +24,7 @@ from evalcore.pagedata import catalog, scope
 from evalcore.services import jobs
 from evalcore.services.defaults import SLOW, build_default_in_stages
 from evalcore.store import ENV_VAR, Shared, lease, resolve_db_path, someone_waits, stamp
+from pages.kit import lang
 from pages.kit.text import md_escape
 
 _BUILDING: dict = {}  # store path -> the background build thread, while the default store is being built
@@ -128,6 +130,7 @@ def in_fragment(body) -> None:
     StoreError raised there (a click on a full disk, a store another process holds) would be shown as an exception
     with its traceback; here it is shown as app.py shows it (store_trouble), and the run's cursor is given back
     however it ends."""
+    lang.resume()
     try:
         body()
     except StoreError as exc:
@@ -224,6 +227,8 @@ def _cached(memo, fn, args: tuple, kwargs: dict):
     else:
         key = stamp(path)
     view = (name, path, key, tuple(_keyed(a) for a in args), tuple((k, _keyed(v)) for k, v in sorted(kwargs.items())))
+    if memo is _memo:   # a view's sentences are in the language of the run that made them (shared(): data only)
+        view = (*view, i18n.current())
     return _remember(memo(_fn=fn, key=view, _args=args, _kwargs=kwargs), ("view", *view))
 
 

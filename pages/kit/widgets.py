@@ -5,6 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from evalcore.core import i18n
+from evalcore.core.i18n import _
+
 from evalcore.core.export import safe_csv
 from evalcore.pagedata.share import ViewState
 from pages.kit.runtime import data, release
@@ -12,9 +15,32 @@ from pages.kit.text import md_escape, safe_filename
 
 
 def grid(frame, **kwargs) -> None:
-    """st.dataframe as every page shows a table: no index, and a missing value as a blank cell (Streamlit
-    otherwise prints "None")."""
+    """st.dataframe as every page shows a table: no index, a missing value as a blank cell (Streamlit otherwise
+    prints "None"), and its headers in the viewer's language (headers()); the frame keeps its own column names, which
+    a download and a link's sort= use."""
+    kwargs["column_config"] = headers(frame, kwargs.get("column_config"))
     st.dataframe(frame, **{"hide_index": True, "placeholder": "", **kwargs})
+
+
+def headers(frame, config: dict | None) -> dict | None:
+    """A table's column_config with each header (a column's name, or the label a page gave it) through the catalog.
+    Only headers the catalog holds change: a model's name as a header is data and has no entry."""
+    if i18n.current() == i18n.EN:
+        return config
+    config = dict(config or {})
+    for col in getattr(getattr(frame, "data", frame), "columns", ()):
+        name = str(col)
+        entry = config.get(name, config.get(col))
+        if entry is None and (name in config or col in config):
+            continue   # hidden
+        if entry is None:
+            if _(name) != name:
+                config[name] = {"label": _(name)}
+        elif isinstance(entry, str):
+            config[name] = _(entry)
+        elif isinstance(entry, dict):
+            config[name] = {**entry, "label": _(entry.get("label") or name)}
+    return config
 
 
 def select(label: str, options: list[str], value: str | None, key: str, *, empty: str | None = None,

@@ -1,0 +1,62 @@
+"""The viewer's language on every page: their own pick (the switch, kept for the session), else their browser's
+language, else the server's default (`evalcore app --lang`, EVALCORE_LANG), else English. A rating or chat task's
+language stands in for the browser's and the server's on its pages (for_task). The language is the viewer's, never
+the view's: it is not in a page's link, so a shared link opens in its reader's language on the same view."""
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from evalcore.core import i18n
+
+PICKED = "evalcore-lang"   # session state: the language this person picked with the switch
+SHOWN = "evalcore-lang-shown"   # session state: the language this session's last whole page was drawn in (switch)
+
+
+def choose() -> str:
+    """This run's language, set for everything the run calls (i18n.use); app.py calls it before anything is drawn,
+    and a fragment's rerun (which runs without app.py) through runtime.in_fragment."""
+    picked = st.session_state.get(PICKED)
+    if picked:
+        return i18n.use(picked)
+    return i18n.use(browser() or i18n.normal(os.environ.get(i18n.ENV_VAR)))
+
+
+def resume() -> str:
+    """In a fragment's rerun (Streamlit runs it without app.py, on a thread of its own): the language the page
+    around it was drawn in, a task's or a pick included."""
+    return i18n.use(st.session_state.get(SHOWN) or choose())
+
+
+def browser() -> str | None:
+    """The browser's language when it is one of the dashboard's (navigator.language), else None."""
+    try:
+        return i18n.normal(st.context.locale)
+    except Exception:   # no browser behind the run (AppTest)
+        return None
+
+
+def for_task(lang: str | None) -> str:
+    """On a task's pages (Annotate, Chat), the task's language unless this person picked one with the switch: its
+    people read the page in the language of its rubric whatever their browser says."""
+    if st.session_state.get(PICKED) or not lang:
+        return i18n.current()
+    return i18n.use(lang)
+
+
+def switch() -> None:
+    """The switch, at the top right of every page, showing the language the page was drawn in. Its key carries that
+    language, so it is drawn anew with it selected after a pick or a task's language (a keyed control keeps the
+    value it was first given)."""
+    shown = st.session_state[SHOWN] = i18n.current()
+
+    def picked() -> None:
+        value = st.session_state.get(f"lang-switch-{shown}")
+        if value:   # a click on the selected option deselects it: nothing picked
+            st.session_state[PICKED] = value
+
+    with st.container(horizontal=True, horizontal_alignment="right"):
+        st.segmented_control(i18n._("Language"), i18n.LANGS, default=shown, format_func=i18n.NAMES.get,
+                             key=f"lang-switch-{shown}", on_change=picked, label_visibility="collapsed",
+                             width="content")
