@@ -9,6 +9,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+try:
+    from mkdocs.plugins import event_priority
+except ImportError:   # tests/project/test_docs.py reads the cards without MkDocs installed
+    def event_priority(priority):
+        return lambda f: f
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:   # `mkdocs build` from a clone without `pip install -e .`
     sys.path.insert(0, str(ROOT))
@@ -109,9 +115,15 @@ def pages() -> dict[str, str]:
     return out
 
 
-def on_files(files, config):
+@event_priority(-110)   # after mkdocs-static-i18n's (-100), which rebuilds every file from its source path and cannot
+def on_files(files, config):   # take a generated one: the cards join each language's build after it, under its folder
     from mkdocs.structure.files import File
 
+    i18n = config.plugins.get("i18n")
+    lang = getattr(i18n, "current_language", None)
+    prefix = f"{lang}/" if i18n is not None and lang and lang != i18n.default_language else ""
     for src, text in pages().items():
-        files.append(File.generated(config, src, content=text))
+        card_file = File.generated(config, src, content=text)
+        card_file.dest_uri = prefix + card_file.dest_uri   # /zh/metrics/...: the English card in the Chinese site
+        files.append(card_file)
     return files
