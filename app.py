@@ -77,15 +77,13 @@ started = time.perf_counter()
 # kept 300 px (37%) and cut the leaderboard after BLEU4, Compare's deltas and the jobs table. Along the top,
 # every page has the window's whole width; a narrow window lists the first pages and the rest under "more".
 page = st.navigation(pages, position="top")
-switch = st.empty()   # the language switch, drawn once the page ran: it shows the language the page chose (a task's)
 try:
     page.run()
     read_only_note()
 except StoreError as exc:  # held by a command longer than a page waits, a full disk, ...: say so, no error page
     store_trouble(exc)
 finally:
-    with switch.container():
-        lang.switch()
+    lang.switch()   # beside the title, once the page chose its language (a task's on Annotate and Chat)
     release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it
     log_run(page.url_path, started)
     collector.after_run()  # a server's first runs: what they leave is kept for its life, never scanned again

@@ -35,6 +35,7 @@ from evalcore.cli.commands import (
     written_text,
 )
 from evalcore.core import names, urls
+from evalcore.core.i18n import LANGS
 from evalcore.core.options import (
     GENERATION_CONCURRENCY,
     GENERATION_KEY_ENV,
@@ -422,6 +423,8 @@ def chat_create(p):
     p.add_argument("--simulators", metavar="S1,S2", help="registered simulators (`evalcore simulator list`) that also "
                    "hold K conversations per scenario and endpoint, run by `evalcore chat simulate TASK`")
     p.add_argument("--no-people", action="store_true", help="only the simulators hold conversations (with --simulators)")
+    p.add_argument("--lang", choices=LANGS, help="the task's language: its people's pages, dimension definitions "
+                   "and flags, whatever their browser says (default: the dataset's: zh-CN for Chinese, else en)")
 
 
 @command("chat list", "every chat task with its conversations' states", "chats:listing", READS)
@@ -564,6 +567,8 @@ def task_create(p):
     p.add_argument("--level", choices=TASK_LEVELS, default=TASK_LEVELS[0],
                    help="response: one response per unit; dialogue: a whole conversation one model held (a chat "
                         "task's), and with --mode pairwise two of them on one scenario (ACUTE-Eval's questions)")
+    p.add_argument("--lang", choices=LANGS, help="the task's language: its annotators' pages, dimension definitions "
+                   "and questions, whatever their browser says (default: the dataset's: zh-CN for Chinese, else en)")
 
 
 @command("task list", "every task with its progress", "tasks:listing", READS)
@@ -603,6 +608,20 @@ def task_annotators(p):
 def task_reset_key(p):
     p.add_argument("annotator", help="their name (compared ignoring case and width)")
     db(p)
+
+
+group("dimension", "what people rating a dataset's dimensions read: describe", "action")
+
+
+@command("dimension describe", "set a dimension's definition in one language: new tasks in that language show it to "
+         "their people (tasks made before keep theirs)", "dimensions:describe", WRITES)
+def dimension_describe(p):
+    p.add_argument("text", help="the definition, as people rating the dimension read "
+                   "it")
+    on_dataset(p, track=False)
+    p.add_argument("--dimension", required=True, help="a dimension of the dataset, or one of MSDE's (Info, Coh, Know, "
+                   "Rec)")
+    p.add_argument("--lang", required=True, choices=LANGS, help="the language the text is in")
 
 
 @command("bt", "Bradley-Terry ratings (Elo scale) from pairwise votes, with bootstrap intervals", "analysis:bt", READS)

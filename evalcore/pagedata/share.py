@@ -18,13 +18,18 @@ from dataclasses import dataclass, field
 from typing import Collection, Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
-# What a parameter is called in a notice, where its name in the URL is short or internal.
-LABELS = {"dim": "human dimension", "dims": "human dimensions", "a": "model (a)", "b": "model (b)",
-          "rank_by": "column to rank by", "across_by": "column to rank across skills by"}
+from evalcore.core.i18n import N_, _
+
+# What a parameter is called in a notice, where its name in the URL is short or internal (in the viewer's language
+# where the catalog has it: the URL's own names are English ids, N_ below).
+LABELS = {"dim": N_("human dimension"), "dims": N_("human dimensions"), "a": N_("model (a)"), "b": N_("model (b)"),
+          "rank_by": N_("column to rank by"), "across_by": N_("column to rank across skills by")}
+NAMED = (N_("dataset"), N_("track"), N_("level"), N_("origin"), N_("metric"), N_("metrics"), N_("model"),
+         N_("models"), N_("flavor"), N_("sort"), N_("order"), N_("item"), N_("task"), N_("dimension"), N_("skill"))
 
 
 def label(name: str) -> str:
-    return LABELS.get(name, name)
+    return _(LABELS.get(name, name))
 
 
 @dataclass
@@ -64,13 +69,15 @@ class ViewState:
         else:
             value = fallback
             if self.from_link:   # after the user's own change upstream, an inapplicable value falls back quietly
-                if known is not None:
-                    what = (f"'{raw}' {unavailable}" if unavailable and raw in known
-                            else f"'{raw}' is not a known {label(name)}")
+                # `unavailable` is a page's predicate ("is not scored on this dataset"), in the viewer's language
+                if known is not None and unavailable and raw in known:
+                    what = _("'{value}' {unavailable}").format(value=raw, unavailable=unavailable)
+                elif known is None and unavailable:
+                    what = _("{name} '{value}' {unavailable}").format(name=label(name), value=raw, unavailable=unavailable)
                 else:
-                    what = (f"{label(name)} '{raw}' {unavailable}" if unavailable
-                            else f"'{raw}' is not a known {label(name)}")
-                self.notices.append(f"{what}; showing {fallback!r} instead." if fallback is not None else f"{what}.")
+                    what = _("'{value}' is not a known {name}").format(value=raw, name=label(name))
+                self.notices.append(_("{what}; showing {fallback} instead.").format(what=what, fallback=repr(fallback))
+                                    if fallback is not None else _("{what}.").format(what=what))
         if value is not None:
             self.values[name] = value
         return value
@@ -91,12 +98,16 @@ class ViewState:
             if not self.from_link:   # chosen by the user, not offered after their own change upstream: said once
                 gone = absent + unknown
                 if gone:
-                    self.notes.append(f"Not offered here, so left out of {label(name)}: {', '.join(gone)}"
-                                      + ("; showing the default instead." if not chosen else "."))
+                    self.notes.append((_("Not offered here, so left out of {name}: {values}; showing the default "
+                                         "instead.") if not chosen else
+                                       _("Not offered here, so left out of {name}: {values}.")).format(
+                        name=label(name), values=", ".join(gone)))
             else:
-                self.notices += [f"'{v}' {unavailable}; left out." for v in absent]
+                self.notices += [_("'{value}' {unavailable}; left out.").format(value=v, unavailable=unavailable)
+                                 for v in absent]
                 if unknown:
-                    self.notices.append(f"unknown {label(name)} ignored: {', '.join(unknown)}")
+                    self.notices.append(_("unknown {name} ignored: {values}").format(name=label(name),
+                                                                                      values=", ".join(unknown)))
             if not chosen:
                 chosen = [o for o in (default if default is not None else options) if o in options]
         self.values[name] = chosen
@@ -112,11 +123,13 @@ class ViewState:
         try:
             value = float(raw) if raw is not None else default
         except ValueError:
-            self.notices.append(f"'{raw}' is not a number for {label(name)}; using {default:g}.")
+            self.notices.append(_("'{value}' is not a number for {name}; using {default}.").format(
+                value=raw, name=label(name), default=f"{default:g}"))
             value = default
         if not lo <= value <= hi:
             if self.from_link:   # a range the user's own change upstream moved: quietly the default
-                self.notices.append(f"{label(name)} must lie in {lo:g}..{hi:g}; using {default:g}.")
+                self.notices.append(_("{name} must lie in {lo}..{hi}; using {default}.").format(
+                    name=label(name), lo=f"{lo:g}", hi=f"{hi:g}", default=f"{default:g}"))
             value = default
         self.values[name] = f"{value:g}"
         return value

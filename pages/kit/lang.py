@@ -5,12 +5,14 @@ the view's: it is not in a page's link, so a shared link opens in its reader's l
 from __future__ import annotations
 
 import os
+import threading
 
 import streamlit as st
 
 from evalcore.core import i18n
 
 PICKED = "evalcore-lang"   # session state: the language this person picked with the switch
+_RUN = threading.local()   # this run's place for the switch (place), beside the page's title
 SHOWN = "evalcore-lang-shown"   # session state: the language this session's last whole page was drawn in (switch)
 
 
@@ -45,18 +47,25 @@ def for_task(lang: str | None) -> str:
     return i18n.use(lang)
 
 
+def place(slot) -> None:
+    """Where this run's switch goes (an st.empty() beside the title: state.title_row)."""
+    _RUN.slot = slot
+
+
 def switch() -> None:
-    """The switch, at the top right of every page, showing the language the page was drawn in. Its key carries that
-    language, so it is drawn anew with it selected after a pick or a task's language (a keyed control keeps the
-    value it was first given)."""
+    """The switch, in the place the page's title row kept for it (app.py calls this once the page ran, however it
+    ended), showing the language the page was drawn in. Its key carries that language, so it is drawn anew with it
+    selected after a pick or a task's language (a keyed control keeps the value it was first given)."""
+    slot = getattr(_RUN, "slot", None)
+    _RUN.slot = None
     shown = st.session_state[SHOWN] = i18n.current()
+    if slot is None:   # a page that ended before its title
+        return
 
     def picked() -> None:
         value = st.session_state.get(f"lang-switch-{shown}")
         if value:   # a click on the selected option deselects it: nothing picked
             st.session_state[PICKED] = value
 
-    with st.container(horizontal=True, horizontal_alignment="right"):
-        st.segmented_control(i18n._("Language"), i18n.LANGS, default=shown, format_func=i18n.NAMES.get,
-                             key=f"lang-switch-{shown}", on_change=picked, label_visibility="collapsed",
-                             width="content")
+    slot.segmented_control(i18n._("Language"), i18n.LANGS, default=shown, format_func=i18n.NAMES.get,
+                           key=f"lang-switch-{shown}", on_change=picked, label_visibility="collapsed")

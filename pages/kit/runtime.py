@@ -16,6 +16,7 @@ import duckdb
 import streamlit as st
 
 from evalcore.core import i18n
+from evalcore.core.i18n import _
 from evalcore.core.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from evalcore.core.malloc import tune
 from evalcore.core.threads import one_blas_thread
@@ -32,7 +33,7 @@ _RUN = threading.local()  # this script run's connection (each run has its own t
 PAGE_WAIT = 30.0  # seconds a page waits for a store a command is writing to (a busy notice after that)
 
 
-@st.cache_resource(show_spinner="Opening the store (building it from data/ on first run)...")
+@st.cache_resource(show_spinner=False)
 def prepared(path: str, build_default: bool) -> bool:
     """Once per store file and process: migrate it and, for the default store, build it from data/
     (the quick datasets before the first page draws, demo-zh in the background), and start the check
@@ -63,8 +64,8 @@ def building() -> set[str]:
 def building_note() -> None:
     """A notice while the default store's slow datasets are still being built in the background."""
     if building():
-        st.info("Building the embedded demo-zh dataset in the background (about 10 seconds on first run); "
-                "reload the page to see it.", icon=":material/hourglass_empty:")
+        st.info(_("Building the embedded demo-zh dataset in the background (about 10 seconds on first run); "
+                  "reload the page to see it."), icon=":material/hourglass_empty:")
 
 
 class _OnFirstUse:
@@ -98,7 +99,8 @@ def cursor() -> duckdb.DuckDBPyConnection:
     opened as it is, empty or not."""
     ready = (str(resolve_db_path()), not os.environ.get(ENV_VAR))
     if ready not in _READY:   # once per store and process, as prepared() itself: its cache's lookup (the key hashed,
-        prepared(*ready)      # its lock) on each of a page's 15-30 views was 5 ms of the Leaderboard's warm run
+        with st.spinner(_("Opening the store (building it from data/ on first run)...")):   # its lock) on each of
+            prepared(*ready)   # a page's 15-30 views was 5 ms of the Leaderboard's warm run
         _READY.add(ready)
     return _OnFirstUse()  # type: ignore[return-value]
 
@@ -121,8 +123,8 @@ def store_trouble(exc: StoreError) -> None:
     if isinstance(exc, ReadOnlyStore):
         st.info(text[:1].upper() + text[1:], icon=":material/lock:")
         return
-    st.warning(f"The store cannot be used right now: {text}", icon=":material/hourglass_empty:")
-    st.button("Try again", key="store-busy-retry")
+    st.warning(_("The store cannot be used right now: {reason}").format(reason=text), icon=":material/hourglass_empty:")
+    st.button(_("Try again"), key="store-busy-retry")
 
 
 def in_fragment(body) -> None:
@@ -144,8 +146,8 @@ def read_only_note() -> None:
     be written): what that means for a visitor."""
     shared = Shared.of(str(resolve_db_path()))
     if shared.read_only:
-        st.sidebar.caption("This server serves its store read-only (its file system cannot be written): pages show "
-                           "what it holds; uploads, scoring and answers to rating tasks are refused.")
+        st.sidebar.caption(_("This server serves its store read-only (its file system cannot be written): pages show "
+                             "what it holds; uploads, scoring and answers to rating tasks are refused."))
 
 
 def log_run(page: str, started: float) -> None:
@@ -178,7 +180,7 @@ _MADE: dict[int, tuple] = {}   # id(value) -> (a weak reference to it, the key o
 def _remember(value, key: tuple):
     """Note which view made `value` (a frame or series data() or shared() returned), while it lives."""
     try:
-        ref = weakref.ref(value, lambda _, i=id(value): _MADE.pop(i, None))
+        ref = weakref.ref(value, lambda gone, i=id(value): _MADE.pop(i, None))
     except TypeError:   # a tuple, a list, a number: hashed as it is when passed on
         return value
     _MADE[id(value)] = (ref, key)
@@ -265,7 +267,7 @@ def dataset_part(part, path: str, dataset: str):
 
 def _make(part, key: tuple, wait: float):
     """Make a part and keep it, waiting up to `wait` s for the store (StoreError after that)."""
-    _, path, dataset = key
+    __, path, dataset = key
     if wait == 0 and someone_waits(Path(path)):   # another process waits for the file: not another cursor now
         raise StoreError(f"{path} is wanted by another process")
     now = stamp(path, dataset)   # read first: a change while it is made is seen by the next run

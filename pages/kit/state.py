@@ -10,10 +10,13 @@ from urllib.parse import urlsplit
 import duckdb
 import streamlit as st
 
+from evalcore.core import i18n
+from evalcore.core.i18n import _
 from evalcore.pagedata import catalog
 from evalcore.pagedata.openings import opening
 from evalcore.pagedata.share import ViewState, link, to_query
 from evalcore.services import report
+from pages.kit import lang
 from pages.kit.runtime import building, building_note, cursor, data
 from pages.kit.text import md_escape, safe_filename
 from pages.kit.widgets import deferred, select
@@ -24,11 +27,9 @@ _RUN = threading.local()  # this script run's link box, notice box and view stat
 def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     """Every page's opening: title (with the "Link to this view" button beside it, filled by publish()), a cursor
     on the store, and the URL's view state; stops on an empty store."""
-    head, link_box = st.columns([3, 1], vertical_alignment="center")
-    head.title(title)
     # The link sits beside the title, not in a sidebar: the navigation is a bar along the top (app.py), so at
     # 800 px the page has the whole width (a sidebar took 300 px of it and cut tables and definitions).
-    _RUN.link = link_box.popover("Link to this view", icon=":material/link:")
+    _RUN.link = title_row(title).popover(_("Link to this view"), icon=":material/link:")
     # Notices about the URL's values (publish() draws them once the page knows them) go right under the
     # title, where a reader looks first, not under the charts.
     _RUN.notices = st.container()
@@ -38,6 +39,16 @@ def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     building_note()
     _RUN.view = view_state()
     return con, _RUN.view
+
+
+def title_row(title: str):
+    """A page's title with, at its right, a row for the page's buttons (returned) ending in the language switch's
+    place (lang.place: app.py draws the switch there once the page has chosen its language)."""
+    head, right = st.columns([3, 2], vertical_alignment="center")
+    head.title(title)
+    buttons = right.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center")
+    lang.place(buttons.empty())
+    return buttons
 
 
 def pick_track(con, vs: ViewState, prefix: str, *, skills: bool, shows=None,
@@ -58,9 +69,9 @@ def pick_track(con, vs: ViewState, prefix: str, *, skills: bool, shows=None,
     # Dataset, track and one control of the page's: at 800 px (sidebar open) a quarter of the row cut the
     # dataset's name to "demc"
     cols = st.columns([2, 3, 2])
-    label = "Track (or all tracks of a skill)" if skills else "Track"
+    label = _("Track (or all tracks of a skill)") if skills else _("Track")
     with cols[0]:
-        dataset = select("Dataset", datasets, dataset, key=f"{prefix}-dataset")
+        dataset = select(_("Dataset"), datasets, dataset, key=f"{prefix}-dataset")
     with cols[1]:
         track = select(label, data(catalog.track_options, dataset, skills=skills), track, key=f"{prefix}-track-{dataset}")
     remember(dataset, track)
@@ -81,7 +92,7 @@ def level_and_origin(vs: ViewState, dataset: str, pairs: list[tuple[str, str]],
                      default: tuple[str | None, str | None] = (None, None)) -> tuple[list[str], str, str]:
     """(levels offered, level, origin) from the URL, offering only the (level, origin) pairs with data
     for the dataset: a stale value moves to `default` (else the first valid one) with a notice."""
-    levels = list(dict.fromkeys(lv for lv, _ in pairs))
+    levels = list(dict.fromkeys(lv for lv, __ in pairs))
     level = vs.one("level", levels, default[0] if default[0] in levels else levels[0],
                    unavailable=f"has nothing to correlate in {dataset}")
     origins = origins_at(pairs, level)
@@ -127,17 +138,17 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
     with where if where is not None else st.container():
         # Plain text: not st.code (which loads a 1.5 MB highlighter on every page), not markdown (the
         # link's host comes from the request, so it is text like any other).
-        st.caption("Link to exactly this view: copy it from here or from the address bar")
+        st.caption(_("Link to exactly this view: copy it from here or from the address bar"))
         st.text(link(base_url(), page, values))
         dataset = values.get("dataset")
         if dataset:
             # made only when clicked (seconds: every view's tables and bootstraps), as `evalcore report` makes it
-            st.download_button("Offline report (HTML)", deferred(report.build, dataset),
+            st.download_button(_("Offline report (HTML)"), deferred(report.build, dataset),
                                file_name=f"{safe_filename(f'report-{dataset}')}.html", mime="text/html",
                                key="offline-report", icon=":material/download:",
-                               help="One HTML file of this dataset's trust, leaderboard, correlation and human-rating "
-                                    "views, with signatures, definitions and a data checksum: it opens from disk, "
-                                    "with no server and no network")
+                               help=_("One HTML file of this dataset's trust, leaderboard, correlation and "
+                                      "human-rating views, with signatures, definitions and a data checksum: it opens "
+                                      "from disk, with no server and no network"))
 
 
 def choose_many(vs: ViewState, values: dict, name: str, label: str, options: list[str],
@@ -174,6 +185,6 @@ def empty_store() -> bool:
     """True (with a notice saying what to do) when the store holds no track yet."""
     if data(catalog.track_count):
         return False
-    st.info("This store is empty. Build the embedded default with `evalcore init` or import your "
-            "own data (see the README), then reload.")
+    st.info(_("This store is empty. Build the embedded default with `evalcore init` or import your "
+              "own data (see the README), then reload."))
     return True

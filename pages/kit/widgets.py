@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.core import i18n
-from evalcore.core.i18n import _
+from evalcore.core.i18n import N_, _
 
 from evalcore.core.export import safe_csv
 from evalcore.pagedata.share import ViewState
@@ -48,7 +48,7 @@ def select(label: str, options: list[str], value: str | None, key: str, *, empty
     """A select box on `options` starting at `value`; with no options, a caption saying why (`empty`)
     instead of a disabled box, and None."""
     if not options:
-        st.caption(md_escape(f"{label}: {empty or 'nothing to choose from here.'}"))
+        st.caption(md_escape(_("{label}: {why}").format(label=label, why=empty or _("nothing to choose from here."))))
         return None
     return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key, **kwargs)
 
@@ -61,23 +61,26 @@ def expander(vs: ViewState, values: dict, key: str, label: str):
     return box
 
 
+HEADERS = (N_("(as listed)"), N_("ascending"), N_("descending"))   # the sort control's options, shown translated
+
+
 def sort_table(vs: ViewState, values: dict, frame: pd.DataFrame, key: str, *, default: str | None = None,
                descending: bool = False, columns: list[str] | None = None) -> pd.DataFrame:
     """The page's main table sorted by a column picked here, kept in the link (sort=, order=). A click
     on a grid's header sorts only that browser's copy, which no link can carry; this control can.
     `default` None keeps the table's own order until a column is picked."""
     columns = [c for c in (columns or list(frame.columns)) if c in frame.columns]
-    keep = "(as listed)"
+    keep = "(as listed)"   # an option's id (in the link as sort=); shown in the viewer's language
     options = ([] if default in columns else [keep]) + columns
     col = vs.one("sort", options, default if default in columns else keep)
     order = vs.one("order", ["ascending", "descending"], "descending" if descending else "ascending")
-    c1, c2, _ = st.columns([3, 4, 2])  # room for "descending" in a narrow window
+    c1, c2, __ = st.columns([3, 4, 2])  # room for "descending" in a narrow window
     with c1:
-        col = select("Sort by", options, col, key=f"sort-{key}",
-                     help="Kept in the page's link; a click on a column header sorts only your own screen.")
+        col = select(_("Sort by"), options, col, key=f"sort-{key}", format_func=_,
+                     help=_("Kept in the page's link; a click on a column header sorts only your own screen."))
     with c2:
-        order = st.segmented_control("Order", ["ascending", "descending"], default=order, key=f"order-{key}",
-                                     disabled=col == keep) or order
+        order = st.segmented_control(_("Order"), ["ascending", "descending"], default=order, key=f"order-{key}",
+                                     format_func=_, disabled=col == keep) or order
     values.update(sort=None if col in (keep, default) else col,
                   order=None if col == keep or order == ("descending" if descending else "ascending") else order)
     if col == keep:
@@ -95,7 +98,10 @@ def deferred(fn, *args, **kwargs):
     of its own): data(fn, ...), then that thread's lease on the store given back. The Upload page's template
     of every track is 44 MB of CSV for 100,000 items; made on every run, it took 3.4 s of the page's first
     view on a 1M-response store, and it went to every viewer's browser whether clicked or not."""
+    lang = i18n.current()   # the click's thread is not the page's: made in the language the page was drawn in
+
     def make():
+        i18n.use(lang)
         try:
             return data(fn, *args, **kwargs)
         finally:
@@ -106,7 +112,7 @@ def deferred(fn, *args, **kwargs):
 DEFERRED_ROWS = 2_000
 
 
-def download(frame: pd.DataFrame, name: str, label: str = "Download CSV", complete=None) -> None:
+def download(frame: pd.DataFrame, name: str, label: str | None = None, complete=None) -> None:
     """A CSV download button; `name` may hold user text (dataset, track, model): the file name is made safe,
     and so are the cells (evalcore.core.export.safe_csv: a text cell that would start a formula gets a quote).
     A table over DEFERRED_ROWS rows is made into CSV when the button is clicked: made on every run, the
@@ -116,5 +122,5 @@ def download(frame: pd.DataFrame, name: str, label: str = "Download CSV", comple
     columns a page left out of its sorting, added then)."""
     whole = complete or (lambda f: f)
     contents = (lambda: safe_csv(whole(frame))) if len(frame) > DEFERRED_ROWS else safe_csv(whole(frame))
-    st.download_button(label, contents, file_name=f"{safe_filename(name)}.csv",
+    st.download_button(label or _("Download CSV"), contents, file_name=f"{safe_filename(name)}.csv",
                        mime="text/csv", key=f"dl-{name}")
