@@ -1,7 +1,7 @@
 """Benchmark: how long each dashboard page takes to draw in a real browser (headless Chromium).
 
     python bench/browser.py [--db PATH] [--runs 5] [--pages a,b,c] [--port P] [--cold] [--fresh] [--check-empty] [--out F]
-                            [--width 1400] [--baseline] [--floor] [--screenshots DIR]
+                            [--width 1400] [--baseline] [--floor] [--screenshots DIR] [--locale en-US]
 
 Without --db, builds a store with `python -m evalcore init` (timed: "store build"). Starts
 `python app.py` (streamlit run) on that store and waits for /_stcore/health. Pages are the url_path="..."
@@ -24,6 +24,8 @@ A "Page not found" dialog (which `streamlit run` shows on a first deep link; `py
 never counted as drawn. --check-empty also records the text of every stAlert on the page (after the
 last timed load has drawn and the script has finished, at most 15 s more) to spot pages that open empty.
 
+--locale TAG sets the browser's language (navigator.language; default en-US): zh-CN draws every page in Chinese, as a
+person whose browser is set to Chinese sees it; the bare app and the floor are drawn in the same browser.
 --width W sets the browser viewport's width (default 1400; height 1000, or 900 when --width is given).
 --baseline also starts bench/bare_app.py (a title and one 10x3 st.dataframe) with `streamlit run` on
 another free port, loads it in every round right after the pages (same fresh context, same "drawn"
@@ -140,6 +142,7 @@ class Server:
 
 
 VIEWPORT = {"width": 1400, "height": 1000}
+LOCALE = {"locale": "en-US"}   # the browser's language (--locale): the dashboard draws its pages in it
 
 
 class BareServer(Server):
@@ -169,7 +172,7 @@ def screenshot(browser, url: str, path: Path) -> str:
     """A PNG of the whole page at the viewport width; returns what was drawn first."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    context = browser.new_context(viewport=dict(VIEWPORT))
+    context = browser.new_context(viewport=dict(VIEWPORT), **LOCALE)
     page = context.new_page()
     try:
         page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
@@ -203,7 +206,7 @@ def load(browser, url: str, check_empty: bool = False, context=None) -> tuple[fl
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     own = context is None
-    context = context or browser.new_context(viewport=dict(VIEWPORT))
+    context = context or browser.new_context(viewport=dict(VIEWPORT), **LOCALE)
     page = context.new_page()
     try:
         start = time.perf_counter()
@@ -257,7 +260,10 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="with --baseline: also time each page's floor (bench/floor_app.py) in the same rounds")
     parser.add_argument("--screenshots", metavar="DIR", help="after the timed loads, a full-page PNG per page here")
+    parser.add_argument("--locale", default="en-US",
+                        help="the browser's language (default en-US; zh-CN draws the dashboard in Chinese)")
     args = parser.parse_args()
+    LOCALE["locale"] = args.locale
 
     if args.width:
         VIEWPORT.update(width=args.width, height=900)
