@@ -32,7 +32,7 @@ def create(con, args) -> None:
                                   n_scenarios=args.scenarios, seed=args.seed, dimensions=_split(args.dimensions),
                                   flags=_split(args.flags), guidelines=guidelines, name=args.name,
                                   review=not args.no_review, target=args.target, created_by=history.current_user(),
-                                  simulators=_split(args.simulators), people=not args.no_people)
+                                  simulators=_split(args.simulators), people=not args.no_people, lang=args.lang)
     task = stored.get(con, task_id)
     n = len(stored.conversations(con, task_id))
     print(task_id)

@@ -24,7 +24,7 @@ def create(con, args) -> int | None:
                                 items=args.items, per_item=args.per_item, tracks=split(args.tracks),
                                 models=split(args.models), seed=args.seed, name=args.name, sampling=args.sampling,
                                 ties=not args.no_ties, guidelines=args.guidelines, created_by=history.current_user(),
-                                level=args.level, judge=args.judge)
+                                level=args.level, judge=args.judge, lang=args.lang)
     task = stored.get(con, task_id)
     n_units = len(stored.units(con, task_id))
     print(task_id)

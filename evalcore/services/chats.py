@@ -21,11 +21,12 @@ from evalcore import __version__
 from evalcore.analysis.trust_levels import choices as trust_choices
 from evalcore.core import names
 from evalcore.core.chat import Reply, Stream
+from evalcore.core.i18n import ZH
 from evalcore.generation.templates import resolve
 from evalcore.ingest.lookup import dataset_language
 from evalcore.metrics.registry import METRICS
 from evalcore.services import jobs
-from evalcore.services.tasks import dimension_specs
+from evalcore.services.tasks import dimension_specs, language_of
 from evalcore.store import chats as stored
 from evalcore.simulation.templates import resolve as user_template
 from evalcore.store.endpoints import get as get_endpoint
@@ -40,6 +41,11 @@ DIMENSIONS_BY_SKILL = {   # MSDE §3.2 rates Know on knowledge dialogues and Rec
 }
 DEFAULT_DIMENSIONS = ["Info", "Coh"]
 DEFAULT_FLAGS = ["contradiction", "wrong knowledge", "repetition", "off topic"]   # ParlAI model_chat's kind of checks
+# The default flags as a person of a zh-CN task reads them (the stored flag stays its English id: exports, ratings
+# and the results name it so). Translated by the project's developers with a language model and checked by a
+# back-translation (docs/guide/languages.md); a lab's own flags are shown as the lab wrote them.
+FLAG_LABELS = {ZH: {"contradiction": "自相矛盾", "wrong knowledge": "知识错误", "repetition": "重复",
+                    "off topic": "偏离话题"}}
 DEFAULT_SCENARIOS = 10
 
 
@@ -119,20 +125,23 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
                 per_scenario: int = 1, max_rounds: int = 10, n_scenarios: int | None = DEFAULT_SCENARIOS, seed: int = 0,
                 dimensions: list[str] | None = None, flags: list[str] | None = None, guidelines: str = "",
                 name: str | None = None, review: bool = True, target: str | None = None,
-                created_by: str | None = None, simulators: list[str] | None = None, people: bool = True) -> int:
+                created_by: str | None = None, simulators: list[str] | None = None, people: bool = True,
+                lang: str | None = None) -> int:
     """Draw the scenarios and store the task; its id. Its sizes are checked first (stored.check_bounds, the bounds
-    the page's controls stop at), before anything is drawn."""
+    the page's controls stop at), before anything is drawn. `lang`: the task's language, zh-CN or en (default: its
+    dataset's, services.tasks.task_language): its people see its pages, dimension definitions and flags in it."""
     stored.check_bounds(n_scenarios=n_scenarios, per_scenario=per_scenario, max_rounds=max_rounds)
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     skill = track_skill(con, dataset, track)
     language, _ = dataset_language(con, dataset)
+    lang = language_of(con, dataset, lang)
     for e in endpoints:
         get_endpoint(con, e)
     for sim in simulators or []:
         get_simulator(con, sim)
     wanted = dimensions or DIMENSIONS_BY_SKILL.get(skill or "", DEFAULT_DIMENSIONS)
     specs = [Dimension(d.dimension, d.min, d.max, d.description, d.question)
-             for d in dimension_specs(con, dataset, wanted)]
+             for d in dimension_specs(con, dataset, wanted, lang=lang)]
     chosen = scenarios(con, dataset, track, n_scenarios, seed)
     target = (target or "").strip() or None
     if target and con.execute("SELECT count(*) FROM datasets WHERE dataset = ?", [target]).fetchall()[0][0] and not \
@@ -147,7 +156,12 @@ def create_chat(con: duckdb.DuckDBPyConnection, *, dataset: str, track: str, end
                          flags=DEFAULT_FLAGS if flags is None else flags, scenarios=chosen, guidelines=guidelines,
                          seed=seed, review=review, created_by=created_by or current_user(),
                          simulators=(lambda task_id: simulator_settings(con, task_id, simulators, skill, language))
-                         if simulators else None, people=people)
+                         if simulators else None, people=people, lang=lang)
+
+
+def flag_label(task: stored.ChatTask, flag: str) -> str:
+    """A flag as the task's people read it: a default flag in the task's language, a lab's own as it was written."""
+    return FLAG_LABELS.get(task.lang, {}).get(flag, flag)
 
 
 def blind_label(task: stored.ChatTask) -> str:

@@ -35,11 +35,14 @@ from evalcore.analysis.agreement import agreement, agreement_of, vote_agreement
 from evalcore.analysis.ties import snapped
 from evalcore.analysis.trust import VERDICT_N
 from evalcore.core import names
+from evalcore.core.i18n import EN, ZH
+from evalcore.core.text import bad_character
 from evalcore.metrics.judge.prompts import RUBRICS
 from evalcore.scoring import response_scores
 from evalcore.services import active
 from evalcore.store import tasks as stored
 from evalcore.store.tasks import SAMPLINGS, Dimension
+from evalcore.store.transactions import bump_revision, transaction
 
 QUESTIONS = {"Info": "Which response is more informative?", "Coh": "Which response is more coherent?",
              "Know": "Which response uses its knowledge more correctly?",
@@ -57,31 +60,118 @@ ACUTE = {"Engagingness": "Who would you prefer to talk to for a long conversatio
          "Know": "If you had to say that one speaker is more knowledgeable and one is more ignorant, who is more "
                  "knowledgeable?",
          "Rec": "Whose recommendation would the user in this conversation rather take?"}
+OTHER = "Which response is better on {name}?"   # a dimension with no question of its own
+# The same questions in Chinese, for a task made in zh-CN: translated by the project's developers with a language
+# model and checked by translating them back into English in a separate pass (docs/guide/languages.md shows the
+# source, the Chinese and the back-translation); no native-speaking annotator has reviewed them yet.
+QUESTIONS_ZH = {"Info": "哪条回复的信息更丰富？", "Coh": "哪条回复更连贯？", "Know": "哪条回复使用的知识更准确？",
+                "Rec": "哪条回复的推荐更成功？"}
+ACUTE_ZH = {"Engagingness": "如果要进行一场很长的对话，你更愿意和谁聊？",
+            "Interestingness": "如果必须说这两位说话者中一位有趣、一位无聊，你会说谁更有趣？",
+            "Humanness": "哪位说话者听起来更像真人？",
+            "Knowledgeable": "如果必须说一位说话者知识更渊博、一位更无知，谁的知识更渊博？",
+            "Info": "哪位说话者提到的知识（话题及其属性）更多？",
+            "Coh": "哪位说话者更连贯：与对话相关、表达流畅，且从不自相矛盾？",
+            "Know": "如果必须说一位说话者知识更渊博、一位更无知，谁的知识更渊博？",
+            "Rec": "这段对话中的用户更愿意接受谁的推荐？"}
+OTHER_ZH = "哪条回复在 {name} 上更好？"
+# what a task asks per dimension, by its level and language
+ASKED = {"response": {EN: QUESTIONS, ZH: QUESTIONS_ZH}, "dialogue": {EN: ACUTE, ZH: ACUTE_ZH}}
+ASKED_OTHER = {EN: OTHER, ZH: OTHER_ZH}
+MSDE_SCALE = (0.0, 2.0)   # MSDE's dimensions: its rubric's three levels fit this scale only
+
+
+def task_language(con: duckdb.DuckDBPyConnection, dataset: str) -> str:
+    """The language a new task on `dataset` is made in unless it is told another: its dataset's (datasets.language
+    zh... -> zh-CN, en... -> en; any other language, or none, -> en)."""
+    rows = con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall()
+    return ZH if rows and str(rows[0][0] or "").lower().startswith("zh") else EN
+
+
+def language_of(con: duckdb.DuckDBPyConnection, dataset: str, lang: str | None) -> str:
+    """A new task's language: `lang` when given (one of evalcore.core.i18n.LANGS, else ValueError), else its
+    dataset's."""
+    if lang is None:
+        return task_language(con, dataset)
+    stored.check_lang(lang)
+    return lang
+
+
+def dimension_texts(con: duckdb.DuckDBPyConnection, dataset: str, lang: str) -> dict[str, str]:
+    """A lab's own definitions of the dataset's dimensions in `lang` (`evalcore dimension describe`)."""
+    return dict(con.execute("SELECT dimension, description FROM dimension_texts WHERE dataset = ? AND lang = ?",
+                            [dataset, lang]).fetchall())
+
+
+def known_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """The dimensions a task on the dataset can rate and a definition can be given for: the store's and MSDE's."""
+    stored_dims = [d for (d,) in con.execute("SELECT dimension FROM dimensions WHERE dataset = ?", [dataset]).fetchall()]
+    return sorted(set(stored_dims) | set(RUBRICS["en"]))
+
+
+def describe_dimension(con: duckdb.DuckDBPyConnection, *, dataset: str, dimension: str, lang: str, text: str) -> bool:
+    """Store a lab's own definition of a dimension in one language (replacing the one it had in that language):
+    a new task in `lang` that rates it shows this text in place of the stored description (or MSDE's rubric). Tasks
+    made before keep the definitions they were made with. True when a definition in that language was replaced.
+    Refused, with nothing stored, for an unknown dataset, dimension or language, or a text that is empty or holds a
+    control character."""
+    names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
+    known = known_dimensions(con, dataset)
+    if dimension not in known:
+        names.require("dimension", dimension, known)
+    stored.check_lang(lang)
+    text = (text or "").strip()
+    if not text:
+        raise ValueError("a definition needs its text: give what people rating the dimension should read")
+    bad = bad_character(text)
+    if bad:
+        raise ValueError(f"a dimension's definition may not hold a {bad}")
+    if len(text) > stored.MAX_GUIDELINES:
+        raise ValueError(f"a dimension's definition has at most {stored.MAX_GUIDELINES:,} characters, got {len(text):,}")
+    with transaction(con):
+        had = con.execute("SELECT count(*) FROM dimension_texts WHERE dataset = ? AND dimension = ? AND lang = ?",
+                          [dataset, dimension, lang]).fetchall()[0][0]
+        bump_revision(con)
+        con.execute("INSERT OR REPLACE INTO dimension_texts VALUES (?, ?, ?, ?)", [dataset, dimension, lang, text])
+    return bool(had)
+
+
+def rubric_text(rubric: dict) -> str:
+    """An MSDE rubric as a dimension's description: its name, definition and one line per score."""
+    return (rubric["name"] + ": " + rubric["definition"] + " "
+            + " ".join(f"{i}: {level}" for i, level in enumerate(rubric["levels"])))
 
 
 def dimension_specs(con: duckdb.DuckDBPyConnection, dataset: str, wanted: list[str],
-                    questions: dict[str, str] = QUESTIONS) -> list[Dimension]:
-    """The dimensions a task rates, with their scales and descriptions: the store's, and for MSDE's Info, Coh,
-    Know and Rec (0-2) the paper's definitions and score levels; a side-by-side task's question per dimension from
-    `questions` (ACUTE-Eval's, for whole dialogues, where its own qualities may be asked too)."""
+                    questions: dict[str, str] | None = None, *, lang: str | None = None,
+                    level: str = "response") -> list[Dimension]:
+    """The dimensions a task rates, with their scales, descriptions and questions, in the task's language `lang`
+    (default: the dataset's, task_language): a lab's own definition in that language where it gave one (`evalcore
+    dimension describe`); else for MSDE's Info, Coh, Know and Rec on its 0-2 scale the paper's definitions and score
+    levels (RUBRICS: the paper's own Chinese, or their English); else the store's description. A side-by-side
+    task's question per dimension from `questions` when given, else the level's in that language (ACUTE-Eval's for
+    whole dialogues, where its own qualities may be asked too)."""
+    lang = language_of(con, dataset, lang)
     rows = {d: (lo, hi, desc) for d, lo, hi, desc in con.execute(
         "SELECT dimension, scale_min, scale_max, description FROM dimensions WHERE dataset = ?", [dataset]).fetchall()}
-    language = (con.execute("SELECT language FROM datasets WHERE dataset = ?", [dataset]).fetchall() or [[None]])[0][0]
-    rubrics = RUBRICS["en" if (language or "").startswith("en") else "zh"]
+    rubrics = RUBRICS["zh" if lang == ZH else "en"]
+    own = dimension_texts(con, dataset, lang)
+    asked = questions if questions is not None else ASKED["dialogue" if level == "dialogue" else "response"][lang]
+    other = ASKED_OTHER[lang]
     out = []
     for name in wanted:
-        if name not in rows and name not in rubrics and name not in questions:
-            names.require("dimension", name, sorted(set(rows) | set(rubrics) | (set(questions) - set(QUESTIONS))))
+        if name not in rows and name not in rubrics and name not in asked:
+            names.require("dimension", name, sorted(set(rows) | set(rubrics) | (set(asked) - set(QUESTIONS)
+                                                                                 - set(QUESTIONS_ZH))))
         lo, hi, desc = rows.get(name, (0.0, 2.0, None))
         if name in rubrics:
-            rubric = rubrics[name]
-            lo, hi = (0.0, 2.0) if lo is None else (lo, hi)
-            desc = desc or (rubric["name"] + ": " + rubric["definition"] + " "
-                            + " ".join(f"{i}: {level}" for i, level in enumerate(rubric["levels"])))
+            lo, hi = MSDE_SCALE if lo is None else (lo, hi)
+            if (lo, hi) == MSDE_SCALE or not desc:   # MSDE's dimension (a lab's own 'Info' on 1-5 keeps its text)
+                desc = rubric_text(rubrics[name])
+        desc = own.get(name) or desc
         if lo is None or hi is None:
             raise ValueError(f"dimension {name!r} has no scale in {dataset}: import ratings with --scale first")
-        out.append(Dimension(name, float(lo), float(hi), desc or "",
-                             questions.get(name, f"Which response is better on {name}?")))
+        out.append(Dimension(name, float(lo), float(hi), desc or "", asked.get(name, other.format(name=name))))
     return out
 
 
@@ -266,10 +356,12 @@ def sample(con: duckdb.DuckDBPyConnection, dataset: str, mode: str, n: int, *, t
 def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dimensions: list[str], items: int,
                 per_item: int, tracks: list[str] | None = None, models: list[str] | None = None, seed: int = 0,
                 name: str | None = None, sampling: str = "stratified", ties: bool = True, guidelines: str = "",
-                created_by: str | None = None, level: str = "response", judge: str | None = None) -> int:
+                created_by: str | None = None, level: str = "response", judge: str | None = None,
+                lang: str | None = None) -> int:
     """Sample the units and store the task; its id. At dialogue level a unit is a whole dialogue (absolute) or two
     whole dialogues on one scenario (pairwise: ACUTE-Eval, with its questions). `judge`: the predictor of
-    --sampling active (a judge's name or signature, or a metric's name)."""
+    --sampling active (a judge's name or signature, or a metric's name). `lang`: the task's language, zh-CN or en
+    (default: its dataset's, task_language): its people see its pages, definitions and questions in it."""
     names.require("dataset", dataset, [d for (d,) in con.execute("SELECT dataset FROM datasets ORDER BY 1").fetchall()])
     if not dimensions:
         raise ValueError("a task rates at least one dimension")
@@ -278,12 +370,13 @@ def create_task(con: duckdb.DuckDBPyConnection, *, dataset: str, mode: str, dime
     name = (name or "").strip() or f"{dataset} {mode}{' dialogues' if level == 'dialogue' else ''} {','.join(dimensions)}"
     stored.check_settings(name=name, guidelines=guidelines, seed=seed)
     check_sampling(mode, sampling, level, judge)
-    specs = dimension_specs(con, dataset, dimensions, ACUTE if level == "dialogue" else QUESTIONS)
+    lang = language_of(con, dataset, lang)
+    specs = dimension_specs(con, dataset, dimensions, lang=lang, level=level)
     units = sample(con, dataset, mode, items, tracks=tracks, models=models, seed=seed, sampling=sampling, level=level,
                    judge=judge)
     return stored.create(con, name=name, dataset=dataset, mode=mode, dimensions=specs, per_item=per_item, units=units,
                          ties=ties, guidelines=guidelines, seed=seed, sampling=sampling, created_by=created_by,
-                         level=level, judge=judge if sampling == "active" else None)
+                         level=level, judge=judge if sampling == "active" else None, lang=lang)
 
 
 def coverage(con: duckdb.DuckDBPyConnection, task_id: int) -> list[str]:
@@ -372,6 +465,6 @@ def describe(task: stored.Task) -> dict:
     """A task as plain values (for `task show` and the export's header)."""
     return {"task_id": task.task_id, "name": task.name, "dataset": task.dataset, "mode": task.mode, "level": task.level,
             "state": task.state, "per_item": task.per_item, "ties": task.ties, "seed": task.seed,
-            "sampling": task.sampling, "judge": task.judge, "access_code": task.access_code, "guidelines": task.guidelines,
+            "sampling": task.sampling, "judge": task.judge, "lang": task.lang, "access_code": task.access_code, "guidelines": task.guidelines,
             "dimensions": json.loads(json.dumps([d.__dict__ for d in task.dimensions], ensure_ascii=False)),
             "created_by": task.created_by, "created_at": str(task.created_at)}

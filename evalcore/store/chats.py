@@ -32,7 +32,7 @@ from evalcore.core.seeds import BIG, seed
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store.annotators import check_name
 from evalcore.store.history import record
-from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_lookalike, check_settings
+from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_lang, check_lookalike, check_settings
 from evalcore.store.transactions import bump_revision, last_id, next_id, transaction
 
 STATES = ("open", "talking", "ended", "rated", "accepted", "sent_back")
@@ -99,6 +99,7 @@ class ChatTask:
     created_at: datetime
     simulators: dict     # per simulator: how it plays the user (endpoint, template and its hash, style, sampling, seed)
     people: bool         # whether people hold conversations too (else only the simulators do)
+    lang: str = "en"     # the task's language (zh-CN or en): its people's pages, definitions, questions and flags
 
     @property
     def origin(self) -> str:
@@ -129,11 +130,12 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
            endpoints: list[str], settings: dict | Callable[[int], dict], per_scenario: int, max_rounds: int,
            dimensions: list[Dimension], flags: list[str], scenarios: pd.DataFrame, guidelines: str = "",
            seed: int = 0, review: bool = True, created_by: str | None = None,
-           simulators: dict | Callable[[int], dict] | None = None, people: bool = True) -> int:
+           simulators: dict | Callable[[int], dict] | None = None, people: bool = True, lang: str = "en") -> int:
     """Store a chat task, its scenarios (columns dialogue_id, grounding as a dict, opening) and one open
     conversation per (scenario, endpoint, slot) for people (unless `people` is False) and per (scenario, endpoint,
     simulator, slot) for each simulator, in one transaction; its id. `settings` and `simulators` may be functions of
-    the new task's id (their signatures name it); `target` None: chat-<id>-<dataset>."""
+    the new task's id (their signatures name it); `target` None: chat-<id>-<dataset>; `lang`: the task's language."""
+    check_lang(lang)
     check_settings(name=name, guidelines=guidelines, seed=seed)
     check_lookalike(con, "chat_tasks", name)
     if len(set(endpoints)) != len(endpoints) or not endpoints:
@@ -152,11 +154,11 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
         target = target or f"chat-{task_id}-{dataset}"
         con.execute("INSERT INTO chat_tasks (task_id, name, dataset, track, target, endpoints, settings, per_scenario, "
                     "max_rounds, dimensions, flags, guidelines, seed, review, access_code, state, created_by, "
-                    "created_at, simulators, people) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
+                    "created_at, simulators, people, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)",
                     [task_id, name, dataset, track, target, json.dumps(endpoints), json.dumps(settings, ensure_ascii=False),
                      per_scenario, max_rounds, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      json.dumps(flags, ensure_ascii=False), guidelines, seed, review, secrets.token_hex(3),
-                     created_by, now, json.dumps(simulators, ensure_ascii=False), people])
+                     created_by, now, json.dumps(simulators, ensure_ascii=False), people, lang])
         rows = scenarios.reset_index(drop=True)
         con.executemany("INSERT INTO chat_scenarios VALUES (?, ?, ?, ?, ?)",
                         [[task_id, i + 1, r.dialogue_id, json.dumps(r.grounding or {}, ensure_ascii=False),
@@ -175,7 +177,8 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> ChatTask:
     rows = con.execute("SELECT task_id, name, dataset, track, target, endpoints, settings, per_scenario, max_rounds, "
                        "dimensions, flags, guidelines, seed, review, access_code, state, created_by, created_at, "
-                       "coalesce(simulators, '{}'), coalesce(people, true) FROM chat_tasks WHERE task_id = ?",
+                       "coalesce(simulators, '{}'), coalesce(people, true), coalesce(lang, 'en') FROM chat_tasks "
+                       "WHERE task_id = ?",
                        [task_id]).fetchall()
     if not rows:
         raise ValueError(f"no chat task {task_id}")

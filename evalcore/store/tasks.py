@@ -28,6 +28,7 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.errors import StoreError
+from evalcore.core.i18n import LANGS
 from evalcore.core.options import TASK_LEVELS, TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
 from evalcore.core.seeds import seed
 from evalcore.core.text import bad_character, identity_key, invisible, lookalike_letters, skeleton
@@ -90,6 +91,7 @@ class Task:
     created_at: datetime
     level: str = "response"   # the rated unit: a response, or a whole dialogue (its model's side, as MSDE rated)
     judge: str | None = None  # active sampling: the predictor whose uncertainty chose the units
+    lang: str = "en"          # the task's language (zh-CN or en): its people's pages, definitions and questions
 
     @property
     def origin(self) -> str:
@@ -104,12 +106,13 @@ class Task:
 def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str, dimensions: list[Dimension],
            per_item: int, units: pd.DataFrame, ties: bool = True, guidelines: str = "", seed: int = 0,
            sampling: str = "stratified", created_by: str | None = None, level: str = "response",
-           judge: str | None = None) -> int:
+           judge: str | None = None, lang: str = "en") -> int:
     """Store a task and its units (columns item_id, track, model_a, model_b; at dialogue level also dialogue_a and
     dialogue_b; where the sampling knows it, `probability`: the unit's inclusion probability in its track and
     model) in one transaction; its id. A dialogue unit's item_id is its dialogue (absolute) or the pair of
     dialogues (pairwise: 'dialogue_a|dialogue_b', so two pairs on one scenario stay apart). `judge`: the predictor
-    that steered an active task."""
+    that steered an active task. `lang`: the task's language, one of evalcore.core.i18n.LANGS."""
+    check_lang(lang)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
     if mode not in MODES:
@@ -124,11 +127,11 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         bump_revision(con)
         task_id = next_id(con, "tasks", "task_id")
         con.execute("INSERT INTO tasks (task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
-                    "access_code, state, created_by, created_at, deleted_by, level, judge) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL, ?, ?)",
+                    "access_code, state, created_by, created_at, deleted_by, level, judge, lang) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, NULL, ?, ?, ?)",
                     [task_id, name, dataset, mode, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      per_item, ties, guidelines, seed, sampling, secrets.token_hex(3), created_by,
-                     datetime.now().replace(microsecond=0), level, judge])
+                     datetime.now().replace(microsecond=0), level, judge, lang])
         for d in dimensions:   # the ratings to come are on these scales (the store's other readers know them)
             con.execute("INSERT OR IGNORE INTO dimensions VALUES (?, ?, ?, ?, ?)",
                         [dataset, d.dimension, d.min, d.max, d.description or None])
@@ -141,6 +144,12 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, mode: str
         finally:
             con.unregister("_evalcore_units")
     return int(task_id)
+
+
+def check_lang(lang: str) -> None:
+    """ValueError unless `lang` is a task's language as stored: one of evalcore.core.i18n.LANGS, spelled as there."""
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; known: {', '.join(LANGS)}")
 
 
 def check_settings(*, name: str, guidelines: str, seed: int) -> None:
@@ -180,14 +189,15 @@ def check_lookalike(con: duckdb.DuckDBPyConnection, table: str, name: str) -> No
 
 def get(con: duckdb.DuckDBPyConnection, task_id: int) -> Task:
     rows = con.execute("SELECT task_id, name, dataset, mode, dimensions, per_item, ties, guidelines, seed, sampling, "
-                       "access_code, state, created_by, created_at, coalesce(level, 'response'), judge FROM tasks "
-                       "WHERE task_id = ?", [task_id]).fetchall()
+                       "access_code, state, created_by, created_at, coalesce(level, 'response'), judge, "
+                       "coalesce(lang, 'en') FROM tasks WHERE task_id = ?", [task_id]).fetchall()
     if not rows:
         known = [str(t) for (t,) in con.execute("SELECT task_id FROM tasks ORDER BY 1").fetchall()]
         names.require("task", str(task_id), known)
     r = rows[0]
     dims = tuple(Dimension(**d) for d in json.loads(r[4]))
-    return Task(r[0], r[1], r[2], r[3], dims, r[5], r[6], r[7] or "", r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15])
+    return Task(r[0], r[1], r[2], r[3], dims, r[5], r[6], r[7] or "", r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15],
+                r[16])
 
 
 def listing(con: duckdb.DuckDBPyConnection, *, include_deleted: bool = False) -> pd.DataFrame:

@@ -76,7 +76,8 @@ def test_dialogue_units_k_raters_blind_and_once_per_person(con):
 def test_acute_eval_pairs_and_bradley_terry_equals_fastchat(con):
     held(con)
     task = stored.get(con, service.create_task(con, dataset="chat-toy", mode="pairwise", level="dialogue",
-                                               dimensions=["Engagingness", "Know"], items=12, per_item=1, seed=2))
+                                               dimensions=["Engagingness", "Know"], items=12, per_item=1, seed=2,
+                                               lang="en"))   # the dataset is Chinese: asked in English here
     units = stored.units(con, task.task_id)
     assert len(units) == 12   # 4 scenarios x 3 pairs of models
     assert (units["model_a"] != units["model_b"]).all()
@@ -111,9 +112,9 @@ def test_the_annotate_page_shows_whole_conversations_blind(monkeypatch, tmp_path
     con = connect(db)
     held(con, scenarios=2)
     absolute = service.create_task(con, dataset="chat-toy", mode="absolute", dimensions=["Info"], items=6, per_item=1,
-                                   level="dialogue")
+                                   level="dialogue", lang="en")   # English tasks on a Chinese dataset: an English page
     pair = service.create_task(con, dataset="chat-toy", mode="pairwise", dimensions=["Humanness"], items=6, per_item=1,
-                               level="dialogue")
+                               level="dialogue", lang="en")
     codes = {t: stored.get(con, t).access_code for t in (absolute, pair)}
     con.close()
     for task_id, captions in ((absolute, ["The conversation"]), (pair, ["Speaker A's conversation",
