@@ -139,6 +139,31 @@ def test_the_tour_runs_as_written(tmp_path, monkeypatch, capsys, default_store_f
     assert "task 2: 20 units, K = 2" in outputs[6].err
 
 
+def test_a_chinese_page_holds_its_english_pages_blocks_and_anchors():
+    """page.zh.md beside page.md (mkdocs-static-i18n's suffix structure): the same fenced blocks in the same order, so
+    its commands, flags and files are the ones checked and run above through the English page, and the English
+    page's heading anchors ({ #id } on each heading: Chinese headings make no anchor of their own), so a link to
+    page.md#anchor holds in both languages, from a page with no Chinese version too."""
+    markdown = pytest.importorskip("markdown")
+
+    def anchors(text: str) -> list[str]:
+        md = markdown.Markdown(extensions=["toc", "tables", "admonition", "attr_list", "pymdownx.superfences"])
+        md.convert(text)
+        out: list[str] = []
+        walk = lambda tokens: [(out.append(t["id"]), walk(t["children"])) for t in tokens]   # noqa: E731
+        walk(md.toc_tokens)
+        return out
+
+    chinese = sorted((ROOT / "docs").rglob("*.zh.md"))
+    assert {"index.zh.md", "tour.zh.md", "dashboard.zh.md", "annotating.zh.md", "chatting.zh.md"} <= {p.name for p in chinese}
+    for zh in chinese:
+        en = zh.with_name(zh.name.replace(".zh.md", ".md"))
+        assert en.exists(), f"{zh.relative_to(ROOT)}: no English page beside it"
+        en_text, zh_text = en.read_text(encoding="utf-8"), zh.read_text(encoding="utf-8")
+        assert [m.group(2, 3) for m in BLOCK.finditer(zh_text)] == [m.group(2, 3) for m in BLOCK.finditer(en_text)], zh
+        assert anchors(zh_text) == anchors(en_text), zh
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Claims the code can answer: what the docs name exists, and what exists is named.
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
