@@ -44,7 +44,7 @@ DEFAULT_FLAGS = ["contradiction", "wrong knowledge", "repetition", "off topic"] 
 # The default flags as a person of a zh-CN task reads them (the stored flag stays its English id: exports, ratings
 # and the results name it so). Translated by the project's developers with a language model and checked by a
 # back-translation (docs/guide/languages.md); a lab's own flags are shown as the lab wrote them.
-FLAG_LABELS = {ZH: {"contradiction": "自相矛盾", "wrong knowledge": "知识错误", "repetition": "重复",
+FLAG_LABELS = {ZH: {"contradiction": "前后矛盾", "wrong knowledge": "知识错误", "repetition": "重复",
                     "off topic": "偏离话题"}}
 DEFAULT_SCENARIOS = 10
 
