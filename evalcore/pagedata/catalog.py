@@ -6,6 +6,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
+from evalcore.core.i18n import N_, _
 from evalcore.metrics import registry
 from evalcore.metrics.base import Metric
 from evalcore.metrics.neural import NeuralOptions
@@ -14,6 +15,14 @@ from evalcore.pagedata.scope import catalog_scoped, dataset_scoped, global_scope
 from evalcore.store import queries
 
 SKILL_PREFIX = "skill:"
+
+# The overview's table headers (grid() shows each through the catalog; the frames keep these names)
+HEADERS = (N_("dataset"), N_("track"), N_("items"), N_("references"), N_("models"), N_("responses"),
+           N_("human_ratings"), N_("system_scores"), N_("language"), N_("language_from"), N_("licence"),
+           N_("source"), N_("description"), N_("model"), N_("added_at"), N_("added_by"), N_("tracks"),
+           N_("metric"), N_("status"), N_("why"))
+# Where a dataset's language came from (queries.dataset_languages), as the overview shows it
+LANGUAGE_FROM = (N_("declared"), N_("detected from the texts"), N_("none: scored as non-English (char tokens)"))
 
 
 @catalog_scoped
@@ -52,7 +61,10 @@ def track_count(con: duckdb.DuckDBPyConnection) -> int:
 
 @catalog_scoped
 def dataset_languages(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return queries.dataset_languages(con)
+    """queries.dataset_languages with where each language came from in the page's language (data() keys it)."""
+    frame = queries.dataset_languages(con)
+    frame["language_from"] = frame["language_from"].map(_)
+    return frame
 
 
 @dataset_scoped
@@ -144,7 +156,8 @@ def unavailable_here(name: str, known: dict[str, Metric] | None = None) -> str |
 # How a dashboard user gets values computed: the Upload page's button (the CLI's `evalcore score` is for
 # a terminal; the page's words here, as the Upload page's own messages).
 def score_hint(options: str = "") -> str:
-    return f"Upload page: 'Score what is missing on this track', or `evalcore score{options}` in a terminal"
+    return _("Upload page: 'Score what is missing on this track', or `evalcore score{options}` in a "
+             "terminal").format(options=options)
 
 
 def missing_metrics(columns: list[str], known: dict[str, Metric] | None = None) -> pd.DataFrame:
@@ -154,8 +167,8 @@ def missing_metrics(columns: list[str], known: dict[str, Metric] | None = None) 
         if name in columns:
             continue
         reason = unavailable_here(name, known)
-        rows.append({"metric": name, "status": "unavailable" if reason else "not scored",
-                     "why": reason or f"not scored yet ({score_hint(' --metrics ' + name)})"})
+        rows.append({"metric": name, "status": _("unavailable") if reason else _("not scored"),
+                     "why": reason or _("not scored yet ({hint})").format(hint=score_hint(" --metrics " + name))})
     return pd.DataFrame(rows, columns=["metric", "status", "why"])
 
 
@@ -164,5 +177,5 @@ def describe(name: str, known: dict[str, Metric] | None = None) -> str:
     if info:
         return info.description
     if name in HUMAN_ORDER:
-        return "human score (mean)"
-    return "published value (see the dataset's source)"
+        return _("human score (mean)")
+    return _("published value (see the dataset's source)")

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.paired import mean_difference_interval
+from evalcore.core.i18n import _
 from evalcore.pagedata import catalog, responses
 from evalcore.pagedata.scope import dataset_scoped
 
@@ -39,7 +40,7 @@ def compare(con: duckdb.DuckDBPyConnection, dataset: str, track: str, a: str, b:
         low, high = mean_difference_interval(diff, bootstrap, rng)
         rows.append({"metric": col, "n": len(diff), f"mean {a}": pair["a"].mean(), f"mean {b}": pair["b"].mean(),
                      "delta": diff.mean(), "ci_low": low, "ci_high": high,
-                     "ci": f"paired bootstrap 95% B={bootstrap} seed={seed}"})
+                     "ci": _("paired bootstrap 95% B={bootstrap} seed={seed}").format(bootstrap=bootstrap, seed=seed)})
     contexts = dict(con.execute("SELECT item_id, context FROM items WHERE dataset = ? AND track = ?",
                                 [dataset, track]).fetchall())
     items = pd.DataFrame({"item_id": common,
