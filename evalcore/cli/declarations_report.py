@@ -21,3 +21,6 @@ def report(p):   # no store declared: a record's report reads none (the handler 
     p.add_argument("--view", nargs="+", choices=VIEWS, default=list(VIEWS), help="which views, in this order "
                    "(default: all four)")
     p.add_argument("--out", required=True, help="the HTML file to write")
+    # evalcore.core.i18n.LANGS, written out (the parser imports no layer)
+    p.add_argument("--lang", choices=("en", "zh-CN"), default="en", help="the language of the report's headings, "
+                   "captions and notes (default: en); its data and checksum are the same in every language")

@@ -16,9 +16,11 @@ def report(args) -> int:
     if args.record is None and args.dataset is None:
         raise ValueError("say what to report: --dataset D (of the store at --db) or --record FILE.zip")
     if args.record is not None:
-        write(args, build_from_record(args.record, tracks(args), tuple(args.view), dataset=args.dataset))
+        write(args, build_from_record(args.record, tracks(args), tuple(args.view), dataset=args.dataset,
+                                      lang=args.lang))
         return 0
-    return on_store(lambda con, a: write(a, build(con, a.dataset, tracks(a), tuple(a.view))), args, READS)
+    return on_store(lambda con, a: write(a, build(con, a.dataset, tracks(a), tuple(a.view), lang=a.lang)), args,
+                    READS)
 
 
 def tracks(args) -> list[str] | None:

@@ -4,6 +4,7 @@ value per column and the board as LaTeX. The ranking itself is evalcore.analysis
 from __future__ import annotations
 
 import math
+import re
 
 import duckdb
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 from evalcore.analysis import leaderboard as ranking
 from evalcore.analysis.leaderboard import N_COLUMN, OFFICIAL, RANK_COLUMNS, leaderboard, value_table
 from evalcore.analysis.leaderboard import signatures as signatures_of
+from evalcore.core.i18n import N_, _
 from evalcore.metrics.base import Metric
 from evalcore.metrics.registry import METRICS, higher_is_better
 from evalcore.pagedata import catalog
@@ -20,6 +22,38 @@ from evalcore.pagedata.scope import dataset_scoped, per_dataset
 from evalcore.store import queries
 
 FRONT = ["track", "model", "origin", *RANK_COLUMNS]
+PARTIAL = N_("partial submission")   # the note of a row ranked while partial
+# the ranking's notes (evalcore.analysis.leaderboard and rank_ci: English, as the CLI prints them) as the page shows
+# them: a fixed note translated whole, a note with a value in it by its pattern (the value kept as it is)
+NOTES = (N_("the skill's official ranking rule: no interval"), N_("published value: no per-item data to resample"),
+         N_("partial submission: not ranked ('Show partial submissions' ranks it)"),
+         N_("no response that is not blank: not ranked"), N_("official rule"))
+NOTE_PATTERNS = (
+    (re.compile(r"no (?P<column>.+) value for this row"), N_("no {column} value for this row")),
+    (re.compile(r"no per-response (?P<column>.+) ratings on this track"),
+     N_("no per-response {column} ratings on this track")),
+    (re.compile(r"paired bootstrap over items, B=(?P<b>\d+), seed=(?P<seed>\d+), 95% percentile"),
+     N_("paired bootstrap over items, B={b}, seed={seed}, 95% percentile")))
+
+
+def shown_note(text):
+    """A ranking note (rank_ci, a model's note) in the viewer's language; anything else (a blank, a reason this
+    module does not know) as it is."""
+    if not isinstance(text, str) or not text:
+        return text
+    if text in NOTES:
+        return _(text)
+    for pattern, message in NOTE_PATTERNS:
+        found = pattern.fullmatch(text)
+        if found:
+            return _(message).format(**found.groupdict())
+    return text
+
+
+def shown_choice(choice: str | None) -> str | None:
+    """A rank-by choice as a page shows it: the official rule in the viewer's language, a column's name as it is
+    (the choice itself, an id kept in the link, stays English)."""
+    return _(OFFICIAL) if choice == OFFICIAL else choice
 
 
 def value_columns(frame: pd.DataFrame) -> list[str]:
@@ -111,7 +145,7 @@ def board_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     out = frame.reset_index(drop=True)
     note = out["rank_ci"].where(out["rank"].isna(), "").fillna("")
     part = out["coverage"].notna() & (out["coverage"] < 1) & out["rank"].notna()
-    note = note.where(~part, "partial submission")
+    note = note.where(~part, PARTIAL).map(shown_note)
     out = out.assign(**{"rank 95% CI": rank_interval(out), "note": note})
     return out[["track", "rank", "rank 95% CI", "model", "coverage", *metrics, N_COLUMN, "note"]]
 
@@ -125,14 +159,14 @@ def blank_reasons(frame: pd.DataFrame, columns: list[str], dataset: str,
         empty = frame[frame[col].isna()] if col in frame.columns else frame.iloc[0:0]
         for origin, group in empty.groupby("origin", sort=True):
             if origin == "published":
-                why = "not in the source's published table"
+                why = _("not in the source's published table")
             elif col not in (METRICS if known is None else known):
-                why = "no rating of these models on this dimension"
+                why = _("no rating of these models on this dimension")
             else:
                 reason = catalog.unavailable_here(col, known)
-                why = (f"unavailable here: {reason}" if reason else
-                       f"not scored yet ({catalog.score_hint(' --metrics ' + col)})")
-            rows.append({"column": col, "origin": origin, "models": ", ".join(sorted(set(group["model"]))),
+                why = (_("unavailable here: {reason}").format(reason=reason) if reason else
+                       _("not scored yet ({hint})").format(hint=catalog.score_hint(' --metrics ' + col)))
+            rows.append({"column": col, "origin": _(origin), "models": ", ".join(sorted(set(group["model"]))),
                          "why blank": why})
     return pd.DataFrame(rows, columns=["column", "origin", "models", "why blank"])
 
@@ -171,14 +205,14 @@ def model_ranks(con: duckdb.DuckDBPyConnection, dataset: str, model: str, rank_b
         mine = frame[(frame["track"] == track) & (frame["model"] == model)]
         if mine.empty:
             rows.append({"track": track, "skill": skills[track], "ranked": int(counts.get(track, 0)),
-                         "note": (f"not scored here yet ({catalog.score_hint()})"
-                                  if track in answered else "no response of this model here")})
+                         "note": (_("not scored here yet ({hint})").format(hint=catalog.score_hint())
+                                  if track in answered else _("no response of this model here"))})
             continue
         row = mine.iloc[0]
         rows.append({"track": track, "skill": skills[track], "rank": row["rank"], "rank_ci_low": row["rank_ci_low"],
                      "rank_ci_high": row["rank_ci_high"], "ranked": int(counts.get(track, 0)),
                      "value": row[by] if by in frame.columns else np.nan, "coverage": row["coverage"],
-                     "note": row["rank_ci"] if pd.isna(row["rank"]) else ""})
+                     "note": shown_note(row["rank_ci"]) if pd.isna(row["rank"]) else ""})
     out = pd.DataFrame(rows, columns=columns)
     for col in ("rank", "rank_ci_low", "rank_ci_high"):
         out[col] = out[col].astype("Int64")

@@ -14,6 +14,8 @@ import duckdb
 import pandas as pd
 
 from evalcore.analysis.judge_values import judge_names
+from evalcore.core import i18n
+from evalcore.core.i18n import N_, _
 from evalcore.pagedata import catalog
 from evalcore.pagedata.formatting import ci_text
 from evalcore.pagedata.scope import dataset_scoped
@@ -22,18 +24,31 @@ from evalcore.services import estimate as estimating
 from evalcore.services import planner
 from evalcore.store import tasks as stored_tasks
 
-RANDOM_BOX = "Imported ratings are a random sample"   # the page's box for --assume-random
-# the CLI's flags in the services' sentences, as the pages name the box that sets each
-FLAGS = {"assume-random": f"the box '{RANDOM_BOX}'", "effect": "'Effect'", "sd": "'Rating SD'",
-         "r": "'Expected correlation'", "p": "'Expected agreement'", "half-width": "'Half-width'",
-         "raters": "'Raters per unit (K)'", "dataset": "'Dataset'", "dimension": "'Dimension'",
-         "budget": "'Budget'"}
-NONE = "(none)"   # a select's choice of no predictor
+RANDOM_BOX = N_("Imported ratings are a random sample")   # the page's box for --assume-random (shown through _())
+# the CLI's flags in the services' sentences, as the pages name the box that sets each (its label, through _())
+FLAGS = {"assume-random": RANDOM_BOX, "effect": N_("Effect"), "sd": N_("Rating SD"),
+         "r": N_("Expected correlation"), "p": N_("Expected agreement"), "half-width": N_("Half-width"),
+         "raters": N_("Raters per unit (K)"), "dataset": N_("Dataset"), "dimension": N_("Dimension"),
+         "budget": N_("Budget")}
+NONE = N_("(none)")   # a select's choice of no predictor: an id (a link leaves it out), shown through shown_none
+
+
+def shown_none(value: str) -> str:
+    """A select's option as shown: NONE in the viewer's language, a name (a dimension, a judge) as it is."""
+    return _(NONE) if value == NONE else value
+
+
+def flag_words(flag: str) -> str:
+    """A CLI flag named as the page's box that sets it, in the viewer's language."""
+    if flag == "assume-random":
+        return _("the box '{box}'").format(box=_(RANDOM_BOX))
+    return _("'{box}'").format(box=_(FLAGS[flag]))
 
 
 def page_words(text: str) -> str:
     """A service's sentence with its CLI flags (--effect) named as the page's boxes ('Effect')."""
-    return re.sub(r"(?<![\w`-])--([a-z][a-z-]*)\b", lambda m: FLAGS.get(m.group(1), m.group(0)), text)
+    return re.sub(r"(?<![\w`-])--([a-z][a-z-]*)\b",
+                  lambda m: flag_words(m.group(1)) if m.group(1) in FLAGS else m.group(0), text)
 
 
 @dataset_scoped
@@ -98,12 +113,15 @@ def spec_of(values: pd.Series) -> str:
 def interval(est: pd.Series, low: pd.Series, high: pd.Series, spec: str) -> pd.Series:
     """'1.63 [1.49, 1.76]' per row; 'unavailable' where the estimate cannot be made (the note says why)."""
     text = pd.Series(ci_text(low, high, spec, missing=""), index=est.index)
-    return pd.Series([("unavailable" if pd.isna(e) else f"{e:{spec}} {t}".strip()) for e, t in zip(est, text)],
+    return pd.Series([(_("unavailable") if pd.isna(e) else f"{e:{spec}} {t}".strip()) for e, t in zip(est, text)],
                      index=est.index, dtype=object)
 
 
-CALIBRATED, PEOPLE, COUNTS, PEOPLE_ONLY, GAIN = "calibrated 95%", "people", "rated / valued", "people only 95%", "gain"
-ANYTIME, WIDTH, UNIFORM = "anytime 95%", "width", "uniform width"
+# the tables' headers (grid() shows each through _())
+CALIBRATED, PEOPLE, COUNTS, PEOPLE_ONLY, GAIN = (N_("calibrated 95%"), N_("people"), N_("rated / valued"),
+                                                 N_("people only 95%"), N_("gain"))
+ANYTIME, WIDTH, UNIFORM = N_("anytime 95%"), N_("width"), N_("uniform width")
+HEADERS = (N_("track"), N_("model"), N_("rank 95%"), N_("sampling"), N_("note"), N_("rated"), N_("uniform / reached"))
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -117,7 +135,7 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "track": rows["track"], "model": rows["model"],
         CALIBRATED: interval(rows["estimate"], rows["lower"], rows["upper"], spec),
-        COUNTS: [f"{int(n):,} / {int(big):,}" for n, big in zip(rows["n_people"], rows["n_predicted"])],
+        COUNTS: [f"{i18n.number(int(n))} / {i18n.number(int(big))}" for n, big in zip(rows["n_people"], rows["n_predicted"])],
         PEOPLE_ONLY: interval(rows["people_estimate"], rows["people_lower"], rows["people_upper"], spec),
         GAIN: rows["gain"].astype(float),
         ANYTIME: pd.Series(ci_text(rows["anytime_lower"], rows["anytime_upper"], spec), index=rows.index),
@@ -153,8 +171,8 @@ def apart(rows: pd.DataFrame) -> list[str]:
         for i, a in enumerate(ranked):
             for b in ranked[i + 1:]:
                 if a["anytime_lower"] > b["anytime_upper"]:
-                    out.append(f"{a['model']} above {b['model']}" + (f" ({track})" if rows["track"].nunique() > 1
-                                                                     else ""))
+                    out.append((_("{a} above {b} ({track})") if rows["track"].nunique() > 1 else
+                                _("{a} above {b}")).format(a=a["model"], b=b["model"], track=track))
     return out
 
 
@@ -166,15 +184,17 @@ def one_track_less(frame: pd.DataFrame) -> pd.DataFrame:
 def caption(got: dict) -> str:
     """What every calibrated figure rests on: the estimator, the predictor and its signature, the assumption on the
     people's ratings, and what the intervals assume about stopping."""
-    return (f"{got['dimension']} from {got['predictor']} calibrated by people's ratings. Estimator: {got['estimator']}. "
-            f"Predictor's signature: {got['signature'] or 'none stored'}. Assumption: {got['assumption']}. "
-            f"Stopping: {stopping(got['stopping'])}.")
+    return _("{dimension} from {predictor} calibrated by people's ratings. Estimator: {estimator}. Predictor's "
+             "signature: {signature}. Assumption: {assumption}. Stopping: {stopping}.").format(
+        dimension=got["dimension"], predictor=got["predictor"], estimator=got["estimator"],
+        signature=got["signature"] or _("none stored"), assumption=got["assumption"],
+        stopping=stopping(got["stopping"]))
 
 
 def stopping(note: str) -> str:
     """The service's stopping note with its columns named as the pages name them."""
-    return note.replace("lower/upper", "the 95% intervals").replace("anytime_lower/anytime_upper",
-                                                                    f"'{ANYTIME}'")
+    return note.replace("lower/upper", _("the 95% intervals")).replace("anytime_lower/anytime_upper",
+                                                                       f"'{_(ANYTIME)}'")
 
 
 # ---------------------------------------------------------------- the planner
@@ -189,9 +209,9 @@ def pilot_models(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str) -
     return sorted(planner.pilot(con, dataset, dimension)["model"].unique())
 
 
-PLAN_COLUMNS = {"with": "with", "units_needed": "units needed", "budget": "budget",
-                "power_at_budget": "power at budget", "half_width_at_budget": "± at budget",
-                "mde_at_budget": "smallest detectable", "raters": "raters (K)", "notes": "notes"}
+PLAN_COLUMNS = {"with": N_("with"), "units_needed": N_("units needed"), "budget": N_("budget"),
+                "power_at_budget": N_("power at budget"), "half_width_at_budget": N_("± at budget"),
+                "mde_at_budget": N_("smallest detectable"), "raters": N_("raters (K)"), "notes": N_("notes")}
 
 
 def plan(con: duckdb.DuckDBPyConnection, question: str, **spec) -> dict:
@@ -207,8 +227,8 @@ def plan(con: duckdb.DuckDBPyConnection, question: str, **spec) -> dict:
     return {"rows": rows, "source": got["source"], "settles": got["settles"]}
 
 
-SETTLES = {"model_a": "a", "model_b": "b", "difference": "a - b", "interval": "95% interval (fixed size)",
-           "settled": "excludes 0 (fixed size)", "detectable": "smallest detectable", "note": "note"}
+SETTLES = {"model_a": "a", "model_b": "b", "difference": "a - b", "interval": N_("95% interval (fixed size)"),
+           "settled": N_("excludes 0 (fixed size)"), "detectable": N_("smallest detectable"), "note": N_("note")}
 
 
 def settles(con: duckdb.DuckDBPyConnection, task_id: int) -> dict:
@@ -224,5 +244,5 @@ def settles(con: duckdb.DuckDBPyConnection, task_id: int) -> dict:
         return {"rows": rows}
     spec = spec_of(rows["difference"])
     out = rows.assign(interval=ci_text(rows["lower"], rows["upper"], spec),
-                      settled=rows["settled"].map({True: "yes", False: "no"}))
+                      settled=rows["settled"].map({True: _("yes"), False: _("no")}))
     return {"rows": out.reindex(columns=list(SETTLES)).rename(columns=SETTLES)}

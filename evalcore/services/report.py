@@ -20,18 +20,24 @@ from evalcore.analysis import agreement as ag
 from evalcore.analysis import leaderboard as lb
 from evalcore.analysis.agreement_corr import agreement_table
 from evalcore.analysis.correlate import correlations
-from evalcore.analysis.options import DIALOGUE_VALUE
+from evalcore.analysis.options import DIALOGUE_AGGREGATE
 from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import dimensions
 from evalcore.analysis.trust_opening import opening
 from evalcore.analysis.trust_verdicts import report as trust_report
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem
+from evalcore.core.i18n import N_, _
 from evalcore.services import record, record_check, report_html
 from evalcore.services.record_load import load
 from evalcore.services.scope import chosen_tracks
 from evalcore.store import connect, revision
 
 VIEWS = ("trust", "leaderboard", "correlations", "human")
+# analysis.options.DIALOGUE_VALUE, as a message (its English is that text: a test holds them equal)
+DIALOGUE_VALUE = N_("a dialogue's metric value is the mean of its model turns' values (signature + '|{aggregate}')")
+LEVEL_TITLES = {"turn": N_("{track}: Spearman r, turn level"), "dialogue": N_("{track}: Spearman r, dialogue level"),
+                "system": N_("{track}: Spearman r, system level")}   # a correlations chart's title, per level
 PUBLISHED_SIGNATURE = "published: the paper's own value (no signature stored)"
 # the chance-corrected statistics' definitions (evalcore.analysis.agreement), which its rows leave blank
 CHANCE_DEFINITIONS = {
@@ -43,9 +49,11 @@ CHANCE_DEFINITIONS = {
 }
 WEIGHTS = {"unweighted": "0 on the diagonal, 1 elsewhere", "linear": "|i - j| on category ranks",
            "quadratic": "(i - j)^2 on category ranks"}
-CHECKSUM_COVERS = ("sha256 of every data table below (each as its name on one line, then CSV with a header, its "
+# the report's words are in the language it is made in (build's `lang`); its data (every table, whose checksum says
+# whether two reports hold the same data) is the same in every language: names, numbers and the rows' definitions
+CHECKSUM_COVERS = N_("sha256 of every data table below (each as its name on one line, then CSV with a header, its "
                    "rows sorted; UTF-8): the names and numbers of the report, not its charts, time or layout")
-RECORD_COVERS = ("the record's content_sha256 covers every table and figure in it (`evalcore record verify FILE` "
+RECORD_COVERS = N_("the record's content_sha256 covers every table and figure in it (`evalcore record verify FILE` "
                  "recomputes it); each table was checked against it when this report was made")
 
 
@@ -80,12 +88,13 @@ def per_track(fn, tracks: list[str]) -> pd.DataFrame:
 def leaderboard_view(con, dataset: str, tracks: list[str]) -> View:
     board = per_track(lambda t: lb.default_ranked(con, dataset, t), tracks)
     sigs = per_track(lambda t: lb.signatures(con, dataset, t), tracks)
-    view = View("leaderboard", "Leaderboard", notes=[
-        "As `evalcore leaderboard`: one row per track, model and origin; each track ranked by its default (the "
-        "skill's official rule, else F1, else its first column), with a 95% paired-bootstrap interval of the rank "
-        "(1000 resamples, seed 0). Computed columns are defined by their signatures (second table); published "
-        "rows are the paper's own values."])
-    view.tables += [Table("leaderboard", "Leaderboard", board), Table("leaderboard signatures", "Signatures", sigs)]
+    view = View("leaderboard", _("Leaderboard"), notes=[
+        _("As `evalcore leaderboard`: one row per track, model and origin; each track ranked by its default (the "
+          "skill's official rule, else F1, else its first column), with a 95% paired-bootstrap interval of the rank "
+          "(1000 resamples, seed 0). Computed columns are defined by their signatures (second table); published "
+          "rows are the paper's own values.")])
+    view.tables += [Table("leaderboard", _("Leaderboard"), board),
+                    Table("leaderboard signatures", _("Signatures"), sigs)]
     for track, part in board.groupby("track", sort=False):
         by = part["rank_by"].dropna()
         column = by.iloc[0] if len(by) and by.iloc[0] in part.columns else None
@@ -104,45 +113,49 @@ def where_to_correlate(con, dataset: str) -> tuple[str | None, str | None, str]:
 
 def correlations_view(con, dataset: str, tracks: list[str], level: str | None, origin: str | None, why: str) -> View:
     if level is None:
-        return View("correlations", "Metric-human correlations", notes=[f"Nothing to correlate: {why}."])
+        return View("correlations", _("Metric-human correlations"),
+                    notes=[_("Nothing to correlate: {why}.").format(why=why)])
     frame = per_track(lambda t: correlations(con, dataset, t, level=level, origin=origin), tracks)
     sigs = per_track(lambda t: lb.signatures(con, dataset, t), tracks)
     signature = dict(zip(zip(sigs["track"], sigs["name"]), sigs["signature"]))
     frame.insert(frame.columns.get_loc("method"), "signature", [
         PUBLISHED_SIGNATURE if origin == "published" else signature.get((t, m), "")
         for t, m in zip(frame["track"], frame["metric"])])
-    view = View("correlations", "Metric-human correlations", notes=[
-        f"As `evalcore correlate --level {level} --origin {origin}`: each metric against each human dimension "
-        "(annotators' mean), per track, by Spearman, Pearson and Kendall; n is the number of points correlated, p "
-        "the test's p value. The signature column says which computation each metric's values are."
-        + (f" {DIALOGUE_VALUE}." if level == "dialogue" else "")])
-    view.tables.append(Table("correlations", "Correlations", frame))
+    view = View("correlations", _("Metric-human correlations"), notes=[
+        _("As `evalcore correlate --level {level} --origin {origin}`: each metric against each human dimension "
+          "(annotators' mean), per track, by Spearman, Pearson and Kendall; n is the number of points correlated, p "
+          "the test's p value. The signature column says which computation each metric's values are.").format(
+            level=level, origin=origin)
+        + (" " + _(DIALOGUE_VALUE).format(aggregate=DIALOGUE_AGGREGATE) + "." if level == "dialogue" else "")])
+    view.tables.append(Table("correlations", _("Correlations"), frame))
     spearman = frame[(frame["method"] == "spearman") & frame["r"].notna()]
+    title = _(LEVEL_TITLES[level]) if level in LEVEL_TITLES else _("{track}: Spearman r, {level} level")
     for track, part in spearman.groupby("track", sort=False):
-        view.charts.append((f"{track}: Spearman r, {level} level", "heatmap", part[["metric", "dimension", "r"]]))
+        view.charts.append((title.format(track=track, level=level), "heatmap", part[["metric", "dimension", "r"]]))
     return view
 
 
 def trust_view(con, dataset: str, tracks: list[str], level: str, origin: str, why: str) -> View:
-    view = View("trust", "Which metric to trust", notes=[
-        f"As `evalcore trust --level {level} --origin {origin}`: Spearman correlation of each metric with the "
-        "human mean per track, pooled per skill (Fisher z, weights n-3); significant: p < 0.05, Holm-adjusted over "
-        "each skill's metrics; a metric tied with the best is not significantly worse (Williams' test)."
-        + (f" Level chosen as the command opens: {why}." if why else "")])
+    view = View("trust", _("Which metric to trust"), notes=[
+        _("As `evalcore trust --level {level} --origin {origin}`: Spearman correlation of each metric with the "
+          "human mean per track, pooled per skill (Fisher z, weights n-3); significant: p < 0.05, Holm-adjusted over "
+          "each skill's metrics; a metric tied with the best is not significantly worse (Williams' test).").format(
+            level=level, origin=origin)
+        + (" " + _("Level chosen as the command opens: {why}.").format(why=why) if why else "")])
     if level is None:
-        return View("trust", view.title, notes=[f"Nothing to correlate: {why}."])
+        return View("trust", view.title, notes=[_("Nothing to correlate: {why}.").format(why=why)])
     frame, said = trust_report(con, dataset, level=level, method="spearman", dimension="mean", origin=origin,
                                dimensions=dimensions(con, dataset))
     kept = frame["track"].isin(tracks) | frame["track"].eq(POOLED)
     if not kept.all():   # the pooled rows still pool every track of their skill
-        view.notes.append(f"Only the chosen tracks' rows are shown; the rows of track {POOLED!r} pool every track "
-                          "of their skill in the dataset.")
+        view.notes.append(_("Only the chosen tracks' rows are shown; the rows of track {pooled} pool every track "
+                            "of their skill in the dataset.").format(pooled=repr(POOLED)))
     frame = frame[kept].reset_index(drop=True)
     view.notes += [row.text + (f"\n{row.robust}" if row.robust else "") for row in said.itertuples()]
-    view.tables.append(Table("trust", "Trust", frame))
+    view.tables.append(Table("trust", _("Trust"), frame))
     pooled = frame[frame["track"].eq(POOLED) & frame["r"].notna()]
     for skill, part in pooled.groupby("skill", sort=False):
-        view.charts.append((f"{skill}, pooled: Spearman r with 95% CI", "interval",
+        view.charts.append((_("{skill}, pooled: Spearman r with 95% CI").format(skill=skill), "interval",
                             part[["metric", "r", "ci_low", "ci_high"]].rename(columns={"metric": "label"})))
     return view
 
@@ -162,16 +175,17 @@ def human_view(con, dataset: str, tracks: list[str]) -> View:
     agreement = per_track(lambda t: agreement_table(con, dataset, t)[0], tracks)
     agreement["definition"] = [defined(s, d) for s, d in zip(agreement["statistic"], agreement["definition"])]
     bias = per_track(lambda t: ag.annotator_bias(con, dataset, t), tracks)
-    view = View("human", "Human ratings", notes=[
-        "As `evalcore agreement` (chance-corrected statistics, 95% bootstrap intervals over rated targets, 1000 "
-        "resamples, seed 0): every row carries its statistic's definition. The second table is each annotator's "
-        "ratings: how many, their mean, and the bias (their mean minus the mean of the others on the same targets)."])
-    view.tables += [Table("agreement", "Inter-annotator agreement", agreement),
-                    Table("annotators", "Annotators' ratings", bias)]
+    view = View("human", _("Human ratings"), notes=[
+        _("As `evalcore agreement` (chance-corrected statistics, 95% bootstrap intervals over rated targets, 1000 "
+          "resamples, seed 0): every row carries its statistic's definition. The second table is each annotator's "
+          "ratings: how many, their mean, and the bias (their mean minus the mean of the others on the same "
+          "targets).")])
+    view.tables += [Table("agreement", _("Inter-annotator agreement"), agreement),
+                    Table("annotators", _("Annotators' ratings"), bias)]
     if len(agreement):
         shown = agreement[agreement["value"].notna()]
         for track, part in shown.groupby("track", sort=False):
-            view.charts.append((f"{track}: agreement with 95% CI", "interval", part.assign(
+            view.charts.append((_("{track}: agreement with 95% CI").format(track=track), "interval", part.assign(
                 label=part["dimension"] + " " + part["level"] + " " + part["statistic"] + " " + part["annotators"])
                 [["label", "value", "ci_low", "ci_high"]].rename(columns={"value": "r"})))
     return view
@@ -208,25 +222,38 @@ def checksum(tables: list[Table]) -> str:
 
 
 def build(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None = None,
-          views: tuple[str, ...] = VIEWS, now: datetime | None = None, source: tuple[str, dict] | None = None) -> str:
+          views: tuple[str, ...] = VIEWS, now: datetime | None = None, source: tuple[str, dict] | None = None,
+          lang: str | None = i18n.EN) -> str:
     """The report as one HTML document (plotly.js inlined: it opens from a file with no network). `source`, for
     a report of a record: (the record's file name, its manifest), named in the facts instead of the store's
-    revision."""
+    revision. `lang`: the language of its words (headings, captions, notes; English by default, as `evalcore
+    report` makes it; a page passes its viewer's, i18n.current(), since it runs on a thread of its own): its data,
+    and so its checksum, are the same in every language."""
+    before = i18n.current()
+    i18n.use(lang)
+    try:
+        return _build(con, dataset, tracks, views, now, source)
+    finally:
+        i18n.use(before)
+
+
+def _build(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | None, views: tuple[str, ...],
+           now: datetime | None, source: tuple[str, dict] | None) -> str:
     shown = gather(con, dataset, tracks, views)
     tables = [t for v in shown for t in v.tables]
-    facts = [("dataset", dataset), ("tracks", ", ".join(chosen_tracks(con, dataset, tracks))),
-             ("evalcore version", __version__),
-             ("made (UTC)", (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S"))]
+    facts = [(_("dataset"), dataset), (_("tracks"), ", ".join(chosen_tracks(con, dataset, tracks))),
+             (_("evalcore version"), __version__),
+             (_("made (UTC)"), (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S"))]
     if source is None:
-        facts.insert(3, ("store revision", str(revision(con))))
+        facts.insert(3, (_("store revision"), str(revision(con))))
     else:
         name, manifest = source
-        facts.append(("record", f"{name}, content_sha256 {manifest['content_sha256']}, made "
-                                f"{manifest['created_at']} by evalcore {manifest['evalcore']}"))
-    facts += [("data checksum", checksum(tables)), ("the checksum covers", CHECKSUM_COVERS)]
+        facts.append((_("record"), _("{name}, content_sha256 {sha}, made {made} by evalcore {version}").format(
+            name=name, sha=manifest['content_sha256'], made=manifest['created_at'], version=manifest['evalcore'])))
+    facts += [(_("data checksum"), checksum(tables)), (_("the checksum covers"), _(CHECKSUM_COVERS))]
     if source is not None:
-        facts.append(("the record's checksum", RECORD_COVERS))
-    return report_html.page(f"evalcore report: {dataset}", facts, shown, canonical(tables))
+        facts.append((_("the record's checksum"), _(RECORD_COVERS)))
+    return report_html.page(_("evalcore report: {dataset}").format(dataset=dataset), facts, shown, canonical(tables))
 
 
 def checked_record(path: str | Path, folder: Path) -> dict:
@@ -237,10 +264,10 @@ def checked_record(path: str | Path, folder: Path) -> dict:
 
 
 def build_from_record(path: str | Path, tracks: list[str] | None = None, views: tuple[str, ...] = VIEWS,
-                      dataset: str | None = None, now: datetime | None = None) -> str:
+                      dataset: str | None = None, now: datetime | None = None, lang: str | None = i18n.EN) -> str:
     """The report of the evaluation record at `path`: checked against its manifest, loaded (record_load.load) into
     a scratch store in a temporary folder, removed afterwards, and reported as build() reports a store. `dataset`,
-    when given, must be the record's."""
+    when given, must be the record's; `lang` as build's (a refusal stays English: the CLI's)."""
     with tempfile.TemporaryDirectory(prefix="evalcore-report-") as tmp:
         manifest = checked_record(path, Path(tmp) / "record")
         if dataset is not None and dataset != manifest["dataset"]:
@@ -254,6 +281,6 @@ def build_from_record(path: str | Path, tracks: list[str] | None = None, views: 
             except duckdb.Error as exc:   # tables true to their checksums, yet not the columns a record holds
                 raise ImportRefused([Problem(str(path), "", "", "tables a record import reads",
                                              str(exc).splitlines()[0])]) from None
-            return build(con, manifest["dataset"], tracks, views, now, source=(Path(path).name, manifest))
+            return build(con, manifest["dataset"], tracks, views, now, source=(Path(path).name, manifest), lang=lang)
         finally:
             con.close()

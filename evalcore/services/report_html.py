@@ -11,6 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from evalcore.core import i18n
+from evalcore.core.i18n import N_, _
+
 DIGITS = 4   # as `evalcore ... --format table` rounds (the data text keeps full precision)
 CONFIG = {"displaylogo": False, "responsive": True}
 STYLE = """
@@ -31,6 +34,11 @@ td.long{min-width:14rem;max-width:32rem;overflow-wrap:anywhere;font-size:.8rem}
 pre{white-space:pre;overflow:auto;max-height:24rem;background:#f6f8fa;padding:8px;font-size:.75rem}
 .chart{width:100%;margin-bottom:1rem}
 """
+# a report in Chinese: its words drawn in a CJK font wherever the reader has one (no missing-glyph boxes)
+CJK_FONTS = '"Noto Sans CJK SC","Source Han Sans SC","PingFang SC","Hiragino Sans GB","Microsoft YaHei",' \
+            '"WenQuanYi Micro Hei",sans-serif'
+CJK_STYLE = f"body{{font-family:system-ui,-apple-system,\"Segoe UI\",{CJK_FONTS}}}\n"
+HEADERS = (N_("origin"),)   # the bar charts' legend; a table's headers are its columns' names, through _() too
 
 
 def esc(value) -> str:
@@ -53,8 +61,9 @@ def cell(value) -> tuple[str, str]:
 
 def table(frame: pd.DataFrame) -> str:
     if frame.empty:
-        return "<p><em>(nothing: no data for this table)</em></p>"
-    head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+        return "<p><em>" + esc(_("(nothing: no data for this table)")) + "</em></p>"
+    # a header in the report's language where the catalog has it (as a page's table); the data text keeps the names
+    head = "".join(f"<th>{esc(_(str(c)))}</th>" for c in frame.columns)
     rows = []
     for values in frame.itertuples(index=False):
         cells = (cell(v) for v in values)
@@ -70,7 +79,7 @@ def figure(title: str, kind: str, frame: pd.DataFrame) -> go.Figure:
         # horizontal: a model's name reads whole at any width (slanted ticks ran into the chart above)
         fig = go.Figure([go.Bar(y=[esc(m) for m in part["model"]], x=part["value"], name=esc(origin), orientation="h")
                          for origin, part in frame.groupby("origin", sort=False)])
-        fig.update_layout(legend_title_text="origin")
+        fig.update_layout(legend_title_text=esc(_("origin")))
         height = 140 + 22 * len(frame)
     elif kind == "heatmap":
         wide = frame.pivot_table(index="metric", columns="dimension", values="r", sort=False)
@@ -86,6 +95,8 @@ def figure(title: str, kind: str, frame: pd.DataFrame) -> go.Figure:
         height = 140 + 22 * len(part)
     fig.update_layout(title=esc(title), height=min(height, 2400), margin=dict(l=10, r=10, t=50, b=10),
                       template="plotly_white", yaxis_automargin=True, xaxis_automargin=True)
+    if i18n.current() != i18n.EN:   # Chinese titles and labels in a CJK font (the English charts as they were)
+        fig.update_layout(font_family=CJK_FONTS.replace('"', ""))
     if kind != "interval":   # the table's first row at the top, as it reads
         fig.update_yaxes(autorange="reversed")
     return fig
@@ -96,7 +107,7 @@ def page(title: str, facts: list[tuple[str, str]], views, data_text: str) -> str
     inlined = False
     body = [f"<h1>{esc(title)}</h1>",
             "<nav>" + "".join(f'<a href="#{esc(v.key)}">{esc(v.title)}</a>' for v in views)
-            + '<a href="#data">Data behind the checksum</a></nav>',
+            + '<a href="#data">' + esc(_("Data behind the checksum")) + "</a></nav>",
             '<table class="facts">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts)
             + "</table>"]
     for view in views:
@@ -109,11 +120,14 @@ def page(title: str, facts: list[tuple[str, str]], views, data_text: str) -> str
             inlined = True
         for t in view.tables:
             body += [f"<h3>{esc(t.caption)}</h3>", table(t.frame)]
-    body += ['<h2 id="data">Data behind the checksum</h2>',
-             '<p class="note">The sha256 of this text (UTF-8) is the data checksum above: every table of the report '
-             "at full precision, each under its name, its rows sorted.</p>",
-             f"<details><summary>Show the text</summary><pre>{esc(data_text)}</pre></details>"]
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+    body += ['<h2 id="data">' + esc(_("Data behind the checksum")) + "</h2>",
+             '<p class="note">' + esc(_("The sha256 of this text (UTF-8) is the data checksum above: every table of "
+                                        "the report at full precision, each under its name, its rows sorted."))
+             + "</p>",
+             "<details><summary>" + esc(_("Show the text")) + f"</summary><pre>{esc(data_text)}</pre></details>"]
+    lang = i18n.current()   # the language build() made the report in
+    style = STYLE if lang == i18n.EN else STYLE + CJK_STYLE
+    return (f'<!DOCTYPE html>\n<html lang="{esc(lang)}"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{STYLE}</style></head>"
+            f"<title>{esc(title)}</title><style>{style}</style></head>"
             f"<body><main>{''.join(body)}</main></body></html>\n")
