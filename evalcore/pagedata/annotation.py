@@ -11,6 +11,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.analysis import bradley_terry
+from evalcore.core.i18n import N_, _, ngettext
 from evalcore.pagedata.share import link
 from evalcore.services import tasks as service
 from evalcore.store import annotators as people
@@ -20,6 +21,10 @@ from evalcore.store.tasks import Task
 NotThem = people.NotThem   # a name entered without its person's key (the page counts a wrong key as a guess)
 
 SPEAKERS = ("User", "Bot")   # the context alternates, ending with the user's turn the response answers
+MODES = {"absolute": N_("absolute"), "pairwise": N_("pairwise")}   # a task's mode as its people are shown it
+# the kinds of grounding a unit can carry, as a page names them (any other kind is shown as the data names it)
+GROUNDING = {"knowledge": N_("knowledge"), "persona": N_("persona"), "goal": N_("goal"),
+             "user_profile": N_("user_profile"), "situation": N_("situation")}
 
 
 def open_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -33,8 +38,10 @@ def blind_label(task_id: int, mode: str, units: int | None = None) -> str:
     """What a rater is shown for a task: its number, mode and size, never its name. A name is free text the lab
     wrote ("GPT-4 vs Llama, pilot") and can name a model in ways no check would catch; a label made of the id
     and the mode cannot (the chat tasks' people see theirs the same way: services.chats.blind_label)."""
-    size = f", {units} units" if units is not None else ""
-    return f"Rating task {task_id} ({mode}{size})"
+    shown = _(MODES.get(mode, mode))
+    if units is None:
+        return _("Rating task {task} ({mode})").format(task=task_id, mode=shown)
+    return _("Rating task {task} ({mode}, {units} units)").format(task=task_id, mode=shown, units=units)
 
 
 def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -90,10 +97,12 @@ def nothing_left(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> 
     held by others who are looking at them, and when the first of those frees if left unanswered."""
     held, until = stored.waiting(con, task, annotator)
     if not held:
-        return "Nothing left for you in this task: every unit has its annotators, or you rated it. Thank you!"
-    return (f"Nothing to rate for you right now: {held} unit{'s are' if held != 1 else ' is'} being looked at by "
-            f"other annotators. If {'they leave one' if held != 1 else 'it is left'} unanswered, it frees at "
-            f"{until:%H:%M} (server time); look again then.")
+        return _("Nothing left for you in this task: every unit has its annotators, or you rated it. Thank you!")
+    return ngettext("Nothing to rate for you right now: {n} unit is being looked at by other annotators. If it is "
+                    "left unanswered, it frees at {time} (server time); look again then.",
+                    "Nothing to rate for you right now: {n} units are being looked at by other annotators. If they "
+                    "leave one unanswered, it frees at {time} (server time); look again then.",
+                    held).format(n=held, time=f"{until:%H:%M}")
 
 
 def unit_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str) -> dict:
@@ -139,6 +148,11 @@ def dialogue_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotat
         grounding = grounding or (json.loads(found[0][0]) if found and found[0][0] else {})
     return {"item_id": item_id, "track": track, "turns": [], "grounding": grounding, "responses": [],
             "dialogues": dialogues, "sides": sides}
+
+
+def grounding_heading(key: str) -> str:
+    """A kind of grounding as a page names it, in this run's language ('knowledge'; an unknown kind as it is)."""
+    return _(GROUNDING[key]) if key in GROUNDING else key
 
 
 def grounding_lines(grounding: dict) -> list[tuple[str, list[str]]]:
@@ -244,9 +258,11 @@ def set_state(con, task_id: int, state: str) -> None:
 
 
 def dimensions_table(task: Task) -> pd.DataFrame:
-    """What a task asks, one row per dimension: its scale (or its question, side by side) and description."""
-    return pd.DataFrame([{"dimension": d.dimension, "scale": f"{d.min:g} to {d.max:g}" if task.mode == "absolute"
-                          else ("left, tie or right" if task.ties else "left or right"),
+    """What a task asks, one row per dimension: its scale (or its question, side by side) and description (the
+    task's own, in its language); the scale in this run's language."""
+    return pd.DataFrame([{"dimension": d.dimension,
+                          "scale": _("{lo} to {hi}").format(lo=f"{d.min:g}", hi=f"{d.max:g}")
+                          if task.mode == "absolute" else (_("left, tie or right") if task.ties else _("left or right")),
                           "question": d.question if task.mode == "pairwise" else "", "description": d.description}
                          for d in task.dimensions])
 

@@ -12,8 +12,9 @@ import zipfile
 import duckdb
 import pandas as pd
 
-from evalcore.core.chat import plain
+from evalcore.core.chat import PLAIN, plain
 from evalcore.core.export import safe_csv
+from evalcore.core.i18n import N_, _
 from evalcore.pagedata.annotation import grounding_lines
 from evalcore.pagedata.intake import jobs_shown
 from evalcore.pagedata.share import link
@@ -26,7 +27,16 @@ from evalcore.store.chats import ChatTask
 from evalcore.store.transactions import database_path, transaction
 
 log = logging.getLogger("evalcore.chat")
-GROUNDING_NAMES = {"knowledge": "Knowledge", "goal": "Goal", "persona": "Persona", "user_profile": "User profile"}
+GROUNDING_NAMES = {"knowledge": N_("Knowledge"), "goal": N_("Goal"), "persona": N_("Persona"),
+                   "user_profile": N_("User profile")}   # shown through _ (view)
+# What a person is told when a reply did not come (keep: services.chats.keep's sentences and core.chat.plain's
+# reasons), English as the engine says it; said in the page's language by problem_text.
+PROBLEMS = (N_("The reply was interrupted before it finished; nothing of it was stored"),
+            N_("The model answered with nothing; nothing was stored"))
+NO_ANSWER = N_("The model did not answer ({why})")
+WHY = (N_("the server refused the key"), N_("the server does not know the model asked for"), N_("the server is busy"),
+       N_("the server failed"), N_("the server refused the request"), N_("the server took too long"),
+       N_("the server could not be reached"), N_("its answer could not be read"))
 
 
 # the bounds of a task's sizes, as `evalcore chat create` takes them (stored.check_bounds)
@@ -39,11 +49,32 @@ TaskClosed = stored.TaskClosed   # a write refused because the task closed (the 
 def open_tasks(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """The open tasks a person may enter, id -> what they are shown for it (blind_label: never the task's name)."""
     ids = [t for (t,) in con.execute("SELECT task_id FROM chat_tasks WHERE state = 'open' ORDER BY task_id").fetchall()]
-    return {str(t): service.blind_label(stored.get(con, t)) for t in ids}
+    return {str(t): blind_label(stored.get(con, t)) for t in ids}
 
 
 def blind_label(task: ChatTask) -> str:
-    return service.blind_label(task)
+    """What a person is shown for a task (services.chats.blind_label: never its name, nor an endpoint's), in this
+    run's language."""
+    label = service.blind_label(task)
+    if label == f"Chat task {task.task_id}":
+        return _("Chat task {task}").format(task=task.task_id)
+    return _("Chat task {task}: scenarios of {track}").format(task=task.task_id, track=task.track)
+
+
+def flag_label(task: ChatTask, flag: str) -> str:
+    """A flag as the task's people read it (services.chats.flag_label: a default flag in the task's language)."""
+    label = getattr(service, "flag_label", None)
+    return label(task, flag) if label else flag
+
+
+def problem_text(problem: str) -> str:
+    """A sentence keep() returned, in this run's language (one the catalog does not hold stays as it is)."""
+    if problem in PROBLEMS:
+        return _(problem)
+    for __, why in PLAIN + (("", "its answer could not be read"),):
+        if problem == NO_ANSWER.format(why=why):
+            return _(NO_ANSWER).format(why=_(why))
+    return problem
 
 
 def all_tasks(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -81,7 +112,8 @@ def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, a
     frame = stored.messages(con, conversation_id)
     talked = conv.state != "talking"
     return {"conversation": conv, "number": position, "done": int(theirs["state"].isin(["rated", "accepted"]).sum()),
-            "scenario": [(GROUNDING_NAMES.get(k, k), short_first(lines)) for k, lines in grounding_lines(scene["grounding"])],
+            "scenario": [(_(GROUNDING_NAMES[k]) if k in GROUNDING_NAMES else k, short_first(lines))
+                         for k, lines in grounding_lines(scene["grounding"])],
             "opening": scene["opening"], "messages": list(zip(frame["idx"], frame["role"], frame["text"])),
             "rounds": int((frame["role"] == "assistant").sum()),
             "pending": int(frame["idx"].iloc[-1]) if len(frame) and frame["role"].iloc[-1] == "user" else None,

@@ -10,7 +10,24 @@ import streamlit as st
 from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from evalcore.core.i18n import N_, _
 from evalcore.pagedata.access import BUDGET, THROTTLE, WRITERS, attempt, guess_keys, policy, trusted_proxies
+
+# What a gate says while guesses are held back, per kind of guess: (this session's wait, the whole server's), whole
+# sentences so that each language orders its own words
+WAITS = {
+    "passwords": (N_("Too many wrong passwords: the next guess is checked in {seconds} s (reload the page then)."),
+                  N_("This server has had {limit} wrong passwords in the last {window} s, from one person or "
+                     "several: the next guess is checked in {seconds} s (reload the page then).")),
+    "access codes": (N_("Too many wrong access codes: the next guess is checked in {seconds} s (reload the page "
+                        "then)."),
+                     N_("This server has had {limit} wrong access codes in the last {window} s, from one person or "
+                        "several: the next guess is checked in {seconds} s (reload the page then).")),
+    "personal keys": (N_("Too many wrong personal keys: the next guess is checked in {seconds} s (reload the page "
+                         "then)."),
+                      N_("This server has had {limit} wrong personal keys in the last {window} s, from one person "
+                         "or several: the next guess is checked in {seconds} s (reload the page then).")),
+}
 
 
 def _secrets() -> dict:
@@ -57,11 +74,14 @@ def guess_wait(gate: str) -> tuple[float, bool]:
 
 
 def wait_text(what: str, wait: float, server: bool) -> str:
-    """The sentence a gate shows while guesses are held back."""
-    if server:
-        return (f"This server has had {BUDGET.limit} wrong {what} in the last {BUDGET.window:g} s, from one "
-                f"person or several: the next guess is checked in {math.ceil(wait)} s (reload the page then).")
-    return f"Too many wrong {what}: the next guess is checked in {math.ceil(wait)} s (reload the page then)."
+    """The sentence a gate shows while guesses are held back (`what`: 'passwords', 'access codes' or 'personal
+    keys'), in this run's language."""
+    mine, servers = WAITS.get(what) or (
+        f"Too many wrong {what}: the next guess is checked in {{seconds}} s (reload the page then).",
+        f"This server has had {{limit}} wrong {what} in the last {{window}} s, from one person or several: the next "
+        "guess is checked in {seconds} s (reload the page then).")
+    return _(servers if server else mine).format(limit=BUDGET.limit, window=f"{BUDGET.window:g}",
+                                                 seconds=math.ceil(wait))
 
 
 def _on_password() -> None:
@@ -82,13 +102,13 @@ def may_write() -> tuple[bool, str | None]:
     write is admitted to Streamlit's upload endpoint (guard_uploads)."""
     rule = policy(_secrets())
     if rule.mode == "read-only":
-        st.info("This dashboard is read-only: uploads and scoring are off here. Import with the command "
-                "line on the server (see the README), or ask whoever runs it.")
+        st.info(_("This dashboard is read-only: uploads and scoring are off here. Import with the command "
+                  "line on the server (see the README), or ask whoever runs it."))
         return False, None
     if rule.mode == "sign-in":
         if not st.user.is_logged_in:
-            st.info("Sign in to upload; reading needs no sign-in.")
-            st.button("Sign in", on_click=st.login, key="access-login")
+            st.info(_("Sign in to upload; reading needs no sign-in."))
+            st.button(_("Sign in"), on_click=st.login, key="access-login")
             return False, None
         WRITERS.grant(_session_id())
         return True, str(st.user.get("email") or st.user.get("name") or "signed in")
@@ -97,11 +117,11 @@ def may_write() -> tuple[bool, str | None]:
             WRITERS.grant(_session_id())
             return True, "password"
         wait, server = guess_wait("password")
-        st.text_input("Upload password", type="password", key="access-password", on_change=_on_password,
+        st.text_input(_("Upload password"), type="password", key="access-password", on_change=_on_password,
                       disabled=wait > 0,
-                      help="This dashboard asks for a password before anything is written to its store.")
+                      help=_("This dashboard asks for a password before anything is written to its store."))
         if st.session_state.pop("access-said", None) == "wrong":   # said once, for the guess just checked
-            st.error("Wrong password: nothing can be uploaded.")
+            st.error(_("Wrong password: nothing can be uploaded."))
         if wait > 0:
             st.error(wait_text("passwords", wait, server))
         return False, None

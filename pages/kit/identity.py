@@ -8,16 +8,35 @@ from typing import Callable
 import streamlit as st
 
 from evalcore.core.errors import StoreError
+from evalcore.core.i18n import _
 from evalcore.pagedata import annotation as ann
+from pages.kit import lang
 from pages.kit.access import checked_guess, guess_wait, wait_text
 from pages.kit.text import md_escape
 
 
-def say(exc: Exception) -> str:
-    """A refusal or a store that cannot be used, as the one sentence a page shows (markdown-escaped)."""
+def say(exc: Exception | str) -> str:
+    """A refusal or a store that cannot be used, as the one sentence a page shows (markdown-escaped), in this run's
+    language (a refusal kept by a callback is said when it is shown: a callback runs before the run chose one)."""
+    if isinstance(exc, str):
+        return md_escape(exc)
     if isinstance(exc, StoreError) and type(exc).__name__ != "TaskClosed":
-        return md_escape(f"The store cannot be used right now: {exc}")
+        return md_escape(_("The store cannot be used right now: {reason}").format(reason=exc))
     return md_escape(str(exc))
+
+
+def language_first(read, pick_key: str) -> None:
+    """A task's page in the task's language from its title on (lang.for_task), unless the person picked one: the
+    task asked for in the link (or picked in the page's list, session state `pick_key`), read with `read(task_id)`
+    (None, or a task without a language: the viewer's language). Anything that fails here is left to the page."""
+    wanted = st.query_params.get("task") or st.session_state.get(pick_key)
+    if st.session_state.get(lang.PICKED) or not wanted or not str(wanted).isdigit():
+        return
+    try:
+        task = read(int(wanted))
+    except (ValueError, StoreError):
+        return
+    lang.for_task(getattr(task, "lang", None))
 
 
 def leave(*keys: str) -> None:
@@ -42,24 +61,25 @@ def identify(con, *, who_key: str, issued_key: str, link_key: str, form_key: str
         intro()
         link_name, link_secret = st.session_state.get(link_key, ("", ""))
         with st.form(form_key):
-            st.caption("The task's access code and your name. The first time you enter, you get a personal key: keep "
-                       "it, you need it with your name to come back (on any machine). Lost it? Whoever runs the task "
-                       "can give you a new one.")
-            name = st.text_input("Your name", value=link_name, max_chars=80)
-            code = st.text_input("Access code", type="password")
-            key = st.text_input("Personal key (leave empty the first time)", value=link_secret, type="password")
+            st.caption(_("The task's access code and your name. The first time you enter, you get a personal key: "
+                         "keep it, you need it with your name to come back (on any machine). Lost it? Whoever runs "
+                         "the task can give you a new one."))
+            name = st.text_input(_("Your name"), value=link_name, max_chars=80, key=f"{form_key}-name")
+            code = st.text_input(_("Access code"), type="password", key=f"{form_key}-code")
+            key = st.text_input(_("Personal key (leave empty the first time)"), value=link_secret, type="password",
+                                key=f"{form_key}-key")
             if st.form_submit_button(start_label):
                 _enter(con, name, code, key, code_ok, who_key, issued_key, link_key, forget)
         st.stop()
     who = st.session_state[who_key]
     if st.session_state.get(issued_key):
         issued = st.session_state[issued_key]
-        st.success(md_escape(f"Welcome, {who}. Your personal key is below: it is shown this once, and you need it "
-                             "with your name to come back. Keep it (or the link) to yourself: whoever has it can "
-                             "answer as you."))
-        st.caption("Your personal key")
+        st.success(md_escape(_("Welcome, {name}. Your personal key is below: it is shown this once, and you need "
+                               "it with your name to come back. Keep it (or the link) to yourself: whoever has it "
+                               "can answer as you.").format(name=who)))
+        st.caption(_("Your personal key"))
         st.text(issued)
-        st.caption("Your personal link (opens this task with your name and key filled in)")
+        st.caption(_("Your personal link (opens this task with your name and key filled in)"))
         st.text(link_of(who, issued))
         st.button(kept_label, key=kept_key, on_click=lambda: st.session_state.pop(issued_key, None))
         st.stop()
@@ -76,7 +96,7 @@ def _enter(con, name: str, code: str, key: str, code_ok: Callable[[str], bool], 
         st.error(wait_text("access codes", *guess_wait("task-code")))
         return
     if not code_said.right:
-        st.error("That is not this task's access code.")
+        st.error(_("That is not this task's access code."))
         return
     entered: dict = {}
 

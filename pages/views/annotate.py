@@ -6,38 +6,50 @@ shown as text. Whatever the store or the task refuses is said in a sentence, nev
 import streamlit as st
 
 from evalcore.core.errors import StoreError
+from evalcore.core.i18n import N_, _
 from evalcore.pagedata import annotation as ann
 from evalcore.store.tasks import TaskClosed
-from pages.kit.identity import identify, leave, say
-from pages.kit.runtime import release
+from pages.kit import lang
+from pages.kit.identity import identify, language_first, leave, say
+from pages.kit.runtime import cursor, release
 from pages.kit.state import base_url, publish, start
 from pages.kit.text import md_escape
 from pages.kit.widgets import grid
 
-con, vs = start("Annotate")
+HEADERS = (N_("dimension"), N_("scale"), N_("question"), N_("unit"))   # the tables' headers, for the catalog
+# side by side: what each choice is shown as (the stored choice stays 'left', 'tie' or 'right')
+SIDES = {"left": N_("Left"), "tie": N_("Tie"), "right": N_("Right")}
+SPEAKERS = {"left": N_("Speaker A"), "tie": N_("Tie"), "right": N_("Speaker B")}
+FLAGGED = N_("Flagged; thank you.")
+
+# the task's language before the title is drawn (a task's people read its page in the language of its rubric)
+language_first(lambda t: ann.task(cursor(), t), "ann-pick")
+con, vs = start(_("Annotate"))
 open_tasks = ann.open_tasks(con)
 asked = vs.one("task", [str(t) for t in open_tasks["task_id"]], None,
-               unavailable="is not an open task (closed, deleted or unknown)")
+               unavailable=_("is not an open task (closed, deleted or unknown)"))
 if vs.peek("key") or vs.peek("name"):
     # a personal link: its name and key fill the form, and leave the address bar (publish writes the task only),
     # so the link this page shares never carries anyone's identity
     st.session_state["ann-link"] = (vs.peek("name") or "", vs.peek("key") or "")
 if asked is None and st.session_state.get("ann-error"):   # a click on a task that closed meanwhile, say
-    st.error(st.session_state.pop("ann-error"))
+    st.error(say(st.session_state.pop("ann-error")))
 if asked is None:
     if open_tasks.empty:
-        st.info("No rating task is open. Whoever runs the evaluation creates one on the Rating tasks page or with "
-                "`evalcore task create`, and sends you its link.")
+        st.info(_("No rating task is open. Whoever runs the evaluation creates one on the Rating tasks page or with "
+                  "`evalcore task create`, and sends you its link."))
         st.stop()
-    st.caption("Choose the task you were asked to rate (the link you were sent opens it directly).")
+    st.caption(_("Choose the task you were asked to rate (the link you were sent opens it directly)."))
     labels = {str(r.task_id): ann.blind_label(r.task_id, r.mode, r.units) for r in open_tasks.itertuples()}
-    asked = st.selectbox("Task", list(labels), format_func=lambda t: labels[t], key="ann-pick")
+    asked = st.selectbox(_("Task"), list(labels), format_func=lambda t: labels[t], key="ann-pick")
 publish("annotate", {"task": asked}, vs.notices)
 task = ann.task(con, int(asked))
 if task is None:   # deleted between the list and now
-    st.info("This task is no longer open. Ask whoever runs the evaluation for its new link.")
+    st.info(_("This task is no longer open. Ask whoever runs the evaluation for its new link."))
     st.stop()
-st.text(f"{ann.blind_label(task.task_id, task.mode)}: {', '.join(d.dimension for d in task.dimensions)}")
+lang.for_task(getattr(task, "lang", None))   # the task's language from here on, unless this person picked one
+st.text(_("{task}: {dimensions}").format(task=ann.blind_label(task.task_id, task.mode),
+                                         dimensions=", ".join(d.dimension for d in task.dimensions)))
 
 
 
@@ -53,24 +65,25 @@ def _leave() -> None:
 
 
 def _intro() -> None:
-    st.caption("What you will rate")
+    st.caption(_("What you will rate"))
     asks = ann.dimensions_table(task)
     # the scales in a table; each definition as wrapped text below it (a table cell cut them at 800 px)
     grid(asks[["dimension", "scale"] + (["question"] if task.mode == "pairwise" else [])], width="stretch")
     for dimension, description in zip(asks["dimension"], asks["description"]):
         if description:
-            st.caption(md_escape(f"{dimension}: {description}"))
+            st.caption(md_escape(_("{dimension}: {description}").format(dimension=dimension, description=description)))
 
 
 annotator = identify(con, who_key=who_key, issued_key=issued_key, link_key="ann-link", form_key=f"ann-login-{task.task_id}",
-                     kept_key="ann-kept", kept_label="I have kept my key: start rating", start_label="Start rating",
+                     kept_key="ann-kept", kept_label=_("I have kept my key: start rating"),
+                     start_label=_("Start rating"),
                      code_ok=lambda code: ann.code_ok(task, code), intro=_intro, forget=(unit_key,),
                      link_of=lambda name, key: ann.personal_link(base_url(), task.task_id, name, key))
 
 me, out = st.columns([3, 1])
-me.caption(md_escape(f"Rating as {annotator}"))
-out.button("Leave", key="ann-leave", on_click=_leave,
-             help="not you, or done for now: this browser forgets who is rating; your answers stay yours")
+me.caption(md_escape(_("Rating as {name}").format(name=annotator)))
+out.button(_("Leave"), key="ann-leave", on_click=_leave,
+           help=_("not you, or done for now: this browser forgets who is rating; your answers stay yours"))
 
 
 # -------------------------------------------------------------- the unit, in a fragment
@@ -79,29 +92,31 @@ out.button("Leave", key="ann-leave", on_click=_leave,
 # that cannot be used into a sentence: this one says it itself.
 @st.fragment
 def unit_panel() -> None:
+    lang.resume()   # a fragment's rerun runs without app.py: the language the page around it was drawn in
     try:
         down = st.session_state.pop("ann-down", None)
         if down:   # a click just found the store unusable: say so, without waiting for it a second time
-            st.warning(down)
-            st.button("Try again", key="ann-retry")
+            st.warning(say(down))
+            st.button(_("Try again"), key="ann-retry")
         else:
             _unit_panel()
     except (ValueError, StoreError) as exc:   # the task closed or deleted, the store busy or full
         st.warning(say(exc))
-        st.button("Try again", key="ann-retry")
+        st.button(_("Try again"), key="ann-retry")
     finally:
         release()   # give back the cursor the fragment's run took (and the store's lock)
 
 
 def _act(write, *args) -> bool:
     """One write of the panel's controls (called from their callbacks): True when stored; a refusal is kept to
-    be shown on the next draw, and where the unit is no longer theirs the next one is drawn."""
+    be shown on the next draw (the refusal itself: it is said in the language of that draw, a callback runs before
+    the run has chosen one), and where the unit is no longer theirs the next one is drawn."""
     try:
         write(con, task, *args)
         return True
     except (ValueError, StoreError) as exc:
         unusable = isinstance(exc, StoreError) and not isinstance(exc, TaskClosed)
-        st.session_state["ann-down" if unusable else "ann-error"] = say(exc)
+        st.session_state["ann-down" if unusable else "ann-error"] = exc
         if ann.moves_on(exc):
             st.session_state[unit_key] = None
         return False
@@ -112,25 +127,26 @@ def _unit_panel() -> None:
         st.session_state[unit_key] = ann.next_unit(con, task, annotator)
     unit = st.session_state[unit_key]
     done, total = ann.my_progress(con, task, annotator)
-    st.progress(min(done / max(total, 1), 1.0), text=f"{done} rated by you; {total} units in the task")
+    st.progress(min(done / max(total, 1), 1.0),
+                text=_("{done} rated by you; {total} units in the task").format(done=done, total=total))
     if st.session_state.get("ann-error"):
-        st.error(st.session_state.pop("ann-error"))
+        st.error(say(st.session_state.pop("ann-error")))
     if st.session_state.get("ann-note"):
-        st.success(st.session_state.pop("ann-note"))
+        st.success(_(st.session_state.pop("ann-note")))
     if unit is None:
         st.info(md_escape(ann.nothing_left(con, task, annotator)))
-        st.button("Look again", key="ann-again")
+        st.button(_("Look again"), key="ann-again")
         return
     if task.guidelines:
-        with st.expander("Guidelines", expanded=done == 0):
+        with st.expander(_("Guidelines"), expanded=done == 0):
             st.text(task.guidelines)
     view = ann.unit_view(con, task, unit, annotator)
-    st.caption(f"Unit {unit}")
+    st.caption(_("Unit {unit}").format(unit=unit))
     for speaker, text in view["turns"]:
         with st.chat_message("user" if speaker == "User" else "assistant"):
             st.text(text)
     for heading, lines in ann.grounding_lines(view["grounding"]):
-        with st.expander(f"Grounding: {md_escape(heading)}"):
+        with st.expander(_("Grounding: {heading}").format(heading=md_escape(ann.grounding_heading(heading)))):
             st.text("\n".join(lines))
 
     given = ann.my_answers(con, task, unit, annotator)
@@ -145,8 +161,8 @@ def _unit_panel() -> None:
             st.session_state[unit_key] = None
 
     if task.level == "dialogue":   # whole conversations: the model's turns are what is rated
-        labels = ["The conversation"] if task.mode == "absolute" else ["Speaker A's conversation",
-                                                                       "Speaker B's conversation"]
+        labels = [_("The conversation")] if task.mode == "absolute" else [_("Speaker A's conversation"),
+                                                                          _("Speaker B's conversation")]
         for label, turns in zip(labels, view["dialogues"]):
             with st.container(border=True):
                 st.caption(label)
@@ -156,10 +172,11 @@ def _unit_panel() -> None:
     if task.mode == "absolute":
         if task.level != "dialogue":
             with st.container(border=True):
-                st.caption("Response")
+                st.caption(_("Response"))
                 st.text(view["responses"][0])
         for dim in task.dimensions:
-            st.text(f"{dim.dimension} ({dim.min:g} to {dim.max:g})")
+            st.text(_("{dimension} ({lo} to {hi})").format(dimension=dim.dimension, lo=f"{dim.min:g}",
+                                                            hi=f"{dim.max:g}"))
             if dim.description:
                 st.caption(md_escape(dim.description))
             st.segmented_control(dim.dimension, dim.scale(), default=given.get(dim.dimension),
@@ -168,18 +185,17 @@ def _unit_panel() -> None:
     else:
         if task.level != "dialogue":
             left, right = st.columns(2)
-            for col, label, text in ((left, "Left response", view["responses"][0]),
-                                     (right, "Right response", view["responses"][1])):
+            for col, label, text in ((left, _("Left response"), view["responses"][0]),
+                                     (right, _("Right response"), view["responses"][1])):
                 with col, st.container(border=True):
                     st.caption(label)
                     st.text(text)
         choices = ["left", "tie", "right"] if task.ties else ["left", "right"]
-        names = ({"left": "Speaker A", "tie": "Tie", "right": "Speaker B"} if task.level == "dialogue" else
-                 {"left": "Left", "tie": "Tie", "right": "Right"})
+        names = SPEAKERS if task.level == "dialogue" else SIDES
         for dim in task.dimensions:
             st.text(dim.question or dim.dimension)
             st.segmented_control(dim.dimension, choices, default=ann.choice_of(view["sides"], given.get(dim.dimension)),
-                                 format_func=names.get, key=f"ann-{task.task_id}-{unit}-{dim.dimension}",
+                                 format_func=lambda c: _(names[c]), key=f"ann-{task.task_id}-{unit}-{dim.dimension}",
                                  label_visibility="collapsed", on_change=_answered,
                                  args=(dim.dimension, lambda c: ann.vote_value(view["sides"], c)))
 
@@ -195,22 +211,24 @@ def _unit_panel() -> None:
 
     def _flag() -> None:
         if _act(ann.flag, unit, annotator, st.session_state.get(f"ann-flag-{unit}", "")):
-            st.session_state["ann-note"] = "Flagged; thank you."
+            st.session_state["ann-note"] = FLAGGED   # said in the language of the draw that shows it
             st.session_state[f"ann-flag-{unit}"] = ""
 
     c1, c2, c3 = st.columns(3)
-    c1.button("Skip this unit", key=f"ann-skip-{unit}", on_click=_skip,
-              help="Give this unit up: someone else takes your place on it, and what you answered on it stops "
-                   "counting. Back brings you to it again while a place is free.")
-    c2.button("Back", key=f"ann-back-{unit}", disabled=not earlier, on_click=_go, args=(earlier[-1] if earlier else None,),
-              help="the unit you answered before this one: change an answer (the change is kept)")
+    c1.button(_("Skip this unit"), key=f"ann-skip-{unit}", on_click=_skip,
+              help=_("Give this unit up: someone else takes your place on it, and what you answered on it stops "
+                     "counting. Back brings you to it again while a place is free."))
+    c2.button(_("Back"), key=f"ann-back-{unit}", disabled=not earlier, on_click=_go,
+              args=(earlier[-1] if earlier else None,),
+              help=_("the unit you answered before this one: change an answer (the change is kept)"))
     if revisit:
-        c3.button("Next", key=f"ann-next-{unit}", on_click=_go, args=(None,))
-    with st.expander("Flag a problem with this unit"):
-        st.text_area("What is wrong (the person running the task reads it)", max_chars=2000, key=f"ann-flag-{unit}")
-        st.button("Flag", key=f"ann-flag-button-{unit}", on_click=_flag)
+        c3.button(_("Next"), key=f"ann-next-{unit}", on_click=_go, args=(None,))
+    with st.expander(_("Flag a problem with this unit")):
+        st.text_area(_("What is wrong (the person running the task reads it)"), max_chars=2000,
+                     key=f"ann-flag-{unit}")
+        st.button(_("Flag"), key=f"ann-flag-button-{unit}", on_click=_flag)
     if earlier:
-        with st.expander(f"Your earlier units ({len(earlier)})"):
+        with st.expander(_("Your earlier units ({n})").format(n=len(earlier))):
             grid({"unit": earlier})
     # A new unit starts at its top: the page keeps its scroll position across reruns, so the next unit's header
     # and the start of a long context were off-screen. Streamlit runs this script when the element changes (the

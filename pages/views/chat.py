@@ -9,15 +9,21 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.core.errors import StoreError
+from evalcore.core.i18n import N_, _
 from evalcore.pagedata import chats
-from pages.kit.identity import identify, leave, say
+from pages.kit import lang
+from pages.kit.identity import identify, language_first, leave, say
+from pages.kit.runtime import cursor
 from pages.kit.state import base_url, publish, start
 from pages.kit.text import md_escape
 from pages.kit.widgets import grid
 
 DRAW_EVERY = 0.1   # seconds between redraws of a streaming reply (its first piece is drawn at once)
+HEADERS = (N_("dimension"), N_("scale"))   # the tables' headers, for the catalog
 
-con, vs = start("Chat")
+# the task's language before the title is drawn (a task's people read its page in the language of its rubric)
+language_first(lambda t: chats.task(cursor(), t), "chat-pick")
+con, vs = start(_("Chat"))
 open_tasks = chats.open_tasks(con)   # id -> a label that names no model (never the task's name)
 
 
@@ -28,13 +34,13 @@ def _no_longer_open(task_id: int) -> None:
     cid = st.session_state.get(f"{prefix}-at")
     box = f"{prefix}-say-{cid}"
     sent = st.session_state.get(box) if cid is not None else None
-    st.info("This chat task is no longer open: it takes no messages now. Ask whoever runs the evaluation for its "
-            "new link.")
+    st.info(_("This chat task is no longer open: it takes no messages now. Ask whoever runs the evaluation for its "
+              "new link."))
     if sent:
-        st.warning("Your last message was not stored: the task was closed while you wrote it. It is still in the box "
-                   "below, to copy.")
+        st.warning(_("Your last message was not stored: the task was closed while you wrote it. It is still in the "
+                     "box below, to copy."))
         st.session_state[box] = sent   # back into the box (a chat input empties itself when sent)
-        st.chat_input("This chat task is closed", key=box, disabled=True)
+        st.chat_input(_("This chat task is closed"), key=box, disabled=True)
     st.stop()
 
 
@@ -42,19 +48,21 @@ wanted = vs.peek("task")
 if wanted and wanted.isdigit() and wanted not in open_tasks and chats.task(con, int(wanted)) is not None:
     publish("chat", {"task": wanted}, vs.notices)   # the person stays on their task's link
     _no_longer_open(int(wanted))
-asked = vs.one("task", list(open_tasks), None, unavailable="is not an open chat task (closed, deleted or unknown)")
+asked = vs.one("task", list(open_tasks), None,
+               unavailable=_("is not an open chat task (closed, deleted or unknown)"))
 if vs.peek("key") or vs.peek("name"):   # a personal link: fills the form, never stays in the shared link
     st.session_state["chat-link-pending"] = (vs.peek("name") or "", vs.peek("key") or "")
 if asked is None:
     if not open_tasks:
-        st.info("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
-                "`evalcore chat create`, and sends you its link.")
+        st.info(_("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
+                  "`evalcore chat create`, and sends you its link."))
         st.stop()
-    asked = st.selectbox("Task", list(open_tasks), format_func=lambda t: open_tasks[t], key="chat-pick")
+    asked = st.selectbox(_("Task"), list(open_tasks), format_func=lambda t: open_tasks[t], key="chat-pick")
 publish("chat", {"task": asked}, vs.notices)
 task = chats.task(con, int(asked))
 if task is None or task.state != "open":   # closed between the two reads above
     _no_longer_open(int(asked))
+lang.for_task(getattr(task, "lang", None))   # the task's language from here on, unless this person picked one
 prefix = f"chat-{task.task_id}"
 if "chat-link-pending" in st.session_state:
     st.session_state[f"{prefix}-link"] = st.session_state.pop("chat-link-pending")
@@ -62,37 +70,40 @@ if "chat-link-pending" in st.session_state:
 
 def _intro() -> None:
     st.text(chats.blind_label(task))   # never the task's name: the lab wrote it, and it can name a model
-    st.caption(md_escape(f"You will talk with models you are not told the names of, about a scenario you are given, "
-                         f"for up to {task.max_rounds} rounds (your message and the model's reply), then rate the "
-                         "whole conversation on:"))
+    st.caption(md_escape(_("You will talk with models you are not told the names of, about a scenario you are "
+                           "given, for up to {rounds} rounds (your message and the model's reply), then rate the "
+                           "whole conversation on:").format(rounds=task.max_rounds)))
     grid(pd.DataFrame({"dimension": [d.dimension for d in task.dimensions],
-                       "scale": [f"{d.min:g} to {d.max:g}" for d in task.dimensions]}), width="stretch")
+                       "scale": [_("{lo} to {hi}").format(lo=f"{d.min:g}", hi=f"{d.max:g}") for d in task.dimensions]}),
+         width="stretch")
     for d in task.dimensions:   # each definition as wrapped text (a table cell cuts it at 800 px)
         if d.description:
-            st.caption(md_escape(f"{d.dimension}: {d.description}"))
+            st.caption(md_escape(_("{dimension}: {description}").format(dimension=d.dimension,
+                                                                         description=d.description)))
     if task.guidelines:
-        with st.expander("Guidelines"):
+        with st.expander(_("Guidelines")):
             st.text(task.guidelines)
 
 
 at_key = f"{prefix}-at"
 person = identify(con, who_key=f"{prefix}-who", issued_key=f"{prefix}-issued", link_key=f"{prefix}-link",
-                  form_key=f"{prefix}-login", kept_key=f"{prefix}-kept", kept_label="I have kept my key: start",
-                  code_ok=lambda code: chats.code_ok(task, code), intro=_intro, start_label="Start chatting",
+                  form_key=f"{prefix}-login", kept_key=f"{prefix}-kept", kept_label=_("I have kept my key: start"),
+                  code_ok=lambda code: chats.code_ok(task, code), intro=_intro, start_label=_("Start chatting"),
                   link_of=lambda name, key: chats.personal_link(base_url(), task.task_id, name, key), forget=(at_key,))
 me, out = st.columns([3, 1])
-me.caption(md_escape(f"Chatting as {person}"))
-out.button("Leave", key="chat-leave", on_click=leave, args=(f"{prefix}-who", at_key),
-           help="not you, or done for now: this browser forgets who is chatting; what you said stays yours")
+me.caption(md_escape(_("Chatting as {name}").format(name=person)))
+out.button(_("Leave"), key="chat-leave", on_click=leave, args=(f"{prefix}-who", at_key),
+           help=_("not you, or done for now: this browser forgets who is chatting; what you said stays yours"))
 
 
 def _write(action, *args) -> bool:
-    """One write; a refusal is said on the next draw."""
+    """One write; a refusal is said on the next draw (kept as it is, and said in that draw's language: a callback
+    runs before the run chose one)."""
     try:
         action(con, *args)
         return True
     except (ValueError, StoreError) as exc:
-        st.session_state[f"{prefix}-error"] = say(exc)
+        st.session_state[f"{prefix}-error"] = exc
         return False
 
 
@@ -100,8 +111,8 @@ if st.session_state.get(at_key) is None:
     st.session_state[at_key] = chats.assign(con, task, person)
 cid = st.session_state[at_key]
 if cid is None:
-    st.info("Nothing more to talk about for you in this task: every conversation left is on a scenario you have "
-            "met already, or taken by others. Thank you.")
+    st.info(_("Nothing more to talk about for you in this task: every conversation left is on a scenario you have "
+              "met already, or taken by others. Thank you."))
     st.stop()
 
 input_key = f"{prefix}-say-{cid}"
@@ -112,26 +123,26 @@ if sent:   # the message submitted in this run: stored before anything else is d
     except chats.TaskClosed:   # closed since the page was drawn: said on the task's own page, the message kept
         _no_longer_open(task.task_id)
     except (ValueError, StoreError) as exc:
-        st.session_state[f"{prefix}-error"] = say(exc)
+        st.session_state[f"{prefix}-error"] = exc
         st.session_state[input_key] = sent   # refused: the text goes back into the box, to shorten or send again
 view = chats.view(con, task, cid, person)
 conv = view["conversation"]
 if st.session_state.get(f"{prefix}-error"):
-    st.error(st.session_state.pop(f"{prefix}-error"))
+    st.error(say(st.session_state.pop(f"{prefix}-error")))
 
-st.caption(f"Conversation {view['number']} · {view['done']} finished by you · round {view['rounds']} of "
-           f"{task.max_rounds}")
-st.caption(f"Your scenario: talk with the model so that what it holds comes up; end the conversation when it has, "
-           f"or at round {task.max_rounds}")
+st.caption(_("Conversation {number} · {done} finished by you · round {round} of {rounds}").format(
+    number=view["number"], done=view["done"], round=view["rounds"], rounds=task.max_rounds))
+st.caption(_("Your scenario: talk with the model so that what it holds comes up; end the conversation when it has, "
+             "or at round {rounds}").format(rounds=task.max_rounds))
 # a fixed height that scrolls: a knowledge scenario runs to 1,300 characters, and the chat must stay in view
 with st.container(border=True, height=200 if len(view["scenario"]) else "content"):
     if view["scenario"]:
         for heading, lines in view["scenario"]:
-            st.text(f"{heading}:\n" + "\n".join(lines))
+            st.text(_("{heading}:").format(heading=heading) + "\n" + "\n".join(lines))
     else:
-        st.text("Open chat: talk about anything.")
+        st.text(_("Open chat: talk about anything."))
     if view["opening"] and not view["messages"]:
-        st.caption("You could start with")
+        st.caption(_("You could start with"))
         st.text(view["opening"])
 
 talking = conv.state == "talking"
@@ -150,27 +161,29 @@ for idx, role, text in view["messages"]:
         st.text(text)
         if role == "assistant" and rating and task.flags:
             had = frozenset(view["flags"].get(int(idx), set()))
-            st.pills("Flag this reply", list(task.flags), selection_mode="multi", default=sorted(had),
+            st.pills(_("Flag this reply"), list(task.flags), selection_mode="multi", default=sorted(had),
+                     format_func=lambda f: chats.flag_label(task, f),
                      key=f"{prefix}-flags-{cid}-{idx}", label_visibility="collapsed", on_change=_flagged,
-                     args=(int(idx), had), help="optional: what is wrong with this reply")
+                     args=(int(idx), had), help=_("optional: what is wrong with this reply"))
 
 failed_key = f"{prefix}-failed-{cid}"
 if talking:
     full = view["rounds"] >= task.max_rounds
     failure = st.session_state.get(failed_key)
     failed = bool(failure) and view["pending"] is not None and failure[0] == view["pending"]
-    st.chat_input("The model did not answer: retry, or end the conversation" if failed else
-                  "The model is answering…" if view["pending"] is not None else
-                  ("Round limit reached: end the conversation" if full else "Your message"),
+    st.chat_input(_("The model did not answer: retry, or end the conversation") if failed else
+                  _("The model is answering…") if view["pending"] is not None else
+                  (_("Round limit reached: end the conversation") if full else _("Your message")),
                   # no max_chars: Streamlit's server would cut a longer message silently; say() refuses it in one
                   # sentence instead, and the text goes back into the box
                   key=input_key, disabled=view["pending"] is not None or full)
     if view["pending"] is not None:
         with st.chat_message("assistant"):
             if failed:
-                st.warning(md_escape(failure[1].rstrip(".") + ". Your message is kept; try again, or end the "
-                                     "conversation."))
-                st.button("Retry", key=f"{prefix}-retry-{cid}", on_click=lambda: st.session_state.pop(failed_key, None))
+                st.warning(md_escape(_("{problem}. Your message is kept; try again, or end the conversation.").format(
+                    problem=chats.problem_text(failure[1]).rstrip("."))))
+                st.button(_("Retry"), key=f"{prefix}-retry-{cid}",
+                          on_click=lambda: st.session_state.pop(failed_key, None))
             else:
                 shown = st.empty()
                 asked_for = chats.ask(con, cid)
@@ -189,13 +202,15 @@ if talking:
                     st.rerun()
     if view["rounds"] and (view["pending"] is None or failed):
         with st.form(f"{prefix}-end-{cid}", border=False):
-            goal = st.checkbox("Everything in the scenario came up (the goal was reached)", key=f"{prefix}-goal-{cid}")
-            if st.form_submit_button("End the conversation and rate it"):
+            goal = st.checkbox(_("Everything in the scenario came up (the goal was reached)"),
+                               key=f"{prefix}-goal-{cid}")
+            if st.form_submit_button(_("End the conversation and rate it")):
                 if _write(chats.end, cid, person, goal):
                     st.rerun()
 elif rating:
-    st.subheader("Rate the whole conversation")
-    st.caption("Each rating is stored when you click it. Flag single replies above if something was wrong with them.")
+    st.subheader(_("Rate the whole conversation"))
+    st.caption(_("Each rating is stored when you click it. Flag single replies above if something was wrong with "
+                 "them."))
 
     def _rated(dimension: str) -> None:
         value = st.session_state.get(f"{prefix}-rate-{cid}-{dimension}")
@@ -203,16 +218,17 @@ elif rating:
             _write(chats.rate, cid, person, dimension, float(value))
 
     for d in task.dimensions:
-        st.text(f"{d.dimension} ({d.min:g} to {d.max:g})")
+        st.text(_("{dimension} ({lo} to {hi})").format(dimension=d.dimension, lo=f"{d.min:g}", hi=f"{d.max:g}"))
         if d.description:
             st.caption(md_escape(d.description))
         st.segmented_control(d.dimension, d.scale(), default=view["ratings"].get(d.dimension),
                              format_func=lambda v: f"{v:g}", key=f"{prefix}-rate-{cid}-{d.dimension}",
                              label_visibility="collapsed", on_change=_rated, args=(d.dimension,))
     if conv.state == "rated":
-        st.success("Thank you: this conversation is rated (you can still change a rating until it is reviewed).")
-        st.button("Next conversation", key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
+        st.success(_("Thank you: this conversation is rated (you can still change a rating until it is "
+                     "reviewed)."))
+        st.button(_("Next conversation"), key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
 else:
-    st.success("Thank you: this conversation is accepted." if conv.state == "accepted" else
-               md_escape(f"This conversation was sent back: {conv.reason}"))
-    st.button("Next conversation", key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
+    st.success(_("Thank you: this conversation is accepted.") if conv.state == "accepted" else
+               md_escape(_("This conversation was sent back: {reason}").format(reason=conv.reason)))
+    st.button(_("Next conversation"), key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))

@@ -2,7 +2,12 @@
 "someone else takes your place on it, ...")."""
 from __future__ import annotations
 
+from functools import partial
+
 from support.apptest import demo_task_store, run
+
+# These tests read the pages' English: the person picked English (a task on demo-zh is in Chinese otherwise)
+run = partial(run, lang="en")
 
 
 def test_the_skip_buttons_tooltip_is_a_whole_sentence(monkeypatch, tmp_path, default_store_file):

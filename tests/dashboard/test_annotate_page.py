@@ -6,6 +6,8 @@ or deleted under the annotator and a store that cannot be used are each one sent
 unchanged. The Rating tasks page confirms a new task, empties its form and hands out a real link."""
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from evalcore.core.errors import StoreError
@@ -13,6 +15,9 @@ from evalcore.store import DiskFull, connect, history
 from evalcore.store import annotators as people
 from evalcore.store import tasks as stored
 from support.apptest import demo_task_store, run
+
+# These tests read the pages' English: the person picked English (a task on demo-zh is in Chinese otherwise)
+run = partial(run, lang="en")
 
 
 def _login(at, name: str, code: str, key: str = ""):
@@ -36,7 +41,7 @@ def _kept(at, task) -> str:
 
 
 def _rate(at, values: list[float]):
-    for control, value in zip(at.segmented_control, values):
+    for control, value in zip([c for c in at.segmented_control if c.key.startswith("ann-")], values):   # not the switch
         control.set_value(value).run()
         assert not at.exception, [e.value for e in at.exception]
     return at

@@ -5,6 +5,8 @@ lone surrogate is drawn and stored cleaned; and nothing the page shows names the
 endpoint."""
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from evalcore.services import chats as service
@@ -14,6 +16,9 @@ from evalcore.store import endpoints as registry
 from support import copy_default_store
 from support.apptest import run
 from support.judge_server import JudgeServer
+
+# These tests read the pages' English: the person picked English (a task on demo-zh is in Chinese otherwise)
+run = partial(run, lang="en")
 
 KEY = "canary-page-0f6e2d9c4b17a358"
 MODEL = "secret-qwen2.5-72b-instruct"

@@ -6,6 +6,7 @@ give the Bradley-Terry ratings FastChat's compute_mle_elo fits."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,9 @@ from evalcore.store import tasks as stored
 from evalcore.store.tasks import Dimension, RatedElsewhere, UnitFull
 from support import fastchat_mle
 from support.apptest import run
+
+# These tests read the pages' English: the person picked English (a task on demo-zh is in Chinese otherwise)
+run = partial(run, lang="en")
 
 MODELS = ("m-alpha", "m-beta", "m-gamma")
 

@@ -1,5 +1,5 @@
 """A page of the dashboard through Streamlit's AppTest (no browser, no server): run(page, monkeypatch, env, **query)
-opens it with the environment and URL parameters given and fails on any exception it shows; charts(at) lists
+opens it with the environment and URL parameters given (and the language picked, if any) and fails on any exception it shows; charts(at) lists
 its charts; demo_task_store(tmp_path, default_store_file) is a copy of the default store and its demo rating task."""
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def charts(at: AppTest) -> list:
     return list(at.get("plotly_chart")) + list(at.get("vega_lite_chart"))
 
 
-def run(page: str, monkeypatch, env: dict, **query) -> AppTest:
+def run(page: str, monkeypatch, env: dict, lang: str | None = None, **query) -> AppTest:
+    """The page opened with `env` and the URL parameters `query`; `lang`: the language the person picked with the
+    switch (None: none picked, so a task's page is in the task's language)."""
     for key, value in env.items():
         if value is None:
             monkeypatch.delenv(key, raising=False)
@@ -36,6 +38,8 @@ def run(page: str, monkeypatch, env: dict, **query) -> AppTest:
         at.switch_page(f"pages/views/{page}.py")
     for key, value in query.items():
         at.query_params[key] = value
+    if lang:
+        at.session_state["evalcore-lang"] = lang
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -33,7 +33,7 @@ def _patterns() -> list[tuple[str, re.Pattern]]:
     text)."""
     out = []
     for msgid, string in translations().items():
-        if string == msgid or not re.search(r"[A-Za-z]{3,}", msgid):
+        if string == msgid or not re.search(r"[A-Za-z]{3,}", _FIELD.sub("", msgid)):   # words, not placeholders
             continue
         parts = _FIELD.split(msgid)
         out.append((msgid, re.compile(".*?".join(re.escape(p) for p in parts), re.S)))
