@@ -51,6 +51,15 @@ def test_the_site_builds_strict(tmp_path):
     card = (site / "metrics" / "bleu4" / "index.html").read_text(encoding="utf-8")
     assert "BLEU4|tok:char-1|ngram:tuple|corpus:corpus-bleu-no-smoothing" in card and "Papineni" in card
     assert (site / "guide" / "tour" / "index.html").exists() and (site / "index.html").exists()
+    # Chinese beside English (mkdocs-static-i18n): /zh/ holds every page, a Chinese one where page.zh.md exists and the
+    # English one otherwise, each with the Chinese navigation; the generated metric cards are built once per language,
+    # in its own folder (the Chinese build once wrote its cards over the English ones)
+    lang = lambda path: re.search(r'<html lang="([^"]+)"', (site / path).read_text(encoding="utf-8")).group(1)   # noqa: E731
+    assert lang("metrics/bleu4/index.html") == lang("guide/annotating/index.html") == "en"
+    assert lang("zh/metrics/bleu4/index.html") == lang("zh/guide/annotating/index.html") == lang("zh/guide/importing/index.html") == "zh"
+    assert "标注者评分指南" in (site / "zh" / "guide" / "annotating" / "index.html").read_text(encoding="utf-8")
+    assert "标注者评分指南" in (site / "zh" / "guide" / "importing" / "index.html").read_text(encoding="utf-8")   # the nav
+    assert "BLEU4|tok:char-1" in (site / "zh" / "metrics" / "bleu4" / "index.html").read_text(encoding="utf-8")
 
 
 def test_every_metric_has_a_card_and_every_card_a_metric():
