@@ -11,8 +11,10 @@ import argparse
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from evalcore.core.i18n import N_, _
+
 EXAMPLE = "http://127.0.0.1:8000/v1"
-KEY_ADVICE = ("put the key in an environment variable and give its name with --api-key-env (the page's "
+KEY_ADVICE = N_("put the key in an environment variable and give its name with --api-key-env (the page's "
               "'Key variable')")
 _SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
@@ -21,27 +23,29 @@ def problem(url: str) -> str | None:
     """Why `url` cannot be registered as a base URL, in a sentence that never repeats it (what was given may
     hold a key); None when it can."""
     if not isinstance(url, str) or not url:
-        return f"the base URL is empty: give the server's OpenAI API root, like {EXAMPLE}"
+        return _("the base URL is empty: give the server's OpenAI API root, like {example}").format(example=EXAMPLE)
     if url != url.strip():
-        return "the base URL starts or ends with a space (or another blank): give it without one"
+        return _("the base URL starts or ends with a space (or another blank): give it without one")
     if _SPACE_OR_CONTROL.search(url):
-        return "the base URL holds a space or a control character: a URL has none"
+        return _("the base URL holds a space or a control character: a URL has none")
     try:
         parts = urlsplit(url)
         port = parts.port   # urllib raises ValueError for a port out of 0..65535 or not a number
     except ValueError:
-        return "the base URL cannot be read as a URL (its host or port is malformed): give one like " + EXAMPLE
+        return _("the base URL cannot be read as a URL (its host or port is malformed): give one like {example}").format(
+            example=EXAMPLE)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"the base URL is not an http(s) URL like {EXAMPLE}"
+        return _("the base URL is not an http(s) URL like {example}").format(example=EXAMPLE)
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        return f"the base URL holds a user name/password (before '@'): {KEY_ADVICE}"
+        return _("the base URL holds a user name/password (before '@'): {advice}").format(advice=_(KEY_ADVICE))
     if parts.query or "?" in url:
-        return (f"the base URL holds a query ('?' and what follows): {KEY_ADVICE}; the base URL ends at its path, "
-                f"like {EXAMPLE}")
+        return _("the base URL holds a query ('?' and what follows): {advice}; the base URL ends at its path, like "
+                 "{example}").format(advice=_(KEY_ADVICE), example=EXAMPLE)
     if "#" in url:
-        return f"the base URL holds a fragment ('#' and what follows): it ends at its path, like {EXAMPLE}"
+        return _("the base URL holds a fragment ('#' and what follows): it ends at its path, like {example}").format(
+            example=EXAMPLE)
     if port == 0:
-        return "the base URL's port is 0: give the port the server listens on (1 to 65535)"
+        return _("the base URL's port is 0: give the port the server listens on (1 to 65535)")
     return None
 
 

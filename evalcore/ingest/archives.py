@@ -9,7 +9,9 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem
+from evalcore.core.i18n import _
 from evalcore.core.processes import alive
 from evalcore.ingest.limits import limit
 
@@ -25,19 +27,21 @@ def check_archive(path: Path, name: str) -> None:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
-        kind = "an .xlsx workbook" if path.suffix.lower() == ".xlsx" else "a .zip archive"
-        raise ImportRefused([Problem(name, "", "", kind, f"unreadable ({exc})")]) from None
+        kind = _("an .xlsx workbook") if path.suffix.lower() == ".xlsx" else _("a .zip archive")
+        raise ImportRefused([Problem(name, "", "", kind, _("unreadable ({error})").format(error=exc))]) from None
     most, members = limit("MAX_EXPANDED"), limit("MAX_MEMBERS")
     files = [i for i in infos if not i.is_dir()]
     if len(files) > members:
-        raise ImportRefused([Problem(name, "", "", f"at most {members:,} files in an archive (EVALCORE_MAX_MEMBERS)",
-                                     f"{len(files):,} files")])
+        raise ImportRefused([Problem(name, "", "", _("at most {n} files in an archive (EVALCORE_MAX_MEMBERS)").format(
+            n=i18n.number(members)), _("{n} files").format(n=i18n.number(len(files))))])
     total = sum(i.file_size for i in files)
     if total > most:
         big = max(files, key=lambda i: i.file_size)
-        raise ImportRefused([Problem(name, "", "", f"an archive that expands to at most {most:,} bytes "
-                                     "(EVALCORE_MAX_EXPANDED)", f"{total:,} bytes unpacked, {big.file_size:,} of them "
-                                     f"in {big.filename!r}, from {path.stat().st_size:,} packed")])
+        raise ImportRefused([Problem(name, "", "", _("an archive that expands to at most {n} bytes "
+                                                     "(EVALCORE_MAX_EXPANDED)").format(n=i18n.number(most)),
+                                     _("{total} bytes unpacked, {biggest} of them in {member}, from {packed} packed").format(
+                                         total=i18n.number(total), biggest=i18n.number(big.file_size),
+                                         member=repr(big.filename), packed=i18n.number(path.stat().st_size)))])
 
 
 def unpack_zip(path: Path, tmp: Path, skip=lambda rel: False) -> list[tuple[Path, str]]:
@@ -46,7 +50,7 @@ def unpack_zip(path: Path, tmp: Path, skip=lambda rel: False) -> list[tuple[Path
     and the moment the running count does. `skip(rel)` leaves a member out. (path, name in the archive)."""
     name = str(path)
     if not path.is_file():
-        raise ImportRefused([Problem(name, "", "", "an existing file", "no such file")])
+        raise ImportRefused([Problem(name, "", "", _("an existing file"), _("no such file"))])
     check_archive(path, name)
     most = limit("MAX_EXPANDED")
     archive = zipfile.ZipFile(path)
@@ -63,13 +67,14 @@ def unpack_zip(path: Path, tmp: Path, skip=lambda rel: False) -> list[tuple[Path
                     while chunk := src.read(1 << 20):
                         total += len(chunk)
                         if total > most:
-                            raise ImportRefused([Problem(f"{path}/{rel}", "", "", f"an archive that expands to at "
-                                                         f"most {most:,} bytes (EVALCORE_MAX_EXPANDED)",
-                                                         "more (passed while unpacking this member)")])
+                            raise ImportRefused([Problem(f"{path}/{rel}", "", "", _(
+                                "an archive that expands to at most {n} bytes (EVALCORE_MAX_EXPANDED)").format(
+                                    n=i18n.number(most)), _("more (passed while unpacking this member)"))])
                         dst.write(chunk)
             except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, NotImplementedError) as exc:
                 # corrupt, encrypted or of an unsupported compression
-                problems.append(Problem(f"{path}/{rel}", "", "", "a readable member", f"unreadable ({exc})"))
+                problems.append(Problem(f"{path}/{rel}", "", "", _("a readable member"),
+                                        _("unreadable ({error})").format(error=exc)))
                 continue
             out.append((target, rel))
     if problems:

@@ -11,6 +11,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from evalcore.core.i18n import N_, _
 from evalcore.core.words import count
 from evalcore.store import bump_revision, history, insert_frame, registered, transaction
 from evalcore.store.history import current_user
@@ -22,14 +23,17 @@ ORDER = (
     "published_correlations", "pairwise_judgments",
 )
 # what a table's rows are called in a report, (one, many): "1 model", "2 human ratings"
-ROW_NOUNS = {"datasets": ("dataset", "datasets"), "tracks": ("track", "tracks"), "models": ("model", "models"),
-             "dimensions": ("dimension", "dimensions"), "external_metrics": ("external metric", "external metrics"),
-             "metric_signatures": ("metric signature", "metric signatures"), "dialogues": ("dialogue", "dialogues"),
-             "turns": ("turn", "turns"), "items": ("item", "items"), "item_references": ("reference", "references"),
-             "responses": ("response", "responses"), "human_ratings": ("human rating", "human ratings"),
-             "metric_scores": ("metric value", "metric values"), "system_scores": ("system score", "system scores"),
-             "published_correlations": ("published correlation", "published correlations"),
-             "pairwise_judgments": ("pairwise vote", "pairwise votes")}
+ROW_NOUNS = {"datasets": (N_("dataset"), "datasets"), "tracks": (N_("track"), "tracks"), "models": (N_("model"), "models"),
+             "dimensions": (N_("dimension"), "dimensions"),
+             "external_metrics": (N_("external metric"), "external metrics"),
+             "metric_signatures": (N_("metric signature"), "metric signatures"),
+             "dialogues": (N_("dialogue"), "dialogues"), "turns": (N_("turn"), "turns"), "items": (N_("item"), "items"),
+             "item_references": (N_("reference"), "references"), "responses": (N_("response"), "responses"),
+             "human_ratings": (N_("human rating"), "human ratings"),
+             "metric_scores": (N_("metric value"), "metric values"),
+             "system_scores": (N_("system score"), "system scores"),
+             "published_correlations": (N_("published correlation"), "published correlations"),
+             "pairwise_judgments": (N_("pairwise vote"), "pairwise votes")}   # count() translates the first
 SHARED = {"datasets", "tracks", "models", "dimensions", "external_metrics", "metric_signatures"}
 WRITE_SLICE = 50_000  # rows per insert statement inside the one transaction
 
@@ -46,9 +50,9 @@ class ImportReport:
     tracks: list[str] = field(default_factory=list)  # the tracks an import wrote into, where it says
 
     def render(self) -> str:
-        written = ", ".join(count(n, *ROW_NOUNS.get(t, (t, t))) for t, n in self.counts.items() if n) or "nothing new"
-        lines = [f"imported {self.file}: {written}"]
-        lines += [f"  note: {n}" for n in self.notes]
+        written = ", ".join(count(n, *ROW_NOUNS.get(t, (t, t))) for t, n in self.counts.items() if n) or _("nothing new")
+        lines = [_("imported {file}: {written}").format(file=self.file, written=written)]
+        lines += ["  " + _("note: {note}").format(note=n) for n in self.notes]
         return "\n".join(lines)
 
 

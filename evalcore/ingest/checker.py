@@ -6,11 +6,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.i18n import N_, _
 from evalcore.core.text import CONTROL, SURROGATE, bad_character, identity_key, lookalike_letters, normalise_id, skeleton
 from evalcore.ingest import limits
+from evalcore.ingest.places import place
 
-NORMALISED = ("normalised {n} identifier(s): surrounding whitespace and invisible characters (zero-width, soft "
+NORMALISED = N_("normalised {n} identifier(s): surrounding whitespace and invisible characters (zero-width, soft "
               "hyphen, BOM, bidirectional controls) removed and full-width or other compatibility forms folded "
               "(Unicode NFKC)")
 # The fields that name a person or a model: two values of one of them that look alike (text.skeleton) but are
@@ -42,13 +45,13 @@ def _not_decimal(value: str) -> tuple[str, str]:
     """(expected, got) for a text cell that is not a plain decimal number."""
     word = value.strip().lstrip("+-").lower()
     if word in _NON_FINITE:
-        return "a finite number", short(value)
+        return _("a finite number"), short(value)
     try:
         float(value)
     except ValueError:
-        return "a number", short(value)
-    return ("a number in plain decimal (digits with an optional sign, point and exponent: 10, -0.5, 1e-3)",
-            f"{short(value)}, which only Python reads as a number")
+        return _("a number"), short(value)
+    return (_("a number in plain decimal (digits with an optional sign, point and exponent: 10, -0.5, 1e-3)"),
+            _("{value}, which only Python reads as a number").format(value=short(value)))
 
 
 @dataclass
@@ -66,9 +69,10 @@ class Checker:
 
     def require_columns(self, columns: list[str], required: list[str], where: str = "header (row 1)") -> bool:
         missing = [c for c in required if c not in columns]
-        found = ", ".join(repr(x) for x in columns if x) or "none"
+        found = ", ".join(repr(x) for x in columns if x) or _("none")
         for c in missing:
-            self.add(where, c, f"a column named '{c}'", f"no such column (columns found: {found})")
+            self.add(where, c, _("a column named '{column}'").format(column=c),
+                     _("no such column (columns found: {found})").format(found=found))
         return not missing
 
     def text(self, rec: dict, where: str, key: str, *, required: bool = True, allow_empty: bool = False) -> str | None:
@@ -76,28 +80,29 @@ class Checker:
         value = rec.get(key)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             if required:
-                self.add(where, key, "a value", "nothing")
+                self.add(where, key, _("a value"), _("nothing"))
             return None
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            self.add(where, key, "a string", f"{type(value).__name__} {short(value)}")
+            self.add(where, key, _("a string"), f"{type(value).__name__} {short(value)}")
             return None
         value = str(value)
         if len(value) > limits.MAX_CELL:
-            self.add(where, key, f"at most {limits.MAX_CELL:,} characters (EVALCORE_MAX_CELL)", f"{len(value):,} characters")
+            self.add(where, key, _("at most {n} characters (EVALCORE_MAX_CELL)").format(n=i18n.number(limits.MAX_CELL)),
+                     _("{n} characters").format(n=i18n.number(len(value))))
             return None
         bad = CONTROL.search(value)
         if bad:
-            self.add(where, key, "text without control characters (tab and newline are fine)",
-                     f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
+            self.add(where, key, _("text without control characters (tab and newline are fine)"),
+                     _("U+{code} at character {n}").format(code=f"{ord(bad.group()):04X}", n=bad.start() + 1))
             return None
         bad = SURROGATE.search(value)   # from a JSON escape (parse_json names it first): no encoding can store it
         if bad:
-            self.add(where, key, "text without lone surrogates (U+D800-U+DFFF not half of a pair)",
-                     f"U+{ord(bad.group()):04X} at character {bad.start() + 1}")
+            self.add(where, key, _("text without lone surrogates (U+D800-U+DFFF not half of a pair)"),
+                     _("U+{code} at character {n}").format(code=f"{ord(bad.group()):04X}", n=bad.start() + 1))
             return None
         if not value.strip() and not allow_empty:
             if required:
-                self.add(where, key, "a non-empty string", "an empty string")
+                self.add(where, key, _("a non-empty string"), _("an empty string"))
             return None
         return value
 
@@ -127,14 +132,15 @@ class Checker:
         if first[0] == identity_key(name):
             return True
         letters = lookalike_letters(name) or lookalike_letters(first[1])
-        self.add(where, key, f"a name that does not look like another: {first[1]!r} ({first[2]}) is taken and looks "
-                 f"the same, written with other letters ({', '.join(letters)})", repr(name))
+        self.add(where, key, _("a name that does not look like another: {taken} ({place}) is taken and looks the same, "
+                               "written with other letters ({letters})").format(
+                                   taken=repr(first[1]), place=place(first[2]), letters=", ".join(letters)), repr(name))
         return False
 
     def notes(self) -> list[str]:
-        return [NORMALISED.format(n=self.normalised)] if self.normalised else []
+        return [_(NORMALISED).format(n=self.normalised)] if self.normalised else []
 
-    def option(self, option: str, value: str | None, *, what: str = "name") -> str | None:
+    def option(self, option: str, value: str | None, *, what: str = N_("name")) -> str | None:
         """A name given beside the file (--dataset, --track, --model, --metric; the upload page's controls) in the
         one normal form of names (NFKC, surrounding whitespace removed: '--metric ＢＬＥＵ４' is BLEU4). Refused at
         once, naming the option, when it holds a control character or a lone surrogate (a terminal acts on
@@ -144,11 +150,12 @@ class Checker:
             return None
         bad = bad_character(value)
         if bad:
-            raise ImportRefused([Problem(self.file, "", option, f"a {what} without control characters or lone "
-                                         "surrogates", bad)])
+            raise ImportRefused([Problem(self.file, "", option, _("a {what} without control characters or lone "
+                                                                 "surrogates").format(what=_(what)), bad)])
         out = normalise_id(value)
         if not out:
-            raise ImportRefused([Problem(self.file, "", option, f"a non-empty {what}", short(value))])
+            raise ImportRefused([Problem(self.file, "", option, _("a non-empty {what}").format(what=_(what)),
+                                         short(value))])
         return out
 
     def number(self, rec: dict, where: str, key: str) -> float | None:
@@ -156,7 +163,7 @@ class Checker:
         limits.MAX_MAGNITUDE in magnitude."""
         value = rec.get(key)
         if isinstance(value, bool):
-            self.add(where, key, "a number", short(value))
+            self.add(where, key, _("a number"), short(value))
             return None
         if isinstance(value, (int, float)):
             try:
@@ -169,14 +176,14 @@ class Checker:
                 self.add(where, key, *_not_decimal(value))
                 return None
         else:
-            self.add(where, key, "a number", "nothing" if value in (None, "") else short(value))
+            self.add(where, key, _("a number"), _("nothing") if value in (None, "") else short(value))
             return None
         if math.isnan(number) or (math.isinf(number) and not isinstance(value, (int, str))):
-            self.add(where, key, "a finite number", short(value))
+            self.add(where, key, _("a finite number"), short(value))
             return None
         if abs(number) > limits.MAX_MAGNITUDE:
-            self.add(where, key, f"a number of magnitude at most {limits.MAX_MAGNITUDE:g} (larger ones make sums, means and "
-                     "squares overflow to infinity)", short(value))
+            self.add(where, key, _("a number of magnitude at most {limit} (larger ones make sums, means and squares "
+                                   "overflow to infinity)").format(limit=f"{limits.MAX_MAGNITUDE:g}"), short(value))
             return None
         return number
 
@@ -184,14 +191,14 @@ class Checker:
         value = rec.get(key)
         if value is None:
             if required:
-                self.add(where, key, "a list of strings", "nothing")
+                self.add(where, key, _("a list of strings"), _("nothing"))
             return None if required else []
         if not isinstance(value, list):
-            self.add(where, key, "a list of strings", f"{type(value).__name__} {short(value)}")
+            self.add(where, key, _("a list of strings"), f"{type(value).__name__} {short(value)}")
             return None
         bad = [i for i, v in enumerate(value) if not isinstance(v, str)]
         if bad:
-            self.add(where, f"{key}[{bad[0]}]", "a string", f"{type(value[bad[0]]).__name__} {short(value[bad[0]])}")
+            self.add(where, f"{key}[{bad[0]}]", _("a string"), f"{type(value[bad[0]]).__name__} {short(value[bad[0]])}")
             return None
         # each element under the same limits as any text field (length, control characters)
         ok = [self.text({f"{key}[{i}]": v}, where, f"{key}[{i}]", allow_empty=True) for i, v in enumerate(value)]

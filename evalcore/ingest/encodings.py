@@ -23,10 +23,12 @@ import csv
 import re
 from pathlib import Path
 
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.i18n import N_, _
 from evalcore.ingest import strictjson
 
-ENCODINGS_EXPECTED = "text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK"
+ENCODINGS_EXPECTED = N_("text in UTF-8 (with or without BOM), UTF-16 with BOM, or GB18030/GBK")
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 # Text as UTF-8 shows it: at least one CJK character, CJK punctuation, full-width form or typographic
 # punctuation (curly quotes, dashes, the ellipsis: what an English file holds beyond ASCII) ...
@@ -55,17 +57,19 @@ def sniff_encoding(path: Path, file: str, block: int = 1 << 20, kind: str = "") 
                 return enc
             name = "UTF-8" if enc == "utf-8-sig" else "UTF-16"
             where, field = ("", "") if enc == "utf-16" else _place_of(path, kind, "utf-8", bad)
-            raise ImportRefused([Problem(file, where, field, f"text in {name} throughout, as the byte-order mark at "
-                                         "its start says (save the whole file in one encoding)",
-                                         f"bytes {name} cannot read (the first at byte {bad:,} of the file)")])
+            raise ImportRefused([Problem(file, where, field, _(
+                "text in {encoding} throughout, as the byte-order mark at its start says (save the whole file in one "
+                "encoding)").format(encoding=name), _("bytes {encoding} cannot read (the first at byte {n} of the "
+                                                      "file)").format(encoding=name, n=i18n.number(bad)))])
     bad = _decode_all(path, "utf-8", block, file=file)
     if bad is None:
         return "utf-8"
     _one_encoding(path, file, kind)
     if _decode_all(path, "gb18030", block) is not None:
         where, field = _place_of(path, kind, "utf-8", bad)
-        raise ImportRefused([Problem(file, where, field, ENCODINGS_EXPECTED,
-                                     f"bytes none of them can read (first bad byte at offset {bad:,})")])
+        raise ImportRefused([Problem(file, where, field, _(ENCODINGS_EXPECTED),
+                                     _("bytes none of them can read (first bad byte at offset {n})").format(
+                                         n=i18n.number(bad)))])
     return "gb18030"
 
 
@@ -87,10 +91,9 @@ def _decode_all(path: Path, enc: str, block: int, file: str | None = None, skip:
     except UnicodeDecodeError:
         if file is not None:
             at = offset - len(pending)
-            raise ImportRefused([Problem(file, "", "", ENCODINGS_EXPECTED,
-                                         f"a file that ends inside a UTF-8 character at byte {at:,} (its last "
-                                         f"{len(pending)} byte(s) begin a character that never ends: was the "
-                                         "file cut short?)")]) from None
+            raise ImportRefused([Problem(file, "", "", _(ENCODINGS_EXPECTED), _(
+                "a file that ends inside a UTF-8 character at byte {at} (its last {n} byte(s) begin a character that "
+                "never ends: was the file cut short?)").format(at=i18n.number(at), n=len(pending)))]) from None
         return offset - len(pending)
     return None
 
@@ -135,20 +138,20 @@ def _one_encoding(path: Path, file: str, kind: str = "") -> None:
         line, piece, begins = other[1:]
         bad = _first_bad_utf8(piece)
         place, field = _place(path, kind, "utf-8", line, begins, piece, bad)
-        raise ImportRefused([Problem(file, place, field, f"text in one encoding throughout: this file's other lines "
-                                     f"are UTF-8 ({utf8[0]:,} with non-ASCII text, the first line {utf8[1]:,}); "
-                                     "save the whole file as UTF-8",
-                                     f"a line UTF-8 cannot read (byte 0x{piece[bad]:02X} at byte {bad + 1:,} of the "
-                                     f"line){_as_gb18030(piece)}")])
+        raise ImportRefused([Problem(file, place, field, _(
+            "text in one encoding throughout: this file's other lines are UTF-8 ({n} with non-ASCII text, the first "
+            "line {line}); save the whole file as UTF-8").format(n=i18n.number(utf8[0]), line=f"{utf8[1]:,}"),
+            _("a line UTF-8 cannot read (byte {byte} at byte {n} of the line)").format(
+                byte=f"0x{piece[bad]:02X}", n=i18n.number(bad + 1)) + _as_gb18030(piece))])
     line, piece, begins = utf8[1:]
     text = piece.decode("utf-8")
     first = _CHINESE.search(text).start()
     place, field = _place(path, kind, "gb18030", line, begins, piece, len(text[:first].encode("utf-8")))
-    raise ImportRefused([Problem(file, place, field, f"text in one encoding throughout: this file's other lines "
-                                 f"are GB18030/GBK ({other[0]:,} with non-ASCII text, the first line "
-                                 f"{other[1]:,}); save the whole file as UTF-8",
-                                 f"a line in UTF-8 ({short(_excerpt(text))}, which GB18030 would read as "
-                                 f"{short(_excerpt(piece.decode('gb18030', 'replace')))})")])
+    raise ImportRefused([Problem(file, place, field, _(
+        "text in one encoding throughout: this file's other lines are GB18030/GBK ({n} with non-ASCII text, the first "
+        "line {line}); save the whole file as UTF-8").format(n=i18n.number(other[0]), line=f"{other[1]:,}"),
+        _("a line in UTF-8 ({text}, which GB18030 would read as {misread})").format(
+            text=short(_excerpt(text)), misread=short(_excerpt(piece.decode("gb18030", "replace")))))])
 
 
 def _place(path: Path, kind: str, enc: str, line: int, begins: int, piece: bytes, at: int) -> tuple[str, str]:
@@ -195,7 +198,7 @@ def _as_gb18030(piece: bytes) -> str:
         text = piece.decode("gb18030")
     except UnicodeDecodeError:
         return ""
-    return f"; it reads as GB18030 {short(_excerpt(text))}"
+    return _("; it reads as GB18030 {text}").format(text=short(_excerpt(text)))
 
 
 def _excerpt(text: str, size: int = 40) -> str:

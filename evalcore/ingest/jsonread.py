@@ -6,7 +6,9 @@ import json
 import re
 from pathlib import Path
 
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.i18n import _
 from evalcore.ingest import strictjson
 from evalcore.ingest.encodings import sniff_encoding
 from evalcore.ingest.limits import limit
@@ -42,17 +44,19 @@ def parse_json(text: str, name: str, shape: str, where: str = "", first_line: in
     at = _json_depth_at(text)
     if at is not None:
         line = first_line + text.count("\n", 0, at)
-        raise ImportRefused([Problem(name, where or f"line {line:,}", "", f"JSON nested at most {limit('MAX_DEPTH')} "
-                                     "levels deep (EVALCORE_MAX_DEPTH)",
-                                     f"deeper nesting at column {at - text.rfind(chr(10), 0, at):,}")])
+        raise ImportRefused([Problem(name, where or f"line {line:,}", "", _(
+            "JSON nested at most {n} levels deep (EVALCORE_MAX_DEPTH)").format(n=limit("MAX_DEPTH")),
+            _("deeper nesting at column {column}").format(column=i18n.number(at - text.rfind(chr(10), 0, at))))])
     decoder = decoder or strictjson.Decoder()
     try:
         value, suspect = decoder.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportRefused([Problem(name, where or f"line {exc.lineno + first_line - 1:,}", "", shape,
-                                     f"invalid JSON ({exc.msg} at column {exc.colno})")]) from None
+                                     _("invalid JSON ({error} at column {column})").format(error=exc.msg,
+                                                                                          column=exc.colno))]) from None
     except (ValueError, RecursionError) as exc:
-        raise ImportRefused([Problem(name, where, "", shape, f"JSON Python cannot read ({short(str(exc), 80)})")]) from None
+        raise ImportRefused([Problem(name, where, "", shape, _("JSON Python cannot read ({error})").format(
+            error=short(str(exc), 80)))]) from None
     if suspect:
         problems = strictjson.locate(text, name, lambda line, top: where or _json_place(line, top), first_line)
         if problems:
@@ -69,7 +73,7 @@ def read_json(path: Path, shape: str) -> tuple[object, str, list[int]]:
     elements begins on (so that a problem in one can name its line); unreadable JSON refused."""
     file = str(path)
     if not path.is_file():
-        raise ImportRefused([Problem(file, "", "", "an existing file", "no such file")])
+        raise ImportRefused([Problem(file, "", "", _("an existing file"), _("no such file"))])
     encoding = sniff_encoding(path, file, kind="json")
     text = path.read_text(encoding=encoding)
     data = parse_json(text, file, shape)
@@ -92,7 +96,7 @@ def _element_lines(text: str) -> list[int]:
         line += text.count("\n", counted, at)
         counted = at
         out.append(line)
-        _, at = scan(text, at)
+        __, at = scan(text, at)
         at = _SPACE.match(text, at).end() + 1   # past ',' (or ']', then the loop ends)
         if text.startswith("]", at - 1):
             return out

@@ -31,7 +31,9 @@ import contextlib
 import contextvars
 import os
 
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem
+from evalcore.core.i18n import _
 from evalcore.ingest import strictjson
 
 # Limits a user would accept; a file over them is refused with the row and the limit. Module values are the
@@ -59,9 +61,9 @@ def limit(name: str) -> int:
     try:
         value = int(float(text))
     except ValueError:
-        raise ValueError(f"{var} must be a whole number, got {text!r}") from None
+        raise ValueError(_("{var} must be a whole number, got {text}").format(var=var, text=repr(text))) from None
     if value < 1:
-        raise ValueError(f"{var} must be at least 1, got {text!r}")
+        raise ValueError(_("{var} must be at least 1, got {text}").format(var=var, text=repr(text)))
     return value
 
 
@@ -83,8 +85,9 @@ class Lines:
             raise StopIteration
         self.number += 1
         if len(line) > self.most:
-            raise ImportRefused([Problem(self.name, f"line {self.number:,}", "", f"lines of at most {self.most:,} "
-                                         "characters (EVALCORE_MAX_LINE)", "a longer line")])
+            raise ImportRefused([Problem(self.name, f"line {self.number:,}", "", _(
+                "lines of at most {n} characters (EVALCORE_MAX_LINE)").format(n=i18n.number(self.most)),
+                _("a longer line"))])
         self.kept.append(line)
         return line
 
@@ -103,14 +106,15 @@ class Rows:
     def add(self, where: str) -> None:
         self.n += 1
         if self.n > self.most:
-            raise ImportRefused([Problem(self.name, where, "", f"at most {self.most:,} rows (EVALCORE_MAX_ROWS)",
-                                         "more")])
+            raise ImportRefused([Problem(self.name, where, "", _("at most {n} rows (EVALCORE_MAX_ROWS)").format(
+                n=i18n.number(self.most)), _("more"))])
         if self.budget is not None:
             self.budget[0] += 1
             if self.budget[0] > self.budget[1]:
-                raise ImportRefused([Problem(self.name, where, "", f"at most {self.budget[1]:,} rows in all the "
-                                             "files of the archive or folder together (EVALCORE_MAX_ROWS)",
-                                             f"more: this is row {self.budget[0]:,} of them")])
+                raise ImportRefused([Problem(self.name, where, "", _(
+                    "at most {n} rows in all the files of the archive or folder together (EVALCORE_MAX_ROWS)").format(
+                        n=i18n.number(self.budget[1])), _("more: this is row {row} of them").format(
+                            row=f"{self.budget[0]:,}"))])
 
 
 _BUDGET: contextvars.ContextVar[list | None] = contextvars.ContextVar("evalcore_row_budget", default=None)

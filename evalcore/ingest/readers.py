@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalcore.core import lazy
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.i18n import _
 from evalcore.ingest import archives, limits, strictjson
 from evalcore.ingest.encodings import sniff_encoding
 from evalcore.ingest.jsonread import parse_json
@@ -27,8 +29,8 @@ openpyxl = lazy.module("openpyxl")
 
 def _check_header(name: str, header: list[str], where: str = "row 1") -> None:
     if len(header) > limits.MAX_COLUMNS:
-        raise ImportRefused([Problem(name, where, "", f"at most {limits.MAX_COLUMNS:,} columns (EVALCORE_MAX_COLUMNS)",
-                                     f"{len(header):,} columns")])
+        raise ImportRefused([Problem(name, where, "", _("at most {n} columns (EVALCORE_MAX_COLUMNS)").format(
+            n=i18n.number(limits.MAX_COLUMNS)), _("{n} columns").format(n=i18n.number(len(header))))])
 
 
 @dataclass
@@ -69,10 +71,11 @@ def _suffix(path: Path, kinds: tuple[str, ...]) -> str:
         suffix = "jsonl"
     if suffix not in kinds:
         raise ImportRefused([Problem(
-            str(path), "", "", "a file ending in " + ", ".join("." + k for k in kinds), f".{suffix or '(none)'}"
+            str(path), "", "", _("a file ending in {suffixes}").format(suffixes=", ".join("." + k for k in kinds)),
+            f".{suffix}" if suffix else _(".(none)")
         )])
     if not path.is_file():
-        raise ImportRefused([Problem(str(path), "", "", "an existing file", "no such file")])
+        raise ImportRefused([Problem(str(path), "", "", _("an existing file"), _("no such file"))])
     return suffix
 
 
@@ -109,12 +112,12 @@ def _jsonl_records(lines, name: str) -> Iterator[tuple[dict, int]]:
         if not line.strip():
             continue
         try:
-            obj = parse_json(line, name, "one JSON object per line", f"line {lineno}", lineno, decoder)
+            obj = parse_json(line, name, _("one JSON object per line"), f"line {lineno}", lineno, decoder)
         except ImportRefused as exc:
             problems += exc.problems
             continue
         if not isinstance(obj, dict):
-            problems.append(Problem(name, f"line {lineno}", "", "a JSON object", type(obj).__name__))
+            problems.append(Problem(name, f"line {lineno}", "", _("a JSON object"), type(obj).__name__))
             continue
         rows.add(f"line {lineno:,}")
         if not problems:   # once a line is refused, the rest are only checked
@@ -122,7 +125,7 @@ def _jsonl_records(lines, name: str) -> Iterator[tuple[dict, int]]:
     if problems:
         raise ImportRefused(problems)
     if not rows.n:
-        raise ImportRefused([Problem(name, "", "", "at least one JSON object", "an empty file")])
+        raise ImportRefused([Problem(name, "", "", _("at least one JSON object"), _("an empty file"))])
 
 
 def _open_quote(lines: list[str], first: int, delimiter: str) -> int | None:
@@ -159,13 +162,13 @@ def _read_csv(lines, name: str, delimiter: str) -> Table:
     try:
         first = next(reader, None)
         if first is None:
-            raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty file")])
+            raise ImportRefused([Problem(name, "", "", _("a header row and data rows"), _("an empty file"))])
         _check_header(name, first)   # before reading the rest: a million-column file is refused at once
         header = [h.strip() for h in first]
         counts = Counter(header)
         dupes = sorted(h for h, n in counts.items() if n > 1 and h)
         if dupes:
-            problems.append(Problem(name, "row 1", dupes[0], "each column name once", "it appears more than once"))
+            problems.append(Problem(name, "row 1", dupes[0], _("each column name once"), _("it appears more than once")))
         width = len(header)
         index = 1
         while True:
@@ -178,7 +181,8 @@ def _read_csv(lines, name: str, delimiter: str) -> Table:
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) > width:
-                problems.append(Problem(name, f"row {index}", "", f"{width} columns as in the header", f"{len(row)} columns"))
+                problems.append(Problem(name, f"row {index}", "", _("{n} columns as in the header").format(n=width),
+                                        _("{n} columns").format(n=len(row))))
                 continue
             if len(row) < width:
                 row = row + [""] * (width - len(row))
@@ -188,17 +192,18 @@ def _read_csv(lines, name: str, delimiter: str) -> Table:
     except csv.Error as exc:
         opened = _open_quote(lines.kept, start, delimiter)
         if opened is not None:
-            ends = ("the file ends inside it" if "end of data" in str(exc)
-                    else f"the cell grew past {csv.field_size_limit():,} characters")
-            raise ImportRefused([Problem(name, f"line {opened:,}", "", "a quoted cell that ends with a closing quote",
-                                         f"a quote opened on line {opened:,} that is never closed ({ends})")]) from None
-        raise ImportRefused([Problem(name, f"line {lines.number:,}", "", "well-formed CSV "
-                                     f"(cells of at most {limits.MAX_CELL:,} characters; a quoted cell closed by a quote "
-                                     "followed by the delimiter or the line's end)", str(exc))]) from None
+            got = (_("a quote opened on line {line} that is never closed (the file ends inside it)")
+                   if "end of data" in str(exc) else
+                   _("a quote opened on line {line} that is never closed (the cell grew past {n} characters)"))
+            raise ImportRefused([Problem(name, f"line {opened:,}", "", _("a quoted cell that ends with a closing quote"),
+                                         got.format(line=f"{opened:,}", n=i18n.number(csv.field_size_limit())))]) from None
+        raise ImportRefused([Problem(name, f"line {lines.number:,}", "", _(
+            "well-formed CSV (cells of at most {n} characters; a quoted cell closed by a quote followed by the "
+            "delimiter or the line's end)").format(n=i18n.number(limits.MAX_CELL)), str(exc))]) from None
     if problems:
         raise ImportRefused(problems)
     if not records:
-        raise ImportRefused([Problem(name, "", "", "at least one data row", "only a header")])
+        raise ImportRefused([Problem(name, "", "", _("at least one data row"), _("only a header"))])
     return Table(name, header, records, Places("row", places))
 
 
@@ -244,13 +249,14 @@ def _read_xlsx(path: Path) -> Table:
     try:
         wb = openpyxl.load_workbook(path, read_only=True, data_only=False)
     except Exception as exc:  # openpyxl raises many types for a broken file
-        raise ImportRefused([Problem(name, "", "", "an .xlsx workbook", f"unreadable ({type(exc).__name__}: {exc})")]) from exc
+        raise ImportRefused([Problem(name, "", "", _("an .xlsx workbook"), _("unreadable ({error})").format(
+            error=f"{type(exc).__name__}: {exc}"))]) from exc
     header: list[str] | None = None
     records, places, formulas = [], [], []
     rows = Rows(name)
     try:
         if not wb.worksheets:
-            raise ImportRefused([Problem(name, "", "", "a workbook with a sheet", "none")])
+            raise ImportRefused([Problem(name, "", "", _("a workbook with a sheet"), _("none"))])
         for index, cells in enumerate(wb.worksheets[0].iter_rows(), start=1):
             values = []
             for cell in cells:
@@ -272,15 +278,16 @@ def _read_xlsx(path: Path) -> Table:
     finally:
         wb.close()
     if header is None:
-        raise ImportRefused([Problem(name, "", "", "a header row and data rows", "an empty first sheet")])
+        raise ImportRefused([Problem(name, "", "", _("a header row and data rows"), _("an empty first sheet"))])
     if any(f[2] == 1 for f in formulas):
         f = next(f for f in formulas if f[2] == 1)
-        raise ImportRefused([Problem(name, "row 1", "", "column names, not formulas", f"a formula in cell {f[3]}")])
+        raise ImportRefused([Problem(name, "row 1", "", _("column names, not formulas"),
+                                     _("a formula in cell {cell}").format(cell=f[3]))])
     if formulas:
         _formula_values(path, name, header, records, places, formulas)
     records = [dict(zip(header, ["" if v is None else v for v in values])) for values in records]
     if not records:
-        raise ImportRefused([Problem(name, "", "", "at least one data row", "only a header")])
+        raise ImportRefused([Problem(name, "", "", _("at least one data row"), _("only a header"))])
     return Table(name, header, records, Places("row", places), encoding="xlsx")
 
 
@@ -295,13 +302,14 @@ def _formula_values(path: Path, name: str, header: list[str], records: list[list
     problems = []
     try:
         for index, values in enumerate(wb.worksheets[0].iter_rows(values_only=True), start=1):
-            for record, column, _, coordinate, formula in wanted.get(index, []):
+            for record, column, __, coordinate, formula in wanted.get(index, []):
                 value = values[column] if column < len(values) else None
                 if value is None:
                     col = header[column] if column < len(header) else ""
-                    problems.append(Problem(name, f"row {index}", col, "a value (a formula's value as last saved by a "
-                                            "spreadsheet program: open the file in Excel or LibreOffice and save it)",
-                                            f"cell {coordinate} holds the formula {short(formula)} with no saved value"))
+                    problems.append(Problem(name, f"row {index}", col, _(
+                        "a value (a formula's value as last saved by a spreadsheet program: open the file in Excel or "
+                        "LibreOffice and save it)"), _("cell {cell} holds the formula {formula} with no saved value").format(
+                            cell=coordinate, formula=short(formula))))
                 else:
                     records[record][column] = value
     finally:

@@ -18,6 +18,7 @@ import json
 import re
 
 from evalcore.core.errors import Problem
+from evalcore.core.i18n import _
 from evalcore.core.text import SURROGATE
 
 MAX_MAGNITUDE = 1e100   # numbers larger than this are refused (limits.MAX_MAGNITUDE is this value)
@@ -104,7 +105,7 @@ def locate(text: str, file: str, where, first_line: int = 1) -> list[Problem]:
         if text.startswith("]", at):
             break
         decoder.suspect = False
-        _, end = decoder.decoder.raw_decode(text, at)
+        __, end = decoder.decoder.raw_decode(text, at)
         if decoder.suspect or _SURROGATE_ESCAPE.search(text, at, end):
             line += text.count("\n", counted, at)
             counted = at
@@ -157,16 +158,17 @@ def _locate(text: str, file: str, where, first_line: int = 1, top: int | None = 
                 if value in inner[1]:
                     inner[2] = value
                     first = inner[1][value]
-                    add(m.start(1), _path(frames), "each key once in a JSON object (with the key twice, one of the "
-                        "values would be dropped silently)", f"{value!r} again (first on line {first:,})")
+                    add(m.start(1), _path(frames), _("each key once in a JSON object (with the key twice, one of the "
+                                                     "values would be dropped silently)"),
+                        _("{key} again (first on line {line})").format(key=repr(value), line=f"{first:,}"))
                 inner[1].setdefault(value, line)
                 inner[2] = value
                 if SURROGATE.search(value):
-                    add(m.start(1), _path(frames), "keys without lone surrogates", _surrogate(string))
+                    add(m.start(1), _path(frames), _("keys without lone surrogates"), _surrogate(string))
                 continue
             if SURROGATE.search(value):
-                add(m.start(1), _path(frames), "text without lone surrogates (an escape \\ud800 to \\udfff that is "
-                    "not half of a pair: no encoding can store it)", _surrogate(string))
+                add(m.start(1), _path(frames), _("text without lone surrogates (an escape \\ud800 to \\udfff that "
+                                                 "is not half of a pair: no encoding can store it)"), _surrogate(string))
             continue
         if number is not None:
             if "." in number or "e" in number or "E" in number:
@@ -174,11 +176,12 @@ def _locate(text: str, file: str, where, first_line: int = 1, top: int | None = 
             else:
                 bad = len(number.lstrip("-")) > 101 or abs(int(number)) > MAX_MAGNITUDE
             if bad:
-                add(m.start(2), _path(frames), f"a number of magnitude at most {MAX_MAGNITUDE:g} (larger ones make "
-                    "sums, means and squares overflow to infinity)", _shown(number))
+                add(m.start(2), _path(frames), _("a number of magnitude at most {limit} (larger ones make sums, means "
+                                                 "and squares overflow to infinity)").format(limit=f"{MAX_MAGNITUDE:g}"),
+                    _shown(number))
             continue
         if literal in ("NaN", "Infinity", "-Infinity"):
-            add(m.start(4), _path(frames), "a JSON number (NaN and Infinity are not JSON; write null for no value)",
+            add(m.start(4), _path(frames), _("a JSON number (NaN and Infinity are not JSON; write null for no value)"),
                 literal)
     return problems
 
@@ -187,7 +190,7 @@ def _surrogate(token: str) -> str:
     """The first lone surrogate escape of a JSON string token, with its character position in the string."""
     value = json.loads(token)
     found = SURROGATE.search(value)
-    return f"the escape \\u{ord(found.group()):04x} at character {found.start() + 1}"
+    return _("the escape {escape} at character {n}").format(escape=f"\\u{ord(found.group()):04x}", n=found.start() + 1)
 
 
 def path_at(text: str, index: int) -> tuple[int | None, str]:

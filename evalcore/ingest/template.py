@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.core.export import safe_csv, safe_xlsx
+from evalcore.core.i18n import _
 from evalcore.ingest import lookup
 from evalcore.store.queries import answerable_items, require_dataset
 
@@ -21,7 +22,8 @@ def template(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = N
     require_dataset(con, dataset)
     known = lookup.tracks_of(con, dataset)
     if track is not None and track not in known:
-        raise ValueError(f"no track {track!r} in dataset {dataset!r}; known: {', '.join(known)}")
+        raise ValueError(_("no track {track} in dataset {dataset}; known: {known}").format(
+            track=repr(track), dataset=repr(dataset), known=", ".join(known)))
     frame = con.execute("""
         SELECT i.track, i.item_id, i.context,
                coalesce((SELECT r.text FROM item_references r WHERE r.dataset = i.dataset AND r.item_id = i.item_id
@@ -54,7 +56,7 @@ def render(frame: pd.DataFrame, fmt: str) -> bytes:
     Upload page imports responses and ratings only), not text a submitter or a benchmark's dialogues put
     there. JSONL is not opened by spreadsheet programs and keeps every value exactly."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+        raise ValueError(_("unknown format {format}; known: {known}").format(format=repr(fmt), known=", ".join(FORMATS)))
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in frame.to_dict("records")).encode("utf-8")
     flat = frame.assign(context=frame["context"].map("\n".join))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
+from evalcore.core import i18n
+from evalcore.core.i18n import N_, _
 from evalcore.core.keys import read_key
 from evalcore.generation.listing import generated_models
 from evalcore.generation.templates import resolve
@@ -15,6 +17,9 @@ from evalcore.store.endpoints import listing
 
 SHOWN = ["name", "base_url", "model", "key", "temperature", "top_p", "max_tokens", "seed", "timeout", "concurrency",
          "template", "added_by", "added_at"]
+HEADERS = (N_("name"), N_("model"), N_("temperature"), N_("top_p"), N_("max_tokens"), N_("seed"), N_("timeout"),
+           N_("concurrency"), N_("template"), N_("added_by"), N_("added_at"), N_("signature"), N_("replies"),
+           N_("total"), N_("empty"), N_("cut by length"), N_("refused"), N_("cut by client"))   # the headers shown
 
 
 @global_scoped
@@ -28,7 +33,7 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
     in the dashboard's process at this moment (worked out at each drawing, never cached; a key is never read into
     a page)."""
     out = frame.copy()
-    out["key"] = ["none sent" if not var else f"{var} ({'set' if read_key(var) else 'not set'})"
+    out["key"] = [_("none sent") if not var else (_("{var} (set)") if read_key(var) else _("{var} (not set)")).format(var=var)
                   for var in out["api_key_env"]]
     return out[SHOWN]
 
@@ -40,8 +45,8 @@ def model_taken(con: duckdb.DuckDBPyConnection, dataset: str, model: str) -> str
     uploaded = con.execute("SELECT count(*) FROM responses r WHERE dataset = ? AND model = ? AND NOT EXISTS ("
                            "SELECT 1 FROM generations g WHERE g.dataset = r.dataset AND g.model = r.model "
                            "AND g.submission_id = r.submission_id)", [dataset, model]).fetchall()[0][0]
-    return (f"{model!r} already has {uploaded:,} responses here that no endpoint generated: pick another name"
-            if uploaded else None)
+    return (_("{model} already has {n} responses here that no endpoint generated: pick another name").format(
+        model=repr(model), n=i18n.number(uploaded)) if uploaded else None)
 
 
 @dataset_scoped
@@ -58,7 +63,7 @@ def generated(con: duckdb.DuckDBPyConnection, dataset: str, track: str | None = 
 def track_templates(con: duckdb.DuckDBPyConnection, dataset: str, tracks: list[str] | tuple,
                     template: str | None = None) -> pd.DataFrame:
     """The template each track would be sent with: name, hash, where it comes from, and its text."""
-    language, _ = dataset_language(con, dataset)
+    language, __ = dataset_language(con, dataset)
     # the skill generation's plan takes: its first item's own, else the track's (evalcore.generation.run.prepare)
     skills = dict(con.execute("""
         SELECT i.track, arg_min(coalesce(i.skill, t.skill), i.item_id) FROM items i LEFT JOIN tracks t USING (dataset, track)

@@ -9,16 +9,19 @@ from pathlib import Path
 
 import duckdb
 
+from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused, Problem, short
+from evalcore.core.i18n import N_, _
 from evalcore.core.text import bad_character, identity_key, normalise_id
 from evalcore.ingest import lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker, decimal
 from evalcore.ingest.formats.responses import require_track
 from evalcore.ingest.limits import MAX_CELL, MAX_MAGNITUDE
+from evalcore.ingest.places import place
 from evalcore.ingest.readers import read_table
 
-NOT_A_NUMBER = "a number (or give --missing PATTERN for answers that are not numbers)"
+NOT_A_NUMBER = N_("a number (or give --missing PATTERN for answers that are not numbers)")
 
 
 def text_answer(value: object) -> bool:
@@ -48,8 +51,9 @@ class Missing:
         for pattern in patterns or []:
             bad = bad_character(pattern)
             if bad or not pattern.strip():
-                raise ImportRefused([Problem(file, "", "--missing", "a non-empty pattern without control characters "
-                                             "(for example 'N/A*')", bad or short(pattern))])
+                raise ImportRefused([Problem(file, "", "--missing", _("a non-empty pattern without control "
+                                                                      "characters (for example 'N/A*')"),
+                                             bad or short(pattern))])
             out.append(pattern.strip())
         return cls(out)
 
@@ -61,7 +65,7 @@ class Missing:
     def number(self, check: Checker, rec: dict, where: str, key: str) -> float | None:
         """check.number, except that a text answer's problem suggests --missing."""
         if text_answer(rec.get(key)):
-            check.add(where, key, NOT_A_NUMBER, short(rec.get(key)))
+            check.add(where, key, _(NOT_A_NUMBER), short(rec.get(key)))
             return None
         return check.number(rec, where, key)
 
@@ -69,11 +73,12 @@ class Missing:
         """What the patterns did, for the import's notes (None: no pattern was given)."""
         if not self.patterns:
             return None
-        given = " or ".join(repr(p) for p in self.patterns)
+        given = _(" or ").join(repr(p) for p in self.patterns)
         if not self.counts:
-            return f"no answer matched --missing {given}"
-        per = ", ".join(f"{dim} {n:,}" for dim, n in sorted(self.counts.items(), key=lambda x: (-x[1], x[0])))
-        return f"{sum(self.counts.values()):,} answer(s) matching --missing {given} stored as no rating: {per}"
+            return _("no answer matched --missing {patterns}").format(patterns=given)
+        per = ", ".join(f"{dim} {i18n.number(n)}" for dim, n in sorted(self.counts.items(), key=lambda x: (-x[1], x[0])))
+        return _("{n} answer(s) matching --missing {patterns} stored as no rating: {counts}").format(
+            n=i18n.number(sum(self.counts.values())), patterns=given, counts=per)
 
 
 def parse_scale(text: str) -> tuple[str, float, float]:
@@ -82,23 +87,24 @@ def parse_scale(text: str) -> tuple[str, float, float]:
         name, bounds = text.split("=", 1)
         lo, hi = bounds.split(":", 1)
     except ValueError:
-        raise ValueError(f"--scale expects DIM=MIN:MAX (for example Info=0:2), got {text!r}") from None
+        raise ValueError(_("--scale expects DIM=MIN:MAX (for example Info=0:2), got {text}").format(text=repr(text))) from None
     bounds = [decimal(b) for b in (lo, hi)]   # plain decimal, as in a file: not 1_0
     if any(b is None and b_text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity")
            for b, b_text in zip(bounds, (lo, hi))):
         bounds = [math.inf, math.inf]   # refused as not finite, below
     lo, hi = bounds
     if lo is None or hi is None:
-        raise ValueError(f"--scale expects DIM=MIN:MAX with decimal bounds (for example Info=0:2), got {text!r}")
+        raise ValueError(_("--scale expects DIM=MIN:MAX with decimal bounds (for example Info=0:2), got {text}").format(
+            text=repr(text)))
     if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > MAX_MAGNITUDE:
-        raise ValueError(f"--scale expects finite bounds of magnitude at most {MAX_MAGNITUDE:g} (for example "
-                         f"Info=0:2), got {text!r}")
+        raise ValueError(_("--scale expects finite bounds of magnitude at most {limit} (for example Info=0:2), got "
+                           "{text}").format(limit=f"{MAX_MAGNITUDE:g}", text=repr(text)))
     name = normalise_id(name)
     if not name or lo >= hi:
-        raise ValueError(f"--scale expects a dimension name and MIN < MAX, got {text!r}")
+        raise ValueError(_("--scale expects a dimension name and MIN < MAX, got {text}").format(text=repr(text)))
     if bad_character(name) or len(name) > MAX_CELL:
-        raise ValueError(f"--scale expects a dimension name without control characters, of at most {MAX_CELL:,} "
-                         f"characters, got {short(text)}")
+        raise ValueError(_("--scale expects a dimension name without control characters, of at most {n} characters, "
+                           "got {text}").format(n=i18n.number(MAX_CELL), text=short(text)))
     return name, lo, hi
 
 
@@ -108,8 +114,8 @@ def resolve_scales(con, dataset: str, given: dict[str, tuple[float, float]], fil
     problems = []
     for dim, (lo, hi) in given.items():
         if dim in stored and stored[dim] != (None, None) and stored[dim] != (lo, hi):
-            problems.append(Problem(file, "", "--scale", f"the stored scale of {dim!r} ({stored[dim][0]:g}:{stored[dim][1]:g})",
-                                    f"{lo:g}:{hi:g}"))
+            problems.append(Problem(file, "", "--scale", _("the stored scale of {dimension} ({scale})").format(
+                dimension=repr(dim), scale=f"{stored[dim][0]:g}:{stored[dim][1]:g}"), f"{lo:g}:{hi:g}"))
     if problems:
         raise ImportRefused(problems)
     new = [d for d in given if d not in stored]
@@ -131,7 +137,7 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         require_track(con, table.file, dataset, track)
     check.require_columns(table.columns, ["model", "annotator", "dimension", "score"] + (["track"] if track is None else []))
     if "item_id" not in table.columns and "dialogue_id" not in table.columns:
-        check.add("header (row 1)", "item_id", "a column named 'item_id' or 'dialogue_id'", "neither")
+        check.add("header (row 1)", "item_id", _("a column named 'item_id' or 'dialogue_id'"), _("neither"))
     check.refuse_if_any()
     # the people who rated or entered a task before: a new annotator who looks like one of them is refused as taken
     check.known("annotator", [a for (a,) in con.execute(
@@ -163,13 +169,13 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
             if row_track is None:
                 continue
             if row_track not in known_tracks:
-                check.add(where, "track", f"a track of dataset {dataset!r}", repr(row_track))
+                check.add(where, "track", _("a track of dataset {dataset}").format(dataset=repr(dataset)), repr(row_track))
                 continue
         items, dialogues, responses, stored = of_track(row_track)
         item_id = check.ident(rec, where, "item_id", required=False)
         dialogue_id = None if item_id else check.ident(rec, where, "dialogue_id", required=False)
         if not item_id and not dialogue_id:
-            check.add(where, "item_id", "an item_id or a dialogue_id", "neither")
+            check.add(where, "item_id", _("an item_id or a dialogue_id"), _("neither"))
         model = check.ident(rec, where, "model")
         annotator = check.ident(rec, where, "annotator")
         dimension = check.ident(rec, where, "dimension")
@@ -180,35 +186,41 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         if dimension not in known_scales or known_scales[dimension] == (None, None):
             if dimension not in unscaled:
                 unscaled.add(dimension)
-                check.add(where, "dimension", f"a dimension with a known scale (give --scale {dimension}=MIN:MAX)",
-                          f"{dimension!r} with no scale")
+                check.add(where, "dimension", _("a dimension with a known scale (give --scale {dimension}=MIN:MAX)").format(
+                    dimension=dimension), _("{dimension} with no scale").format(dimension=repr(dimension)))
             continue
         lo, hi = known_scales[dimension]
         if not no_rating and not lo <= score <= hi:
-            check.add(where, "score", f"a score on the {dimension} scale {lo:g}..{hi:g}", f"{score:g}")
+            check.add(where, "score", _("a score on the {dimension} scale {low}..{high}").format(
+                dimension=dimension, low=f"{lo:g}", high=f"{hi:g}"), f"{score:g}")
             continue
         if item_id:
             target, target_id = "response", item_id
             if item_id not in items:
-                check.add(where, "item_id", f"an item of track {row_track!r}", f"{item_id!r}, unknown")
+                check.add(where, "item_id", _("an item of track {track}").format(track=repr(row_track)),
+                          _("{id}, unknown").format(id=repr(item_id)))
                 continue
             if (item_id, model) not in responses:
-                check.add(where, "model", f"a model with a stored response to item {item_id!r}", f"{model!r}")
+                check.add(where, "model", _("a model with a stored response to item {id}").format(id=repr(item_id)),
+                          f"{model!r}")
                 continue
         else:
             target, target_id = "dialogue", dialogue_id
             if dialogue_id not in dialogues:
-                check.add(where, "dialogue_id", f"a dialogue of track {row_track!r}", f"{dialogue_id!r}, unknown")
+                check.add(where, "dialogue_id", _("a dialogue of track {track}").format(track=repr(row_track)),
+                          _("{id}, unknown").format(id=repr(dialogue_id)))
                 continue
         key = (target, target_id, model, identity_key(annotator), dimension)   # 'Carol' and 'carol': one person
         if (row_track, *key) in seen:
-            check.add(where, "score", f"one score per {target}, model, annotator and dimension",
-                      f"a second one (first at {seen[(row_track, *key)]})")
+            check.add(where, "score", (_("one score per response, model, annotator and dimension") if target == "response"
+                                       else _("one score per dialogue, model, annotator and dimension")),
+                      _("a second one (first at {place})").format(place=place(seen[(row_track, *key)])))
             continue
         seen[(row_track, *key)] = where
         if key in stored:
-            check.add(where, "score", "a rating not yet in the store",
-                      f"one already stored for this target, model, annotator and dimension (from {stored[key]})")
+            check.add(where, "score", _("a rating not yet in the store"),
+                      _("one already stored for this target, model, annotator and dimension (from {origin})").format(
+                          origin=stored[key]))
             continue
         if no_rating:
             absent.counts[dimension] += 1
@@ -224,9 +236,9 @@ def import_ratings(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset:
         batch.add("dimensions", dataset=dataset, dimension=dim, scale_min=lo, scale_max=hi)
     batch.shown = shown
     report = ImportReport(table.file, batch.write(con, source=table.file))
-    report.notes.append(f"read as {table.encoding}")
+    report.notes.append(_("read as {encoding}").format(encoding=table.encoding))
     if flags:
-        report.notes.append(f"{flags} row(s) without a score but with a comment (a task's flags) left out")
+        report.notes.append(_("{n} row(s) without a score but with a comment (a task's flags) left out").format(n=flags))
     if absent.note():
         report.notes.append(absent.note())
     report.notes += check.notes()

@@ -20,9 +20,12 @@ import duckdb
 from evalcore.core import lazy
 from evalcore.core.errors import ImportRefused, Problem, short
 from evalcore.core.text import blank as is_blank
+from evalcore.core import i18n
+from evalcore.core.i18n import N_, _, ngettext
 from evalcore.ingest import archives, limits, lookup
 from evalcore.ingest.batch import Batch, ImportReport
 from evalcore.ingest.checker import Checker
+from evalcore.ingest.places import place
 from evalcore.ingest.formats import msde
 from evalcore.ingest.readers import Table, read_table
 from evalcore.store import history
@@ -45,18 +48,18 @@ class Words:
     dataset: str = "--dataset"
     track: str = "--track"
     model: str = "--model"
-    track_given: str = "the track named with --track"        # why a row must be in that track
+    track_given: str = N_("the track named with --track")        # why a row must be in that track
     name_a_track: str = "or name one track with --track"     # what else a file without a track column can do
     no_track_with_folder: str = "no --track with a folder or .zip (each file's name gives its track)"
     set_aside: str = "python -m evalcore submissions lists them, restore brings them back"
 
 
 CLI = Words()
-PAGE = Words(dataset="Dataset", track="Track", model="Model name",
-             track_given="the track chosen on this page: the file has no `track` column",
-             name_a_track="or leave it out and choose the track on this page",
-             no_track_with_folder="a .zip whose files are named after their tracks",
-             set_aside="the History section below lists them and can restore them")
+PAGE = Words(dataset=N_("Dataset"), track=N_("Track"), model=N_("Model name"),   # each shown through _ (the CLI's
+             track_given=N_("the track chosen on this page: the file has no `track` column"),   # have no entry)
+             name_a_track=N_("or leave it out and choose the track on this page"),
+             no_track_with_folder=N_("a .zip whose files are named after their tracks"),
+             set_aside=N_("the History section below lists them and can restore them"))
 
 
 def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track: str, words: Words = CLI) -> None:
@@ -65,10 +68,10 @@ def require_track(con: duckdb.DuckDBPyConnection, file: str, dataset: str, track
     if track in tracks:
         return
     if not tracks:
-        raise ImportRefused([Problem(file, "", words.dataset, "a dataset in the store (import its items first)",
+        raise ImportRefused([Problem(file, "", _(words.dataset), _("a dataset in the store (import its items first)"),
                                      repr(dataset))])
-    raise ImportRefused([Problem(file, "", words.track, f"a track of dataset {dataset!r}: " + ", ".join(tracks),
-                                 repr(track))])
+    raise ImportRefused([Problem(file, "", _(words.track), _("a track of dataset {dataset}: {tracks}").format(
+        dataset=repr(dataset), tracks=", ".join(tracks)), repr(track))])
 
 
 @dataclass
@@ -100,9 +103,9 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
     import's transaction once its rows are written (the upload page records the scoring job there)."""
     path = Path(path)
     given = Checker(str(path))   # the names chosen beside the file, in the one normal form of names (NFKC)
-    dataset = given.option(words.dataset, dataset)
-    track = given.option(words.track, track)
-    model = given.option(words.model, model, what="model name")
+    dataset = given.option(_(words.dataset), dataset)
+    track = given.option(_(words.track), track)
+    model = given.option(_(words.model), model, what=N_("model name"))
     tracks = lookup.tracks_of(con, dataset)
     whole = path.is_dir() or path.suffix.lower() == ".zip"
     if track_column_first and whole:
@@ -116,7 +119,7 @@ def import_responses(con: duckdb.DuckDBPyConnection, path: str | Path, *, datase
         return _import(con, str(path), [part], dataset, tracks, None if track_column_first else track,
                        model, replace, uploader, shown, words, then)
     if track is not None:
-        raise ImportRefused([Problem(str(path), "", words.track, words.no_track_with_folder, repr(track))])
+        raise ImportRefused([Problem(str(path), "", _(words.track), _(words.no_track_with_folder), repr(track))])
     with tempfile.TemporaryDirectory(prefix=f"{archives.TEMP_PREFIX}{os.getpid()}-") as tmp, limits.row_budget():
         files = _folder_files(path) if path.is_dir() else _zip_files(path, Path(tmp))
         parts = _parts(path, files, dataset, tracks)
@@ -148,8 +151,8 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     batch = Batch()
     batch.uploader, batch.shown = uploader, shown
     check = Checker(file)
-    read_as = ([f"read as {tables[0][1].encoding}"] if len(tables) == 1
-               else [f"read {t.file} as {t.encoding}" for _, t in tables])
+    read_as = ([_("read as {encoding}").format(encoding=tables[0][1].encoding)] if len(tables) == 1
+               else [_("read {file} as {encoding}").format(file=t.file, encoding=t.encoding) for __, t in tables])
     while tables:  # each file's records are let go once checked: the batch holds what is written
         part, table = tables.pop(0)
         check.file = table.file  # problems name the member of a folder or .zip
@@ -157,8 +160,8 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
                     blank)
         del table
     check.refuse_if_any()
-    models = sorted({m for _, m in seen})
-    replaced = sorted(set(models) & {m for _, m in stored}) if replace else []
+    models = sorted({m for __, m in seen})
+    replaced = sorted(set(models) & {m for __, m in stored}) if replace else []
     for name in replaced:   # the earlier version is set aside, not destroyed: `restore` brings it back
         batch.kind, batch.scope = "replace", history.REPLACE_SCOPE
         for tr in sorted(covered):
@@ -175,8 +178,9 @@ def _import(con: duckdb.DuckDBPyConnection, file: str, parts: list[Part], datase
     report.notes += blank_notes(seen, item_track, blank)
     report.notes += coverage_notes(answerable, covered, blank_items(seen, item_track, blank))
     if replaced:
-        report.notes.append(f"replaced the earlier responses of {', '.join(replaced)} in {', '.join(sorted(covered))} "
-                            f"(their response ratings and computed scores were set aside with them: {words.set_aside})")
+        report.notes.append(_("replaced the earlier responses of {models} in {tracks} (their response ratings and "
+                              "computed scores were set aside with them: {where})").format(
+                                  models=", ".join(replaced), tracks=", ".join(sorted(covered)), where=_(words.set_aside)))
     return report
 
 
@@ -190,8 +194,8 @@ def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: 
     if by_column and part.column_first:
         track = None  # the file names its rows' tracks itself
     if track is None and not by_column:
-        check.add("header (row 1)", "track", f"a column named 'track' ({words.name_a_track}): "
-                  + ", ".join(tracks), "no such column")
+        check.add("header (row 1)", "track", _("a column named 'track' ({alternative}): {tracks}").format(
+            alternative=_(words.name_a_track), tracks=", ".join(tracks)), _("no such column"))
         return
     if not check.require_columns(table.columns, ["item_id", "response"] + ([] if model else ["model"])):
         return
@@ -203,27 +207,32 @@ def _check_rows(check: Checker, part: Part, table: Table, dataset: str, tracks: 
         if None in (item_id, text, name, row_track):
             continue
         if track is not None and row_track != track:
-            check.add(where, "track", f"{track!r} ({part.why})", repr(row_track))
+            check.add(where, "track", f"{track!r} ({_(part.why)})", repr(row_track))
             continue
         if row_track not in tracks:
-            check.add(where, "track", f"a track of dataset {dataset!r}: " + ", ".join(tracks), repr(row_track))
+            check.add(where, "track", _("a track of dataset {dataset}: {tracks}").format(
+                dataset=repr(dataset), tracks=", ".join(tracks)), repr(row_track))
             continue
         if item_track.get(item_id) != row_track:
             elsewhere = item_track.get(item_id)
-            got = f"{item_id!r}, an item of track {elsewhere!r}" if elsewhere else f"{item_id!r}, unknown"
-            check.add(where, "item_id", f"an item of track {row_track!r} in dataset {dataset!r}", got)
+            got = (_("{id}, an item of track {track}").format(id=repr(item_id), track=repr(elsewhere)) if elsewhere
+                   else _("{id}, unknown").format(id=repr(item_id)))
+            check.add(where, "item_id", _("an item of track {track} in dataset {dataset}").format(
+                track=repr(row_track), dataset=repr(dataset)), got)
             continue
         key = (item_id, name)
         if key in seen:
             first_file, first_where = seen[key]
-            first = first_where if first_file == table.file else f"{first_file} {first_where}"
-            check.add(where, "item_id", f"one response per item for model {name!r}", f"{item_id!r} again (first at {first})")
+            first = place(first_where) if first_file == table.file else place(f"{first_file} {first_where}")
+            check.add(where, "item_id", _("one response per item for model {model}").format(model=repr(name)),
+                      _("{id} again (first at {place})").format(id=repr(item_id), place=first))
             continue
         seen[key] = (table.file, where)
         covered.setdefault(row_track, set()).add(item_id)
         if key in stored and not replace:
-            check.add(where, "item_id", f"an item model {name!r} has not answered yet (delete the model first to replace it)",
-                      f"{item_id!r}, already answered")
+            check.add(where, "item_id", _("an item model {model} has not answered yet (delete the model first to "
+                                          "replace it)").format(model=repr(name)),
+                      _("{id}, already answered").format(id=repr(item_id)))
             continue
         batch.add("responses", dataset=dataset, item_id=item_id, model=name, text=text, origin=f"{part.origin} {where}")
         if blank is not None and is_blank(text):
@@ -239,14 +248,15 @@ def _read(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, model: str |
         table = read_table(part.path)
         table.file = part.shown
         return table, ""
-    layout = "a workbook in the MSDE release layout (History, response)"
     problems = []
     if part.track is None:
-        problems.append(Problem(part.shown, "", words.track, f"the track its rows answer, named with {words.track}: "
-                                f"{layout} is matched to that track's items by History", "none"))
+        problems.append(Problem(part.shown, "", _(words.track), _(
+            "the track its rows answer, named with {control}: a workbook in the MSDE release layout (History, "
+            "response) is matched to that track's items by History").format(control=_(words.track)), _("none")))
     if not model:
-        problems.append(Problem(part.shown, "", words.model,
-                                f"a model name given with {words.model}: {layout} has no model column", "none"))
+        problems.append(Problem(part.shown, "", _(words.model), _(
+            "a model name given with {control}: a workbook in the MSDE release layout (History, response) has no "
+            "model column").format(control=_(words.model)), _("none")))
     if problems:
         raise ImportRefused(problems)
     return _release_table(con, part, dataset, *sheet)
@@ -314,20 +324,24 @@ def _release_table(con: duckdb.DuckDBPyConnection, part: Part, dataset: str, tit
             item_id, by_history = owners[history][0], by_history + 1
         else:
             n = len(owners.get(history, []))
-            got = short(history) if history else "an empty History"
+            got = short(history) if history else _("an empty History")
             if n == 0:
-                check.add(where, "History", f"the History of an item of track {part.track!r}", got)
+                check.add(where, "History", _("the History of an item of track {track}").format(track=repr(part.track)),
+                          got)
             else:
-                check.add(where, "History", f"a History only one item of track {part.track!r} has (or the sheet's rows "
-                          f"in item order, one per item: {len(items):,} rows)", f"{got}, shared by {n:,} items")
+                check.add(where, "History", _("a History only one item of track {track} has (or the sheet's rows in "
+                                              "item order, one per item: {n} rows)").format(
+                                                  track=repr(part.track), n=i18n.number(len(items))),
+                          _("{got}, shared by {n} items").format(got=got, n=i18n.number(n)))
             continue
         records.append({"item_id": item_id, "response": _cell(row, r_col)})
         places.append(where)
     if not body:
-        check.add(f"sheet {title}", "", "at least one data row", "only a header")
+        check.add(f"sheet {title}", "", _("at least one data row"), _("only a header"))
     check.refuse_if_any()
-    note = (f"{part.shown}: {len(records):,} rows of sheet {title} matched to items of {part.track}: "
-            f"{by_order:,} by row order, {by_history:,} by History")
+    note = _("{file}: {n} rows of sheet {sheet} matched to items of {track}: {by_order} by row order, {by_history} by "
+             "History").format(file=part.shown, n=i18n.number(len(records)), sheet=title, track=part.track,
+                               by_order=i18n.number(by_order), by_history=i18n.number(by_history))
     return Table(part.shown, ["item_id", "response"], records, places, encoding="xlsx"), note
 
 
@@ -362,19 +376,22 @@ def _parts(path: Path, files: list[tuple[Path, str]], dataset: str, tracks: list
     for real, rel in files:
         shown, name = f"{path}/{rel}", PurePosixPath(rel)
         if name.suffix.lower() not in KINDS:
-            problems.append(Problem(shown, "", "", "a .csv, .tsv, .jsonl or .xlsx file named after a track", repr(name.name)))
+            problems.append(Problem(shown, "", "", _("a .csv, .tsv, .jsonl or .xlsx file named after a track"),
+                                    repr(name.name)))
             continue
         track, why = _track_of_name(name, tracks)
         if track is None:
             names = ", ".join(t.replace("/", "_") for t in tracks)
-            also = " (or a workbook in a release folder such as 'Lic 2021_CPC')" if dataset == msde.DATASET else ""
-            problems.append(Problem(shown, "", "", f"a file named after a track of dataset {dataset!r}, '/' written as "
-                                    f"'_', '__' or '-': {names}{also}", repr(name.name)))
+            expected = (_("a file named after a track of dataset {dataset}, '/' written as '_', '__' or '-': {names} "
+                          "(or a workbook in a release folder such as 'Lic 2021_CPC')") if dataset == msde.DATASET
+                        else _("a file named after a track of dataset {dataset}, '/' written as '_', '__' or '-': "
+                               "{names}"))
+            problems.append(Problem(shown, "", "", expected.format(dataset=repr(dataset), names=names), repr(name.name)))
             continue
         parts.append(Part(real, shown, track, why, origin=f"{path.name}/{rel}"))
     if not files:
-        problems.append(Problem(str(path), "", "", "one file per track, named after it (e.g. "
-                                f"{(tracks[0] if tracks else 'competition/skill').replace('/', '_')}.csv)", "no files"))
+        problems.append(Problem(str(path), "", "", _("one file per track, named after it (e.g. {name}.csv)").format(
+            name=(tracks[0] if tracks else "competition/skill").replace("/", "_")), _("no files")))
     if problems:
         raise ImportRefused(problems)
     return parts
@@ -386,14 +403,14 @@ def _track_of_name(name: PurePosixPath, tracks: list[str]) -> tuple[str | None, 
     stem = name.stem.lower()
     for track in tracks:
         if stem in {track.lower().replace("/", sep) for sep in ("_", "__", "-")}:
-            return track, "the track the file's name gives"
+            return track, N_("the track the file's name gives")
     if name.parent.name:
         try:
             track = msde.track_of(name.parent.name)[0]
         except ImportRefused:
             return None, ""
         if track in tracks:
-            return track, "the track its folder's name gives"
+            return track, N_("the track its folder's name gives")
     return None, ""
 
 
@@ -409,20 +426,24 @@ def blank_notes(seen: dict, item_track: dict[str, str], blank: dict[tuple[str, s
         given[key] = given.get(key, 0) + 1
     notes = []
     for (tr, model), items in sorted(blank.items()):
-        named = ", ".join(sorted(items)[:BLANKS_SHOWN]) + (f" (and {len(items) - BLANKS_SHOWN:,} more)"
-                                                           if len(items) > BLANKS_SHOWN else "")
-        notes.append(f"warning: {len(items):,} of {given.get((tr, model), len(items)):,} responses of {model} in {tr} "
-                     f"are empty or whitespace: items {named}; they are stored and scored as empty answers (nothing "
-                     "in them matches a reference)")
+        named = ", ".join(sorted(items)[:BLANKS_SHOWN])
+        if len(items) > BLANKS_SHOWN:
+            named = _("{items} (and {n} more)").format(items=named, n=i18n.number(len(items) - BLANKS_SHOWN))
+        # "warning: " stays as it is in every language: it marks the note as a warning (services.upload)
+        notes.append("warning: " + _("{n} of {total} responses of {model} in {track} are empty or whitespace: items "
+                                     "{items}; they are stored and scored as empty answers (nothing in them matches "
+                                     "a reference)").format(n=i18n.number(len(items)),
+                                                            total=i18n.number(given.get((tr, model), len(items))),
+                                                            model=model, track=tr, items=named))
     return notes
 
 
 def blank_items(seen: dict, item_track: dict[str, str], blank: dict[tuple[str, str], list[str]]) -> dict[str, set[str]]:
     """Per track, the items whose every response in the file is empty or whitespace."""
-    empty = {(i, m) for (_, m), items in blank.items() for i in items}
+    empty = {(i, m) for (__, m), items in blank.items() for i in items}
     answered = {i for i, m in seen if (i, m) not in empty}
     out: dict[str, set[str]] = {}
-    for i, _ in empty:
+    for i, __ in empty:
         if i not in answered:
             out.setdefault(item_track.get(i), set()).add(i)
     return out
@@ -439,13 +460,21 @@ def coverage_notes(answerable: dict[str, set[str]], covered: dict[str, set[str]]
         empty = (blank or {}).get(tr, set()) & items
         n, total = len(covered[tr] & items) - len(empty), len(items)
         share = n / total if total else 0.0
-        line = f"coverage of {tr}: {n:,} of {total:,} items ({share:.2%})"
-        if empty:   # answered with blanks only: not counted as covered, and said
-            rest = "" if n + len(empty) == total else "; the other items have no response"
-            notes.append(f"warning: partial submission: {line} have a response that is not blank; {len(empty):,} "
-                         f"more {'has' if len(empty) == 1 else 'have'} only an empty or whitespace one{rest}")
+        line = _("coverage of {track}: {n} of {total} items ({share})").format(
+            track=tr, n=i18n.number(n), total=i18n.number(total), share=f"{share:.2%}")
+        if empty:   # answered with blanks only: not counted as covered, and said ("warning: " as in blank_notes)
+            said = (ngettext("partial submission: {line} have a response that is not blank; {k} more has only an "
+                             "empty or whitespace one",
+                             "partial submission: {line} have a response that is not blank; {k} more have only an "
+                             "empty or whitespace one", len(empty)) if n + len(empty) == total else
+                    ngettext("partial submission: {line} have a response that is not blank; {k} more has only an "
+                             "empty or whitespace one; the other items have no response",
+                             "partial submission: {line} have a response that is not blank; {k} more have only an "
+                             "empty or whitespace one; the other items have no response", len(empty)))
+            notes.append("warning: " + said.format(line=line, k=i18n.number(len(empty))))
         else:
-            notes.append(line if n == total else f"warning: partial submission: {line}; the other items have no response")
+            notes.append(line if n == total else "warning: " + _("partial submission: {line}; the other items have no "
+                                                                 "response").format(line=line))
     return notes
 
 
