@@ -43,6 +43,7 @@ from evalcore.analysis.judge_length_control import lc_winrate, length_controlled
 from evalcore.analysis.judge_pairwise import pairwise
 from evalcore.analysis.judge_stability import drift, uncertainty
 from evalcore.analysis.judge_values import judge_names
+from evalcore.core.i18n import _
 
 # the audit's parts under one name (lc_winrate: the fit length_controlled makes per model)
 __all__ = ["agreement", "audit_part", "drift", "headline", "lc_winrate", "length_controlled", "nothing_to_audit",
@@ -72,16 +73,19 @@ def nothing_to_audit(con: duckdb.DuckDBPyConnection, dataset: str, part: str) ->
                            [dataset]).fetchall()[0][0]
     rated = con.execute("SELECT count(*) FROM human_ratings WHERE dataset = ? AND target IN ('response', 'dialogue')",
                         [dataset]).fetchall()[0][0]
+    # in the viewer's language on a page (English for the CLI: _ is the identity there)
     if not judged and not imported:
-        return (f"no LLM judge has scored {dataset!r}: run `evalcore score --metrics judge --judge-base-url URL "
-                f"--judge-model NAME` (or import MT-Bench judgments) first")
+        return _("no LLM judge has scored {dataset}: run `evalcore score --metrics judge --judge-base-url URL "
+                 "--judge-model NAME` (or import MT-Bench judgments) first").format(dataset=repr(dataset))
     if part in ("agreement", "headline") and not rated:
-        return f"{dataset!r} has no human ratings of responses or dialogues to audit a rating judge against"
+        return _("{dataset} has no human ratings of responses or dialogues to audit a rating judge against").format(
+            dataset=repr(dataset))
     if part == "drift":
-        return "drift needs one judge scored under two signatures (another judge model, prompt or temperature)"
+        return _("drift needs one judge scored under two signatures (another judge model, prompt or temperature)")
     if part == "uncertainty":
-        return ("the judge's spread needs it asked k times: score with --judge-temperature 0.7 and --judge-sample 1, "
-                "then 2, ... (or, with --across judges, two judge models)")
+        return _("the judge's spread needs it asked k times: score with --judge-temperature 0.7 and --judge-sample 1, "
+                 "then 2, ... (or, with --across judges, two judge models)")
     if part in ("pairwise", "length-controlled"):
-        return f"no pairwise judge (Judge-Pairwise with --judge-baseline, or imported judgments) on {dataset!r}"
-    return f"no rating judge on {dataset!r} has values for responses people rated"
+        return _("no pairwise judge (Judge-Pairwise with --judge-baseline, or imported judgments) on {dataset}").format(
+            dataset=repr(dataset))
+    return _("no rating judge on {dataset} has values for responses people rated").format(dataset=repr(dataset))

@@ -41,6 +41,7 @@ from evalcore.analysis.stats import Correlation, correlate, correlate_prepared, 
 from evalcore.analysis.ties import snap
 from evalcore.analysis.trust_levels import nothing_at
 from evalcore.analysis.trust_stats import fisher_ci, holm, pool, stouffer
+from evalcore.core.i18n import N_, _
 from evalcore.core.words import count
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.store.queries import require_dataset
@@ -52,21 +53,22 @@ COLUMNS = ["metric", "skill", "track", "dimension", "r", "ci_low", "ci_high", "n
            "dimensions", "ci", "note", "p_adjusted", "mark"]
 LOW_POWER_N = 30  # below this many units a Williams test rarely separates two metrics (say so)
 VERDICT_N = 4  # a skill's verdict pools tracks with n > 3 (Fisher z's weight is n - 3): a track needs 4 units
-UNIT = {"system": "model", "dialogue": "dialogue", "turn": "response"}  # what one unit is, at each level
+# what one unit is, at each level (count() says it in a page's language)
+UNIT = {"system": N_("model"), "dialogue": N_("dialogue"), "turn": N_("response")}
 
 
 def human_vector(wide: pd.DataFrame, dimension: str) -> tuple[pd.Series | None, str, str]:
     """(values per unit, dimensions used, reason when undefined) for one track's wide human frame."""
     if wide.empty:
-        return None, "", "no human scores at this level"
+        return None, "", _("no human scores at this level")
     if dimension != "mean":
         if dimension not in wide.columns:
-            return None, "", f"no {dimension} ratings on this track"
+            return None, "", _("no {dimension} ratings on this track").format(dimension=dimension)
         return wide[dimension].dropna(), dimension, ""
     dims = ordered(wide.columns, HUMAN_ORDER)
     complete = wide[dims].dropna()
     if complete.empty:
-        return None, ",".join(dims), "no unit rated on every dimension"
+        return None, ",".join(dims), _("no unit rated on every dimension")
     return complete.mean(axis=1), ",".join(dims), ""
 
 
@@ -204,7 +206,7 @@ def _row(metric: str, skill: str, track: str, dimension: str, dims: str, c: Corr
             "ci_low": low, "ci_high": high, "n": c.n, "p": c.p if c.defined else math.nan,
             "tied_with_best": None, "rank": math.nan, "dimensions": dims,
             "ci": "fisher-z 95% se=1/sqrt(n-3)" if not math.isnan(low) else "",
-            "note": c.reason or ("" if c.n > 3 else f"n = {c.n}: no interval"), "p_adjusted": math.nan, "mark": ""}
+            "note": c.reason or ("" if c.n > 3 else _("n = {n}: no interval").format(n=c.n)), "p_adjusted": math.nan, "mark": ""}
 
 
 def _groups(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
@@ -265,13 +267,14 @@ def _tie_p(row: dict, tests: _Williams, tracks: list[str], best: str) -> float:
     if row["track"] != POOLED:
         p, n = tests.p(row["track"], best, metric)
         if n < LOW_POWER_N:
-            row["note"] = (row["note"] + "; " if row["note"] else "") + f"low power: Williams' test on n = {n}"
+            low = _("low power: Williams' test on n = {n}").format(n=n)
+            row["note"] = _("; ").join([row["note"], low]) if row["note"] else low
         return p
     ps, ns = [], []
     for t in tracks:
         if t not in tests.data:
             continue
-        metrics, _ = tests.data[t]
+        metrics, __ = tests.data[t]
         if best in metrics and metric in metrics:
             p, n = tests.p(t, best, metric)
             ps.append(p)
@@ -285,7 +288,10 @@ def _pooled_note(part: list[dict], ok: list[dict], pooled: dict) -> str:
         return part[0]["note"]
     if pooled["note"]:
         return pooled["note"]
-    return f"pools {count(len(ok), 'track')}" + (f"; undefined on {len(part) - len(ok)}" if len(part) > len(ok) else "")
+    if len(part) > len(ok):
+        return _("pools {tracks}; undefined on {undefined}").format(tracks=count(len(ok), N_("track")),
+                                                                     undefined=len(part) - len(ok))
+    return _("pools {tracks}").format(tracks=count(len(ok), N_("track")))
 
 
 def _pooled(rows: list[dict]) -> list[dict]:

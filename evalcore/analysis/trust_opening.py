@@ -10,6 +10,7 @@ import pandas as pd
 from evalcore.analysis.correlate import Models
 from evalcore.analysis.trust import ALPHA, POOLED, UNIT, VERDICT_N, load_tracks, table
 from evalcore.analysis.trust_levels import choices, missing_words
+from evalcore.core.i18n import N_, _
 from evalcore.core.words import count
 from evalcore.store.queries import require_dataset
 
@@ -43,35 +44,47 @@ def opening(con, dataset: str, *, method: str = "spearman", dimension: str = "me
         frame = table(loaded, method, dimension, alpha=ALPHA, adjust="none", ties=False)
         pooled = frame[frame["track"] == POOLED] if len(frame) else frame
         if len(pooled) and pooled["r"].notna().any():
-            return Opening(level, origin, "; ".join(passed))
+            return Opening(level, origin, _("; ").join(passed))
         cells = frame[frame["track"] != POOLED] if len(frame) else frame
         most[level] = int(cells["n"].max()) if len(cells) else 0
         passed.append(_passed_over(level, origin, cells))
-    return Opening(None, None, f"no verdict at any level yet: {'; '.join(passed)}" + _advice(most))
+    return Opening(None, None, _("no verdict at any level yet: {passed}").format(passed=_("; ").join(passed))
+                   + _advice(most))
 
 
 def _where(level: str, origin: str) -> str:
-    return f"{level} level" + (" (published values)" if origin == "published" else "")
+    """A level (and its values' origin) as a sentence names it, in a page's language (English for the CLI)."""
+    return (_("{level} level (published values)") if origin == "published" else _("{level} level")).format(
+        level=_(level))
 
 
 def _passed_over(level: str, origin: str, cells: pd.DataFrame) -> str:
     """Why a level has no verdict, in units a rater counts: models, dialogues or responses."""
     where = _where(level, origin)
     if cells.empty:
-        return f"{where} has no {origin} metric values of rated {UNIT[level]}s"
+        return _(NO_VALUES[level]).format(where=where, origin=_(origin))
     most = int(cells["n"].max())
     tracks = int((cells.groupby("track")["n"].max() > 0).sum())   # tracks with a rated unit
     if 0 < most < VERDICT_N:
-        per = " per track" if tracks > 1 else ""
-        return (f"{where} has {'at most ' if tracks > 1 else ''}{count(most, UNIT[level])} with both ratings and "
-                f"metric values{per} (n = {most}; a verdict needs {VERDICT_N})")
+        said = (_("{where} has at most {count} with both ratings and metric values per track (n = {n}; a verdict "
+                  "needs {needed})") if tracks > 1 else
+                _("{where} has {count} with both ratings and metric values (n = {n}; a verdict needs {needed})"))
+        return said.format(where=where, count=count(most, UNIT[level]), n=most, needed=VERDICT_N)
     notes = cells["note"][cells["note"] != ""]
-    return f"{where}: {notes.mode().iloc[0] if len(notes) else 'nothing to correlate'}"
+    return _("{where}: {why}").format(where=where, why=notes.mode().iloc[0] if len(notes) else
+                                      _("nothing to correlate"))
+
+
+NO_VALUES = {"system": N_("{where} has no {origin} metric values of rated models"),
+             "dialogue": N_("{where} has no {origin} metric values of rated dialogues"),
+             "turn": N_("{where} has no {origin} metric values of rated responses")}
+# the words above as the catalog holds them (shown through _() in a page's language)
+WORDS = (N_("system"), N_("dialogue"), N_("turn"), N_("computed"), N_("published"))
 
 
 def _advice(most: dict[str, int]) -> str:
     """What to rate next, from the level of single responses where it was tried."""
     if "turn" in most and most["turn"] < VERDICT_N:
-        return (f". Rate {count(VERDICT_N - most['turn'], 'more response')} of one track (a rating task, or "
-                "an imported ratings file) for a first verdict at turn level")
+        return _(". Rate {count} of one track (a rating task, or an imported ratings file) for a first verdict at "
+                 "turn level").format(count=count(VERDICT_N - most["turn"], N_("more response")))
     return ""

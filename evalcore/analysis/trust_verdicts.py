@@ -14,6 +14,7 @@ import pandas as pd
 from evalcore.analysis.correlate import Models, check_options
 from evalcore.analysis.stats import METHODS
 from evalcore.analysis.trust import ALPHA, POOLED, UNIT, VERDICT_N, Track, check_adjust, load_tracks, read_and_table, table
+from evalcore.core.i18n import _, ngettext
 from evalcore.core.words import count
 
 
@@ -50,33 +51,41 @@ def verdicts(frame: pd.DataFrame, *, adjust: str = "holm", sweep: pd.DataFrame |
         tied = defined.loc[defined["mark"] == "tied", "metric"].tolist()
         disagree = defined.loc[defined["mark"] == "disagrees", "metric"].tolist()[::-1]  # the strongest first
         row = {"skill": skill, "tied": ", ".join(tied), "disagree": ", ".join(disagree)}
+        # each clause a whole sentence of the catalog (a page's language; English for the CLI), joined by "; "
         if defined.empty:
-            rows.append({**row, "verdict": "undefined", "metric": "", "text": f"{skill}: {_no_verdict(frame, skill, level)}"})
+            rows.append({**row, "verdict": "undefined", "metric": "",
+                         "text": _("{skill}: {why}").format(skill=skill, why=_no_verdict(frame, skill, level))})
             continue
         best = defined[defined["mark"] == "best"]
         c = best.iloc[0] if len(best) else defined.iloc[0]
         values = {k: c[k] for k in ("metric", "r", "ci_low", "ci_high", "p", "p_adjusted", "n")}
+        said = {"skill": skill, "metric": c["metric"], "cell": _cell_text(c, adjust)}
         if len(best):
             held, settings = _held(sweep, skill, c["metric"])
             if settings and 2 * held <= settings:
-                text = (f"{skill}: {c['metric']} leads at this setting ({_cell_text(c, adjust)}), but only under "
-                        f"{held} of {settings} settings of method and human dimension: not a clear choice")
+                clauses = [_("{skill}: {metric} leads at this setting ({cell}), but only under {held} of {settings} "
+                             "settings of method and human dimension: not a clear choice").format(
+                    held=held, settings=settings, **said)]
                 verdict = "unclear"
             else:
-                text = f"{skill}: trust {c['metric']} ({_cell_text(c, adjust)})"
+                clauses = [_("{skill}: trust {metric} ({cell})").format(**said)]
                 if held < settings:
-                    text += f"; it leads under {held} of {settings} settings of method and human dimension"
+                    clauses.append(_("it leads under {held} of {settings} settings of method and human "
+                                     "dimension").format(held=held, settings=settings))
                 verdict = "trust"
             if tied:
-                text += f"; not significantly worse: {', '.join(tied)}"
+                clauses.append(_("not significantly worse: {metrics}").format(metrics=", ".join(tied)))
         else:
-            text = f"{skill}: no metric agrees reliably with people"
             if c["r"] > 0 and c["mark"] != "disagrees":  # a negative r is no agreement, not even the highest
-                text += f" (highest: {c['metric']}, {_cell_text(c, adjust)})"
+                clauses = [_("{skill}: no metric agrees reliably with people (highest: {metric}, {cell})").format(
+                    **said)]
+            else:
+                clauses = [_("{skill}: no metric agrees reliably with people").format(skill=skill)]
             verdict = "none"
         if disagree:
-            text += f"; disagreeing with people (significantly negative): {', '.join(disagree)}"
-        rows.append({**row, **values, "verdict": verdict, "text": text})
+            clauses.append(_("disagreeing with people (significantly negative): {metrics}").format(
+                metrics=", ".join(disagree)))
+        rows.append({**row, **values, "verdict": verdict, "text": _("; ").join(clauses)})
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
@@ -85,11 +94,17 @@ def _no_verdict(frame: pd.DataFrame, skill: str, level: str | None) -> str:
     tracks = frame[(frame["skill"] == skill) & (frame["track"] != POOLED)]
     most = int(tracks["n"].max()) if len(tracks) else 0
     if level in UNIT and 0 < most < VERDICT_N:
-        has = f"only {count(most, UNIT[level])} {'has' if most == 1 else 'have'}"
-        return (f"no verdict: {has} both ratings and metric values{' on any one track' if tracks['track'].nunique() > 1 else ''}"
-                f" (a verdict needs {VERDICT_N})")
+        if tracks["track"].nunique() > 1:
+            said = ngettext("no verdict: only {count} has both ratings and metric values on any one track (a verdict "
+                            "needs {needed})", "no verdict: only {count} have both ratings and metric values on any "
+                            "one track (a verdict needs {needed})", most)
+        else:
+            said = ngettext("no verdict: only {count} has both ratings and metric values (a verdict needs {needed})",
+                            "no verdict: only {count} have both ratings and metric values (a verdict needs {needed})",
+                            most)
+        return said.format(count=count(most, UNIT[level]), needed=VERDICT_N)
     pooled = frame.loc[(frame["skill"] == skill) & (frame["track"] == POOLED), "note"]
-    return f"nothing to correlate ({pooled.iloc[0] if len(pooled) else ''})"
+    return _("nothing to correlate ({why})").format(why=pooled.iloc[0] if len(pooled) else "")
 
 
 def _held(sweep: pd.DataFrame | None, skill: str, metric: str) -> tuple[int, int]:
@@ -138,15 +153,19 @@ def robustness_text(sweep: pd.DataFrame, skill: str, answer: str) -> str:
     if part.empty:
         return ""
     if (part["answer"] == answer).all():
-        return f"the same under all {len(part)} settings of method and human dimension"
+        return _("the same under all {n} settings of method and human dimension").format(n=len(part))
     groups = part.groupby("answer", sort=False)
     order = sorted(groups.groups, key=lambda a: (a != answer, -len(groups.groups[a]), a))
     said = []
     for a in order:
         settings = groups.get_group(a)
-        where = ", ".join(m.capitalize() + "/" + d for m, d in zip(settings["method"], settings["dimension"]))
-        said.append(f"{a} under {len(settings)} of {len(part)} ({where})")
-    return "depends on the setting: " + "; ".join(said)
+        # a method's and the mean's names in the page's language (the catalog's "Spearman", "mean"); a dimension's
+        # id and a metric's name are data
+        where = ", ".join(_(m.capitalize()) + "/" + (_(d) if d == "mean" else d)
+                          for m, d in zip(settings["method"], settings["dimension"]))
+        said.append(_("{answer} under {k} of {n} ({where})").format(answer=_(a) if a == "none" else a,
+                                                                    k=len(settings), n=len(part), where=where))
+    return _("depends on the setting: {answers}").format(answers=_("; ").join(said))
 
 
 def report(con, dataset: str, *, level: str, method: str, dimension: str, origin: str, dimensions: list[str],

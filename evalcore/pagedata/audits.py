@@ -7,8 +7,16 @@ import pandas as pd
 
 from evalcore.analysis import judge_agreement, judge_audit, judge_values
 from evalcore.analysis.options import DIALOGUE_AGGREGATE
+from evalcore.core.i18n import N_, _
 from evalcore.pagedata import catalog
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
+
+
+# evalcore.analysis.judge_agreement.headline's verdicts, shown in the viewer's language (the table keeps them in English
+# for the CLI and a download)
+VERDICTS = (N_("no ceiling: fewer than two annotators per target"),
+            N_("agrees with people as well as people agree with each other"), N_("below the human ceiling"),
+            N_("not distinguishable from the human ceiling"))
 
 
 @dataset_scoped
@@ -56,14 +64,16 @@ def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str
     if head.empty:
         return out
 
-    unit = "dialogue" if wanted == "dialogue" else "response"
-
     def said(r) -> str:
         loo, ceiling, mean = r["judge (leave-one-out)"], r["human ceiling (leave-one-out)"], r["judge vs people's mean"]
-        what = f"audit on {r['dimension']}{' (whole dialogues)' if wanted == 'dialogue' else ''} ({r['asked']})"
+        what = (_("audit on {dimension} (whole dialogues) ({asked})") if wanted == "dialogue"
+                else _("audit on {dimension} ({asked})")).format(dimension=r["dimension"], asked=r["asked"])
         if pd.isna(ceiling):
-            return f"{what}: r = {mean:.2f} with the one rating per {unit}; no ceiling"
-        return f"{what}: leave-one-out r = {loo:.2f} vs the human ceiling {ceiling:.2f}: {r['verdict']}"
+            return (_("{what}: r = {r} with the one rating per dialogue; no ceiling") if wanted == "dialogue"
+                    else _("{what}: r = {r} with the one rating per response; no ceiling")).format(
+                what=what, r=f"{mean:.2f}")
+        return _("{what}: leave-one-out r = {loo} vs the human ceiling {ceiling}: {verdict}").format(
+            what=what, loo=f"{loo:.2f}", ceiling=f"{ceiling:.2f}", verdict=_(r["verdict"]))
 
     head = head.assign(audit=head.apply(said, axis=1))
     rows = head.groupby(["judge", "skill"])["audit"].agg("; ".join).reset_index()
@@ -71,8 +81,10 @@ def judge_headlines(con: duckdb.DuckDBPyConnection, dataset: str, dimension: str
 
 
 def judge_headline(agreement_table: pd.DataFrame) -> pd.DataFrame:
-    """The headline from the agreement table a page already has (not computed twice)."""
-    return judge_agreement.headline(agreement_table)
+    """The headline from the agreement table a page already has (not computed twice), its verdicts in the viewer's
+    language."""
+    head = judge_agreement.headline(agreement_table)
+    return head.assign(verdict=head["verdict"].map(_)) if len(head) else head
 
 
 @dataset_scoped

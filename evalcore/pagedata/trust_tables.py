@@ -10,6 +10,7 @@ from evalcore.analysis.trust import POOLED
 from evalcore.analysis.trust_levels import choices, dimensions
 from evalcore.analysis.trust_opening import Opening, opening
 from evalcore.analysis.trust_verdicts import report
+from evalcore.core.i18n import N_, _
 from evalcore.core.processes import alive_on
 from evalcore.pagedata import audits, catalog, formatting
 from evalcore.pagedata.scope import dataset_scoped, per_dataset
@@ -23,7 +24,7 @@ def trust_choice_part(con: duckdb.DuckDBPyConnection, dataset: str) -> tuple[int
 
 
 def merge_trust_choices(parts: dict[str, tuple[int, list]]) -> dict[str, list[tuple[str, str]]]:
-    return {d: c for d, (_, c) in sorted(parts.items(), key=lambda kv: (-kv[1][0], kv[0])) if c}
+    return {d: c for d, (__, c) in sorted(parts.items(), key=lambda kv: (-kv[1][0], kv[0])) if c}
 
 
 @per_dataset(trust_choice_part, merge_trust_choices)
@@ -34,7 +35,9 @@ def trust_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, s
 
 
 def merge_trust_left_out(parts: dict[str, tuple[int, list]]) -> dict[str, str]:
-    return {d: "no human ratings yet" if not rated else "no metric values of its rated units"
+    """Each left-out dataset's why, in English (a merge over every dataset is kept for every viewer alike: the page
+    shows it through _())."""
+    return {d: N_("no human ratings yet") if not rated else N_("no metric values of its rated units")
             for d, (rated, c) in sorted(parts.items()) if not c}
 
 
@@ -49,17 +52,19 @@ def trust_not_offered(con: duckdb.DuckDBPyConnection, dataset: str) -> str:
     """Why a dataset that a link names is not offered (trust_left_out's words), with its newest scoring job when that
     one is queued, running or failed (a chat task's accepted conversations, an upload): what the page says rather
     than "not a known dataset". Unmarked: a job's progress is a commit, and the next draw says where it stands."""
-    why = merge_trust_left_out({dataset: trust_choice_part(con, dataset)}).get(dataset, "")
+    why = _(merge_trust_left_out({dataset: trust_choice_part(con, dataset)}).get(dataset, "")) or ""
     job = con.execute("SELECT job_id, state, detail, pid, host FROM jobs WHERE dataset = ? ORDER BY job_id DESC "
                       "LIMIT 1", [dataset]).fetchall()
     if job:
         job_id, state, detail, pid, host = job[0]
         if state in ("queued", "running") and not alive_on(pid, host):
             state = "interrupted"   # its worker is gone: the server's next check runs it again
-        if state in ("queued", "running", "interrupted"):
-            why += f"; its scoring job {job_id} is {state}" + (f" ({detail})" if state == "running" and detail else "")
+        if state == "running" and detail:
+            why += _("; its scoring job {job} is {state} ({detail})").format(job=job_id, state=_(state), detail=detail)
+        elif state in ("queued", "running", "interrupted"):
+            why += _("; its scoring job {job} is {state}").format(job=job_id, state=_(state))
         elif state == "failed":
-            why += f"; its scoring job {job_id} failed: {detail}"
+            why += _("; its scoring job {job} failed: {detail}").format(job=job_id, detail=detail)
     return why
 
 
@@ -85,13 +90,24 @@ def trust_dimensions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
     return dimensions(con, dataset)
 
 
+# the skills (evalcore.analysis.trust.SKILL_ORDER and a track without one), as a page names them in its language
+SKILLS = {"chitchat": N_("chitchat"), "knowledge": N_("knowledge"), "recommendation": N_("recommendation"),
+          "persona": N_("persona"), "task-oriented": N_("task-oriented"), "other": N_("other")}
+
+
+def skill_name(skill: str) -> str:
+    """A skill as a page shows it: one of SKILLS in the viewer's language, any other name as it is."""
+    return _(SKILLS[skill]) if skill in SKILLS else skill
+
+
 def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
     """The trust matrix's cells in display order: metrics (rows, best first by `sort`: a skill's pooled
     r, or 'mean' of the pooled r over skills) x columns (each skill's pooled value, then its tracks when
     `tracks`). Columns: metric, column, skill, track and the cell's values."""
     cells = frame if tracks else frame[frame["track"] == POOLED]
     cells = cells.assign(column=np.where(cells["track"] != POOLED, cells["track"],
-                                         cells["skill"] + (" (pooled)" if tracks else "")))
+                                         cells["skill"].map(lambda k: _("{skill} (pooled)").format(skill=skill_name(k)))
+                                         if tracks else cells["skill"].map(skill_name)))
     pooled = frame[frame["track"] == POOLED].pivot_table(index="metric", columns="skill", values="r")
     key = pooled[sort] if sort in pooled.columns else pooled.mean(axis=1)
     order = key.sort_values(ascending=False, na_position="last").index.tolist()
@@ -101,7 +117,13 @@ def trust_grid(frame: pd.DataFrame, *, tracks: bool, sort: str) -> pd.DataFrame:
 
 
 TRUST_MARKS = {"best": " ▲", "tied": " ≈", "disagrees": " ▼"}
-TRUST_WORDS = {"best": "best (▲)", "tied": "not significantly worse (≈)", "disagrees": "disagrees (▼)"}
+TRUST_WORDS = {"best": N_("best (▲)"), "tied": N_("not significantly worse (≈)"), "disagrees": N_("disagrees (▼)")}
+STATES = (N_("queued"), N_("running"), N_("interrupted"))   # a scoring job's state, as trust_not_offered says it
+
+
+def _verdict_words(marks: pd.Series) -> pd.Series:
+    """A cell's mark (an id) as the words the page shows, in the viewer's language."""
+    return marks.map({k: _(v) for k, v in TRUST_WORDS.items()}).fillna("")
 
 
 @dataset_scoped
@@ -116,11 +138,11 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     marks = (np.where(cells["p_adjusted"] < alpha, "*", "")
              + cells["mark"].map(TRUST_MARKS).fillna("").to_numpy())
     cells["label"] = np.where(cells["r"].isna(), "–", formatting.as_text(cells["r"], ".2f") + marks)
-    cells["95% CI"] = formatting.ci_text(cells["ci_low"], cells["ci_high"], ".2f", "none")
-    cells["r (exact)"] = formatting.as_text(cells["r"], ".3f", "undefined")
+    cells["95% CI"] = formatting.ci_text(cells["ci_low"], cells["ci_high"], ".2f", _("none"))
+    cells["r (exact)"] = formatting.as_text(cells["r"], ".3f", _("undefined"))
     cells["p value"] = formatting.as_text(cells["p"], ".3g")
     cells["adjusted p"] = formatting.as_text(cells["p_adjusted"], ".3g")
-    cells["verdict"] = cells["mark"].map(TRUST_WORDS).fillna("")
+    cells["verdict"] = _verdict_words(cells["mark"])
     # a judge's row: its audit against the lab's people on hover (the Judge audit page has the whole of it)
     headlines = audits.judge_headlines(con, dataset, dimension, level)
     cells = cells.merge(headlines.rename(columns={"audit": "judge audit"}), on=["metric", "skill"], how="left")
@@ -130,7 +152,7 @@ def trust_matrix(con: duckdb.DuckDBPyConnection, dataset: str, *, level: str, me
     # ("no verdict: only 1 response has ...") and would add a row per metric of blanks
     every = frame[frame["track"] == POOLED]
     pooled = every[every.groupby("skill")["r"].transform(lambda r: r.notna().any()).astype(bool)].assign(
-        verdict=lambda f: f["mark"].map(TRUST_WORDS).fillna(""),
+        verdict=lambda f: _verdict_words(f["mark"]),
         ci=lambda f: formatting.ci_text(f["ci_low"], f["ci_high"], ".2f"))
     table = pooled[["skill", "rank", "metric", "r", "ci", "n", "p", "p_adjusted", "verdict", "note"]]
     table = table.sort_values(["skill", "rank"], key=lambda s: s.map({k: i for i, k in enumerate(skills)})

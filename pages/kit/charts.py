@@ -7,7 +7,19 @@ import itertools
 import pandas as pd
 import streamlit as st
 
-CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
+from evalcore.core.i18n import N_, _
+
+# Chinese drawn with a CJK font wherever the viewer's machine has one (Latin text too: one family, one look).
+CJK_FONT = "Noto Sans CJK SC, Source Han Sans SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
+
+# rank_chart's fields, as its axis, legend and hover title them (heatmap's and bar's: the calling page's headers)
+HEADERS = (N_("track"), N_("skill"), N_("rank"), N_("rank_ci_low"), N_("rank_ci_high"), N_("ranked"))
+
+
+def _tip(field: str, **more) -> dict:
+    """A tooltip entry: the field by its (English) name, titled in the viewer's language (a field's name that the
+    catalog holds: a column header; a metric's or model's name is data and stays as it is)."""
+    return {"field": field, "title": _(field), **more}
 
 
 def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
@@ -37,7 +49,7 @@ def heatmap(cells: pd.DataFrame, *, x: str, y: str, value: str, label: str, tool
     optional = tuple(f for f in optional if f in tooltip)
     layers = []
     for present in itertools.product((True, False), repeat=len(optional)):
-        tips = [{"field": t, "type": "nominal"} for t in tooltip
+        tips = [_tip(t, type="nominal") for t in tooltip
                 if t not in optional or present[optional.index(t)]]
         test = " && ".join(("" if has else "!") + f"(isValid(datum['{f}']) && datum['{f}'] !== '')"
                            for f, has in zip(optional, present))
@@ -68,15 +80,15 @@ def bar(frame: pd.DataFrame, *, x: str, y: str, key: str, color: str | None = No
         height: int = 320, columns: int = 3, facet_width: int = 240) -> None:
     """A (grouped, optionally faceted) bar chart in Vega-Lite; names are drawn as text."""
     tips = tooltip or [c for c in (facet, x, color, y) if c]
-    enc: dict = {"x": {"field": x, "type": "nominal", "title": x, "sort": list(dict.fromkeys(frame[x])),
+    enc: dict = {"x": {"field": x, "type": "nominal", "title": _(x), "sort": list(dict.fromkeys(frame[x])),
                        "axis": {"labelLimit": 180}},
-                 "y": {"field": y, "type": "quantitative", "title": y_title or y},
-                 "tooltip": [{"field": t} for t in tips]}
+                 "y": {"field": y, "type": "quantitative", "title": y_title or _(y)},
+                 "tooltip": [_tip(t) for t in tips]}
     if y_domain:
         enc["y"]["scale"] = {"domain": y_domain}
     if color:
         enc["color"] = {"field": color, "type": "nominal", "sort": list(dict.fromkeys(frame[color])),
-                        "legend": {"labelLimit": 260}}
+                        "title": _(color), "legend": {"labelLimit": 260}}
         enc["xOffset"] = {"field": color, "sort": list(dict.fromkeys(frame[color]))}
     inner = {"mark": {"type": "bar", "tooltip": True}, "encoding": enc, "height": height}
     spec = {"data": {"values": _records(frame, [c for c in (x, y, color, facet, *tips) if c])},
@@ -98,8 +110,8 @@ def scatter_vs_diagonal(frame: pd.DataFrame, *, x: str, y: str, color: str, tool
     points = {"mark": {"type": "circle", "size": 60}, "data": {"values": _records(frame, [x, y, color, *tooltip])},
               "encoding": {"x": {"field": x, "type": "quantitative", "title": x_title, "scale": {"domain": [-1, 1]}},
                            "y": {"field": y, "type": "quantitative", "title": y_title, "scale": {"domain": [-1, 1]}},
-                           "color": {"field": color, "type": "nominal"},
-                           "tooltip": [{"field": t} for t in [color, *tooltip, x, y]]}}
+                           "color": {"field": color, "type": "nominal", "title": _(color)},
+                           "tooltip": [_tip(t) for t in [color, *tooltip, x, y]]}}
     diagonal = {"mark": {"type": "line", "strokeDash": [4, 4], "color": "grey"},
                 "data": {"values": [{x: -1, y: -1}, {x: 1, y: 1}]},
                 "encoding": {"x": {"field": x, "type": "quantitative"}, "y": {"field": y, "type": "quantitative"}}}
@@ -110,12 +122,13 @@ def scatter_vs_diagonal(frame: pd.DataFrame, *, x: str, y: str, color: str, tool
 def rank_chart(ranks: pd.DataFrame, *, key: str, title: str) -> None:
     """One model's rank per track: a point at the rank, a bar over its 95% interval, rank 1 on top."""
     frame = ranks.dropna(subset=["rank"]).astype({"rank": float, "rank_ci_low": float, "rank_ci_high": float})
-    frame = frame.assign(of=frame["ranked"].map(lambda n: f"of {n}"))
+    frame = frame.assign(of=frame["ranked"].map(lambda n: _("of {n}").format(n=n)))
     top = max(2, int(frame[["rank", "rank_ci_high", "ranked"]].max().max()))
     y = {"type": "quantitative", "scale": {"domain": [top + 0.5, 0.5], "nice": False},
          "axis": {"tickMinStep": 1, "format": "d"}}
-    x = {"field": "track", "type": "nominal", "sort": list(frame["track"]), "axis": {"labelAngle": -20, "labelLimit": 200}}
-    tips = [{"field": t} for t in ("track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked")]
+    x = {"field": "track", "type": "nominal", "sort": list(frame["track"]), "title": _("track"),
+         "axis": {"labelAngle": -20, "labelLimit": 200}}
+    tips = [_tip(t) for t in ("track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked")]
     spec = {"data": {"values": _records(frame, ["track", "skill", "rank", "rank_ci_low", "rank_ci_high", "ranked", "of"])},
             "height": 260, "config": {"font": CJK_FONT},
             "layer": [
@@ -123,7 +136,8 @@ def rank_chart(ranks: pd.DataFrame, *, key: str, title: str) -> None:
                  "encoding": {"x": x, "y": {"field": "rank_ci_low", **y, "title": title},
                               "y2": {"field": "rank_ci_high"}, "tooltip": tips}},
                 {"mark": {"type": "point", "filled": True, "size": 120},
-                 "encoding": {"x": x, "y": {"field": "rank", **y}, "color": {"field": "skill", "type": "nominal"},
+                 "encoding": {"x": x, "y": {"field": "rank", **y},
+                              "color": {"field": "skill", "type": "nominal", "title": _("skill")},
                               "tooltip": tips}},
                 {"mark": {"type": "text", "dx": 22, "align": "left"},
                  "encoding": {"x": x, "y": {"field": "rank", **y}, "text": {"field": "of"}}},
