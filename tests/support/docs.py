@@ -19,7 +19,7 @@ DATA = {"json", "text", "nginx", "toml"}
 
 
 # lines a bash block may hold that are not evalcore commands: what CI itself runs (installing, the tests, the site)
-NOT_EVALCORE = re.compile(r"^(pip install |python -m pytest|mkdocs |python app\.py|python bench/)")
+NOT_EVALCORE = re.compile(r"^(pip install |python -m pytest|mkdocs |python app\.py|python bench/|pybabel )")
 PLACEHOLDER = re.compile(r"[\[\]|]|\.\.\.|^[A-Z]+$")
 
 
