@@ -143,7 +143,7 @@ def publish(page: str, values: dict, notices: list[str]) -> None:
         dataset = values.get("dataset")
         if dataset:
             # made only when clicked (seconds: every view's tables and bootstraps), as `evalcore report` makes it
-            st.download_button(_("Offline report (HTML)"), deferred(report.build, dataset),
+            st.download_button(_("Offline report (HTML)"), deferred(report.build, dataset, lang=i18n.current()),
                                file_name=f"{safe_filename(f'report-{dataset}')}.html", mime="text/html",
                                key="offline-report", icon=":material/download:",
                                help=_("One HTML file of this dataset's trust, leaderboard, correlation and "
