@@ -27,6 +27,12 @@ DEFINITIONS = (
        "(FED, SIGDIAL 2020, Table 3)"),
 )
 
+
+def leveled(frame):
+    """A table as the page shows it: its levels in the viewer's language (the view and its download keep the id)."""
+    return frame.assign(level=frame["level"].map(lambda v: _(LEVELS[v]) if v in LEVELS else v))
+
+
 con, vs = start(_("Human evaluation"))
 rated = data(ratings.multi_rated_tracks)
 dataset, track, __ = pick_track(con, vs, "hu", skills=False, shows=rated)
@@ -66,15 +72,14 @@ else:
             st.caption(note)
             numbers = {k: st.column_config.NumberColumn(format="%.3f") for k in ("value", "ci_low", "ci_high")}
             pairs = table["statistic"].str.startswith("cohen_kappa")
-            grid(table[~pairs].drop(columns=["track", "dimension"]), width="stretch",
-                         column_config=numbers)
+            shown = leveled(table.drop(columns=["track", "dimension"]))   # the download keeps the ids
+            grid(shown[~pairs], width="stretch", column_config=numbers)
             n_pairs = table.loc[pairs, "annotators"].nunique()
             if final:  # widgets once per run: the first, quick table has none
                 title = _("Cohen's kappa per annotator pair ({n} pairs who rated the same targets)").format(
                     n=i18n.number(n_pairs))
                 with expander(vs, values, "pairs", title):
-                    grid(table[pairs].drop(columns=["track", "dimension"]), width="stretch",
-                                 column_config=numbers)
+                    grid(shown[pairs], width="stretch", column_config=numbers)
                 download(table, f"agreement-{dataset}-{track}-{dim}")
 
     if table.empty:
@@ -117,7 +122,7 @@ else:
             definition=f"{definition[:1].upper()}{definition[1:]}", n=i18n.number(int(corr["n_annotators"].max())),
             raters=_(raters[chosen["raters"]]), share=i18n.percent(0.05))))
         shown = corr[["level", "statistic", "value", "ci_low", "ci_high", "n_items", "note"]]
-        shown = shown.assign(level=shown["level"].map(lambda v: _(LEVELS[v]) if v in LEVELS else v))
+        shown = leveled(shown)
         grid(unless_empty(shown, "note"), width="stretch",
              column_config={k: st.column_config.NumberColumn(format="%.4f") for k in ("value", "ci_low", "ci_high")})
         download(corr, f"correlation-agreement-{dataset}-{track}-{dim}")
