@@ -17,7 +17,12 @@ HEADERS = (N_("track"), N_("skill"), N_("judge"), N_("asked"), N_("signature"), 
            N_("verdict"), N_("judge (leave-one-out)"), N_("human ceiling (leave-one-out)"),
            N_("gap (judge - ceiling)"), N_("gap_ci_low"), N_("gap_ci_high"), N_("judge vs people's mean"),
            N_("gap_note"), N_("statistic"), N_("who"), N_("value"), N_("ci_low"), N_("ci_high"), N_("n"), N_("note"),
-           N_("spearman"), N_("annotators"), N_("model"))
+           N_("spearman"), N_("annotators"), N_("model"), N_("lowest annotator"), N_("highest annotator"),
+           N_("targets"), N_("baseline"), N_("samples"), N_("items"), N_("pairs"), N_("decided"), N_("mean"),
+           N_("rank"), N_("asked_a"), N_("asked_b"), N_("signature_a"), N_("signature_b"))
+# words in the audit's cells (who a statistic is of, a level), shown in the viewer's language; the frames keep them
+CELLS = ("who", "level")
+WORDS = (N_("judge vs each annotator"), N_("human ceiling (pairs)"), N_("turn"), N_("dialogue"), N_("system"))
 # the parts of the audit as their download buttons name them
 PARTS = {"agreement": N_("Download agreement (CSV)"), "pairwise": N_("Download pairwise (CSV)"),
          "length-controlled": N_("Download length-controlled (CSV)"), "drift": N_("Download drift (CSV)"),
@@ -28,6 +33,8 @@ def show(frame) -> None:
     """A table of the audit with the long identifying columns (track, signature) last: the numbers first."""
     last = [c for c in frame.columns if c == "track" or c.startswith("signature")]
     frame = frame[[c for c in frame.columns if c not in last] + last]
+    frame = frame.assign(**{c: frame[c].map(lambda v: _(v) if isinstance(v, str) and v else v)
+                            for c in CELLS if c in frame.columns})
     grid(frame, width="stretch", column_config={c: st.column_config.NumberColumn(**NUMBERS)
                                                 for c in frame.columns if frame[c].dtype.kind == "f"})
 
