@@ -16,7 +16,7 @@ from support import ROOT
 
 CATALOGS = sorted((LOCALE_DIR / "zh_CN" / "LC_MESSAGES").glob("*.po"))
 FIELDS = re.compile(r"\{([^{}]*)\}")
-PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs%]")
+PERCENT = re.compile(r"%\([^)]+\)[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]")   # named %-fields (a "95%" is text)
 
 
 def _mapping():
