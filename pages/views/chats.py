@@ -22,7 +22,7 @@ HEADERS = (
     # the chat tasks; the tracks scenarios come from
     N_("task_id"), N_("name"), N_("dataset"), N_("track"), N_("skill"), N_("dialogues"), N_("endpoints"),
     N_("scenarios"), N_("per_scenario"), N_("max_rounds"), N_("review"), N_("state"), N_("target"),
-    N_("created_at"),
+    N_("created_at"), N_("language"),
     # per endpoint; sent back; waiting for review
     N_("endpoint"), N_("conversations"), N_("rounds"), N_("goal reached"), N_("conversation_id"), N_("scenario"),
     N_("annotator"), N_("reason"), N_("goal"), N_("ended_at"),
@@ -33,6 +33,7 @@ HEADERS = (
     N_("n people"), N_("n simulated"), N_("difference"), N_("difference 95% CI"), N_("hedges g"), N_("g 95% CI"),
     N_("brought up: simulated"), N_("brought up: people"), N_("brought up: g"), N_("note"),
 )
+DATASETS_OWN = ""   # the language option that leaves a new chat task in its dataset's language (lang None)
 OWN = N_("the simulators themselves")   # the simulated conversations' raters when no judge is picked (an id)
 
 con, vs = start(_("Chat tasks"))
@@ -44,7 +45,10 @@ st.caption(_("People talk with models they are not told the names of, on scenari
              "then rate each whole conversation (the Chat page). Accepted conversations become dialogues of the "
              "task's own dataset, which every page and metric reads like any other."))
 if not tasks.empty:
-    grid(tasks.drop(columns=["created_by"]), width="stretch")
+    shown_tasks = tasks.drop(columns=["created_by"])
+    langs = [getattr(chats.task(con, int(t)), "lang", None) for t in shown_tasks["task_id"]]
+    shown_tasks.insert(shown_tasks.columns.get_loc("track") + 1, "language", [i18n.NAMES.get(x, x) for x in langs])
+    grid(shown_tasks, width="stretch")
 else:
     st.caption(_("Where scenarios can come from: the tracks with stored dialogues (a dialogue's grounding is a "
                  "scenario; a dialogue without one, chit-chat, gives its first utterance as an opening)"))
@@ -85,6 +89,12 @@ with st.expander(_("Create a chat task"), expanded=tasks.empty):
             rounds = c3.number_input(_("Rounds at most"), 1, chats.MAX_ROUNDS, 10, key="ct-rounds")
             seed = c4.number_input(_("Seed"), 0, 2**31 - 1, 0, key="ct-seed")
             review = st.checkbox(_("A reviewer accepts each conversation before it counts"), True, key="ct-review")
+            # the source is picked inside this form (no rerun until it is sent): its dataset's language is the
+            # default, chosen by the service once the source is known
+            chat_lang = st.selectbox(_("Language"), [DATASETS_OWN, *i18n.LANGS], key="ct-lang",
+                                     format_func=lambda v: i18n.NAMES.get(v) or _("The dataset's language"),
+                                     help=_("The language its people read the Chat page, the questions and the flags "
+                                            "in, whatever their browser's language"))
             name = st.text_input(_("Name"), max_chars=120, key="ct-name")
             guidelines = st.text_area(_("Guidelines for the people chatting"), max_chars=5000, key="ct-guide")
             if st.form_submit_button(_("Create chat task")):
@@ -93,7 +103,7 @@ with st.expander(_("Create a chat task"), expanded=tasks.empty):
                     new = chats.create(con, dataset=row["dataset"], track=row["track"], endpoints=picked,
                                        n_scenarios=int(n), per_scenario=int(k), max_rounds=int(rounds), seed=int(seed),
                                        review=review, name=name or None, guidelines=guidelines, created_by=who,
-                                       simulators=users or None, people=people)
+                                       simulators=users or None, people=people, lang=chat_lang or None)
                 except (ValueError, StoreError) as exc:
                     st.error(md_escape(str(exc)))
                 else:

@@ -8,6 +8,7 @@ from evalcore.core.errors import StoreError
 from evalcore.core.i18n import N_, _
 from evalcore.pagedata import annotation as ann
 from evalcore.pagedata import calibration, catalog
+from evalcore.services.tasks import task_language
 from evalcore.store.tasks import LEVELS, MAX_SEED, MODES, SAMPLINGS
 from pages.kit.access import may_write
 from pages.kit.runtime import data
@@ -40,7 +41,7 @@ LEVEL_WORDS = {"response": N_("one response"),
 HEADERS = (
     # the tasks; progress per annotator; agreement; the annotators and their keys
     N_("task_id"), N_("name"), N_("dataset"), N_("track"), N_("mode"), N_("level"), N_("state"), N_("created_at"),
-    N_("n_items"), N_("k"), N_("n_annotators"), N_("units"), N_("annotator"), N_("done"), N_("skipped"),
+    N_("language"), N_("n_items"), N_("k"), N_("n_annotators"), N_("units"), N_("annotator"), N_("done"), N_("skipped"),
     N_("flagged"), N_("median_seconds"), N_("dimension"), N_("statistic"), N_("value"), N_("ci_low"),
     N_("ci_high"), N_("note"), N_("answers"), N_("first_entry"), N_("key_issued"), N_("signed_in"),
     # units disputed
@@ -56,6 +57,16 @@ HEADERS = (
     N_("people only 95%"), N_("rated / valued"), N_("gain"), N_("anytime 95%"), N_("rank 95%"), N_("rated"),
     N_("width"), N_("uniform width"), N_("uniform / reached"),
 )
+
+
+def with_language(tasks):
+    """The tasks' table with each task's language beside its dataset (as the language names itself)."""
+    if tasks.empty:
+        return tasks
+    shown = tasks.copy()
+    langs = [getattr(ann.task(con, int(t)), "lang", None) for t in shown["task_id"]]
+    shown.insert(shown.columns.get_loc("dataset") + 1, "language", [i18n.NAMES.get(x, x) for x in langs])
+    return shown
 
 
 def option(value: str) -> str:
@@ -202,7 +213,7 @@ publish("tasks", values, vs.notices)
 st.caption(_("People rate sampled responses (absolute) or pairs of responses (side by side) on the Annotate page; "
              "their ratings count at once everywhere (leaderboards, correlations, Metric trust)."))
 if not tasks.empty:
-    grid(tasks, width="stretch")
+    grid(with_language(tasks), width="stretch")
 
 allowed, who = may_write()   # creating, closing and reopening tasks writes to the store
 plan_box = st.expander(_("Plan a task: how many units and raters a question needs"), key="tk-plan-open",
@@ -258,6 +269,14 @@ with st.expander(_("Create a task"), expanded=tasks.empty):
             ties = c6.checkbox(_("Ties allowed (side by side)"), True, key=f"tk-ties-{gen}")
             level = st.selectbox(_("Unit"), LEVELS, key=f"tk-level-{gen}",
                                  format_func=lambda v: _(LEVEL_WORDS[v]) if v in LEVEL_WORDS else v)
+            # the language its annotators read the Annotate page, the definitions and the questions in: by default
+            # the dataset's (the key follows the dataset, so its default does too)
+            default = task_language(con, dataset) if dataset else i18n.EN
+            lang_of_task = st.selectbox(_("Language"), i18n.LANGS, index=i18n.LANGS.index(default),
+                                        format_func=i18n.NAMES.get, key=f"tk-lang-{gen}-{dataset}",
+                                        help=_("The language its annotators read the Annotate page, the dimension "
+                                               "definitions and the questions in, whatever their browser's language "
+                                               "(by default the dataset's)"))
             name = st.text_input(_("Name"), max_chars=120, key=f"tk-name-{gen}")
             guidelines = st.text_area(_("Guidelines for annotators"), max_chars=5000, key=f"tk-guide-{gen}")
             if st.form_submit_button(_("Create task")):
@@ -265,7 +284,7 @@ with st.expander(_("Create a task"), expanded=tasks.empty):
                     new = ann.create(con, dataset=dataset, mode=mode, dimensions=dims, items=int(items),
                                      per_item=int(per_item), tracks=tracks or None, seed=int(seed), name=name or None,
                                      sampling=sampling, ties=ties, guidelines=guidelines, created_by=who, level=level,
-                                     **({"judge": judge} if judge else {}))
+                                     lang=lang_of_task, **({"judge": judge} if judge else {}))
                     st.session_state["tk-created"] = (new, ann.coverage(con, new))
                 except (ValueError, StoreError) as exc:
                     st.error(md_escape(str(exc)))
