@@ -79,10 +79,23 @@ class View:
     charts: list[tuple[str, str, pd.DataFrame]] = field(default_factory=list)
 
 
+def in_english(fn, *args, **kwargs):
+    """fn(...) made in English whatever the report's language: a table's cells are data, the same in every
+    language (an engine function that words a cell for a page, a note such as 'pools 2 tracks', words it in English
+    here, as the CLI prints it), so the checksum of a Chinese report is the English one's."""
+    before = i18n.current()
+    i18n.use(i18n.EN)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        i18n.use(before)
+
+
 def per_track(fn, tracks: list[str]) -> pd.DataFrame:
-    """fn(track) for every track, stacked (the CLI's per-track output, one after another)."""
-    parts = [f for f in (fn(t) for t in tracks) if len(f)]
-    return pd.concat(parts, ignore_index=True) if parts else fn(tracks[0]).iloc[0:0]
+    """fn(track) for every track, stacked (the CLI's per-track output, one after another), made in English
+    (in_english)."""
+    parts = [f for f in (in_english(fn, t) for t in tracks) if len(f)]
+    return pd.concat(parts, ignore_index=True) if parts else in_english(fn, tracks[0]).iloc[0:0]
 
 
 def leaderboard_view(con, dataset: str, tracks: list[str]) -> View:
@@ -144,8 +157,10 @@ def trust_view(con, dataset: str, tracks: list[str], level: str, origin: str, wh
         + (" " + _("Level chosen as the command opens: {why}.").format(why=why) if why else "")])
     if level is None:
         return View("trust", view.title, notes=[_("Nothing to correlate: {why}.").format(why=why)])
-    frame, said = trust_report(con, dataset, level=level, method="spearman", dimension="mean", origin=origin,
-                               dimensions=dimensions(con, dataset))
+    asked = dict(level=level, method="spearman", dimension="mean", origin=origin, dimensions=dimensions(con, dataset))
+    frame, said = trust_report(con, dataset, **asked)   # its verdicts' sentences in the report's language
+    if i18n.current() != i18n.EN:   # its table in English: data (in_english)
+        frame = in_english(trust_report, con, dataset, **asked)[0]
     kept = frame["track"].isin(tracks) | frame["track"].eq(POOLED)
     if not kept.all():   # the pooled rows still pool every track of their skill
         view.notes.append(_("Only the chosen tracks' rows are shown; the rows of track {pooled} pool every track "

@@ -37,8 +37,10 @@ pre{white-space:pre;overflow:auto;max-height:24rem;background:#f6f8fa;padding:8p
 # a report in Chinese: its words drawn in a CJK font wherever the reader has one (no missing-glyph boxes)
 CJK_FONTS = '"Noto Sans CJK SC","Source Han Sans SC","PingFang SC","Hiragino Sans GB","Microsoft YaHei",' \
             '"WenQuanYi Micro Hei",sans-serif'
-CJK_STYLE = f"body{{font-family:system-ui,-apple-system,\"Segoe UI\",{CJK_FONTS}}}\n"
-HEADERS = (N_("origin"),)   # the bar charts' legend; a table's headers are its columns' names, through _() too
+CJK_STYLE = f"body{{font-family:system-ui,-apple-system,\"Segoe UI\",{CJK_FONTS}}}th{{word-break:keep-all}}\n"
+# the bar charts' legend, and the tables' headers no page shows (a table's headers are its columns' names, each
+# through _(): the data text under the checksum keeps the names)
+HEADERS = (N_("origin"), N_("rank_by"), N_("rank_ci"), N_("ci_method"), N_("definition"))
 
 
 def esc(value) -> str:

@@ -18,7 +18,7 @@ from evalcore.store import connect
 from support import copy_default_store
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
-VIEWS = ("leaderboard", "human")
+DATASET = "engagement-en"   # every view has rows: a trust verdict, correlations, agreement
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -27,8 +27,7 @@ def reports(default_store_file, tmp_path_factory):
     db = copy_default_store(default_store_file, tmp_path_factory.mktemp("report-lang") / "store.duckdb")
     con = connect(db)
     try:
-        return (build(con, "demo-zh", ["lccc/chitchat"], VIEWS, now=NOW),
-                build(con, "demo-zh", ["lccc/chitchat"], VIEWS, now=NOW, lang="zh-CN"), db)
+        return build(con, DATASET, now=NOW), build(con, DATASET, now=NOW, lang="zh-CN"), db
     finally:
         con.close()
 
@@ -47,12 +46,14 @@ def test_a_report_made_in_chinese_has_chinese_words_and_the_english_report_s_dat
     assert '<html lang="zh-CN">' in chinese and '<html lang="en">' in english
     assert '"Noto Sans CJK SC"' in chinese.split("</style>")[0] and "PingFang SC" in chinese.split("</style>")[0]
     headings = [html.unescape(h) for h in re.findall(r"<h[123][^>]*>(.*?)</h[123]>", chinese)]
-    assert "排行榜" in headings and "人工评分" in headings and "标注者间一致性" in headings, headings
+    for heading in ("排行榜", "该信任哪个指标", "指标与人工评分的相关性", "人工评分", "标注者间一致性", "校验和所依据的数据"):
+        assert heading in headings, headings
     assert all(CJK.search(h) for h in headings), headings   # every heading in Chinese
     assert "<th>数据校验和</th>" in chinese and "<th>data checksum</th>" in english
     assert not CJK.search(re.sub(r"<pre>.*?</pre>|<td.*?</td>|<title>.*?</title>|<h1>.*?</h1>", "",
                                  english.split("<body>")[1], flags=re.S).split("<script")[0])
-    assert data_of(chinese) == data_of(english)   # names, numbers, cells, data text and checksum
+    # names, numbers, cells (a trust verdict's note too, which a page words in Chinese), data text and checksum
+    assert data_of(chinese) == data_of(english)
     assert len(data_of(english)["checksum"]) == 1 and data_of(english)["cells"]
 
 
