@@ -21,6 +21,7 @@ import numpy as np
 
 from evalcore.analysis.options import METHODS
 from evalcore.core import lazy
+from evalcore.core.i18n import _
 from evalcore.analysis.ties import snap
 
 LEVEL_LIMIT = 256  # a vector with at most this many distinct values takes Kendall's counting path
@@ -148,16 +149,17 @@ def _complete(x, y) -> tuple[np.ndarray, np.ndarray]:
 
 def _check(method: str, px: Prepared, py: Prepared) -> str:
     n = len(px.values)
+    # a page's hover says why in its viewer's language (English elsewhere: _ is the identity there)
     if n == 0:
-        return "no complete pairs"
+        return _("no complete pairs")
     if n < 3:
-        return f"n = {n} < 3"
+        return _("n = {n} < 3").format(n=n)
     if px.constant and py.constant:
-        return "both vectors are constant"
+        return _("both vectors are constant")
     if px.constant:
-        return "the metric is constant"
+        return _("the metric is constant")
     if py.constant:
-        return "the human scores are constant"
+        return _("the human scores are constant")
     return ""
 
 
@@ -383,7 +385,7 @@ def correlate_prepared(method: str, px: Prepared, py: Prepared, *, confidence: f
         if seed is None:
             raise ValueError("a bootstrap needs an explicit seed, recorded with the result")
         rng = np.random.default_rng(seed)
-        draws = np.array([pair.r(method, rng.integers(0, n, n)) for _ in range(bootstrap)])
+        draws = np.array([pair.r(method, rng.integers(0, n, n)) for __ in range(bootstrap)])
         low, high, left_out = interval(draws, confidence)   # a resample can be constant
         ci_method = f"bootstrap-percentile {confidence:.0%} B={bootstrap} seed={seed}" + (f" ({left_out})" if left_out else "")
     elif method == "pearson" and n > 3 and abs(r) < 1:
@@ -437,7 +439,7 @@ def permutation_test(x, y, method: str = "pearson", *, resamples: int = 1000, se
     r = Pair(px, py).r(method)
     rng = np.random.default_rng(seed)
     hits = 0
-    for _ in range(resamples):
+    for __ in range(resamples):
         shuffled = Prepared(py.values[rng.permutation(len(x))])
         hits += abs(Pair(px, shuffled).r(method)) >= abs(r) - 1e-12
     return PermutationResult(method, len(x), r, (1 + hits) / (1 + resamples), resamples, seed)
