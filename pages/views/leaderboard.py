@@ -26,7 +26,7 @@ CALIBRATED_HELP = {   # shown through _() where the column is configured
 # the headers this page's tables show (grid() translates each through _()); the calibrated ones: calibration's
 HEADERS = (N_("track"), N_("rank"), N_("rank 95% CI"), N_("model"), N_("coverage"), N_("note"), N_("skill"),
            N_("ranked"), N_("value"), N_("column"), N_("origin"), N_("models"), N_("why blank"), N_("total"),
-           N_("responses"))
+           N_("responses"), N_("stored"), N_("length"), N_("cut"))   # the last three: the generated models' table
 ORIGINS = (N_("computed"), N_("published"))   # the Values radio's options: ids in the link, shown through _()
 FLAVOR_NAMES = (N_("default"),)   # the Flavor box's options (ids in the link), shown through _(); msde is a name
 
