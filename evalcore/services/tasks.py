@@ -465,6 +465,7 @@ def describe(task: stored.Task) -> dict:
     """A task as plain values (for `task show` and the export's header)."""
     return {"task_id": task.task_id, "name": task.name, "dataset": task.dataset, "mode": task.mode, "level": task.level,
             "state": task.state, "per_item": task.per_item, "ties": task.ties, "seed": task.seed,
-            "sampling": task.sampling, "judge": task.judge, "lang": task.lang, "access_code": task.access_code, "guidelines": task.guidelines,
+            "sampling": task.sampling, "judge": task.judge, "lang": task.lang, "access_code": task.access_code,
+            "guidelines": task.guidelines,
             "dimensions": json.loads(json.dumps([d.__dict__ for d in task.dimensions], ensure_ascii=False)),
             "created_by": task.created_by, "created_at": str(task.created_at)}

@@ -154,7 +154,8 @@ def create(con: duckdb.DuckDBPyConnection, *, name: str, dataset: str, track: st
         target = target or f"chat-{task_id}-{dataset}"
         con.execute("INSERT INTO chat_tasks (task_id, name, dataset, track, target, endpoints, settings, per_scenario, "
                     "max_rounds, dimensions, flags, guidelines, seed, review, access_code, state, created_by, "
-                    "created_at, simulators, people, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)",
+                    "created_at, simulators, people, lang) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)",
                     [task_id, name, dataset, track, target, json.dumps(endpoints), json.dumps(settings, ensure_ascii=False),
                      per_scenario, max_rounds, json.dumps([d.__dict__ for d in dimensions], ensure_ascii=False),
                      json.dumps(flags, ensure_ascii=False), guidelines, seed, review, secrets.token_hex(3),
