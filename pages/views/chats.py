@@ -15,7 +15,7 @@ from pages.kit.text import md_escape
 from pages.kit.widgets import grid
 
 # ids this page shows through _ (a task's and a conversation's state, a job's state, a flag): their words in the catalog
-WORDS = (N_("open"), N_("closed"), N_("talking"), N_("ended"), N_("rated"), N_("accepted"), N_("sent back"),
+WORDS = (N_("open"), N_("closed"), N_("deleted"), N_("talking"), N_("ended"), N_("rated"), N_("accepted"), N_("sent back"),
          N_("queued"), N_("running"), N_("done"), N_("failed"), N_("interrupted"))
 # the headers of the tables this page shows (grid() translates each through the catalog)
 HEADERS = (
@@ -48,6 +48,7 @@ if not tasks.empty:
     shown_tasks = tasks.drop(columns=["created_by"])
     langs = [getattr(chats.task(con, int(t)), "lang", None) for t in shown_tasks["task_id"]]
     shown_tasks.insert(shown_tasks.columns.get_loc("track") + 1, "language", [i18n.NAMES.get(x, x) for x in langs])
+    shown_tasks["state"] = shown_tasks["state"].map(lambda v: _(v) if isinstance(v, str) else v)   # an id, in words
     grid(shown_tasks, width="stretch")
 else:
     st.caption(_("Where scenarios can come from: the tracks with stored dialogues (a dialogue's grounding is a "
@@ -112,7 +113,7 @@ with st.expander(_("Create a chat task"), expanded=tasks.empty):
                     st.rerun()
 
 if not chosen:
-    st.stop()
+    lang.stop()   # the language switch drawn first (after st.stop() nothing more is)
 task = chats.task(con, int(chosen))
 st.subheader(_("Chat task {task}").format(task=task.task_id))
 st.text(f"{task.name}\n" + _("scenarios from {dataset} · {track}; endpoints {endpoints}; {per_scenario} per scenario "

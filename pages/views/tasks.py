@@ -34,7 +34,7 @@ QUESTIONS = {"difference": N_("difference: the difference between two systems"),
 NONE = calibration.NONE
 # ids this page shows through _ (a task's mode, sampling, state; no predictor): their words in the catalog
 WORDS = (N_("absolute"), N_("pairwise"), N_("stratified"), N_("disagreement"), N_("active"), N_("open"),
-         N_("closed"), N_("(none)"))
+         N_("closed"), N_("deleted"), N_("(none)"))
 LEVEL_WORDS = {"response": N_("one response"),
                "dialogue": N_("a whole dialogue (a conversation one model held; side by side: ACUTE-Eval)")}
 # the headers of the tables this page shows (grid() translates each through the catalog)
@@ -60,12 +60,16 @@ HEADERS = (
 
 
 def with_language(tasks):
-    """The tasks' table with each task's language beside its dataset (as the language names itself)."""
+    """The tasks' table as shown: each task's language beside its dataset (as the language names itself), its mode
+    and state in the viewer's words."""
     if tasks.empty:
         return tasks
     shown = tasks.copy()
     langs = [getattr(ann.task(con, int(t)), "lang", None) for t in shown["task_id"]]
     shown.insert(shown.columns.get_loc("dataset") + 1, "language", [i18n.NAMES.get(x, x) for x in langs])
+    for column in ("mode", "state"):
+        if column in shown:
+            shown[column] = shown[column].map(lambda v: _(v) if isinstance(v, str) else v)
     return shown
 
 
