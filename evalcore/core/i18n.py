@@ -81,6 +81,13 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     return _catalog(lang).ngettext(singular, plural, n)
 
 
+def pgettext(context: str, message: str) -> str:
+    """`message` as the catalog translates it in `context`, for one English word with two meanings ("open": a
+    task's state, and a link's text)."""
+    lang = _current.get()
+    return message if lang == EN else _catalog(lang).pgettext(context, message)
+
+
 def N_(message: str) -> str:
     """Marks a message for the catalog where it is defined (a module's constant, a page's title) and leaves it
     as it is: it is translated where it is shown, with _(that constant)."""
