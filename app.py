@@ -59,6 +59,10 @@ if __name__ == "__main__" and not st.runtime.exists():
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
 
+from contextlib import suppress
+
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
 from evalcore.core import collector
 from evalcore.core.errors import StoreError
 from evalcore.core.i18n import _
@@ -83,7 +87,8 @@ try:
 except StoreError as exc:  # held by a command longer than a page waits, a full disk, ...: say so, no error page
     store_trouble(exc)
 finally:
-    lang.switch()   # beside the title, once the page chose its language (a task's on Annotate and Chat)
+    with suppress(StopException):   # after a page's st.stop() every Streamlit call raises (lang.stop draws it first)
+        lang.switch()   # beside the title, once the page chose its language (a task's on Annotate and Chat)
     release()  # the page's cursor: the store's instance (and its lock) is held only while a page or job uses it
     log_run(page.url_path, started)
     collector.after_run()  # a server's first runs: what they leave is kept for its life, never scanned again

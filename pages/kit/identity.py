@@ -56,7 +56,7 @@ def identify(con, *, who_key: str, issued_key: str, link_key: str, form_key: str
             st.session_state[who_key] = ann.signed_in(con, str(user.get("email") or user.get("name")))
         except (ValueError, StoreError) as exc:
             st.error(say(exc))
-            st.stop()
+            lang.stop()
     if not st.session_state.get(who_key):
         intro()
         link_name, link_secret = st.session_state.get(link_key, ("", ""))
@@ -70,7 +70,7 @@ def identify(con, *, who_key: str, issued_key: str, link_key: str, form_key: str
                                 key=f"{form_key}-key")
             if st.form_submit_button(start_label):
                 _enter(con, name, code, key, code_ok, who_key, issued_key, link_key, forget)
-        st.stop()
+        lang.stop()
     who = st.session_state[who_key]
     if st.session_state.get(issued_key):
         issued = st.session_state[issued_key]
@@ -82,7 +82,7 @@ def identify(con, *, who_key: str, issued_key: str, link_key: str, form_key: str
         st.caption(_("Your personal link (opens this task with your name and key filled in)"))
         st.text(link_of(who, issued))
         st.button(kept_label, key=kept_key, on_click=lambda: st.session_state.pop(issued_key, None))
-        st.stop()
+        lang.stop()
     return who
 
 

@@ -8,6 +8,7 @@ import os
 import threading
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from evalcore.core import i18n
 
@@ -27,7 +28,11 @@ def choose() -> str:
 
 def resume() -> str:
     """In a fragment's rerun (Streamlit runs it without app.py, on a thread of its own): the language the page
-    around it was drawn in, a task's or a pick included."""
+    around it was drawn in, a task's or a pick included. In a whole run (a fragment's body is called inline) the run's
+    own language, already chosen: the page before this run was drawn in another one after a pick of the switch."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not ctx.fragment_ids_this_run:
+        return i18n.current()
     return i18n.use(st.session_state.get(SHOWN) or choose())
 
 
@@ -45,6 +50,14 @@ def for_task(lang: str | None) -> str:
     if st.session_state.get(PICKED) or not lang:
         return i18n.current()
     return i18n.use(lang)
+
+
+def stop() -> None:
+    """st.stop() on a page, with the language switch drawn first: once a page has stopped, every Streamlit call raises
+    StopException, the one that would draw the switch in app.py's `finally` included (a page that stops for its
+    entry form, like Annotate's and Chat's, had no switch)."""
+    switch()
+    st.stop()
 
 
 def place(slot) -> None:

@@ -38,7 +38,7 @@ if asked is None:
     if open_tasks.empty:
         st.info(_("No rating task is open. Whoever runs the evaluation creates one on the Rating tasks page or with "
                   "`evalcore task create`, and sends you its link."))
-        st.stop()
+        lang.stop()
     st.caption(_("Choose the task you were asked to rate (the link you were sent opens it directly)."))
     labels = {str(r.task_id): ann.blind_label(r.task_id, r.mode, r.units) for r in open_tasks.itertuples()}
     asked = st.selectbox(_("Task"), list(labels), format_func=lambda t: labels[t], key="ann-pick")
@@ -46,7 +46,7 @@ publish("annotate", {"task": asked}, vs.notices)
 task = ann.task(con, int(asked))
 if task is None:   # deleted between the list and now
     st.info(_("This task is no longer open. Ask whoever runs the evaluation for its new link."))
-    st.stop()
+    lang.stop()
 lang.for_task(getattr(task, "lang", None))   # the task's language from here on, unless this person picked one
 st.text(_("{task}: {dimensions}").format(task=ann.blind_label(task.task_id, task.mode),
                                          dimensions=", ".join(d.dimension for d in task.dimensions)))

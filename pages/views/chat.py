@@ -41,7 +41,7 @@ def _no_longer_open(task_id: int) -> None:
                      "box below, to copy."))
         st.session_state[box] = sent   # back into the box (a chat input empties itself when sent)
         st.chat_input(_("This chat task is closed"), key=box, disabled=True)
-    st.stop()
+    lang.stop()
 
 
 wanted = vs.peek("task")
@@ -56,7 +56,7 @@ if asked is None:
     if not open_tasks:
         st.info(_("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
                   "`evalcore chat create`, and sends you its link."))
-        st.stop()
+        lang.stop()
     asked = st.selectbox(_("Task"), list(open_tasks), format_func=lambda t: open_tasks[t], key="chat-pick")
 publish("chat", {"task": asked}, vs.notices)
 task = chats.task(con, int(asked))
@@ -113,7 +113,7 @@ cid = st.session_state[at_key]
 if cid is None:
     st.info(_("Nothing more to talk about for you in this task: every conversation left is on a scenario you have "
               "met already, or taken by others. Thank you."))
-    st.stop()
+    lang.stop()
 
 input_key = f"{prefix}-say-{cid}"
 sent = st.session_state.get(input_key)
