@@ -71,8 +71,9 @@ def _passed_over(level: str, origin: str, cells: pd.DataFrame) -> str:
                 _("{where} has {count} with both ratings and metric values (n = {n}; a verdict needs {needed})"))
         return said.format(where=where, count=count(most, UNIT[level]), n=most, needed=VERDICT_N)
     notes = cells["note"][cells["note"] != ""]
-    return _("{where}: {why}").format(where=where, why=notes.mode().iloc[0] if len(notes) else
-                                      _("nothing to correlate"))
+    why = notes.mode().iloc[0] if len(notes) else _("nothing to correlate")
+    return (_("{level} level (published values): {why}") if origin == "published" else
+            _("{level} level: {why}")).format(level=_(level), why=why)
 
 
 NO_VALUES = {"system": N_("{where} has no {origin} metric values of rated models"),

@@ -54,7 +54,7 @@ def verdicts(frame: pd.DataFrame, *, adjust: str = "holm", sweep: pd.DataFrame |
         # each clause a whole sentence of the catalog (a page's language; English for the CLI), joined by "; "
         if defined.empty:
             rows.append({**row, "verdict": "undefined", "metric": "",
-                         "text": _("{skill}: {why}").format(skill=skill, why=_no_verdict(frame, skill, level))})
+                         "text": _no_verdict(frame, skill, level)})
             continue
         best = defined[defined["mark"] == "best"]
         c = best.iloc[0] if len(best) else defined.iloc[0]
@@ -95,16 +95,16 @@ def _no_verdict(frame: pd.DataFrame, skill: str, level: str | None) -> str:
     most = int(tracks["n"].max()) if len(tracks) else 0
     if level in UNIT and 0 < most < VERDICT_N:
         if tracks["track"].nunique() > 1:
-            said = ngettext("no verdict: only {count} has both ratings and metric values on any one track (a verdict "
-                            "needs {needed})", "no verdict: only {count} have both ratings and metric values on any "
-                            "one track (a verdict needs {needed})", most)
+            said = ngettext("{skill}: no verdict: only {count} has both ratings and metric values on any one track (a "
+                            "verdict needs {needed})", "{skill}: no verdict: only {count} have both ratings and metric "
+                            "values on any one track (a verdict needs {needed})", most)
         else:
-            said = ngettext("no verdict: only {count} has both ratings and metric values (a verdict needs {needed})",
-                            "no verdict: only {count} have both ratings and metric values (a verdict needs {needed})",
-                            most)
-        return said.format(count=count(most, UNIT[level]), needed=VERDICT_N)
+            said = ngettext("{skill}: no verdict: only {count} has both ratings and metric values (a verdict needs "
+                            "{needed})", "{skill}: no verdict: only {count} have both ratings and metric values (a "
+                            "verdict needs {needed})", most)
+        return said.format(skill=skill, count=count(most, UNIT[level]), needed=VERDICT_N)
     pooled = frame.loc[(frame["skill"] == skill) & (frame["track"] == POOLED), "note"]
-    return _("nothing to correlate ({why})").format(why=pooled.iloc[0] if len(pooled) else "")
+    return _("{skill}: nothing to correlate ({why})").format(skill=skill, why=pooled.iloc[0] if len(pooled) else "")
 
 
 def _held(sweep: pd.DataFrame | None, skill: str, metric: str) -> tuple[int, int]:

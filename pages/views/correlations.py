@@ -3,6 +3,7 @@ import numpy as np
 import streamlit as st
 
 from evalcore.analysis.options import LEVELS, METHODS
+from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.metrics.registry import FLAVORS
 from evalcore.pagedata import catalog, correlation_tables, formatting, trust_tables
@@ -20,6 +21,12 @@ OPTIONS = {"pearson": N_("pearson"), "spearman": N_("spearman"), "kendall": N_("
 # the tables' and hovers' headers (grid() and the charts show each through the catalog)
 HEADERS = (N_("track"), N_("dimension"), N_("metric"), N_("method"), N_("r"), N_("published"), N_("diff"), N_("n"),
            N_("p"), N_("note"), N_("r (exact)"), N_("p value"), N_("CI"), N_("published r"))
+
+
+def joined(sentences: list[str]) -> str:
+    """Whole sentences one after another: a space between them in English, none in Chinese (its full stop is
+    full-width)."""
+    return ("" if i18n.current() == i18n.ZH else " ").join(sentences)
 
 
 def named(value: str) -> str:
@@ -74,7 +81,7 @@ if table is None or table.empty:
     if dataset not in options:
         said.append(_("{dataset} has no human ratings with metric values; upload ratings on the Upload page "
                       "(Evaluate: Ratings file) or pick another dataset.").format(dataset=md_escape(dataset)))
-    st.warning(" ".join(said))
+    st.warning(joined(said))
 else:
     dims_all = list(dict.fromkeys(table["dimension"]))
     metrics_all = list(dict.fromkeys(table["metric"]))
@@ -99,9 +106,9 @@ else:
             cells["published r"] = formatting.as_text(cells["published"], ".2f")
             tips.insert(4, "published r")
         n_values = sorted(set(part["n"]))
-        st.markdown(f"**{md_escape(tr)}** (n = {', '.join(map(str, n_values))})")
+        st.markdown(_("**{track}** (n = {n})").format(track=md_escape(tr), n=", ".join(map(str, n_values))))
         heatmap(cells, x="dimension", y="metric", value="r", label="label", tooltip=tips,
-                value_title=_("{method} r").format(method=named(method)),
+                value_title=f"{named(method)} r",
                 optional=("note",),
                 x_order=[d for d in dims if d in set(cells["dimension"])],
                 y_order=[m for m in metrics if m in set(cells["metric"])], key=f"heat-{tr}")
@@ -118,7 +125,7 @@ else:
                                "values).").format(metric=choice, dataset=dataset, level=named(level),
                                                   origin=named(origin))))
     else:
-        bar(across, x="track", y="r", color="dimension", y_title=_("{method} r").format(method=named(method)),
+        bar(across, x="track", y="r", color="dimension", y_title=f"{named(method)} r",
             y_domain=[-1, 1],
             tooltip=["track", "dimension", "r", "n", "p", "note"], key="across")
 

@@ -90,8 +90,7 @@ else:
     long = head.melt(id_vars=["skill", "judge", "asked", "dimension"], value_vars=[judge_col, ceiling_col],
                      var_name="who", value_name="spearman")
     long["who"] = long["who"].map(_)   # the legend in the viewer's language
-    long["judge"] = [_("{skill}: {judge} ({asked})").format(skill=s, judge=j, asked=a)
-                     for s, j, a in zip(long["skill"], long["judge"], long["asked"])]
+    long["judge"] = long["skill"] + ": " + long["judge"] + " (" + long["asked"] + ")"   # names: data
     long = long.dropna(subset=["spearman"])
     if len(long):   # one panel per judge, in one column: a second column is cut off at 800 px
         bar(long, x="dimension", y="spearman", color="who", facet="judge", key="ja-ceiling",

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from evalcore.analysis.options import ADJUSTMENTS, DIALOGUE_VALUE, METHODS
+from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.metrics.registry import FLAVORS
 from evalcore.pagedata import trust_tables
@@ -26,6 +27,22 @@ DIALOGUE_VALUE_MSGID = N_("a dialogue's metric value is the mean of its model tu
                           "'|dialogue:mean-of-turns')")
 
 
+def joined(sentences: list[str]) -> str:
+    """Whole sentences one after another: a space between them in English, none in Chinese (its full stop is
+    full-width)."""
+    return ("" if i18n.current() == i18n.ZH else " ").join(sentences)
+
+
+def aside(text: str, note: str) -> str:
+    """A name with a note in brackets, the brackets of the page's language."""
+    return f"{text}（{note}）" if i18n.current() == i18n.ZH else f"{text} ({note})"
+
+
+def colon() -> str:
+    """A label's colon in the page's language."""
+    return "：" if i18n.current() == i18n.ZH else ": "
+
+
 def named(value: str) -> str:
     """An option (an id) as the page shows it; a dimension's or skill's name is data and stays as it is."""
     return _(OPTIONS[value]) if value in OPTIONS else trust_tables.skill_name(value)
@@ -42,7 +59,7 @@ def said_method(method: str) -> str:
 con, vs = start(_("Which metric to trust, per skill"))
 options = data(trust_tables.trust_choices)
 left_out = data(trust_tables.trust_left_out)   # dataset -> why it is not offered
-not_offered = _("; ").join(_("{dataset} ({why})").format(dataset=d, why=_(why)) for d, why in left_out.items())
+not_offered = _("; ").join(aside(d, _(why)) for d, why in left_out.items())
 if not options:
     st.info(_("No dataset here has both metric values and human ratings of the same units. Rate a track's responses "
               "in a rating task (Rating tasks page), or upload ratings on the Upload page (File holds: ratings); its "
@@ -138,8 +155,7 @@ with st.container(border=True):
     for row in said.itertuples():
         head = next((p for p in (f"{row.skill}: ", f"{row.skill}：") if row.text.startswith(p)), "")
         rest = row.text[len(head):]
-        st.markdown(_("**{skill}**: {verdict}").format(skill=md_escape(trust_tables.skill_name(row.skill)),
-                                                        verdict=md_escape(rest)))  # no icon: the sentence says it
+        st.markdown(f"**{md_escape(trust_tables.skill_name(row.skill))}**{colon()}{md_escape(rest)}")  # no icon: the sentence says it
         if row.robust:
             st.caption(md_escape(row.robust))
 
@@ -154,7 +170,7 @@ with o[2]:
 values.update(sort=sort if sort != "mean" else None, tracks="1" if show_tracks else None)
 
 shown = trust_tables.trust_grid(cells, tracks=show_tracks, sort=sort)
-heatmap(shown, x="column", y="metric", value="r", label="label", value_title=_("{method} r").format(method=named(method)),
+heatmap(shown, x="column", y="metric", value="r", label="label", value_title=f"{named(method)} r",
         tooltip=["metric", "column", "r (exact)", "95% CI", "n", "p value", "adjusted p", "verdict", "rank",
                  "dimensions", "note", "judge audit"], optional=("note", "judge audit"),
         x_order=list(dict.fromkeys(shown["column"])), y_order=list(dict.fromkeys(shown["metric"])), key="trust-matrix")
@@ -173,11 +189,11 @@ if level == "system":
     caption.append(_("At system level there are few systems per track, so Williams' test has low power: many ties."))
 if level == "dialogue":
     caption.append(_("At dialogue level, {how}.").format(how=_(DIALOGUE_VALUE)))
-st.caption(" ".join(caption))
+st.caption(joined(caption))
 
 st.subheader(_("Ranking per skill"))
 unranked = [sk for sk in skills if sk not in set(table["skill"])]
-st.caption(" ".join([_("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column "
+st.caption(joined([_("Ordered by pooled r within each skill; the order is not a verdict: see the verdict column "
                        "and the sentences above.")]
                     + ([_("Not ranked (no verdict, see above): {skills}.").format(
                         skills=md_escape(", ".join(map(trust_tables.skill_name, unranked))))]
