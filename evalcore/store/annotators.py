@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.core import names
+from evalcore.core.i18n import _
 from evalcore.core.text import bad_character, identity_key, lookalike_letters, normalise_id, skeleton
 from evalcore.store.transactions import transaction
 
@@ -36,12 +37,12 @@ def check_name(name: str) -> str:
     empty, too long or holding a control character."""
     name = " ".join(normalise_id(name or "").split())
     if not name:
-        raise ValueError("An annotator needs a name.")
+        raise ValueError(_("An annotator needs a name."))
     if len(name) > MAX_NAME:
-        raise ValueError(f"An annotator's name has at most {MAX_NAME} characters.")
+        raise ValueError(_("An annotator's name has at most {most} characters.").format(most=MAX_NAME))
     bad = bad_character(name)
     if bad:
-        raise ValueError(f"An annotator's name may not hold a {bad}.")
+        raise ValueError(_("An annotator's name may not hold a {bad}.").format(bad=bad))
     return name
 
 
@@ -63,23 +64,25 @@ def enter(con: duckdb.DuckDBPyConnection, name: str, key: str | None = None, *,
                      if skeleton(n) == skeleton(name)]
             if alike:   # a second person shown exactly like the first: the name is taken
                 letters = ", ".join(lookalike_letters(name) or lookalike_letters(alike[0]))
-                raise NotThem(f"The name {name!r} looks the same as {alike[0]!r}, which is taken (it is written "
-                              f"with other letters: {letters}). If you are {alike[0]}, enter that name with your "
-                              "personal key; if not, choose another name.")
+                raise NotThem(_("The name {name} looks the same as {taken}, which is taken (it is written with other "
+                                "letters: {letters}). If you are {person}, enter that name with your personal key; "
+                                "if not, choose another name.").format(name=repr(name), taken=repr(alike[0]),
+                                                                        letters=letters, person=alike[0]))
             new = secrets.token_urlsafe(KEY_BYTES)
             con.execute("INSERT INTO annotators VALUES (?, ?, ?, false, ?, ?)",
                         [identity_key(name), name, digest(new), now, now])
             return name, new
     stored, secret, signed_in = row[0]
     if signed_in:
-        raise NotThem(f"The name {stored!r} belongs to someone who signs in: sign in to rate as them, or choose "
-                      "another name.")
+        raise NotThem(_("The name {name} belongs to someone who signs in: sign in to rate as them, or choose "
+                        "another name.").format(name=repr(stored)))
     if not (key or "").strip():
-        raise NotThem(f"The name {stored!r} is taken (names are compared ignoring case and width). If you are "
-                      f"{stored}, give your personal key; if not, choose another name. Lost your key? Whoever runs "
-                      "the task can issue a new one.")
+        raise NotThem(_("The name {name} is taken (names are compared ignoring case and width). If you are "
+                        "{person}, give your personal key; if not, choose another name. Lost your key? Whoever runs "
+                        "the task can issue a new one.").format(name=repr(stored), person=stored))
     if secret is None or not hmac.compare_digest(digest(key), secret):
-        raise NotThem(f"That is not {stored}'s personal key. Whoever runs the task can issue a new one.")
+        raise NotThem(_("That is not {person}'s personal key. Whoever runs the task can issue a new one.").format(
+            person=stored))
     return stored, None
 
 

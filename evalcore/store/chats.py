@@ -28,11 +28,13 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.core.i18n import _
 from evalcore.core.seeds import BIG, seed
 from evalcore.core.text import bad_character, identity_key
 from evalcore.store.annotators import check_name
 from evalcore.store.history import record
-from evalcore.store.tasks import MAX_COMMENT, Dimension, TaskClosed, check_lang, check_lookalike, check_settings
+from evalcore.store.tasks import (MAX_COMMENT, Dimension, TaskClosed, check_lang, check_lookalike, check_settings,
+                                  state_shown)
 from evalcore.store.transactions import bump_revision, last_id, next_id, transaction
 
 STATES = ("open", "talking", "ended", "rated", "accepted", "sent_back")
@@ -302,11 +304,13 @@ def assign(con: duckdb.DuckDBPyConnection, task: ChatTask, annotator: str, *, no
 def _held(con, conversation_id: int, annotator: str) -> tuple[Conversation, ChatTask]:
     conv = conversation(con, conversation_id)
     if conv.annotator is None or identity_key(conv.annotator) != identity_key(annotator):
-        raise NotYours("this conversation is someone else's; nothing was stored")
+        raise NotYours(_("this conversation is someone else's; nothing was stored"))
     task = get(con, conv.task_id)
     if task.state != "open":
-        raise TaskClosed(f"chat task {task.task_id} is {task.state}: it takes no messages or ratings now; nothing was "
-                         "stored" + (" (whoever runs it can reopen it)" if task.state == "closed" else ""))
+        raise TaskClosed((_("chat task {task} is {state}: it takes no messages or ratings now; nothing was stored "
+                            "(whoever runs it can reopen it)") if task.state == "closed" else
+                          _("chat task {task} is {state}: it takes no messages or ratings now; nothing was stored"))
+                         .format(task=task.task_id, state=state_shown(task.state)))
     return conv, task
 
 
@@ -316,26 +320,28 @@ def say(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, te
     one yet, the conversation ended, or the round limit is reached."""
     text = (text or "").strip()
     if not visible(text):   # zero-width spaces alone are empty too
-        raise ValueError("An empty message is not sent (it holds no visible character); nothing was stored")
+        raise ValueError(_("An empty message is not sent (it holds no visible character); nothing was stored"))
     if len(text) > MAX_MESSAGE:
-        raise ValueError(f"A message holds at most {MAX_MESSAGE:,} characters, this one {len(text):,}; nothing was "
-                         "stored: shorten it and send it again")
+        raise ValueError(_("A message holds at most {most} characters, this one {n}; nothing was stored: shorten it "
+                           "and send it again").format(most=f"{MAX_MESSAGE:,}", n=f"{len(text):,}"))
     bad = bad_character(text)
     if bad:
-        raise ValueError(f"a message may not hold a {bad}")
+        raise ValueError(_("a message may not hold a {bad}").format(bad=bad))
     now = now or datetime.now()
     with transaction(con):
         conv, task = _held(con, conversation_id, annotator)
         if conv.state != "talking":
-            raise OutOfTurn(f"this conversation has ended ({conv.state}); nothing was stored")
+            raise OutOfTurn(_("this conversation has ended ({state}); nothing was stored").format(
+                state=state_shown(conv.state, spaced=False)))
         last = con.execute("SELECT idx, role FROM chat_messages WHERE conversation_id = ? ORDER BY idx DESC LIMIT 1",
                            [conversation_id]).fetchall()
         if last and last[0][1] == "user":
-            raise OutOfTurn("The model has not answered your last message yet; nothing was stored")
+            raise OutOfTurn(_("The model has not answered your last message yet; nothing was stored"))
         rounds = con.execute("SELECT count(*) FROM chat_messages WHERE conversation_id = ? AND role = 'assistant'",
                              [conversation_id]).fetchall()[0][0]
         if rounds >= task.max_rounds:
-            raise OutOfTurn(f"this conversation reached its {task.max_rounds} rounds: end it and rate it")
+            raise OutOfTurn(_("this conversation reached its {rounds} rounds: end it and rate it").format(
+                rounds=task.max_rounds))
         idx = last[0][0] + 1 if last else 0
         con.execute("INSERT INTO chat_messages (conversation_id, idx, role, text, created_at) VALUES (?, ?, 'user', ?, ?)",
                     [conversation_id, idx, text, now])
@@ -369,13 +375,14 @@ def end(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, *,
     """The person ends the conversation (the goal reached, or the round limit): what is left is rating it."""
     now = (now or datetime.now()).replace(microsecond=0)
     with transaction(con):
-        conv, _ = _held(con, conversation_id, annotator)
+        conv, __ = _held(con, conversation_id, annotator)
         if conv.state != "talking":
-            raise OutOfTurn(f"this conversation is {conv.state} already")
+            raise OutOfTurn(_("this conversation is {state} already").format(state=state_shown(conv.state,
+                                                                                              spaced=False)))
         replies = con.execute("SELECT count(*) FROM chat_messages WHERE conversation_id = ? AND role = 'assistant'",
                               [conversation_id]).fetchall()[0][0]
         if replies == 0:
-            raise OutOfTurn("nothing to rate yet: the model has not said anything")
+            raise OutOfTurn(_("nothing to rate yet: the model has not said anything"))
         con.execute("UPDATE chat_conversations SET state = 'ended', goal = ?, ended_at = ? WHERE conversation_id = ?",
                     [goal, now, conversation_id])
 
@@ -436,7 +443,7 @@ def simulated_end(con: duckdb.DuckDBPyConnection, conversation_id: int, *, now: 
     """The simulated user ended the conversation (or its rounds ran out): its questionnaire is what is left."""
     now = (now or datetime.now()).replace(microsecond=0)
     with _own(con, within):
-        conv, _ = _simulated(con, conversation_id, task)
+        conv, __ = _simulated(con, conversation_id, task)
         if conv.state != "talking":
             raise OutOfTurn(f"conversation {conversation_id} is {conv.state}, not talking")
         con.execute("UPDATE chat_conversations SET state = 'ended', ended_at = ? WHERE conversation_id = ?",
@@ -479,8 +486,9 @@ def rate(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, d
     with transaction(con):
         conv, task = _held(con, conversation_id, annotator)
         if conv.state not in ("ended", "rated"):
-            raise OutOfTurn("a conversation is rated once it has ended" if conv.state == "talking" else
-                            f"this conversation is {conv.state.replace('_', ' ')}: its ratings are fixed")
+            raise OutOfTurn(_("a conversation is rated once it has ended") if conv.state == "talking" else
+                            _("this conversation is {state}: its ratings are fixed").format(
+                                state=state_shown(conv.state)))
         dims = {d.dimension: d for d in task.dimensions}
         if dimension not in dims:
             raise ValueError(f"unknown dimension {dimension!r}; this task asks {', '.join(dims)}")
@@ -516,7 +524,7 @@ def flag(con: duckdb.DuckDBPyConnection, conversation_id: int, idx: int, annotat
         if name not in task.flags:
             raise ValueError(f"unknown flag {name!r}; this task offers {', '.join(task.flags) or 'none'}")
         if conv.state in ("accepted", "sent_back"):
-            raise OutOfTurn(f"this conversation is {conv.state.replace('_', ' ')}: its flags are fixed")
+            raise OutOfTurn(_("this conversation is {state}: its flags are fixed").format(state=state_shown(conv.state)))
         role = con.execute("SELECT role FROM chat_messages WHERE conversation_id = ? AND idx = ?",
                            [conversation_id, idx]).fetchall()
         if not role or role[0][0] != "assistant":

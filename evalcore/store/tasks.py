@@ -28,7 +28,7 @@ import pandas as pd
 
 from evalcore.core import names
 from evalcore.core.errors import StoreError
-from evalcore.core.i18n import LANGS
+from evalcore.core.i18n import EN, LANGS, N_, _, current, ngettext
 from evalcore.core.options import TASK_LEVELS, TASK_MAX_SEED, TASK_MODES, TASK_SAMPLINGS
 from evalcore.core.seeds import seed
 from evalcore.core.text import bad_character, identity_key, invisible, lookalike_letters, skeleton
@@ -46,6 +46,9 @@ MAX_COMMENT = 2000                 # characters of a flag's comment
 MAX_TASK_NAME = 120                # characters of a task's name
 MAX_GUIDELINES = 5000              # characters of a task's guidelines
 MAX_SEED = TASK_MAX_SEED
+
+
+AN_IMPORT = N_("an import")   # where a person rated a response already, when no task of the store holds it
 
 
 class TaskClosed(StoreError):
@@ -430,8 +433,8 @@ def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id:
         SELECT DISTINCT 'holds', annotator, NULL FROM a WHERE kind IN ('rating', 'vote') AND live
         UNION ALL SELECT 'rated', * FROM ({elsewhere})""", [task.task_id, unit, *params]).fetchall()
     me = identity_key(annotator)
-    holders = {identity_key(who) for what, who, _ in rows if what == "holds"}
-    where = next((origin or "an import" for what, who, origin in rows if what == "rated" and identity_key(who) == me),
+    holders = {identity_key(who) for what, who, __ in rows if what == "holds"}
+    where = next((origin or AN_IMPORT for what, who, origin in rows if what == "rated" and identity_key(who) == me),
                  None)
     return holders, where
 
@@ -461,13 +464,16 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
         _writable(con, task.task_id)
         holders, where = _checks(con, task, unit, annotator, dimension, item_id, model_a, model_b)
         if identity_key(annotator) not in holders and len(holders) >= task.per_item:
-            raise UnitFull(f"Unit {unit} already has its {task.per_item} annotator"
-                           f"{'s, who' if task.per_item != 1 else ', who'} answered it first: your answer was not "
-                           "stored.")
+            raise UnitFull(ngettext("Unit {unit} already has its {n} annotator, who answered it first: your answer "
+                                    "was not stored.",
+                                    "Unit {unit} already has its {n} annotators, who answered it first: your answer "
+                                    "was not stored.", task.per_item).format(unit=unit, n=task.per_item))
         if where:
-            what = "response" if task.mode == "absolute" else "pair of responses"
-            raise RatedElsewhere(f"You rated this {what} on {dimension} already ({where}); a person rates it "
-                                 "once, so this answer was not stored.")
+            said = (_("You rated this response on {dimension} already ({where}); a person rates it once, so this "
+                      "answer was not stored.") if task.mode == "absolute" else
+                    _("You rated this pair of responses on {dimension} already ({where}); a person rates it once, so "
+                      "this answer was not stored."))
+            raise RatedElsewhere(said.format(dimension=dimension, where=_(where) if where == AN_IMPORT else where))
         shown = con.execute("SELECT max(given_at) FROM task_answers WHERE task_id = ? AND unit = ? AND annotator = ? "
                             "AND kind = 'claim'", [task.task_id, unit, annotator]).fetchall()[0][0]
         seconds = (now - shown).total_seconds() if shown else None
@@ -522,12 +528,13 @@ def flag(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, 
     """A comment on the unit for whoever runs the task (stored as text, at most MAX_COMMENT characters)."""
     comment = (comment or "").strip()
     if not comment:
-        raise ValueError("A flag needs a comment saying what is wrong.")
+        raise ValueError(_("A flag needs a comment saying what is wrong."))
     if len(comment) > MAX_COMMENT:
-        raise ValueError(f"A comment has at most {MAX_COMMENT} characters, this one {len(comment)}.")
+        raise ValueError(_("A comment has at most {most} characters, this one {n}.").format(most=MAX_COMMENT,
+                                                                                          n=len(comment)))
     bad = bad_character(comment)
     if bad:
-        raise ValueError(f"A comment may not hold a {bad}.")
+        raise ValueError(_("A comment may not hold a {bad}.").format(bad=bad))
     annotator = check_name(annotator)
     with transaction(con):
         _writable(con, task.task_id)
@@ -567,8 +574,21 @@ def _writable(con, task_id: int) -> None:
     if not state:
         raise ValueError(f"no task {task_id}")
     if state[0][0] != "open":
-        raise TaskClosed(f"task {task_id} is {state[0][0]}: it takes no more answers"
-                         + (" (reopen it with `evalcore task reopen`)" if state[0][0] == "closed" else ""))
+        raise TaskClosed((_("task {task} is {state}: it takes no more answers (reopen it with `evalcore task reopen`)")
+                          if state[0][0] == "closed" else _("task {task} is {state}: it takes no more answers")).format(
+            task=task_id, state=state_shown(state[0][0])))
+
+
+def state_shown(state: str, spaced: bool = True) -> str:
+    """A task's or conversation's state inside a refusal: as stored in English ('sent_back', or spaced: 'sent
+    back'), in the words of the page's language elsewhere (a person's page: evalcore.core.i18n)."""
+    if current() == EN:
+        return state.replace("_", " ") if spaced else state
+    return _(state.replace("_", " "))
+
+
+STATES_SHOWN = (N_("closed"), N_("deleted"), N_("talking"), N_("ended"), N_("rated"), N_("accepted"),
+                N_("sent back"))   # the states a refusal can name (state_shown), for the catalog
 
 
 def _insert(con, task_id, unit, annotator, dimension, value, kind, comment, seconds, now) -> int:

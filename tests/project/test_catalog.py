@@ -45,8 +45,9 @@ def catalog() -> dict[str, object]:
     for path in CATALOGS:
         with path.open("rb") as fh:
             for message in read_po(fh):
-                if message.id:
-                    out[message.id if isinstance(message.id, str) else message.id[0]] = message
+                for one in (message.id,) if isinstance(message.id, str) else message.id:   # a plural: both forms
+                    if one:
+                        out[one] = message
     return out
 
 
