@@ -63,9 +63,10 @@ def submissions(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.DataFrame:
     (its "Undo submission" control, not a command)."""
     out = listing(con, dataset, restore_hint=RESTORABLE).drop(columns=["dataset"])
     out["kind"] = out["kind"].map(lambda k: _(k) if isinstance(k, str) and k else k)
-    out["state"] = [_(RESTORABLE).format(id=int(i)) if s == RESTORABLE.format(id=int(i)) else _(PURGED) if s == PURGED
-                    else _(UNDONE).format(id=s[len("undone by #"):]) if s.startswith("undone by #") else s
-                    for i, s in zip(out["submission_id"], out["state"])]
+    out["state"] = [_(RESTORABLE).format(id=int(i)) if s == RESTORABLE.format(id=int(i))
+                    else _(PURGED) if s == PURGED
+                    else _(UNDONE).format(id=s[len("undone by #"):]) if s.startswith("undone by #")
+                    else s for i, s in zip(out["submission_id"], out["state"])]
     return out
 
 

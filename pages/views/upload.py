@@ -5,7 +5,7 @@ import streamlit as st
 from evalcore.core import i18n
 from evalcore.core.errors import ImportRefused
 from evalcore.core.export import safe_csv
-from evalcore.core.i18n import N_, _
+from evalcore.core.i18n import N_, _, ngettext
 from evalcore.core.words import count
 from evalcore.ingest.places import place
 from evalcore.pagedata import boards, catalog, intake
@@ -127,8 +127,9 @@ if kind != "endpoint" and upload is not None and st.button(_("Validate and impor
             done = uploads.upload_ratings(con, path, dataset=dataset, track=track, scales=uploads.parse_scales(scales),
                                           shown=upload.name, missing=uploads.parse_patterns(missing))
     except ImportRefused as exc:
-        st.error(_("{file} was refused: {problems}. Nothing was written.").format(
-            file=md_escape(upload.name), problems=count(len(exc.problems), N_("problem"))))
+        st.error(ngettext("{file} was refused: {n} problem. Nothing was written.",
+                          "{file} was refused: {n} problems. Nothing was written.", len(exc.problems)).format(
+            file=md_escape(upload.name), n=i18n.number(len(exc.problems))))
         # where: "row 3" in the viewer's language (the row's number as it is); the sentences are the engine's, made
         # in this run's language
         report = pd.DataFrame([{"where": place(p.where) if p.where else _("(whole file)"), "field": p.field,
