@@ -42,7 +42,8 @@ def flag_words(flag: str) -> str:
     """A CLI flag named as the page's box that sets it, in the viewer's language."""
     if flag == "assume-random":
         return _("the box '{box}'").format(box=_(RANDOM_BOX))
-    return _("'{box}'").format(box=_(FLAGS[flag]))
+    # quoted as the language quotes (a message of a placeholder and quotes alone would read as any quoted text)
+    return ("'{box}'" if i18n.current() == i18n.EN else "“{box}”").format(box=_(FLAGS[flag]))
 
 
 def page_words(text: str) -> str:
