@@ -41,8 +41,8 @@ from evalcore.analysis.stats import Correlation, correlate, correlate_prepared, 
 from evalcore.analysis.ties import snap
 from evalcore.analysis.trust_levels import nothing_at
 from evalcore.analysis.trust_stats import fisher_ci, holm, pool, stouffer
-from evalcore.core.i18n import N_, _
-from evalcore.core.words import count
+from evalcore.core import i18n
+from evalcore.core.i18n import _, ngettext
 from evalcore.metrics.registry import HUMAN_ORDER, PAPER_ORDER, ordered
 from evalcore.store.queries import require_dataset
 
@@ -53,8 +53,19 @@ COLUMNS = ["metric", "skill", "track", "dimension", "r", "ci_low", "ci_high", "n
            "dimensions", "ci", "note", "p_adjusted", "mark"]
 LOW_POWER_N = 30  # below this many units a Williams test rarely separates two metrics (say so)
 VERDICT_N = 4  # a skill's verdict pools tracks with n > 3 (Fisher z's weight is n - 3): a track needs 4 units
-# what one unit is, at each level (count() says it in a page's language)
-UNIT = {"system": N_("model"), "dialogue": N_("dialogue"), "turn": N_("response")}
+UNIT = {"system": "model", "dialogue": "dialogue", "turn": "response"}  # what one unit is, at each level
+
+
+def units(n: int, level: str) -> str:
+    """n of a level's units as a sentence counts them ("1 model", "2,000 responses"), in a page's language (with
+    Chinese's measure word: "3 个模型")."""
+    if level == "system":
+        said = ngettext("{n} model", "{n} models", n)
+    elif level == "dialogue":
+        said = ngettext("{n} dialogue", "{n} dialogues", n)
+    else:
+        said = ngettext("{n} response", "{n} responses", n)
+    return said.format(n=i18n.number(n))
 
 
 def human_vector(wide: pd.DataFrame, dimension: str) -> tuple[pd.Series | None, str, str]:
@@ -289,9 +300,9 @@ def _pooled_note(part: list[dict], ok: list[dict], pooled: dict) -> str:
     if pooled["note"]:
         return pooled["note"]
     if len(part) > len(ok):
-        return _("pools {tracks}; undefined on {undefined}").format(tracks=count(len(ok), N_("track")),
-                                                                     undefined=len(part) - len(ok))
-    return _("pools {tracks}").format(tracks=count(len(ok), N_("track")))
+        return ngettext("pools {n} track; undefined on {undefined}", "pools {n} tracks; undefined on {undefined}",
+                        len(ok)).format(n=i18n.number(len(ok)), undefined=len(part) - len(ok))
+    return ngettext("pools {n} track", "pools {n} tracks", len(ok)).format(n=i18n.number(len(ok)))
 
 
 def _pooled(rows: list[dict]) -> list[dict]:

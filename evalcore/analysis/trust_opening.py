@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from evalcore.analysis.correlate import Models
-from evalcore.analysis.trust import ALPHA, POOLED, UNIT, VERDICT_N, load_tracks, table
+from evalcore.analysis.trust import ALPHA, POOLED, VERDICT_N, load_tracks, table, units
 from evalcore.analysis.trust_levels import choices, missing_words
-from evalcore.core.i18n import N_, _
-from evalcore.core.words import count
+from evalcore.core.i18n import N_, _, ngettext
 from evalcore.store.queries import require_dataset
 
 
@@ -69,7 +68,7 @@ def _passed_over(level: str, origin: str, cells: pd.DataFrame) -> str:
         said = (_("{where} has at most {count} with both ratings and metric values per track (n = {n}; a verdict "
                   "needs {needed})") if tracks > 1 else
                 _("{where} has {count} with both ratings and metric values (n = {n}; a verdict needs {needed})"))
-        return said.format(where=where, count=count(most, UNIT[level]), n=most, needed=VERDICT_N)
+        return said.format(where=where, count=units(most, level), n=most, needed=VERDICT_N)
     notes = cells["note"][cells["note"] != ""]
     why = notes.mode().iloc[0] if len(notes) else _("nothing to correlate")
     return (_("{level} level (published values): {why}") if origin == "published" else
@@ -87,5 +86,6 @@ def _advice(most: dict[str, int]) -> str:
     """What to rate next, from the level of single responses where it was tried."""
     if "turn" in most and most["turn"] < VERDICT_N:
         return _(". Rate {count} of one track (a rating task, or an imported ratings file) for a first verdict at "
-                 "turn level").format(count=count(VERDICT_N - most["turn"], N_("more response")))
+                 "turn level").format(count=ngettext("{n} more response", "{n} more responses",
+                                                     VERDICT_N - most["turn"]).format(n=VERDICT_N - most["turn"]))
     return ""

@@ -13,9 +13,9 @@ import pandas as pd
 
 from evalcore.analysis.correlate import Models, check_options
 from evalcore.analysis.stats import METHODS
-from evalcore.analysis.trust import ALPHA, POOLED, UNIT, VERDICT_N, Track, check_adjust, load_tracks, read_and_table, table
+from evalcore.analysis.trust import (ALPHA, POOLED, UNIT, VERDICT_N, Track, check_adjust, load_tracks, read_and_table, table,
+                                     units)
 from evalcore.core.i18n import _, ngettext
-from evalcore.core.words import count
 
 
 def _fmt_p(p: float) -> str:
@@ -102,7 +102,7 @@ def _no_verdict(frame: pd.DataFrame, skill: str, level: str | None) -> str:
             said = ngettext("{skill}: no verdict: only {count} has both ratings and metric values (a verdict needs "
                             "{needed})", "{skill}: no verdict: only {count} have both ratings and metric values (a "
                             "verdict needs {needed})", most)
-        return said.format(skill=skill, count=count(most, UNIT[level]), needed=VERDICT_N)
+        return said.format(skill=skill, count=units(most, level), needed=VERDICT_N)
     pooled = frame.loc[(frame["skill"] == skill) & (frame["track"] == POOLED), "note"]
     return _("{skill}: nothing to correlate ({why})").format(skill=skill, why=pooled.iloc[0] if len(pooled) else "")
 

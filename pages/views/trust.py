@@ -2,6 +2,7 @@
 import streamlit as st
 
 from evalcore.analysis.options import ADJUSTMENTS, DIALOGUE_VALUE, METHODS
+from evalcore.analysis.trust import POOLED
 from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.metrics.registry import FLAVORS
@@ -21,7 +22,7 @@ OPTIONS = {"pearson": N_("pearson"), "spearman": N_("spearman"), "kendall": N_("
 HEADERS = (N_("skill"), N_("rank"), N_("metric"), N_("pooled r"), N_("95% CI"), N_("n"), N_("adjusted p"),
            N_("verdict"), N_("note"), N_("track"), N_("dimension"), N_("ci_low"), N_("ci_high"),
            N_("tied_with_best"), N_("dimensions"), N_("ci"), N_("p_adjusted"), N_("mark"), N_("column"),
-           N_("r (exact)"), N_("p value"), N_("judge audit"))
+           N_("r (exact)"), N_("p value"), N_("judge audit"), N_("pooled"))
 # evalcore.analysis.options.DIALOGUE_VALUE, as the catalog holds it (shown through _() below)
 DIALOGUE_VALUE_MSGID = N_("a dialogue's metric value is the mean of its model turns' values (signature + "
                           "'|dialogue:mean-of-turns')")
@@ -204,7 +205,12 @@ grid(table.assign(skill=table["skill"].map(trust_tables.skill_name)), width="str
     "p": st.column_config.NumberColumn("p", format="%.3g"),
     "p_adjusted": st.column_config.NumberColumn("adjusted p", format="%.3g")})
 with expander(vs, values, "cells", _("Every cell (per track and pooled)")):
-    grid(frame.assign(tied_with_best=frame["tied_with_best"].map({True: _("yes"), False: _("no")}).fillna("")),
+    # its words in the viewer's language (a skill, the pooled row, a mark); the download keeps the ids
+    grid(frame.assign(tied_with_best=frame["tied_with_best"].map({True: _("yes"), False: _("no")}).fillna(""),
+                      skill=frame["skill"].map(trust_tables.skill_name),
+                      track=frame["track"].map(lambda t: _("pooled") if t == POOLED else t),
+                      mark=frame["mark"].map(lambda m: _(trust_tables.TRUST_WORDS[m]) if m in trust_tables.TRUST_WORDS
+                                             else m)),
          width="stretch")
 download(frame, f"trust-{dataset}-{level}-{origin}-{method}-{dimension}")
 publish("trust", values, vs.notices)
