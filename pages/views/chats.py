@@ -81,7 +81,8 @@ with st.expander(_("Create a chat task"), expanded=tasks.empty):
             registered = chats.simulators(con)
             users = st.multiselect(_("Simulated users (`evalcore simulator add`; they hold conversations on the same "
                                      "scenarios, run by `evalcore chat simulate`)"), registered, [], key="ct-sims",
-                                   disabled=not registered)
+                                   disabled=not registered,
+                                   placeholder=_("Choose options") if registered else _("No options to select"))
             people = st.checkbox(_("People hold conversations too"), True, key="ct-people")
             c1, c2, c3, c4 = st.columns(4)
             # the bounds `evalcore chat create` takes too (evalcore.store.chats.check_bounds)

@@ -250,8 +250,9 @@ with st.expander(_("Create a task"), expanded=tasks.empty):
             per_item = c3.number_input(_("Annotators per unit (K)"), 1, 20, 2, key=f"tk-k-{gen}")
             dims = st.multiselect(_("Dimensions"), ann.dimensions_of(con, dataset), ["Info", "Coh"],
                                   key=f"tk-dims-{gen}")
-            tracks = st.multiselect(_("Tracks (none: all)"), data(catalog.track_options, dataset, skills=False),
-                                    key=f"tk-tracks-{gen}")
+            track_options = data(catalog.track_options, dataset, skills=False)
+            tracks = st.multiselect(_("Tracks (none: all)"), track_options, key=f"tk-tracks-{gen}",
+                                    placeholder=_("Choose options") if track_options else _("No options to select"))
             c4, c5, c6 = st.columns(3)
             sampling = c4.selectbox(_("Sampling"), SAMPLINGS, key=f"tk-sampling-{gen}", format_func=_,
                                     help=_("stratified: at least 3 units per track, the rest by the tracks' sizes, "
