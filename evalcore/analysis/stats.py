@@ -353,8 +353,8 @@ def _kendall_pvalue(pair: Pair) -> float:
     tot, xtie, ytie, ntie, dis = pair.kendall_counts()
     if xtie == 0 and ytie == 0 and (n <= 33 or min(dis, tot - dis) <= 1):
         return float(stats.kendalltau(px.values, py.values).pvalue)  # exact distribution
-    _, x0, x1 = px.tie_sums
-    _, y0, y1 = py.tie_sums
+    __, x0, x1 = px.tie_sums
+    __, y0, y1 = py.tie_sums
     m = n * (n - 1.0)
     var = (m * (2 * n + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m + x0 * y0 / (9 * m * (n - 2))
     z = (tot - xtie - ytie + ntie - 2 * dis) / math.sqrt(var)
