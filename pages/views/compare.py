@@ -2,7 +2,7 @@
 import streamlit as st
 
 from evalcore.core import i18n
-from evalcore.core.i18n import N_, _
+from evalcore.core.i18n import N_, _, pgettext
 from evalcore.metrics.registry import FLAVORS
 from evalcore.pagedata import catalog, formatting, head_to_head, openings, responses
 from pages.kit.runtime import data
@@ -87,7 +87,7 @@ else:
                      "responses; **open** shows the item in the drill-down.").format(n=i18n.number(len(top)),
                                                                                      sort=md_escape(sort)))
         grid(formatting.round_to_format(top, formats), width="stretch", column_config={
-            "drill-down": st.column_config.LinkColumn("drill-down", display_text=_("open"),
+            "drill-down": st.column_config.LinkColumn("drill-down", display_text=pgettext("link", "open"),
                                                       help=_("This item in the drill-down view")),
             "context": st.column_config.TextColumn("context", width="medium", help=_("The last two turns")),
             a: st.column_config.TextColumn(a, width="medium"),
