@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from evalcore.core import i18n
 from evalcore.services import chats as service
 from evalcore.store import chats as chat_store
 from evalcore.store import connect
@@ -150,3 +151,28 @@ def test_a_switch_mid_chat_keeps_the_message_box_and_sends_once(english_browser,
         assert at.chat_input(key=box).placeholder == "输入你的消息"
         assert any(t.value == "echo: 你好，我们聊聊电影吧" for t in at.text)
         assert english_left(page_texts(at)) == []
+
+
+def test_a_side_by_side_unit_in_chinese(monkeypatch, tmp_path, default_store_file):
+    """A pairwise task on demo-zh: the sides, the tie and the whole unit page in Chinese, the stored vote unchanged."""
+    from evalcore.services.tasks import create_task
+    from evalcore.store import tasks as stored
+
+    db, __ = demo_task_store(tmp_path, default_store_file)
+    con = connect(db)
+    task = stored.get(con, create_task(con, dataset="demo-zh", mode="pairwise", dimensions=["Info"], items=2,
+                                       per_item=1, seed=3))
+    con.close()
+    at = _enter_annotate(run("annotate", monkeypatch, {"EVALCORE_DB": db}, task=str(task.task_id)), task)
+    unit = at.session_state[f"ann-unit-{task.task_id}"]
+    sides = at.segmented_control(key=f"ann-{task.task_id}-{unit}-Info")
+    assert sides.options == ["左边", "平局", "右边"]
+    assert english_left(page_texts(at)) == []
+    # a click sends the option as shown ("平局"): AppTest formats it with the page's format_func in this thread
+    token = i18n._current.set(i18n.ZH)
+    try:
+        _ok(sides.set_value("tie").run())
+    finally:
+        i18n._current.reset(token)
+    assert [e.value for e in [*at.error, *at.warning]] == []
+    assert [row[2:] for row in _answers(db)] == [("Info", 0.5)]
