@@ -112,7 +112,7 @@ with st.expander(_("Every agreement statistic (turn and system level, Kendall, w
                          "of the judge's values rounded to the scale, against each annotator and between annotators."))
 
 # ---------------------------------------------------------------- pairwise judges
-st.subheader("Pairwise judges: position and length")
+st.subheader(_("Pairwise judges: position and length"))
 table("pairwise", _("consistency: the share of pairs whose verdict survives swapping the answers (a flipped verdict "
                     "counts as a tie); p_first: the share of single-order verdicts for the answer shown first (0.5 = "
                     "none); p_longer: among decided pairs of unequal length (characters for Chinese, words for "
