@@ -35,7 +35,7 @@ def start(title: str) -> tuple[duckdb.DuckDBPyConnection, ViewState]:
     _RUN.notices = st.container()
     con = cursor()
     if empty_store():
-        st.stop()
+        lang.stop()
     building_note()
     _RUN.view = view_state()
     return con, _RUN.view

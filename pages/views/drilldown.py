@@ -6,6 +6,7 @@ from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.metrics.registry import FLAVORS
 from evalcore.pagedata import catalog, responses
+from pages.kit import lang
 from pages.kit.runtime import data, shared
 from pages.kit.state import choose_many, pick_track, publish, start
 from pages.kit.text import highlighted, md_escape
@@ -42,7 +43,7 @@ if table is None or table.empty:
     st.warning(_("No response on this track has a person's rating now; turn off 'Rated responses only' to see "
                  "every response.") if rated_only else _("This track has no responses."))
     publish("drilldown", values, vs.notices)
-    st.stop()
+    lang.stop()
 
 metrics = [col for col in table.columns if col not in ("item_id", "model", "text") and col not in dims]
 models = data(catalog.models_of, dataset, track)
