@@ -28,6 +28,7 @@ WORDS = {"responses": N_("Responses file"), "ratings": N_("Ratings file"), "endp
 # the refused file's problems as the page lists them (the CSV keeps these English names)
 HEADERS = (N_("where"), N_("field"), N_("expected"), N_("got"), N_("problem"), N_("rows"))
 STATES = (N_("queued"), N_("running"), N_("done"), N_("failed"), N_("interrupted"))   # a job's state, as shown
+JOB_KINDS = (N_("score"), N_("generate"))   # a job's kind, as shown
 REPLACE = [N_("Use another name"), N_("Replace its responses (the old ones are kept, restorable)")]   # ids (state)
 kind = vs.one("kind", KINDS, "responses")
 kind = c[2].radio(_("Evaluate"), KINDS, index=KINDS.index(kind), key="up-kind", format_func=lambda k: _(WORDS[k]),
@@ -195,7 +196,9 @@ def job_table() -> None:
         # what a person reads first: state, progress and detail (at 800 px the rest scrolls sideways)
         front = ["job_id", "model", "state", "progress", "detail"]
         shown = recent.drop(columns=["dataset"])
-        shown["state"] = shown["state"].map(_)   # an interface word (the comparisons above read the English)
+        # interface words (the comparisons above read the English): a job's state and kind
+        shown["state"] = shown["state"].map(_)
+        shown["kind"] = shown["kind"].map(lambda k: _(k) if isinstance(k, str) and k else k)
         grid(shown[front + [c for c in shown.columns if c not in front]], width="stretch",
              column_config={"progress": st.column_config.ProgressColumn("progress", format="percent"),
                             "detail": st.column_config.TextColumn(width="large")})
