@@ -14,6 +14,7 @@ from evalcore.analysis.agreement_corr import loo_rs
 from evalcore.analysis.judge_values import PAIRWISE, asked, dialogue_of, human_ratings, judge_values, scale, tracks
 from evalcore.analysis.options import DIALOGUE_AGGREGATE, DIALOGUE_VALUE
 from evalcore.analysis.stats import correlate, interval
+from evalcore.core.i18n import _
 from evalcore.metrics import registry
 
 AGREEMENT_COLUMNS = ["track", "skill", "judge", "asked", "signature", "dimension", "level", "statistic", "who", "value",
@@ -52,7 +53,7 @@ def loo_gap(judge: pd.Series, ratings: pd.DataFrame, *, bootstrap: int, seed: in
     if bootstrap <= 0 or np.isnan(gap):
         return gap, np.nan, np.nan, ""
     rng = np.random.default_rng(seed)
-    return (gap, *interval([gap_of(rng.integers(0, len(j), len(j))) for _ in range(bootstrap)]))
+    return (gap, *interval([gap_of(rng.integers(0, len(j), len(j))) for __ in range(bootstrap)]))
 
 
 def kappas(judge: pd.Series, ratings: pd.DataFrame, lo: float, hi: float) -> dict:
@@ -107,7 +108,8 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None
         dims = sorted(people["dimension"].unique())
         system_done = set()
         for level, rated_all, judged_all in _levels(people, values, dialogue_of(con, dataset, track)):
-            per_dialogue = "" if level == "turn" else DIALOGUE_VALUE + "; "
+            # the notes in a page's language (English for the CLI); each clause whole, joined by "; "
+            per_dialogue = "" if level == "turn" else _(DIALOGUE_VALUE) + _("; ")
             for (name, sig), part in judged_all.groupby(["judge", "signature"], sort=True):
                 judged = part.groupby("unit")["value"].mean() if level == "dialogue" else \
                     pd.Series(part["value"].to_numpy(float), index=part["unit"])
@@ -128,11 +130,11 @@ def agreement(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None
                         k = kappas(judged, rated[["unit", "annotator", "score"]], *bounds)
                         rows.append({**base, "level": level, "statistic": "kappa_quadratic",
                                      "who": "judge vs each annotator", "value": k["judge"], "ci_low": np.nan,
-                                     "ci_high": np.nan, "n": k["n_judge"], "note": per_dialogue + "mean over "
-                                     "annotators; the judge's values rounded to the scale's points"})
+                                     "ci_high": np.nan, "n": k["n_judge"], "note": per_dialogue + _(
+                                         "mean over annotators; the judge's values rounded to the scale's points")})
                         rows.append({**base, "level": level, "statistic": "kappa_quadratic",
                                      "who": "human ceiling (pairs)", "value": k["human"], "ci_low": np.nan,
-                                     "ci_high": np.nan, "n": k["n_human"], "note": "mean over pairs of annotators"})
+                                     "ci_high": np.nan, "n": k["n_human"], "note": _("mean over pairs of annotators")})
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
@@ -152,23 +154,24 @@ def _rows(base: dict, level: str, per_dialogue: str, judged: pd.Series, rated: p
         c = correlate(models["judge"], models["people"], "spearman", bootstrap=bootstrap, seed=seed)
         rows.append({**base, "level": "system", "statistic": "spearman", "who": "judge vs people's mean",
                      "value": c.r, "ci_low": c.ci_low, "ci_high": c.ci_high, "n": c.n,
-                     "note": ("" if level == "turn" else "from dialogue ratings; ") + c.reason})
+                     "note": ("" if level == "turn" else _("from dialogue ratings") + _("; ")) + c.reason})
     people = rated[["unit", "annotator", "score"]]
     for method in ("spearman", "kendall"):
         out = loo(judged, people, method)
-        note = (f"mean over {out['annotators']} annotators of r(annotator, the others' mean)"
-                if out["annotators"] else "fewer than 2 annotators on 3 targets: no ceiling")
+        note = (_("mean over {n} annotators of r(annotator, the others' mean)").format(n=out["annotators"])
+                if out["annotators"] else _("fewer than 2 annotators on 3 targets: no ceiling"))
         rows.append({**base, "level": level, "statistic": method, "who": "human ceiling (leave-one-out)",
                      "value": out["human"], "ci_low": out["spread"][0], "ci_high": out["spread"][1],
-                     "n": out["annotators"], "note": note + "; the interval is the range over annotators"})
+                     "n": out["annotators"], "note": note + _("; ") + _("the interval is the range over annotators")})
         rows.append({**base, "level": level, "statistic": method, "who": "judge (leave-one-out)",
                      "value": out["judge"], "ci_low": np.nan, "ci_high": np.nan, "n": out["annotators"],
-                     "note": per_dialogue + "mean over the same annotators of r(judge, the others' mean)"})
+                     "note": per_dialogue + _("mean over the same annotators of r(judge, the others' mean)")})
     gap, lo, hi, left_out = loo_gap(judged, people, bootstrap=bootstrap, seed=seed)
     rows.append({**base, "level": level, "statistic": "spearman", "who": "gap (judge - ceiling)", "value": gap,
                  "ci_low": lo, "ci_high": hi, "n": rated["unit"].nunique(),
-                 "note": "; ".join(filter(None, ["leave-one-out Spearman, judge minus people; 95% bootstrap over "
-                                                 + ("responses" if level == "turn" else "dialogues"), left_out]))})
+                 "note": _("; ").join(filter(None, [
+                     _("leave-one-out Spearman, judge minus people; 95% bootstrap over responses") if level == "turn"
+                     else _("leave-one-out Spearman, judge minus people; 95% bootstrap over dialogues"), left_out]))})
     return rows
 
 

@@ -156,7 +156,8 @@ with st.container(border=True):
     for row in said.itertuples():
         head = next((p for p in (f"{row.skill}: ", f"{row.skill}：") if row.text.startswith(p)), "")
         rest = row.text[len(head):]
-        st.markdown(f"**{md_escape(trust_tables.skill_name(row.skill))}**{colon()}{md_escape(rest)}")  # no icon: the sentence says it
+        # no icon: the sentence says it
+        st.markdown(f"**{md_escape(trust_tables.skill_name(row.skill))}**{colon()}{md_escape(rest)}")
         if row.robust:
             st.caption(md_escape(row.robust))
 

@@ -113,6 +113,7 @@ def test_the_judge_audit_in_chinese(judged, monkeypatch, english):
     verdicts_shown = zh.dataframe[0].value["verdict"].tolist()
     assert verdicts_shown == ["与人的一致性不亚于人与人之间"]
     assert en.dataframe[0].value["verdict"].tolist() == ["agrees with people as well as people agree with each other"]
+    assert CJK.search(zh.dataframe[0].value["gap_note"].iloc[0]) and not CJK.search(en.dataframe[0].value["gap_note"].iloc[0])
     # the ceiling chart: its legend (who) in Chinese, its fields as they are
     spec = json.loads(zh.get("vega_lite_chart")[0].proto.spec)
     assert spec["spec"]["encoding"]["color"]["title"] == "对象"
