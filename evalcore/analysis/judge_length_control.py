@@ -7,6 +7,7 @@ import pandas as pd
 
 from evalcore.analysis.judge_pairwise import verdicts
 from evalcore.analysis.judge_values import asked, tracks
+from evalcore.core.i18n import _
 
 LC_COLUMNS = ["track", "judge", "asked", "signature", "model", "baseline", "n", "win_rate", "lc_win_rate",
               "length_weight", "note"]
@@ -31,8 +32,10 @@ def lc_winrate(preference, len_model, len_baseline, *, n_splits: int = 5) -> dic
            "note": ""}
     sd = np.std(delta, ddof=1) if n > 1 else 0.0
     if n < 2 * n_splits or not sd:
-        out["note"] = (f"{n} pairs: the cross-validation needs {2 * n_splits}" if n < 2 * n_splits else
-                       "every pair's answers differ in length by the same amount: nothing to control for")
+        # a page's language (English for the CLI and the tests' AlpacaEval comparison)
+        out["note"] = (_("{n} pairs: the cross-validation needs {needed}").format(n=n, needed=2 * n_splits)
+                       if n < 2 * n_splits else
+                       _("every pair's answers differ in length by the same amount: nothing to control for"))
         return out
     x = np.tanh(delta / sd)
     design = pd.DataFrame({"np.tanh(std_delta_len)": np.r_[x, x], "not_gamed_baseline.astype(float)": 1.0})
@@ -61,15 +64,15 @@ def lc_winrate(preference, len_model, len_baseline, *, n_splits: int = 5) -> dic
     w_len, w_0 = model.coef_[0]
     out.update(lc_win_rate=float(100 / (1 + np.exp(-w_0))), length_weight=float(w_len))
     if abs(w_len) > SEPARATED:
-        out["note"] = (f"length alone (nearly) decides the verdicts (|w_len| = {abs(w_len):.0f}): the rate at zero length "
-                       "difference is an extrapolation, not a measurement")
+        out["note"] = _("length alone (nearly) decides the verdicts (|w_len| = {w}): the rate at zero length "
+                        "difference is an extrapolation, not a measurement").format(w=f"{abs(w_len):.0f}")
     return out
 
 
 def length_controlled(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None = None) -> pd.DataFrame:
     """LC_COLUMNS: per pairwise judge against its baseline, each model's raw and length-controlled win rate."""
     rows = []
-    for track, _ in tracks(con, dataset):
+    for track, __ in tracks(con, dataset):
         found = verdicts(con, dataset, track, judge)
         found = found[found["model_1"].notna()]
         for (name, sig, base, model), part in found.groupby(["judge", "signature", "model_1", "model_2"], sort=True):

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.judge_values import PAIRWISE, asked, judge_values, tracks
+from evalcore.core.i18n import _
 from evalcore.metrics.base import Signature
 
 PAIRWISE_COLUMNS = ["track", "skill", "judge", "asked", "signature", "pairs", "consistency", "p_first", "decided",
@@ -118,7 +119,7 @@ def pairwise(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None 
                 key = list(zip(theirs["item_id"], theirs["model_1"], theirs["model_2"]))
                 t1 = text_length(pd.Series([lengths["text_1"].get(k) for k in key]), language)
                 t2 = text_length(pd.Series([lengths["text_2"].get(k) for k in key]), language)
-                pl_people, _ = p_longer(theirs["score"].reset_index(drop=True), t1, t2)
+                pl_people, __ = p_longer(theirs["score"].reset_index(drop=True), t1, t2)
                 verdict = pd.Series(value.to_numpy(), index=pd.MultiIndex.from_frame(part[["item_id", "model_1", "model_2"]]))
                 verdict = verdict[~verdict.index.duplicated()]
                 judged = np.array([verdict.get(k, np.nan) for k in key])
@@ -128,7 +129,7 @@ def pairwise(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None 
                 no_tie = (judged != 0.5) & (theirs["score"].to_numpy() != 0.5)
                 agree_decided = float(same[no_tie].mean()) if no_tie.any() else np.nan
             else:
-                note.append("no people's votes on these pairs")
+                note.append(_("no people's votes on these pairs"))   # a page's language; the CLI's English
             rows.append({"track": track, "skill": skill, "judge": name, "asked": asked(sig), "signature": sig,
                          "pairs": len(part),
                          "consistency": float(consistent.mean()),
@@ -136,5 +137,6 @@ def pairwise(con: duckdb.DuckDBPyConnection, dataset: str, *, judge: str | None 
                          "decided": decided, "p_longer_judge": pl_judge, "p_longer_people": pl_people,
                          "people_pairs": people_pairs, "agreement_with_ties": agree,
                          "agreement_without_ties": agree_decided,
-                         "note": "; ".join(note + ([] if decided else ["the judge decided no pair of unequal length"]))})
+                         "note": _("; ").join(note + ([] if decided else
+                                                      [_("the judge decided no pair of unequal length")]))})
     return pd.DataFrame(rows, columns=PAIRWISE_COLUMNS)
