@@ -5,6 +5,7 @@ import streamlit as st
 
 from evalcore.core.i18n import N_, _
 from evalcore.pagedata import audits, calibration, catalog, ratings
+from pages.kit import lang
 from pages.kit.charts import bar
 from pages.kit.runtime import data
 from pages.kit.state import publish, start
@@ -60,7 +61,7 @@ with st.columns([1, 2])[0]:
 values = {"dataset": dataset}
 if dataset is None:
     publish("judges", values, vs.notices)
-    st.stop()
+    lang.stop()   # the language switch drawn first
 if dataset not in judged:
     publish("judges", values, vs.notices)
     st.info(md_message(_("{why}. Datasets with a judge: {datasets}.").format(
@@ -76,7 +77,7 @@ if dataset not in judged:
     else:
         st.caption(_("No response or dialogue here is rated by two or more annotators, so there is no human ceiling "
                      "either."))
-    st.stop()
+    lang.stop()   # the language switch drawn first
 
 # ---------------------------------------------------------------- agreement beside the human ceiling
 st.subheader(_("Does the judge agree with people as well as people agree with each other?"))

@@ -7,6 +7,7 @@ from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.metrics.registry import FLAVORS
 from evalcore.pagedata import trust_tables
+from pages.kit import lang
 from pages.kit.charts import heatmap
 from pages.kit.runtime import data
 from pages.kit.state import level_and_origin, origins_at, publish, start
@@ -69,7 +70,7 @@ if not options:
     if not_offered:
         st.caption(md_escape(_("Datasets here: {datasets}.").format(datasets=not_offered)))
     publish("trust", {}, vs.notices)
-    st.stop()
+    lang.stop()   # the language switch drawn first
 
 datasets = list(options)
 asked = vs.peek("dataset")   # a dataset not offered (yet) is said with why, not as "not a known dataset"
@@ -144,7 +145,7 @@ try:
 except ValueError as exc:  # e.g. a dimension no track of this level rates
     st.warning(md_message(str(exc)))
     publish("trust", values, vs.notices)
-    st.stop()
+    lang.stop()   # the language switch drawn first
 
 significance = (_("p < {alpha}, Holm-adjusted over each column's metrics") if adjust == "holm"
                 else "p < {alpha}").format(alpha=f"{alpha:g}")
