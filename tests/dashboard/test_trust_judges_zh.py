@@ -126,3 +126,24 @@ def test_the_judge_audit_in_chinese(judged, monkeypatch, english):
     cells = pa.ipc.open_stream(trust_zh.get("vega_lite_chart")[0].proto.data.data).read_all().to_pandas()
     hover = dict(zip(cells["metric"], cells["judge audit"]))["Judge-Coh"]
     assert hover.startswith("Coh 上的审计（tiny-judge@127.0.0.1:") and "与人的一致性不亚于人与人之间" in hover
+
+
+def test_a_page_that_stops_early_still_has_the_switch_and_says_why_in_chinese(tmp_path, monkeypatch, english):
+    """Metric trust (nothing rated) and Judge audit (no judge) stop early: the language switch is drawn all the
+    same, and what they say is Chinese."""
+    from evalcore.ingest.formats.items import import_items
+    from evalcore.ingest.formats.responses import import_responses
+    from support.apptest import run
+    from support.i18n import english_left, page_texts
+
+    db = tmp_path / "bare.duckdb"
+    con = connect(db)
+    import_items(con, write_jsonl(tmp_path / "items.jsonl", ITEMS))
+    (tmp_path / "r.csv").write_text("item_id,model,response\n" + "\n".join(f"i{k},m,回答{k}" for k in range(N)) + "\n",
+                                    encoding="utf-8")
+    import_responses(con, tmp_path / "r.csv", dataset="ja", track="ja/chitchat")
+    con.close()
+    for page in ("trust", "judges"):
+        at = run(page, monkeypatch, {"EVALCORE_DB": db}, lang="zh-CN")
+        assert [b.options for b in at.get("button_group")] == [["English", "中文"]], page
+        assert english_left(page_texts(at)) == [] and any(CJK.search(i.value) for i in at.info), page
