@@ -147,3 +147,13 @@ def test_a_page_that_stops_early_still_has_the_switch_and_says_why_in_chinese(tm
         at = run(page, monkeypatch, {"EVALCORE_DB": db}, lang="zh-CN")
         assert [b.options for b in at.get("button_group")] == [["English", "中文"]], page
         assert english_left(page_texts(at)) == [] and any(CJK.search(i.value) for i in at.info), page
+
+
+def test_the_dialogue_levels_definition_is_marked_word_for_word():
+    """Metric trust and the judge audit show evalcore.analysis.options.DIALOGUE_VALUE through _(): the page marks that
+    very sentence, so a change to it cannot leave it untranslated unnoticed."""
+    from babel.messages.extract import extract_from_file
+
+    from evalcore.analysis.options import DIALOGUE_VALUE
+
+    assert DIALOGUE_VALUE in {found[1] for found in extract_from_file("python", ROOT / "pages/views/trust.py")}
