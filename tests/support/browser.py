@@ -27,6 +27,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, .js-plotly-plot .main-svg'
 DRAWN = CHART + ', [data-testid="stDataFrame"] canvas, [data-testid="stTable"] table, [data-testid="stMetric"]'
 PAGES = [p.url_path for p in ALL_PAGES]
+# A page's segmented controls and pills, the language switch beside its title left out (it is a segmented control too)
+GROUPS = '[data-testid="stElementContainer"]:not([class*="st-key-lang-switch-"]) > [data-testid="stButtonGroup"]'
 STORE: dict = {}  # the server's store file, for CLI commands run beside it
 
 

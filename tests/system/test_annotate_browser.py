@@ -20,7 +20,7 @@ from evalcore.services import tasks as service
 from evalcore.store import connect
 from evalcore.store import tasks as stored
 from support import ROOT, shared
-from support.browser import ARTIFACTS, CHROMIUM, chromium, expect, free_port, settle
+from support.browser import ARTIFACTS, CHROMIUM, GROUPS, chromium, expect, free_port, settle
 
 pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"), pytest.mark.slow]
 ANNOTATORS = ("ann-1", "ann-2", "ann-3")
@@ -90,7 +90,7 @@ def _values(who: str, unit: int) -> tuple[int, int]:
 def _rate(page, who: str) -> int:
     """Rate the unit on screen (one click per dimension) and wait for the next; returns the rated unit."""
     unit = _unit(page)
-    groups = page.locator('[data-testid="stButtonGroup"]')
+    groups = page.locator(GROUPS)
     for i, value in enumerate(_values(who, unit)):
         groups.nth(i).locator("button").nth(value).click()   # the scale's buttons: 0, 1, 2
         settle(page)
@@ -104,7 +104,7 @@ def test_three_annotators_rate_survive_a_kill_and_agree_with_krippendorff(tmp_pa
     db = tmp_path / "msde.duckdb"
     con = connect(db)
     import_msde(con, shared("msde"), progress=False)
-    task = stored.get(con, service.create_task(con, dataset="msde", mode="absolute", dimensions=["Info", "Coh"],
+    task = stored.get(con, service.create_task(con, lang="en", dataset="msde", mode="absolute", dimensions=["Info", "Coh"],
                                                items=20, per_item=2, tracks=["lic2021/persona"], seed=0))
     con.close()
     rated: dict[str, list[int]] = {a: [] for a in ANNOTATORS}
@@ -121,7 +121,7 @@ def test_three_annotators_rate_survive_a_kill_and_agree_with_krippendorff(tmp_pa
             half = {}
             for who, (_, page) in sessions.items():
                 half[who] = _unit(page)
-                page.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(
+                page.locator(GROUPS).nth(0).locator("button").nth(
                     _values(who, half[who])[0]).click()
                 settle(page)
             os.kill(server.pid, signal.SIGKILL)
@@ -179,7 +179,7 @@ def test_two_annotators_vote_side_by_side_and_bradley_terry_equals_the_mle(tmp_p
     db = tmp_path / "msde.duckdb"
     con = connect(db)
     import_msde(con, shared("msde"), progress=False)
-    task = stored.get(con, service.create_task(con, dataset="msde", mode="pairwise", dimensions=["Coh"], items=15,
+    task = stored.get(con, service.create_task(con, lang="en", dataset="msde", mode="pairwise", dimensions=["Coh"], items=15,
                                                per_item=2, tracks=["lic2021/persona"], seed=0))
     con.close()
     port = free_port()
@@ -193,7 +193,7 @@ def test_two_annotators_vote_side_by_side_and_bradley_terry_equals_the_mle(tmp_p
                     assert unit is not None
                     settle(page)   # the unit's controls drawn (a click on the previous unit's is lost)
                     # left, tie or right, varied by unit and annotator
-                    page.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(
+                    page.locator(GROUPS).nth(0).locator("button").nth(
                         (unit + k + len(who)) % 3).click()
                     try:
                         expect(page.get_by_text(f"Unit {unit}", exact=True)).to_have_count(0, timeout=30_000)
@@ -232,7 +232,7 @@ def test_each_unit_opens_at_its_top_at_1400_and_800_px(tmp_path, default_store_f
 
     db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
     con = connect(db)
-    task = stored.get(con, service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+    task = stored.get(con, service.create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
                                                items=16, per_item=2, tracks=["kdconv/knowledge"], seed=3))
     con.close()
     port = free_port()
@@ -244,7 +244,7 @@ def test_each_unit_opens_at_its_top_at_1400_and_800_px(tmp_path, default_store_f
                 deep = []
                 for k in range(4):
                     unit = _unit(page)
-                    groups = page.locator('[data-testid="stButtonGroup"]')
+                    groups = page.locator(GROUPS)
                     page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 1e6)")
                     groups.nth(0).locator("button").nth(1).click()   # a click that stays on the unit ...
                     settle(page)
@@ -277,7 +277,7 @@ def test_skip_then_back_in_the_browser_never_exceeds_k(tmp_path, default_store_f
 
     db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
     con = connect(db)
-    task = stored.get(con, service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+    task = stored.get(con, service.create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
                                                items=2, per_item=1, tracks=["lccc/chitchat"], seed=1))
     con.close()
     port = free_port()
@@ -287,7 +287,7 @@ def test_skip_then_back_in_the_browser_never_exceeds_k(tmp_path, default_store_f
         with chromium() as browser:
             ann_context, ann = _login(browser, base, task, "ann")
             first = _unit(ann)
-            ann.locator('[data-testid="stButtonGroup"]').nth(0).locator("button").nth(2).click()
+            ann.locator(GROUPS).nth(0).locator("button").nth(2).click()
             settle(ann)
             ann.get_by_role("button", name="Skip this unit").click()
             expect(ann.get_by_text(f"Unit {first}", exact=True)).to_have_count(0, timeout=30_000)
@@ -295,14 +295,14 @@ def test_skip_then_back_in_the_browser_never_exceeds_k(tmp_path, default_store_f
             bo_context, bo = _login(browser, base, task, "bo")
             assert _unit(bo) == first          # ann gave the place up (and holds the other unit)
             for i in range(2):
-                bo.locator('[data-testid="stButtonGroup"]').nth(i).locator("button").nth(0).click()
+                bo.locator(GROUPS).nth(i).locator("button").nth(0).click()
                 settle(bo)
             ann.get_by_role("button", name="Back").click()
             expect(ann.get_by_text(f"Unit {first}", exact=True)).to_be_visible(timeout=30_000)
             settle(ann)
             refused = ann.get_by_text(f"Unit {first} already has its 1 annotator")
             for attempt in range(2):
-                ann.locator('[data-testid="stButtonGroup"]').nth(1).locator("button").nth(1).click()
+                ann.locator(GROUPS).nth(1).locator("button").nth(1).click()
                 settle(ann)
                 try:
                     expect(refused).to_be_visible(timeout=30_000)

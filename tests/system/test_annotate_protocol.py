@@ -164,9 +164,9 @@ def _expire_claims(db) -> int:
 def test_sixteen_annotators_keep_k_one_place_each_and_one_rating_per_response(tmp_path, default_store_file):
     db = copy_default_store(default_store_file, tmp_path / "store.duckdb")
     con = connect(db)
-    task = stored.get(con, service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+    task = stored.get(con, service.create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
                                                items=24, per_item=2, seed=5, name="sixteen"))
-    single = stored.get(con, service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+    single = stored.get(con, service.create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
                                                  items=1, per_item=1, seed=9, tracks=["lccc/chitchat"], name="one"))
     con.close()
     server, base = serve(["app.py"], {**os.environ, "EVALCORE_DB": str(db)}, ROOT, tmp_path / "server.log")

@@ -29,7 +29,7 @@ from evalcore.store import connect
 from evalcore.store import endpoints as registry
 from evalcore.store import tasks as tasks_stored
 from support import copy_default_store, fastchat_mle
-from support.browser import ARTIFACTS, CHROMIUM, chromium, expect, free_port, settle
+from support.browser import ARTIFACTS, CHROMIUM, GROUPS, chromium, expect, free_port, settle
 from support.judge_server import JudgeServer
 
 pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"), pytest.mark.slow]
@@ -53,7 +53,7 @@ def _make_task(db: Path, url: str) -> stored.ChatTask:
     try:
         for name in ENDPOINTS:
             registry.add(con, registry.Registered(name, url, "m", api_key_env=None))
-        tid = service.create_chat(con, dataset="demo-zh", track="kdconv/knowledge", endpoints=list(ENDPOINTS),
+        tid = service.create_chat(con, lang="en", dataset="demo-zh", track="kdconv/knowledge", endpoints=list(ENDPOINTS),
                                   n_scenarios=2, per_scenario=1, max_rounds=3, seed=0)
         return stored.get(con, tid)
     finally:
@@ -137,7 +137,7 @@ def _end_and_rate(page, values: tuple[int, ...], flag: str | None = None) -> Non
     if flag:
         page.locator('[data-testid="stChatMessage"]').nth(1).get_by_role("button", name=flag).click()
         settle(page)
-    groups = page.locator('[data-testid="stButtonGroup"]')
+    groups = page.locator(GROUPS)
     dims = len(values)
     for i, value in enumerate(values):
         groups.nth(groups.count() - dims + i).locator("button").nth(value).click()   # the scale's buttons 0, 1, 2
@@ -185,7 +185,7 @@ def acute_eval_hook(browser, base: str, db: Path, task: stored.ChatTask) -> None
     con = connect(db)
     try:
         acute = tasks_stored.get(con, tasks_service.create_task(
-            con, dataset=task.target, mode="pairwise", level="dialogue", dimensions=list(VOTES), items=2, per_item=1))
+            con, lang="en", dataset=task.target, mode="pairwise", level="dialogue", dimensions=list(VOTES), items=2, per_item=1))
         assert len(tasks_stored.units(con, acute.task_id)) == 2   # two scenarios, one pair of endpoints each
     finally:
         con.close()
@@ -203,7 +203,7 @@ def acute_eval_hook(browser, base: str, db: Path, task: stored.ChatTask) -> None
             _shoot(page, "chat-acute")
         shown = page.get_by_text(re.compile(r"^Unit \d+$")).inner_text()
         for i, (dimension, choices) in enumerate(VOTES.items()):
-            group = page.locator('[data-testid="stButtonGroup"]').nth(i)
+            group = page.locator(GROUPS).nth(i)
             # the control's buttons in order: Speaker A, Tie, Speaker B
             group.locator("button").nth(["Speaker A", "Tie", "Speaker B"].index(choices[unit])).click()
             page.wait_for_timeout(700)

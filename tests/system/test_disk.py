@@ -212,7 +212,7 @@ def _task_store(default_store_file, path: Path) -> tuple[Path, int]:
     db = copy_default_store(default_store_file, path)
     con = connect(db)
     try:
-        task_id = create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"], items=4, per_item=2)
+        task_id = create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"], items=4, per_item=2)
         con.execute("CHECKPOINT")
     finally:
         con.close()

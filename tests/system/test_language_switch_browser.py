@@ -15,7 +15,7 @@ from evalcore.store import connect
 from evalcore.store import endpoints as registry
 from evalcore.store import tasks as tasks_stored
 from support import copy_default_store
-from support.browser import ARTIFACTS, CHROMIUM, chromium, expect, serve, settle
+from support.browser import ARTIFACTS, CHROMIUM, GROUPS, chromium, expect, serve, settle
 from support.judge_server import JudgeServer
 
 pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed"), pytest.mark.slow]
@@ -103,8 +103,7 @@ def test_the_pending_rating_survives_a_switch(world):
         page.get_by_role("button", name="我已保存密钥：开始评分").click()
         settle(page)
         expect(page.get_by_role("button", name="跳过这个单元")).to_be_visible(timeout=30_000)
-        groups = page.locator('[data-testid="stButtonGroup"]')
-        first = groups.nth(1)   # the switch is the first group, beside the title; then Info, then Coh
+        first = page.locator(GROUPS).nth(0)   # Info (the language switch left out)
         first.get_by_role("radio", name="2", exact=True).click()
         settle(page)
         page.screenshot(path=str(ARTIFACTS / "switch-annotate-zh-800.png"))

@@ -31,7 +31,7 @@ from test_chat_browser import _enter, _next, _said, _typed
 from evalcore.store import chats as stored
 from evalcore.store import connect
 from support import ROOT, copy_default_store, free_port
-from support.browser import CHROMIUM, chromium, expect, settle, whole_page
+from support.browser import CHROMIUM, GROUPS, chromium, expect, settle, whole_page
 from support.sim_server import SimServer
 from support.sim_store import QUALITY, SYSTEMS, people_talk, setup
 
@@ -79,7 +79,7 @@ def _end_and_rate(page, task, quality: int) -> None:
     page.get_by_role("button", name="End the conversation and rate it").click()
     expect(page.get_by_text("Rate the whole conversation")).to_be_visible(timeout=30_000)
     settle(page)
-    groups = page.locator('[data-testid="stButtonGroup"]')
+    groups = page.locator(GROUPS)
     dims = task.dimensions
     for i, d in enumerate(dims):
         value = min(d.max, max(d.min, quality))
