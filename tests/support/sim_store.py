@@ -18,14 +18,14 @@ PEOPLE = ("ann", "bob", "cai", "dan")
 
 
 def setup(con, url: str, *, track: str = "kdconv/knowledge", simulators: dict | None = None,
-          systems: tuple = SYSTEMS, people: bool = True, scenarios: int = 3) -> stored.ChatTask:
+          systems: tuple = SYSTEMS, people: bool = True, scenarios: int = 3, lang: str | None = None) -> stored.ChatTask:
     simulators = SIMULATORS if simulators is None else simulators
     for model in (*systems, *simulators.values()):
         registry.add(con, registry.Registered(model, url, model, api_key_env=None), replace=True)
     for name, endpoint in simulators.items():
         sims.add(con, sims.Simulator(name, endpoint, "cooperative", None, 0), replace=True)
     task_id = service.create_chat(con, dataset="demo-zh", track=track, endpoints=list(systems), n_scenarios=scenarios,
-                                  max_rounds=5, review=False, simulators=list(simulators), people=people)
+                                  max_rounds=5, review=False, simulators=list(simulators), people=people, lang=lang)
     return stored.get(con, task_id)
 
 

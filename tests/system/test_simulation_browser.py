@@ -115,7 +115,7 @@ def test_people_in_chromium_and_two_simulators_then_the_audit_at_1400_and_800(tm
     with SimServer() as srv:
         con = connect(db)
         try:
-            task = setup(con, srv.url)
+            task = setup(con, srv.url, lang="en")   # eve reads the English page (a demo-zh task is zh-CN)
         finally:
             con.close()
         port = free_port()
