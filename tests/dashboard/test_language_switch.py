@@ -151,6 +151,17 @@ def test_a_switch_mid_chat_keeps_the_message_box_and_sends_once(english_browser,
         assert at.chat_input(key=box).placeholder == "输入你的消息"
         assert any(t.value == "echo: 你好，我们聊聊电影吧" for t in at.text)
         assert english_left(page_texts(at)) == []
+        # ended and rated in Chinese: the rating part, the reply's flags and the thanks
+        at.checkbox(key=f"chat-{task.task_id}-goal-{cid}").check()
+        _ok(next(b for b in at.button if b.label == "结束对话并评分").click().run())
+        assert [s.value for s in at.subheader] == ["为整段对话评分"]
+        flags = next(g for g in at.get("button_group") if g.key.startswith(f"chat-{task.task_id}-flags-"))
+        assert flags.options[1] == "知识错误"   # the reply's flags, in the task's language
+        assert english_left(page_texts(at)) == []
+        for d in task.dimensions:
+            _ok(at.segmented_control(key=f"chat-{task.task_id}-rate-{cid}-{d.dimension}").set_value(1.0).run())
+        assert [s.value for s in at.success][-1].startswith("谢谢：这段对话已评分")
+        assert english_left(page_texts(at)) == []
 
 
 def test_a_side_by_side_unit_in_chinese(monkeypatch, tmp_path, default_store_file):
