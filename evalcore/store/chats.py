@@ -28,6 +28,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from evalcore.core import i18n
 from evalcore.core.i18n import _
 from evalcore.core.seeds import BIG, seed
 from evalcore.core.text import bad_character, identity_key
@@ -323,7 +324,7 @@ def say(con: duckdb.DuckDBPyConnection, conversation_id: int, annotator: str, te
         raise ValueError(_("An empty message is not sent (it holds no visible character); nothing was stored"))
     if len(text) > MAX_MESSAGE:
         raise ValueError(_("A message holds at most {most} characters, this one {n}; nothing was stored: shorten it "
-                           "and send it again").format(most=f"{MAX_MESSAGE:,}", n=f"{len(text):,}"))
+                           "and send it again").format(most=i18n.number(MAX_MESSAGE), n=i18n.number(len(text))))
     bad = bad_character(text)
     if bad:
         raise ValueError(_("a message may not hold a {bad}").format(bad=bad))
