@@ -404,6 +404,8 @@ def _create(page, base: str, width: int) -> tuple[int, str]:
         box.fill(value)
         box.press("Tab")
     page.get_by_label("Name", exact=True).fill(LOOP_NAME)
+    page.get_by_role("combobox", name="Language").click()   # its people's pages in English (demo-zh's is zh-CN)
+    page.get_by_role("option", name="English", exact=True).click()
     page.get_by_role("button", name="Create chat task").click()
     made = page.get_by_text(re.compile(r"^Chat task \d+ created"))
     expect(made).to_be_visible(timeout=60_000)
