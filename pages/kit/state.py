@@ -94,10 +94,10 @@ def level_and_origin(vs: ViewState, dataset: str, pairs: list[tuple[str, str]],
     for the dataset: a stale value moves to `default` (else the first valid one) with a notice."""
     levels = list(dict.fromkeys(lv for lv, __ in pairs))
     level = vs.one("level", levels, default[0] if default[0] in levels else levels[0],
-                   unavailable=f"has nothing to correlate in {dataset}")
+                   unavailable=_("has nothing to correlate in {dataset}").format(dataset=dataset))
     origins = origins_at(pairs, level)
     origin = vs.one("origin", origins, default[1] if default[1] in origins else origins[0],
-                    unavailable=f"has no values at {level} level in {dataset}")
+                    unavailable=_("has no values at {level} level in {dataset}").format(level=level, dataset=dataset))
     return levels, level, origin
 
 
