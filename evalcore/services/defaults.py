@@ -67,10 +67,12 @@ def init_store(con: duckdb.DuckDBPyConnection, data_dir: Path = DATA_DIR, *, pro
             reports.append(ImportReport(f"{name} lexical scores", {"response scores": sum(scored.computed.values()),
                                                                   "system scores": sum(scored.system.values())}))
     if "demo-zh" in wanted and not con.execute("SELECT count(*) FROM tasks").fetchall()[0][0]:
-        # a rating task to try the Annotate page on (people's ratings of it count like any other)
+        # a rating task to try the Annotate page on (people's ratings of it count like any other); in its dataset's
+        # language, Chinese, as its rubric and page are: "a demonstration task on the embedded demo-zh data: rate each
+        # response for how informative (Info) and how coherent (Coh) it is, 0 to 2"
         tasks.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"], items=10, per_item=2,
-                    seed=0, name=DEMO_TASK, guidelines="A demonstration task on the embedded demo-zh data: rate each "
-                    "response for how informative (Info) and how coherent (Coh) it is, 0 to 2.")
+                          seed=0, name=DEMO_TASK, guidelines="内置 demo-zh 数据上的演示任务：请为每条回复的丰富度（Info）"
+                          "和连贯性（Coh）各打 0 到 2 分。")
     return reports
 
 

@@ -7,7 +7,7 @@ from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.core.words import count
 from evalcore.metrics.registry import FLAVORS
-from evalcore.pagedata import boards, calibration, catalog, formatting
+from evalcore.pagedata import boards, calibration, catalog, formatting, trust_tables
 from evalcore.pagedata import endpoints as endpoint_views
 from pages.kit.charts import rank_chart
 from pages.kit.runtime import data, shared
@@ -241,6 +241,8 @@ else:
         # every track ranked once for all models: choosing another model only picks its rows
         everywhere = data(boards.ranked_everywhere, dataset, across, flavor, partial=partial)
         ranks = data(boards.model_ranks, dataset, model, across, flavor, partial=partial, ranked=everywhere)
+        # a skill of MSDE's taxonomy in the viewer's words (as Metric trust names it); a lab's own skill as it is
+        ranks = ranks.assign(skill=ranks["skill"].map(lambda s: trust_tables.skill_name(s) if isinstance(s, str) else s))
         if ranks["rank"].notna().any():
             rank_chart(ranks, key="model-ranks", title=_("rank by {column}").format(column=boards.shown_choice(across)))
         shown = ranks.assign(**{"rank 95% CI": boards.rank_interval(ranks)})
