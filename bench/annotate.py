@@ -13,6 +13,11 @@
    same loop, a bare Streamlit app whose segmented control reruns it and draws a new caption: the ratio of
    the medians is the Annotate page's cost over Streamlit's own rerun. A third app draws the Annotate page's
    layout with no store behind it: what the page's size alone costs.
+
+Since issue 64 a task has a language (a demo-zh task is zh-CN by default) and every page of the dashboard has a
+language switch (a segmented control) beside its title: both tasks here are made in English (lang="en"; the clicks
+and the caption read the English page), and the Annotate page's rating controls are found without the switch (GROUPS).
+The bare and layout apps have no switch. The measurement is unchanged.
 """
 from __future__ import annotations
 
@@ -34,6 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
+# The dashboard page's segmented controls and pills, the language switch beside its title left out (it is a segmented
+# control too): the same selector as tests/support/browser.py's GROUPS.
+GROUPS = '[data-testid="stElementContainer"]:not([class*="st-key-lang-switch-"]) > [data-testid="stButtonGroup"]'
 # The text of the caption that names the unit on screen ("Unit 12"), or null.
 CAPTION = """() => { for (const el of document.querySelectorAll('[data-testid="stCaptionContainer"]'))
   if (/^Unit \\d+$/.test(el.innerText.trim())) return el.innerText.trim(); return null; }"""
@@ -88,7 +96,7 @@ def concurrency(db: Path, annotators: int, seconds: float) -> dict:
     from evalcore.store import tasks as stored
 
     con = connect(db)
-    task = stored.get(con, create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+    task = stored.get(con, create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
                                        items=3000, per_item=2, seed=7, name="bench"))
     logs: dict[str, list[tuple[int, str, float]]] = {}
     errors: list[str] = []
@@ -168,6 +176,18 @@ def _idle(page) -> None:
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=60_000)
 
 
+def english(page) -> None:
+    """On a page drawn in Chinese (a zh-CN task's Annotate or Chat page), a click on the switch's "English": a person's
+    pick overrides the task's language for the rest of this session (a new page.goto is a new session). A page drawn
+    in English is left as it is (a click on the selected option would deselect it)."""
+    page.locator('[class*="st-key-lang-switch-"]').first.wait_for(timeout=60_000)
+    zh = page.locator('[class*="st-key-lang-switch-zh-CN"]')
+    if zh.count():
+        zh.get_by_role("radio", name="English", exact=True).click()
+        page.locator('[class*="st-key-lang-switch-en"]').first.wait_for(timeout=60_000)
+        _idle(page)
+
+
 def clicks(db: Path, n: int) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -176,7 +196,7 @@ def clicks(db: Path, n: int) -> dict:
     from evalcore.store import tasks as stored
 
     con = connect(db)
-    task = stored.get(con, create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
+    task = stored.get(con, create_task(con, lang="en", dataset="demo-zh", mode="absolute", dimensions=["Info", "Coh"],
                                        items=200, per_item=1, seed=11, name="bench-clicks"))
     con.close()
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-bare-"))
@@ -204,7 +224,7 @@ def clicks(db: Path, n: int) -> dict:
             other.get_by_text("Unit 0").wait_for(timeout=60_000)
             for _ in range(n):
                 old = page.evaluate(CAPTION)
-                groups = page.locator('[data-testid="stButtonGroup"]')
+                groups = page.locator(GROUPS)   # Info, Coh (the language switch left out)
                 groups.nth(0).locator("button").nth(1).click()
                 _idle(page)
                 start = time.perf_counter()

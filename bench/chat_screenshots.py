@@ -6,7 +6,12 @@ the Chat tasks page with its results.
 A fresh store (`evalcore init`), the project's test endpoint (tests/support/judge_server.py: an OpenAI-compatible server
 on 127.0.0.1 that streams back the person's message after 0.3 s; no model ships with evalcore), two endpoints
 registered at it, a chat task on demo-zh's KdConv knowledge scenarios; then `python app.py` on that store and, in
-headless Chromium, a person who enters, talks for two rounds, ends the conversation and rates it."""
+headless Chromium, a person who enters, talks for two rounds, ends the conversation and rates it.
+
+The pages are in English (issue 64 made them bilingual): the chat task is made in English (lang="en"; a task on demo-zh
+is zh-CN by default and its Chat page is drawn in Chinese whatever the browser says), the browser is set to en-US (the
+Chat tasks page follows it), and the rating's controls are found without the language switch beside the title (a
+segmented control too). What the person says stays Chinese (the scenario is)."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
+from bench.annotate import ARGS, CHROMIUM, GROUPS, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
 from bench.screenshots import Shots  # noqa: E402
 
@@ -46,8 +51,9 @@ def main() -> None:
         con = connect(db)
         for name in ("model-a", "model-b"):
             registry.add(con, registry.Registered(name, endpoint.url, "m", api_key_env=None))
-        task_id = chats.create_chat(con, dataset="demo-zh", track="kdconv/knowledge", endpoints=["model-a", "model-b"],
-                                    n_scenarios=4, max_rounds=5, name="KdConv films: two models")
+        task_id = chats.create_chat(con, lang="en", dataset="demo-zh", track="kdconv/knowledge",
+                                    endpoints=["model-a", "model-b"], n_scenarios=4, max_rounds=5,
+                                    name="KdConv films: two models")
         code = chats.stored.get(con, task_id).access_code
         con.close()
         server = Server(str(db), free_port(), tmp / "server.log")
@@ -56,7 +62,7 @@ def main() -> None:
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-                page = browser.new_context(viewport={"width": 800, "height": 1000}).new_page()
+                page = browser.new_context(viewport={"width": 800, "height": 1000}, locale="en-US").new_page()
                 page.goto(f"{server.base}/chat?task={task_id}")
                 page.get_by_label("Your name").fill("ann")
                 page.get_by_label("Access code").fill(code)
@@ -72,7 +78,7 @@ def main() -> None:
                 shot(page, "chat-2-talk-800px")
                 page.get_by_role("button", name="End the conversation and rate it").click()
                 page.get_by_text("Rate the whole conversation").wait_for(timeout=60_000)
-                groups = page.locator('[data-testid="stButtonGroup"]')   # each reply's flags, then Info, Coh, Know
+                groups = page.locator(GROUPS)   # each reply's flags, then Info, Coh, Know (the language switch left out)
                 groups.nth(0).get_by_text("repetition").click()
                 page.wait_for_timeout(800)
                 for i, value in enumerate((2, 1, 2)):

@@ -9,6 +9,11 @@ the Rating tasks page with its create form (1400 px), an annotator signing in an
 her on the Annotate page (800 px, as on a laptop's half screen), the task's live results, a side-by-side
 task's unit, and Metric trust on demo-zh with the task's ratings as the human scores. Every file is a PNG
 under --out; the script prints what it wrote.
+
+The pages are in English (issue 64 made them bilingual): the browser is set to en-US (the Rating tasks and Metric trust
+pages follow it), the side-by-side task is made in English (lang="en"), and on the demo task (zh-CN, drawn in Chinese
+whatever the browser says) the annotator first clicks "English" on the language switch beside the title. Her rating
+clicks find the rating controls without that switch (a segmented control too).
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
+from bench.annotate import ARGS, CHROMIUM, GROUPS, english, free_port  # noqa: E402
 from bench.browser import Server  # noqa: E402
 
 
@@ -61,7 +66,7 @@ def simulated(db: Path) -> tuple[int, str]:
             for dim in ("Info", "Coh"):
                 value = float(np.clip(base + rng.integers(-1, 2) * (rng.random() < 0.3), 0, 2))
                 stored.answer(con, task, unit, who, dim, value)
-    pair = create_task(con, dataset="demo-zh", mode="pairwise", dimensions=["Info", "Coh"], items=6, per_item=2,
+    pair = create_task(con, lang="en", dataset="demo-zh", mode="pairwise", dimensions=["Info", "Coh"], items=6, per_item=2,
                        seed=1, name="Side by side: Info and Coh")
     code = task.access_code
     con.close()
@@ -71,6 +76,7 @@ def simulated(db: Path) -> tuple[int, str]:
 def sign_in(page, url: str, name: str, code: str, shown: str) -> None:
     """An annotator opens a task's link, gives a name and the access code, and waits for the unit (`shown`)."""
     page.goto(url)
+    english(page)   # the demo task is zh-CN: the person's pick of English overrides it (a no-op on an English page)
     page.get_by_label("Your name").fill(name)
     page.get_by_label("Access code").fill(code)
     page.get_by_role("button", name="Start rating").click()
@@ -105,18 +111,18 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            wide = browser.new_context(viewport={"width": 1400, "height": 1900}).new_page()
+            wide = browser.new_context(viewport={"width": 1400, "height": 1900}, locale="en-US").new_page()
             wide.goto(f"{server.base}/tasks?task=1")
             wide.get_by_text("Create a task").click()
             shot(wide, "1-rating-tasks-create")
 
-            narrow = browser.new_context(viewport={"width": 800, "height": 1000}).new_page()
+            narrow = browser.new_context(viewport={"width": 800, "height": 1000}, locale="en-US").new_page()
             sign_in(narrow, f"{server.base}/annotate?task=1", "cy", code, "Response")
             shot(narrow, "2-annotate-800px")
             narrow.get_by_role("button", name="Skip this unit").scroll_into_view_if_needed()
             shot(narrow, "2b-annotate-800px-rating")
             for _ in range(4):   # the units left to her: Info and Coh each, one click
-                groups = narrow.locator('[data-testid="stButtonGroup"]')
+                groups = narrow.locator(GROUPS)   # Info, Coh (the language switch left out)
                 if not groups.count():
                     break
                 groups.nth(0).locator("button").nth(1).click()
@@ -127,7 +133,7 @@ def main() -> None:
             wide.goto(f"{server.base}/tasks?task=1")
             shot(wide, "3-task-results")
 
-            side = browser.new_context(viewport={"width": 1400, "height": 1900}).new_page()
+            side = browser.new_context(viewport={"width": 1400, "height": 1900}, locale="en-US").new_page()
             sign_in(side, f"{server.base}/annotate?task={pair}", "ann", pair_code, "Left response")
             shot(side, "4-side-by-side")
 
