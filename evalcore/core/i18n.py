@@ -14,6 +14,7 @@ them complete and compiled)."""
 from __future__ import annotations
 
 import gettext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +45,16 @@ def use(lang: str | None) -> str:
     lang = normal(lang) or EN
     _current.set(lang)
     return lang
+
+
+@contextmanager
+def speaking(lang: str):
+    """The block in `lang`, then the language before it (tests; a thread that makes something for a page)."""
+    token = _current.set(normal(lang) or EN)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 def current() -> str:

@@ -180,10 +180,7 @@ def test_a_side_by_side_unit_in_chinese(monkeypatch, tmp_path, default_store_fil
     assert sides.options == ["左边", "平局", "右边"]
     assert english_left(page_texts(at)) == []
     # a click sends the option as shown ("平局"): AppTest formats it with the page's format_func in this thread
-    token = i18n._current.set(i18n.ZH)
-    try:
+    with i18n.speaking(i18n.ZH):
         _ok(sides.set_value("tie").run())
-    finally:
-        i18n._current.reset(token)
     assert [e.value for e in [*at.error, *at.warning]] == []
     assert [row[2:] for row in _answers(db)] == [("Info", 0.5)]

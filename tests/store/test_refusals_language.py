@@ -14,9 +14,8 @@ from evalcore.store import tasks
 
 @pytest.fixture
 def zh():
-    token = i18n._current.set(i18n.ZH)
-    yield
-    i18n._current.reset(token)
+    with i18n.speaking(i18n.ZH):
+        yield
 
 
 def _refusal(call) -> str:
@@ -35,11 +34,8 @@ def test_a_taken_name_and_a_wrong_key_in_english_then_in_chinese(tmp_path):
                            "give your personal key; if not, choose another name. Lost your key? Whoever runs the task "
                            "can issue a new one.",
                            "That is not Carol's personal key. Whoever runs the task can issue a new one.")
-        token = i18n._current.set(i18n.ZH)
-        try:
+        with i18n.speaking(i18n.ZH):
             chinese = (_refusal(lambda: people.enter(con, "carol")), _refusal(lambda: people.enter(con, "Carol", "x")))
-        finally:
-            i18n._current.reset(token)
         assert chinese[0].startswith("名字 'Carol' 已被使用") and "如果你就是 Carol" in chinese[0]
         assert chinese[1] == "这不是 Carol 的个人密钥。任务负责人可以重新发一个。"
         assert _refusal(lambda: people.enter(con, "carol")) == english[0]   # English again outside the page run
@@ -55,8 +51,5 @@ def test_an_empty_message_and_flag_in_chinese(zh):
 
 def test_a_state_inside_a_refusal_is_english_as_stored_outside_a_page():
     assert tasks.state_shown("sent_back") == "sent back" and tasks.state_shown("sent_back", spaced=False) == "sent_back"
-    token = i18n._current.set(i18n.ZH)
-    try:
+    with i18n.speaking(i18n.ZH):
         assert tasks.state_shown("sent_back") == "已退回" and tasks.state_shown("closed") == "已关闭"
-    finally:
-        i18n._current.reset(token)
