@@ -103,7 +103,7 @@ def make_task(db: Path, url: str, scenarios: int, rounds: int) -> tuple[int, str
             registry.add(con, registry.Registered(name, url, "m", api_key_env=None, max_tokens=512))
         tid = service.create_chat(con, dataset="demo-zh", track="kdconv/knowledge", endpoints=["bench-a", "bench-b"],
                                   per_scenario=1, max_rounds=rounds, n_scenarios=scenarios, review=False,
-                                  name="bench chat")
+                                  name="bench chat", lang="en")   # its page in English: the labels below
         code = con.execute("SELECT access_code FROM chat_tasks WHERE task_id = ?", [tid]).fetchall()[0][0]
         return tid, code
     finally:

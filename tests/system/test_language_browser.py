@@ -48,6 +48,7 @@ def visit(browser, url: str, locale: str, width: int):
     except Timeout:   # a page with no table (Annotate's entry, Chat with no task): its text is what counts
         pass
     settle(page)
+    page.get_by_text("中文").first.wait_for(timeout=30_000)   # the switch: drawn last, once the page has run
     page.wait_for_timeout(500)
     return context, page
 
@@ -77,12 +78,13 @@ def test_every_page_for_a_chinese_browser(server, browser, width):
 
 
 def test_every_page_for_an_english_browser_after_chinese(server, browser):
-    """Annotate opens the store's one open task, the demo task on demo-zh, whose language is Chinese: its page is
-    Chinese for an English browser too (the task's language wins), which this test checks instead."""
+    """Annotate opens the store's one open task, the demo task on demo-zh, whose language is Chinese: the task's part
+    of the page is Chinese for an English browser too (the task's language wins), which this test checks instead."""
     chinese = {t for m, t in translations().items() if t != m and len(t) >= 4}
     leaked = {}
     context, page = visit(browser, f"{server}/annotate", "en-US", 1400)
-    assert page.locator("h1").first.inner_text().strip() != "Annotate"   # 标注: the demo task's language
+    # the task picker is the reader's (English); the open task's own part, its entry form, is Chinese
+    page.get_by_role("button", name="开始评分").wait_for(timeout=30_000)
     context.close()
     for p in [p for p in PAGES if p.name != "annotate"]:
         context, page = visit(browser, f"{server}/{p.url_path}", "zh-CN", 1400)   # cached in Chinese first
