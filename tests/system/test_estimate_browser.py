@@ -71,7 +71,7 @@ def test_planning_an_active_task_filling_and_the_calibrated_column_at_1400_and_8
                 timeout=30_000)
             table = plan.locator(GRID).filter(has_text="units needed")
             expect(table).to_have_count(1, timeout=30_000)
-            expect(table).to_contain_text("power at budget")
+            expect(table).to_contain_text("power at budget", timeout=30_000)   # the budget box applied (a loaded machine)
             expect(table).to_be_visible()
             whole_page(page, ARTIFACTS / f"estimate-plan-{width}.png")
 
