@@ -184,7 +184,9 @@ def test_behind_an_unnamed_proxy_every_client_is_one_and_the_log_says_why(store,
     try:
         outcomes = asyncio.run(_guess(proxy.base, [f"wrong{k}" for k in range(7)], per_session=7, source="127.0.0.2"))
         assert outcomes == [CHECKED] * 6 + [HELD], outcomes   # the sixth is checked, then locks
-        assert asyncio.run(_guess(proxy.base, [PASSWORD], per_session=1, source="127.0.0.3")) == [HELD]
+        # not checked either way: said held, or sent to the box the new session drew locked (which one depends on
+        # when its first page came, 2026-11-28: 'ignored' once in a clean clone's full run)
+        assert asyncio.run(_guess(proxy.base, [PASSWORD], per_session=1, source="127.0.0.3")) in ([HELD], [IGNORED])
     finally:
         proxy.stop()
         _stop(proc)

@@ -71,7 +71,7 @@ def test_the_unsent_message_survives_a_switch_and_is_sent_once(world):
         _switch_to_english(page)
         expect(page.get_by_text("Your scenario", exact=False)).to_be_visible(timeout=30_000)
         expect(box).to_have_value(SAID)   # still in the box
-        con = connect(world["db"])
+        con = connect(world["db"], wait=60)   # the server holds the file while a page queries or writes
         try:
             cid = con.execute("SELECT conversation_id FROM chat_conversations WHERE task_id = ? AND annotator = 'ann'",
                               [chat.task_id]).fetchall()[0][0]
@@ -82,7 +82,7 @@ def test_the_unsent_message_survives_a_switch_and_is_sent_once(world):
         box.press("Enter")
         expect(page.get_by_text(f"echo: {SAID}", exact=True)).to_be_visible(timeout=60_000)
         settle(page)
-        con = connect(world["db"])
+        con = connect(world["db"], wait=60)   # the server holds the file while a page queries or writes
         try:
             assert stored.messages(con, cid)[["role", "text"]].values.tolist() == [["user", SAID],
                                                                                  ["assistant", f"echo: {SAID}"]]
@@ -112,7 +112,7 @@ def test_the_pending_rating_survives_a_switch(world):
         expect(first.get_by_role("radio", name="2", exact=True)).to_have_attribute("aria-checked", "true")   # still
         expect(first.get_by_role("radio", name="1", exact=True)).to_have_attribute("aria-checked", "false")   # chosen
         page.screenshot(path=str(ARTIFACTS / "switch-annotate-en-800.png"))
-        con = connect(world["db"])
+        con = connect(world["db"], wait=60)   # the server holds the file while a page queries or writes
         try:
             rows = con.execute("SELECT dimension, value FROM task_answers WHERE task_id = ? AND annotator = 'bea' "
                                "AND kind <> 'claim'", [task.task_id]).fetchall()
