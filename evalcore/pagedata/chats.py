@@ -55,16 +55,14 @@ def open_tasks(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 def blind_label(task: ChatTask) -> str:
     """What a person is shown for a task (services.chats.blind_label: never its name, nor an endpoint's), in this
     run's language."""
-    label = service.blind_label(task)
-    if label == f"Chat task {task.task_id}":
+    if service.track_hidden(task):
         return _("Chat task {task}").format(task=task.task_id)
     return _("Chat task {task}: scenarios of {track}").format(task=task.task_id, track=task.track)
 
 
 def flag_label(task: ChatTask, flag: str) -> str:
     """A flag as the task's people read it (services.chats.flag_label: a default flag in the task's language)."""
-    label = getattr(service, "flag_label", None)
-    return label(task, flag) if label else flag
+    return service.flag_label(task, flag)
 
 
 def problem_text(problem: str) -> str:

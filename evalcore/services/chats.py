@@ -168,10 +168,15 @@ def blind_label(task: stored.ChatTask) -> str:
     """What a person chatting or rating is shown for a task: its number and where its scenarios come from, never its
     name (free text the lab wrote, which can name a model in ways no check would catch: an alias, a host, a family)
     and never an endpoint. The track is left out too should it hold an endpoint's or served model's name."""
+    return f"Chat task {task.task_id}" if track_hidden(task) else f"Chat task {task.task_id}: scenarios of {task.track}"
+
+
+def track_hidden(task: stored.ChatTask) -> bool:
+    """Whether a blind label leaves the track out: the label with it would name one of the task's endpoints or served
+    models (a page words the same two labels in its reader's language: pagedata.chats.blind_label)."""
     label = f"Chat task {task.task_id}: scenarios of {task.track}"
     secret = set(task.endpoints) | {str(s.get("served_model") or "") for s in task.settings.values()} - {""}
-    named = any(re.search(rf"(?<!\w){re.escape(x)}(?!\w)", label, re.IGNORECASE) for x in secret)
-    return f"Chat task {task.task_id}" if named else label
+    return any(re.search(rf"(?<!\w){re.escape(x)}(?!\w)", label, re.IGNORECASE) for x in secret)
 
 
 def system_template(con: duckdb.DuckDBPyConnection, task: stored.ChatTask, endpoint: str):

@@ -5,7 +5,7 @@ import streamlit as st
 from evalcore.core import i18n
 from evalcore.core.i18n import N_, _
 from evalcore.metrics.registry import FLAVORS
-from evalcore.pagedata import catalog, responses
+from evalcore.pagedata import annotation, catalog, responses
 from pages.kit import lang
 from pages.kit.runtime import data, shared
 from pages.kit.state import choose_many, pick_track, publish, start
@@ -18,7 +18,6 @@ HEADERS = (N_("item_id"), N_("model"), N_("response"), N_("disagreement"), N_("e
            N_("value"))
 FLAVOR_WORDS = (N_("default"),)
 # A grounding's parts as the item shows them (others by their own name)
-GROUNDING = {"knowledge": N_("knowledge"), "persona": N_("persona"), "goal": N_("goal")}
 
 con, vs = start(_("Drill-down"))
 metrics_here = shared(catalog.metrics_of)   # built-in and this store's imported metrics (one object, read only)
@@ -148,7 +147,7 @@ if detail:
         if detail["grounding"]:
             st.markdown(_("**Grounding**"))
             for key, value in detail["grounding"].items():
-                st.caption(md_escape(_(GROUNDING[key]) if key in GROUNDING else key))
+                st.caption(md_escape(annotation.grounding_heading(key)))
                 if key == "knowledge" and value and isinstance(value[0], list):
                     grid(pd.DataFrame([{"entity": t[0], "attribute": t[1] if len(t) > 1 else "",
                                         "value": t[2] if len(t) > 2 else ""} for t in value]))
