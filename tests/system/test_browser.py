@@ -267,8 +267,9 @@ def test_links_keep_sort_and_open_expanders(server, browser):
     # close it and open another: the link follows
     signatures.locator("summary").click()
     page.wait_for_function("() => !window.location.search.includes('open=')", timeout=30_000)
+    settle(page)  # the rerun the close started has redrawn the expanders before the next click lands on one
     page.locator('[data-testid="stExpander"]').filter(has_text="Metrics without a column").locator("summary").click()
-    page.wait_for_function("() => window.location.search.includes('open=missing')", timeout=30_000)
+    page.wait_for_function("() => window.location.search.includes('open=missing')", timeout=60_000)
     settle(page)
     link = page.url
     context.close()
