@@ -83,15 +83,15 @@ def import_dstc11(con: duckdb.DuckDBPyConnection, path: str | Path, *, dataset: 
 def _aligned(entries: list, lines: list[int]) -> str:
     """The entries as a JSON list in which each begins on the line its source entry began on, so that the places
     import_dstc10 names and stores (line and position) are the source's."""
-    text = ["["]
+    text: list[list[str]] = [["["]]   # each line's parts, joined once at the end (a compact file is one long line)
     for k, (entry, line) in enumerate(zip(entries, lines)):
         part = ("," if k else "") + json.dumps(entry, ensure_ascii=False)
         if len(text) < line:
-            text += [""] * (line - 1 - len(text))
-            text.append(part)
+            text += [[] for _ in range(line - 1 - len(text))]
+            text.append([part])
         else:   # entries that began on one line (a compact file) stay on it
-            text[-1] += part
-    return "\n".join(text) + "\n]\n"
+            text[-1].append(part)
+    return "\n".join("".join(parts) for parts in text) + "\n]\n"
 
 
 def _named(problem: Problem, temp: str, file: str, fields: dict[str, str]) -> Problem:
