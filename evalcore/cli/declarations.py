@@ -36,6 +36,7 @@ from evalcore.cli.commands import (
 )
 from evalcore.core import names, urls
 from evalcore.core.i18n import LANGS
+from evalcore.core.options import CROWD_GOLD_KINDS, CROWD_PLATFORMS, CROWD_RULE
 from evalcore.core.options import (
     GENERATION_CONCURRENCY,
     GENERATION_KEY_ENV,
@@ -569,6 +570,7 @@ def task_create(p):
                         "task's), and with --mode pairwise two of them on one scenario (ACUTE-Eval's questions)")
     p.add_argument("--lang", choices=LANGS, help="the task's language: its annotators' pages, dimension definitions "
                    "and questions, whatever their browser says (default: the dataset's: zh-CN for Chinese, else en)")
+    crowd_settings(p, required=False)
 
 
 @command("task list", "every task with its progress", "tasks:listing", READS)
@@ -608,6 +610,106 @@ def task_annotators(p):
 def task_reset_key(p):
     p.add_argument("annotator", help="their name (compared ignoring case and width)")
     db(p)
+
+
+def crowd_settings(p, *, required: bool) -> None:
+    """A crowd study's settings (`task create --platform`, `crowd open`)."""
+    p.add_argument("--platform", choices=CROWD_PLATFORMS, required=required,
+                   help="open the task to a crowd platform: its workers arrive by the study's link (`crowd link`) with "
+                        "their platform identifier, and leave with the completion code")
+    p.add_argument("--completion-code", metavar="CODE", help="the code a worker who passes gets (the platform's)")
+    p.add_argument("--failed-code", metavar="CODE", help="the code a worker who failed the checks gets")
+    p.add_argument("--redirect", metavar="URL", help="where a worker goes back at the end ({code}: their code); "
+                   "Prolific's completion page by default on Prolific")
+    p.add_argument("--units-per-worker", type=names.count(1), default=10, help="units one worker rates, gold ones "
+                   "included (default 10)")
+    p.add_argument("--gold-per-worker", type=names.count(0), default=0, help="gold units among them (add them with "
+                   "`crowd gold`)")
+    p.add_argument("--pay", type=float, help="the study's stated payment per worker (for the effective hourly pay)")
+    p.add_argument("--currency", help="the payment's currency, e.g. GBP, USD, CNY")
+    p.add_argument("--gold-min", type=float, default=CROWD_RULE["gold_min"],
+                   help=f"pass rule: the share of gold units answered right (default {CROWD_RULE['gold_min']})")
+    p.add_argument("--too-fast-max", type=float, default=CROWD_RULE["too_fast_max"],
+                   help="pass rule: the largest share of answers faster than reading allows (default "
+                        f"{CROWD_RULE['too_fast_max']})")
+
+
+group("crowd", "crowd studies: a rating task opened for Prolific, MTurk or another platform (open, link, gold, "
+      "question, workers, quality, exclude, include)", "action")
+
+
+@command("crowd open", "open a rating task to a crowd platform", "crowd:open_command", WRITES)
+def crowd_open(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+    crowd_settings(p, required=True)
+
+
+@command("crowd link", "the study URL to paste into the platform", "crowd:link_command", READS)
+def crowd_link(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+    p.add_argument("--base", default="http://localhost:8501", help="the dashboard's address as workers reach it")
+
+
+@command("crowd gold", "add gold units (known answers) to a crowd study", "crowd:gold_command", WRITES)
+def crowd_gold(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+    p.add_argument("--kind", choices=CROWD_GOLD_KINDS, required=True,
+                   help="nonsense: a reply's characters shuffled; copies-knowledge: the item's knowledge copied out; "
+                        "custom: --item and --response")
+    p.add_argument("--dimension", required=True)
+    p.add_argument("--expect", required=True, metavar="LOW[:HIGH]", help="the answers that pass, e.g. 0 or 1:2")
+    p.add_argument("--count", type=names.count(1), default=1, help="units of this kind (default 1)")
+    p.add_argument("--item", help="custom: the item whose context is shown")
+    p.add_argument("--response", type=written_text("response"), help="custom: the reply shown")
+
+
+@command("crowd question", "add a comprehension question workers answer before real work (two attempts)",
+         "crowd:question_command", WRITES)
+def crowd_question(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+    p.add_argument("--question", type=written_text("question"), required=True)
+    p.add_argument("--option", type=written_text("option"), action="append", required=True,
+                   help="an answer offered (give two or more)")
+    p.add_argument("--answer", type=names.count(1), required=True, help="the right option's number, from 1")
+
+
+@command("crowd workers", "every worker of a study: pseudonym, outcome, exclusion (identifiers only when asked)",
+         "crowd:workers_command", READS)
+def crowd_workers(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+    p.add_argument("--with-identifiers", action="store_true",
+                   help="add the platform identifiers (personal data: to approve and pay workers on the platform)")
+    output(p)
+
+
+@command("crowd quality", "per worker: gold answered right, agreement with the others, MACE competence, time, "
+         "flags and effective hourly pay", "crowd:quality_command", READS)
+def crowd_quality(p):
+    p.add_argument("task_id", type=int)
+    db(p)
+    output(p)
+
+
+@command("crowd exclude", "exclude a worker: their ratings leave every analysis (logged; `crowd include` puts them "
+         "back)", "crowd:exclude_command", WRITES)
+def crowd_exclude(p):
+    p.add_argument("task_id", type=int)
+    p.add_argument("annotator", help="the worker's pseudonym, as `crowd workers` lists it")
+    db(p)
+    p.add_argument("--reason", type=written_text("reason"), required=True)
+
+
+@command("crowd include", "put an excluded worker back (logged)", "crowd:include_command", WRITES)
+def crowd_include(p):
+    p.add_argument("task_id", type=int)
+    p.add_argument("annotator")
+    db(p)
+    p.add_argument("--reason", type=written_text("reason"), required=True)
 
 
 group("dimension", "what people rating a dataset's dimensions read: describe", "action")

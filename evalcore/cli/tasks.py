@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from evalcore.cli import crowd
 from evalcore.cli.output import emit, visible
 from evalcore.core.text import CONTROL
 from evalcore.services import tasks
@@ -20,6 +21,8 @@ def create(con, args) -> int | None:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.platform:   # a crowd study's settings, checked before anything is written
+        crowd.settings(args)
     task_id = tasks.create_task(con, dataset=args.dataset, mode=args.mode, dimensions=split(args.dimensions) or [],
                                 items=args.items, per_item=args.per_item, tracks=split(args.tracks),
                                 models=split(args.models), seed=args.seed, name=args.name, sampling=args.sampling,
@@ -35,6 +38,8 @@ def create(con, args) -> int | None:
         print(f"active sampling drew {n_units} units where {args.items} were asked for (each response is drawn on "
               f"its own with its probability, stored with the unit: the count varies around the number asked)",
               file=sys.stderr)
+    if args.platform:
+        crowd.opened(con, task_id, args)
     for note in tasks.coverage(con, task_id):
         print(f"warning: {note}", file=sys.stderr)
 

@@ -16,3 +16,9 @@ GENERATION_TOP_P = 0.9
 GENERATION_MAX_TOKENS = 256
 GENERATION_TIMEOUT = 120.0
 GENERATION_CONCURRENCY = 8
+
+# Crowd studies (evalcore.store.crowd): the platforms a rating task opens to, the gold units' kinds, the pass rule's
+# defaults (evalcore.store.crowd.RULE is this)
+CROWD_PLATFORMS = ("prolific", "mturk", "generic")
+CROWD_GOLD_KINDS = ("nonsense", "copies-knowledge", "custom")
+CROWD_RULE = {"gold_min": 0.75, "comprehension": True, "too_fast_max": 0.5, "straight_lining": False, "identity": True}

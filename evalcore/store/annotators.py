@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import datetime
 
@@ -26,6 +27,11 @@ from evalcore.store.transactions import transaction
 
 MAX_NAME = 80        # characters of an annotator's name
 KEY_BYTES = 16       # a personal key's random bytes (22 characters of URL-safe base64)
+
+
+# A crowd worker's pseudonym (evalcore.store.crowd.pseudonym): given by their platform's link, never typed, and no
+# personal key is ever issued for it.
+CROWD_NAME = re.compile(r"^(prolific|mturk|generic)-[0-9a-f]{12}$")
 
 
 class NotThem(ValueError):
@@ -55,6 +61,9 @@ def enter(con: duckdb.DuckDBPyConnection, name: str, key: str | None = None, *,
     """(the person's name as stored, their new personal key or None): a new name is registered and its key
     issued (the caller shows it once); a known name needs its key. NotThem otherwise, saying why."""
     name = check_name(name)
+    if CROWD_NAME.match(identity_key(name)):
+        raise NotThem(_("Names like {name} are given to crowd workers by their platform's link: choose another "
+                        "name.").format(name=repr(name)))
     now = (now or datetime.now()).replace(microsecond=0)
     with transaction(con):
         row = con.execute("SELECT name, secret, signed_in FROM annotators WHERE key = ?",
@@ -115,6 +124,8 @@ def reset(con: duckdb.DuckDBPyConnection, name: str, *, now: datetime | None = N
                              + (f"; annotators: {', '.join(known[:20])}" if known else ""))
         if row[0][1]:
             raise ValueError(f"{row[0][0]} signs in: they need no personal key")
+        if CROWD_NAME.match(identity_key(row[0][0])):
+            raise ValueError(f"{row[0][0]} is a crowd worker: they enter by their platform's link, with no key")
         new = secrets.token_urlsafe(KEY_BYTES)
         con.execute("UPDATE annotators SET secret = ?, secret_at = ? WHERE key = ?",
                     [digest(new), (now or datetime.now()).replace(microsecond=0), identity_key(name)])

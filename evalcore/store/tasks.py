@@ -240,10 +240,11 @@ LIVE = """
 LIVE_OF = LIVE + " AND annotator = ?"
 
 
-def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
+def latest(con: duckdb.DuckDBPyConnection, task_id: int, *, gold: bool = False) -> pd.DataFrame:
     """The answers that count: the latest live rating or vote per unit, annotator and dimension, with the
-    unit's item, track and models; `seconds` from the unit's claim to the answer."""
-    return con.execute(f"""
+    unit's item, track and models; `seconds` from the unit's claim to the answer. A crowd study's gold units
+    (known answers, checking the workers: evalcore.store.crowd) are left out unless `gold`."""
+    frame = con.execute(f"""
         WITH a AS ({LIVE})
         SELECT a.unit, u.item_id, u.track, u.model_a, u.model_b, a.annotator, a.dimension, a.value, a.kind,
                a.given_at, a.seconds
@@ -252,6 +253,7 @@ def latest(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
         QUALIFY row_number() OVER (PARTITION BY a.unit, a.annotator, a.dimension ORDER BY a.answer_id DESC) = 1
         ORDER BY a.unit, a.annotator, a.dimension
     """, [task_id]).df()
+    return frame if gold else frame[frame["model_a"] != GOLD_MODEL].reset_index(drop=True)
 
 
 def mine(con: duckdb.DuckDBPyConnection, task_id: int, unit: int, annotator: str) -> dict[str, float]:
@@ -332,17 +334,19 @@ def _elsewhere(con, task: Task, annotator: str) -> dict[int, str]:
     return {int(u): origin or "an import" for u, who, origin in rows if identity_key(who) == me}
 
 
-def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now: datetime | None = None) -> int | None:
+def next_unit(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *, now: datetime | None = None,
+              among: set[int] | None = None) -> int | None:
     """The unit this annotator rates next, claimed for them (None: nothing left for them now; `waiting` says
     whether some unit may free up). One transaction: the check that fewer than K other people hold the unit
-    and the claim cannot interleave with another's."""
+    and the claim cannot interleave with another's. `among`: only these units (a crowd worker's next real unit, or
+    their next gold one)."""
     annotator = check_name(annotator)
     now = now or datetime.now()
     n = con.execute("SELECT count(*) FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()[0][0]
     with transaction(con):
         _writable(con, task.task_id)
         plan = _plan(con, task, annotator, now)
-        order = [int(u) for u in order_for(task, annotator, n)]
+        order = [int(u) for u in order_for(task, annotator, n) if among is None or int(u) in among]
         # theirs to resume first: started, or shown to them recently (and not filled by others meanwhile)
         choice = next((u for u in order if u in plan["started"]), None)
         if choice is None:
@@ -363,8 +367,11 @@ def _plan(con, task: Task, annotator: str, now: datetime) -> dict[str, set[int] 
                bool_or(kind = 'skip') AS ever_skipped, max(given_at) FILTER (WHERE kind = 'claim') AS claimed_at
         FROM a GROUP BY ALL""", [task.task_id]).fetchall()
     me, keys, full, since = identity_key(annotator), {}, len(task.dimensions), now - CLAIM_TTL
+    gold, out = _crowd(con, task)
     people: dict[tuple[int, str], list] = {}   # (unit, person) -> [dims, skipped, last claim]
     for unit, name, dims, ever_skipped, claimed in rows:
+        if name in out:   # an excluded crowd worker holds no place: someone else rates the unit instead
+            continue
         who = keys[name] if name in keys else keys.setdefault(name, identity_key(name))
         skipped = bool(ever_skipped) and dims == 0
         old = people.get((int(unit), who))
@@ -394,9 +401,21 @@ def _plan(con, task: Task, annotator: str, now: datetime) -> dict[str, set[int] 
     k = task.per_item
     started = {u for u, dims in mine.items() if u not in away and (dims > 0 or answered.get(u, 0) < k)}
     units = [int(u) for (u,) in con.execute("SELECT unit FROM task_units WHERE task_id = ?", [task.task_id]).fetchall()]
-    free = {u for u in units if u not in away and held.get(u, 0) < k}
+    free = {u for u in units if u not in away and (held.get(u, 0) < k or u in gold)}   # a gold unit: everyone's
     kept = {u: t for u, t in lapse.items() if u not in away and u not in free and answered.get(u, 0) < k}
     return {"started": started, "open": free, "held": kept}
+
+
+GOLD_MODEL = "(gold)"   # a crowd study's gold unit's model_a (evalcore.store.crowd: its text is stored there)
+
+
+def _crowd(con, task: Task) -> tuple[set[int], set[str]]:
+    """(the task's gold units, its crowd workers excluded now): none unless the task is a crowd study."""
+    rows = con.execute("""
+        SELECT 'gold', unit::VARCHAR FROM gold_units WHERE task_id = ?
+        UNION ALL SELECT 'out', annotator FROM crowd_decisions WHERE kind = 'rating' AND task_id = ?
+        GROUP BY annotator HAVING arg_max(excluded, decision_id)""", [task.task_id, task.task_id]).fetchall()
+    return {int(v) for k, v in rows if k == "gold"}, {v for k, v in rows if k == "out"}
 
 
 def waiting(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *,
@@ -433,7 +452,8 @@ def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id:
         SELECT DISTINCT 'holds', annotator, NULL FROM a WHERE kind IN ('rating', 'vote') AND live
         UNION ALL SELECT 'rated', * FROM ({elsewhere})""", [task.task_id, unit, *params]).fetchall()
     me = identity_key(annotator)
-    holders = {identity_key(who) for what, who, __ in rows if what == "holds"}
+    out = _crowd(con, task)[1]
+    holders = {identity_key(who) for what, who, __ in rows if what == "holds" and who not in out}
     where = next((origin or AN_IMPORT for what, who, origin in rows if what == "rated" and identity_key(who) == me),
                  None)
     return holders, where
@@ -460,10 +480,13 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
     if not row:
         raise ValueError(f"task {task.task_id} has no unit {unit}")
     item_id, track, model_a, model_b = row[0]
+    gold = model_a == GOLD_MODEL   # a crowd study's gold unit: everyone answers it, and it is no human rating
     with transaction(con):
         _writable(con, task.task_id)
         holders, where = _checks(con, task, unit, annotator, dimension, item_id, model_a, model_b)
-        if identity_key(annotator) not in holders and len(holders) >= task.per_item:
+        if gold:
+            where = None
+        elif identity_key(annotator) not in holders and len(holders) >= task.per_item:
             raise UnitFull(ngettext("Unit {unit} already has its {n} annotator, who answered it first: your answer "
                                     "was not stored.",
                                     "Unit {unit} already has its {n} annotators, who answered it first: your answer "
@@ -480,7 +503,9 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
         kind = "rating" if task.mode == "absolute" else "vote"
         answer_id = _insert(con, task.task_id, unit, annotator, dimension, float(value), kind, None, seconds, now)
         bump_revision(con, task.dataset)
-        if task.mode == "absolute":
+        if gold:
+            pass
+        elif task.mode == "absolute":
             column = RATED[task.target]
             con.execute(f"DELETE FROM human_ratings WHERE origin = ? AND {column} = ? AND model = ? AND annotator = ? "
                         "AND dimension = ?", [task.origin, item_id, model_a, annotator, dimension])
