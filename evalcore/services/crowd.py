@@ -179,7 +179,7 @@ def quality(con: duckdb.DuckDBPyConnection, study: Study, task: Task, annotator:
     competence, the share of answers faster than reading allows, straight-lining, seconds, the effective hourly pay.
     With `annotator`: their row alone, without the figures that compare them with the others (what the pass rule
     reads when they finish: it is asked once per worker, hundreds of times in a launch burst)."""
-    answers = task_store.latest(con, task.task_id, gold=True)
+    answers = task_store.latest(con, task.task_id, gold=True, excluded=True)
     workers = stored.workers(con, "rating", task.task_id)
     if annotator is not None:
         answers = answers[answers["annotator"] == annotator]

@@ -240,10 +240,11 @@ LIVE = """
 LIVE_OF = LIVE + " AND annotator = ?"
 
 
-def latest(con: duckdb.DuckDBPyConnection, task_id: int, *, gold: bool = False) -> pd.DataFrame:
+def latest(con: duckdb.DuckDBPyConnection, task_id: int, *, gold: bool = False, excluded: bool = False) -> pd.DataFrame:
     """The answers that count: the latest live rating or vote per unit, annotator and dimension, with the
     unit's item, track and models; `seconds` from the unit's claim to the answer. A crowd study's gold units
-    (known answers, checking the workers: evalcore.store.crowd) are left out unless `gold`."""
+    (known answers, checking the workers: evalcore.store.crowd) are left out unless `gold`, and the answers of the
+    workers it excluded unless `excluded` (their ratings have left human_ratings too)."""
     frame = con.execute(f"""
         WITH a AS ({LIVE})
         SELECT a.unit, u.item_id, u.track, u.model_a, u.model_b, a.annotator, a.dimension, a.value, a.kind,
@@ -253,7 +254,11 @@ def latest(con: duckdb.DuckDBPyConnection, task_id: int, *, gold: bool = False) 
         QUALIFY row_number() OVER (PARTITION BY a.unit, a.annotator, a.dimension ORDER BY a.answer_id DESC) = 1
         ORDER BY a.unit, a.annotator, a.dimension
     """, [task_id]).df()
-    return frame if gold else frame[frame["model_a"] != GOLD_MODEL].reset_index(drop=True)
+    if not gold:
+        frame = frame[frame["model_a"] != GOLD_MODEL]
+    if not excluded:
+        frame = frame[~frame["annotator"].isin(_crowd_of(con, task_id)[1])]
+    return frame.reset_index(drop=True)
 
 
 def mine(con: duckdb.DuckDBPyConnection, task_id: int, unit: int, annotator: str) -> dict[str, float]:
@@ -410,11 +415,15 @@ GOLD_MODEL = "(gold)"   # a crowd study's gold unit's model_a (evalcore.store.cr
 
 
 def _crowd(con, task: Task) -> tuple[set[int], set[str]]:
+    return _crowd_of(con, task.task_id)
+
+
+def _crowd_of(con, task_id: int) -> tuple[set[int], set[str]]:
     """(the task's gold units, its crowd workers excluded now): none unless the task is a crowd study."""
     rows = con.execute("""
         SELECT 'gold', unit::VARCHAR FROM gold_units WHERE task_id = ?
         UNION ALL SELECT 'out', annotator FROM crowd_decisions WHERE kind = 'rating' AND task_id = ?
-        GROUP BY annotator HAVING arg_max(excluded, decision_id)""", [task.task_id, task.task_id]).fetchall()
+        GROUP BY annotator HAVING arg_max(excluded, decision_id)""", [task_id, task_id]).fetchall()
     return {int(v) for k, v in rows if k == "gold"}, {v for k, v in rows if k == "out"}
 
 

@@ -106,6 +106,8 @@ def test_a_study_from_entry_to_codes(study):
     assert crowd.finish(con, opened, workers[0].worker) == endings[0]   # asked again: the same, nothing decided twice
     # the excluded workers' ratings left human_ratings; put back, they return
     careless = workers[5].annotator
+    assert careless not in set(stored.latest(con, task.task_id)["annotator"])   # results, export and ranking read it
+    assert careless in set(stored.latest(con, task.task_id, excluded=True)["annotator"])
     mine = "SELECT count(*) FROM {table} WHERE origin = ? AND annotator = ?"
     assert con.execute(mine.format(table="human_ratings"), [task.origin, careless]).fetchall()[0][0] == 0
     kept = con.execute(mine.format(table="excluded_ratings"), [task.origin, careless]).fetchall()[0][0]
