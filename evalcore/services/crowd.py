@@ -136,8 +136,7 @@ def gold_places(study: Study, task: Task, annotator: str) -> set[int]:
 
 def _done(con, task: Task, annotator: str) -> tuple[list[int], set[int]]:
     """(units this worker finished, in order; the gold ones among them)."""
-    done = [u for u in task_store.units_of(con, task, annotator)
-            if len(task_store.mine(con, task.task_id, u, annotator)) >= len(task.dimensions)]
+    done = task_store.finished_units(con, task, annotator)
     return done, set(done) & stored.gold_units(con, task.task_id)
 
 

@@ -280,6 +280,16 @@ def done_by(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> tuple
     """, [task.task_id, annotator, len(task.dimensions), task.task_id]).fetchall()[0]
 
 
+def finished_units(con: duckdb.DuckDBPyConnection, task: Task, annotator: str) -> list[int]:
+    """The units this annotator finished by answering every dimension (answers that still count), in the order they
+    first answered them: one query (a crowd worker's next unit asks it on every click)."""
+    return [int(u) for (u,) in con.execute(f"""
+        WITH a AS ({LIVE_OF})
+        SELECT unit FROM a WHERE kind IN ('rating', 'vote') AND live GROUP BY unit
+        HAVING count(DISTINCT dimension) >= ? ORDER BY min(answer_id)""",
+                                            [task.task_id, annotator, len(task.dimensions)]).fetchall()]
+
+
 def order_for(task: Task, annotator: str, n_units: int) -> np.ndarray:
     """The annotator's own order of the task's units (1-based), seeded by the task and the name."""
     return np.random.default_rng(seed(task.seed, "order", annotator)).permutation(n_units) + 1
