@@ -13,10 +13,12 @@ import pandas as pd
 from evalcore.analysis import bradley_terry
 from evalcore.core.i18n import N_, _, ngettext
 from evalcore.pagedata.share import link
+from evalcore.services import crowd
 from evalcore.services import tasks as service
 from evalcore.store import annotators as people
+from evalcore.store import crowd as crowd_store
 from evalcore.store import tasks as stored
-from evalcore.store.tasks import Task
+from evalcore.store.tasks import GOLD_MODEL, Task
 
 NotThem = people.NotThem   # a name entered without its person's key (the page counts a wrong key as a guess)
 
@@ -120,6 +122,8 @@ def unit_view(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: 
     speakers = [SPEAKERS[(len(turns) - 1 - i) % 2] for i in range(len(turns))]
     texts = dict(con.execute("SELECT model, text FROM responses WHERE dataset = ? AND item_id = ? AND model IN (?, ?)",
                              [task.dataset, item_id, model_a, model_b or model_a]).fetchall())
+    if model_a == GOLD_MODEL:   # a crowd study's gold unit: its response is stored with it, shown as any other
+        texts[GOLD_MODEL] = crowd_store.gold_response(con, task.task_id, unit) or ""
     sides = ["a"] if model_b is None else (["b", "a"] if stored.swapped(task, annotator, unit) else ["a", "b"])
     shown = [texts.get(model_a if s == "a" else model_b, "") for s in sides]
     return {"item_id": item_id, "track": track, "turns": list(zip(speakers, turns)),
@@ -297,3 +301,67 @@ def sources_side_by_side(con: duckdb.DuckDBPyConnection, dataset: str) -> pd.Dat
     if "human" not in found or len(found) < 2:
         return pd.DataFrame()
     return pd.concat([bradley_terry.table(con, dataset, source=s, resamples=200) for s in found], ignore_index=True)
+
+
+# ---------------------------------------------------------------- a crowd study's worker (evalcore.services.crowd)
+Refused = crowd.Refused
+Study = crowd.Study
+
+
+def study_of(con: duckdb.DuckDBPyConnection, task_id: int) -> crowd.Study | None:
+    """The crowd study a task is opened as (None: the lab's own annotators rate it)."""
+    return crowd.study_of(con, task_id)
+
+
+def crowd_params(study: crowd.Study) -> tuple[str, str, str]:
+    """The names the platform gives the worker's, study's and session's identifiers in the study's link."""
+    params = crowd.PARAMS[study.platform]
+    return params.worker, params.study, params.session
+
+
+def crowd_ids(study: crowd.Study, query: dict[str, str]) -> crowd.Ids | None:
+    """The worker's identifiers from the page's URL (None: it carries none; Refused: edited)."""
+    return crowd.ids_from(study, query)
+
+
+def crowd_enter(con: duckdb.DuckDBPyConnection, study: crowd.Study, ids: crowd.Ids, client: str | None):
+    """The worker, entered or resumed (Refused: a preview, a closed study, a second identity)."""
+    return crowd.enter(con, study, ids, client=client)
+
+
+def crowd_questions(con: duckdb.DuckDBPyConnection, study: crowd.Study) -> list[tuple[int, str, list[str]]]:
+    return crowd.questions(con, study.task_id)
+
+
+def crowd_check(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str,
+                answers: list[int | None]) -> tuple[bool, int]:
+    return crowd.check(con, study, worker, answers)
+
+
+def crowd_checked(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str:
+    return crowd.checked(con, study, worker)
+
+
+def crowd_outcome(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str | None:
+    """'working', 'passed' or 'failed' (None: not entered)."""
+    found = crowd_store.worker(con, study.kind, study.task_id, worker)
+    return found.outcome if found else None
+
+
+def crowd_next_unit(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: Task, annotator: str) -> int | None:
+    return crowd.next_unit(con, study, task, annotator)
+
+
+def crowd_place(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: Task, annotator: str,
+                unit: int) -> tuple[int, int]:
+    """(the unit's place among the worker's, 1-based; units they rate in all): "Unit 3 of 6", never the task's
+    number of the unit (a gold unit's number would tell it apart)."""
+    total = crowd.position(con, study, task, annotator)[1]
+    mine = stored.units_of(con, task, annotator)
+    place = mine.index(unit) + 1 if unit in mine else len(mine) + 1
+    return min(place, total), total
+
+
+def crowd_finish(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> crowd.Ending:
+    """The worker's end: the pass rule applied once, their code and the way back (the same when asked again)."""
+    return crowd.finish(con, study, worker)
