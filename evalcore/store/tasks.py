@@ -33,7 +33,7 @@ from evalcore.core.options import TASK_LEVELS, TASK_MAX_SEED, TASK_MODES, TASK_S
 from evalcore.core.seeds import seed
 from evalcore.core.text import bad_character, identity_key, invisible, lookalike_letters, skeleton
 from evalcore.store import history
-from evalcore.store.annotators import check_name
+from evalcore.store.annotators import CROWD_NAME, check_name
 from evalcore.store.transactions import bump_revision, next_id, transaction
 
 MODES = TASK_MODES
@@ -424,6 +424,19 @@ def _plan(con, task: Task, annotator: str, now: datetime) -> dict[str, set[int] 
 GOLD_MODEL = "(gold)"   # a crowd study's gold unit's model_a (evalcore.store.crowd: its text is stored there)
 
 
+def _within_share(con, task: Task, unit: int, annotator: str) -> None:
+    """A crowd worker answers on at most their study's units per worker: an answer on one more unit is refused
+    here, where it is written (the page only offers their share; a crafted request does not get past this)."""
+    row = con.execute("""
+        SELECT s.units, (SELECT count(DISTINCT unit) FROM task_answers WHERE task_id = ? AND annotator = ?
+                         AND kind IN ('rating', 'vote') AND unit <> ?)
+        FROM crowd_studies s WHERE s.kind = 'rating' AND s.task_id = ?""",
+                      [task.task_id, annotator, unit, task.task_id]).fetchall()
+    if row and row[0][1] >= row[0][0]:
+        raise UnitFull(_("You have rated the {n} units this study gives one worker: this answer was not stored.").format(
+            n=row[0][0]))
+
+
 def _crowd(con, task: Task) -> tuple[set[int], set[str]]:
     return _crowd_of(con, task.task_id)
 
@@ -503,6 +516,8 @@ def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str
     with transaction(con):
         _writable(con, task.task_id)
         holders, where = _checks(con, task, unit, annotator, dimension, item_id, model_a, model_b)
+        if CROWD_NAME.match(identity_key(annotator)):
+            _within_share(con, task, unit, annotator)
         if gold:
             where = None
         elif identity_key(annotator) not in holders and len(holders) >= task.per_item:

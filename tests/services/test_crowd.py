@@ -94,6 +94,9 @@ def test_a_study_from_entry_to_codes(study):
         assert len(set(units) & golds) == GOLD, n                             # their gold units, among the real ones
         assert units[0] not in golds                                          # never first
         assert crowd.position(con, opened, task, workers[n].annotator) == (UNITS, UNITS)
+    other = next(u for u in stored.units(con, task.task_id)["unit"] if u not in rated[0])
+    with pytest.raises(stored.UnitFull, match="units this study gives"):   # a unit beyond their share: refused
+        stored.answer(con, task, int(other), workers[0].annotator, "Info", 1.0)
     per_unit = stored.latest(con, task.task_id).groupby("unit")["annotator"].nunique()
     assert per_unit.max() <= K                                                # K holds on the real units
     endings = {n: crowd.finish(con, opened, w.worker) for n, w in workers.items()}
