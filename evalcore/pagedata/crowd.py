@@ -1,0 +1,162 @@
+"""What the Rating tasks page shows and does for a crowd study (evalcore.services.crowd): the study's settings, the
+link to paste into the platform, its workers with their quality and outcome, the decisions that excluded a worker
+or put them back, and the form that opens a task to a platform. The platform identifiers are read only by
+`identifiers`, which the page calls only for those with write access; every other view carries pseudonyms."""
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import duckdb
+import pandas as pd
+
+from evalcore.core import i18n
+from evalcore.core.i18n import N_, _, ngettext
+from evalcore.services import crowd
+from evalcore.store import crowd as stored
+from evalcore.store import tasks as task_store
+
+Refused = crowd.Refused
+Study = crowd.Study
+PLATFORMS = crowd.PLATFORMS
+RULE = crowd.RULE
+# a platform as the page names it (the id stays in the store and the link)
+PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Amazon Mechanical Turk", "generic": N_("another platform")}
+# a worker's outcome, shown in the viewer's words
+OUTCOMES = {"working": N_("working"), "passed": N_("passed"), "failed": N_("failed")}
+# the workers' table as the page shows it, in this order (platform_id after the pseudonym, when asked)
+COLUMNS = ["annotator", "outcome", "excluded", "reason", "units", "gold_share", "loo_spearman", "competence",
+           "too_fast_share", "straight_lined", "median_seconds", "hourly_pay", "other_identity"]
+
+
+def platform_name(platform: str) -> str:
+    name = PLATFORM_NAMES.get(platform, platform)
+    return _(name) if platform == "generic" else name
+
+
+def study(con: duckdb.DuckDBPyConnection, task_id: int) -> crowd.Study | None:
+    """The crowd study a task is opened as (None: the lab's own annotators rate it)."""
+    return crowd.study_of(con, task_id)
+
+
+def study_link(study: crowd.Study, base: str) -> str:
+    """The study URL to paste into the platform, on the server of `base` (any path or query in it dropped, as the
+    page's other links)."""
+    parts = urlsplit(base)
+    root = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else base
+    return crowd.link(study, root)
+
+
+def settings_lines(study: crowd.Study) -> list[str]:
+    """The study's settings as sentences: the platform, units and gold per worker, the pay."""
+    lines = [_("Open to {platform}: each worker rates {units} units, {gold} of them gold units.").format(
+        platform=platform_name(study.platform), units=i18n.number(study.units), gold=i18n.number(study.gold))]
+    if study.pay is None:
+        lines.append(_("No pay stated: the hourly pay is not computed."))
+    else:
+        lines.append(_("Pay per worker: {pay} {currency}.").format(pay=i18n.number(study.pay, 2),
+                                                                   currency=study.currency)
+                     if study.currency else _("Pay per worker: {pay}.").format(pay=i18n.number(study.pay, 2)))
+    return lines
+
+
+def rule_lines(rule: dict) -> list[str]:
+    """The pass rule as sentences, one per condition a worker must meet."""
+    lines = []
+    if rule.get("gold_min") is not None:
+        lines.append(_("At least {share} of their gold units answered within the expected range.").format(
+            share=i18n.percent(rule["gold_min"])))
+    if rule.get("too_fast_max") is not None:
+        lines.append(_("At most {share} of their answers given faster than the text can be read.").format(
+            share=i18n.percent(rule["too_fast_max"])))
+    if rule.get("comprehension"):
+        lines.append(_("The comprehension questions passed (two attempts)."))
+    if rule.get("straight_lining") is False:
+        lines.append(_("Not the same answer on every unit of a dimension."))
+    if rule.get("identity"):
+        lines.append(_("No second identity tried from the same browser."))
+    if rule.get("competence_min") is not None:
+        lines.append(_("A competence estimate (MACE) of at least {minimum}.").format(
+            minimum=i18n.number(rule["competence_min"], 2)))
+    return lines
+
+
+def where_to_paste(study: crowd.Study) -> str:
+    """What to do with the link on the study's platform."""
+    if study.platform == "prolific":
+        return _("On Prolific: paste it as the study URL and choose \"I'll use URL parameters\"; Prolific fills in "
+                 "the worker's, study's and session's identifiers. Give Prolific the completion code below.")
+    if study.platform == "mturk":
+        return _("On MTurk: make an External Question HIT with this link as its ExternalURL; MTurk appends workerId, "
+                 "assignmentId and hitId. Ask for the completion code in the HIT, or set a redirect.")
+    return _("On another platform: it appends worker_id, study_id and session_id to this link.")
+
+
+def workers(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
+    """Every worker of the study, COLUMNS: pseudonym, outcome, excluded and why, and their quality (gold share,
+    leave-one-out Spearman, MACE competence, answers too fast, straight-lining, median seconds, hourly pay), and the
+    second identities they tried. No platform identifier."""
+    found = crowd.study_of(con, task_id)
+    if found is None or stored.workers(con, "rating", task_id).empty:
+        return pd.DataFrame(columns=COLUMNS)
+    frame = crowd.quality(con, found, task_store.get(con, task_id))
+    for column in COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    return frame[COLUMNS].reset_index(drop=True)
+
+
+def identifiers(con: duckdb.DuckDBPyConnection, task_id: int) -> dict[str, str]:
+    """pseudonym -> platform identifier: personal data, for those with write access only (to approve and pay on the
+    platform)."""
+    frame = stored.workers(con, "rating", task_id, identifiers=True)
+    return dict(zip(frame["annotator"], frame["platform_id"]))
+
+
+def counts(frame: pd.DataFrame) -> str:
+    """The workers in one sentence: entered, finished, passed, failed, excluded now."""
+    n = len(frame)
+    outcome = frame["outcome"] if n else pd.Series([], dtype=str)
+    return ngettext("{entered} worker entered: {finished} finished, {passed} passed, {failed} failed the pass rule; "
+                    "{excluded} excluded now.",
+                    "{entered} workers entered: {finished} finished, {passed} passed, {failed} failed the pass rule; "
+                    "{excluded} excluded now.", n).format(
+        entered=i18n.number(n), finished=i18n.number(int((outcome != "working").sum())),
+        passed=i18n.number(int((outcome == "passed").sum())), failed=i18n.number(int((outcome == "failed").sum())),
+        excluded=i18n.number(int(frame["excluded"].astype(bool).sum()) if n else 0))
+
+
+def decisions(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
+    """Every decision that excluded a worker or put them back, oldest first: when, whom, which, why, who."""
+    frame = stored.decisions(con, task_id)
+    out = pd.DataFrame({"decided_at": frame["decided_at"], "annotator": frame["annotator"],
+                        "decision": ["excluded" if e else "put back" for e in frame["excluded"]],
+                        "reason": frame["reason"], "decided_by": frame["decided_by"]})
+    return out
+
+
+def exclude(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, reason: str, by: str) -> int:
+    """Exclude a worker (Refused: not a worker of the task, or excluded already): their ratings leave every
+    analysis, logged."""
+    return crowd.exclude(con, task_id, annotator, reason=reason, by=by)
+
+
+def include(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, reason: str, by: str) -> int:
+    """Put a worker back (Refused: not excluded): their ratings count again, logged."""
+    return crowd.include(con, task_id, annotator, reason=reason, by=by)
+
+
+def open_study(con: duckdb.DuckDBPyConnection, task_id: int, *, platform: str, completion_code: str,
+               failed_code: str | None, redirect: str | None, units: int, gold: int, pay: float | None,
+               currency: str | None, gold_min: float, too_fast_max: float) -> crowd.Study:
+    """Open an open task to a crowd platform from the page's form (Refused, with its sentence: a setting refused).
+    Empty texts are settings not given."""
+    if not _blank(completion_code):
+        raise Refused(_("A crowd study needs its completion code: the code a worker who passes gets."))
+    return crowd.open_study(con, task_id, platform=platform, completion_code=completion_code.strip(),
+                            failed_code=_blank(failed_code), redirect=_blank(redirect), units=int(units),
+                            gold=int(gold), pay=pay, currency=_blank(currency),
+                            pass_rule={"gold_min": float(gold_min), "too_fast_max": float(too_fast_max)})
+
+
+def _blank(value: str | None) -> str | None:
+    return (value or "").strip() or None
