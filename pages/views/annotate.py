@@ -229,7 +229,9 @@ def _unit_panel() -> None:
             st.session_state[f"ann-flag-{mark}"] = ""
 
     c1, c2, c3 = st.columns(3)
-    if study is None:   # a crowd worker has no skip: it would let them pick the units they find easy
+    if study is not None:   # a crowd worker has no skip: it would let them pick the units they find easy
+        c1, c2, c3 = None, c1, c2
+    else:
         c1.button(_("Skip this unit"), key=f"ann-skip-{mark}", on_click=_skip,
                   help=_("Give this unit up: someone else takes your place on it, and what you answered on it stops "
                          "counting. Back brings you to it again while a place is free."))

@@ -57,8 +57,8 @@ def _answer(at, choices: list[int | None]):
     return at
 
 
-def _rate_share(at, task_id, golds, careless: bool) -> list[str]:
-    """Rate the worker's units until the page ends; the captions seen ("Unit i of n")."""
+def _rate_share(at, task_id, golds) -> list[str]:
+    """Rate the worker's units until the page ends (gold units right); the captions seen ("Unit i of n")."""
     seen = []
     for i in range(UNITS + 1):
         unit = at.session_state[f"ann-unit-{task_id}"]
@@ -69,13 +69,14 @@ def _rate_share(at, task_id, golds, careless: bool) -> list[str]:
         assert not any(b.label == "Skip this unit" for b in at.button)
         controls = [c for c in at.segmented_control if c.key.startswith(f"ann-{task_id}-")]
         assert [c.key for c in controls] == [f"ann-{task_id}-p{i + 1}-Info", f"ann-{task_id}-p{i + 1}-Coh"]
-        values = [2.0, 2.0] if careless else [float((i + 1) % 3), 0.0 if unit in golds else float(i % 2 + 1)]
+        values = [float((i + 1) % 3), 0.0 if unit in golds else float(i % 2 + 1)]   # gold: Coh 0
         for control, value in zip(controls, values):
             control.set_value(value).run()
             assert not at.exception, [e.value for e in at.exception]
     return seen
 
 
+@pytest.mark.slow   # 6 to 8 s on the 2-core machine: the whole path, fourteen runs of the page
 def test_a_worker_checks_rates_and_gets_the_completion_code(monkeypatch, tmp_path, default_store_file):
     db, task_id, golds = _study(tmp_path, default_store_file)
     at = _open(monkeypatch, db, task_id)
@@ -87,7 +88,7 @@ def test_a_worker_checks_rates_and_gets_the_completion_code(monkeypatch, tmp_pat
     assert any("one more attempt" in w.value for w in at.warning)
     assert at.radio[0].value is None
     _answer(at, [1])
-    seen = _rate_share(at, task_id, golds, careless=False)
+    seen = _rate_share(at, task_id, golds)
     assert seen == [f"Unit {i} of {UNITS}" for i in range(1, UNITS + 1)]
     assert [c.value for c in at.code] == ["DONE42"]
     assert any("completion code is below" in s.value for s in at.success)
@@ -105,9 +106,19 @@ def test_a_worker_checks_rates_and_gets_the_completion_code(monkeypatch, tmp_pat
 
 
 def test_a_careless_worker_gets_the_other_code(monkeypatch, tmp_path, default_store_file):
-    db, task_id, golds = _study(tmp_path, default_store_file)
-    at = _answer(_open(monkeypatch, db, task_id), [1])
-    _rate_share(at, task_id, golds, careless=True)
+    """Their share rated through the services (every answer the highest, gold units failed), then the page."""
+    from evalcore.store import tasks as stored
+
+    db, task_id, __ = _study(tmp_path, default_store_file)
+    _answer(_open(monkeypatch, db, task_id), [1])
+    con = connect(db)
+    study, task = crowd.study_of(con, task_id), stored.get(con, task_id)
+    annotator = crowd_store.workers(con, "rating", task_id)["annotator"].iloc[0]
+    while (unit := crowd.next_unit(con, study, task, annotator)) is not None:
+        for d in task.dimensions:
+            stored.answer(con, task, unit, annotator, d.dimension, d.max)
+    con.close()
+    at = _open(monkeypatch, db, task_id)
     assert [c.value for c in at.code] == ["FAIL42"]
     shown = _shown(at)
     assert "gold" not in shown and "same answer" not in shown and not at.success   # not said which check failed
@@ -163,3 +174,15 @@ def test_the_worker_path_in_chinese(monkeypatch, tmp_path, default_store_file):
     at.radio[0].set_value(1)
     at.button[[b.label for b in at.button].index("检查我的答案")].click().run()
     assert english_left(page_texts(at)) == [] and any(c.value == f"第 1 个单元，共 {UNITS} 个" for c in at.caption)
+
+
+def test_back_shows_a_unit_by_its_place(monkeypatch, tmp_path, default_store_file):
+    db, task_id, golds = _study(tmp_path, default_store_file)
+    at = _answer(_open(monkeypatch, db, task_id), [1])
+    for place in (1, 2):
+        for control in [c for c in at.segmented_control if c.key.startswith(f"ann-{task_id}-p{place}-")]:
+            control.set_value(0.0 if at.session_state[f"ann-unit-{task_id}"] in golds else 1.0).run()
+    at.button(key="ann-back-p3").click().run()
+    assert [c.value for c in at.caption if c.value.startswith("Unit ")] == ["Unit 2 of 6"]
+    at.button(key="ann-next-p2").click().run()
+    assert [c.value for c in at.caption if c.value.startswith("Unit ")] == ["Unit 3 of 6"]
