@@ -186,3 +186,22 @@ def test_back_shows_a_unit_by_its_place(monkeypatch, tmp_path, default_store_fil
     assert [c.value for c in at.caption if c.value.startswith("Unit ")] == ["Unit 2 of 6"]
     at.button(key="ann-next-p2").click().run()
     assert [c.value for c in at.caption if c.value.startswith("Unit ")] == ["Unit 3 of 6"]
+
+
+def test_a_closed_study_and_an_mturk_preview_are_refused(monkeypatch, tmp_path, default_store_file):
+    from evalcore.store import tasks as stored
+
+    db, task_id, __ = _study(tmp_path, default_store_file)
+    con = connect(db)
+    stored.set_state(con, task_id, "closed")
+    turk = service.create_task(con, dataset="demo-zh", mode="absolute", dimensions=["Info"], items=4, per_item=1,
+                               lang="en")
+    crowd.open_study(con, turk, platform="mturk", completion_code="OK1", units=2)
+    con.close()
+    at = _open(monkeypatch, db, task_id)
+    assert ["This study is closed" in e.value for e in at.error] == [True]
+    assert not at.radio and not at.selectbox
+    at = run("annotate", monkeypatch, {"EVALCORE_DB": db}, lang="en", task=str(turk), workerId="A1B2C3",
+             assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", hitId="H1")
+    assert ["preview" in e.value for e in at.error] == [True]
+    assert not [c for c in at.segmented_control if c.key.startswith(f"ann-{turk}-")]
