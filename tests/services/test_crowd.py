@@ -125,6 +125,8 @@ def test_a_study_from_entry_to_codes(study):
     assert "platform_id" not in crowd_store.workers(con, "rating", task.task_id).columns
     assert set(crowd_store.workers(con, "rating", task.task_id, identifiers=True)["platform_id"]) == {
         pid(n) for n in range(8)}
+    from evalcore.services import record
+    assert not [t for t in record.TABLES if t.startswith(("crowd", "gold", "excluded"))]   # a record carries none
     for table, in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
         if table == "crowd_workers":
             continue
