@@ -239,7 +239,7 @@ def crowd_study(task, allowed: bool, who: str | None) -> None:
                 _("No code for a worker who failed the checks: they get none."))
     else:
         st.caption(_("The completion codes are shown to those who may write."))
-    frame = crowd_data.workers(con, task.task_id)
+    frame = data(crowd_data.workers, task.task_id)   # MACE over every worker: kept until the store changes
     st.text(crowd_data.counts(frame))
     if said:   # what the last click did, once
         st.success(md_escape(said))
@@ -256,7 +256,8 @@ def crowd_study(task, allowed: bool, who: str | None) -> None:
             shown.insert(1, "platform_id", shown["annotator"].map(ids))
         two = st.column_config.NumberColumn(format="%.2f")
         grid(shown, width="stretch",
-             column_config={"annotator": st.column_config.Column(pinned=True), "gold_share": two,
+             column_config={"annotator": st.column_config.Column(pinned=True),
+                            "reason": st.column_config.Column(width="large"), "gold_share": two,
                             "loo_spearman": two, "competence": two, "too_fast_share": two,
                             "median_seconds": st.column_config.NumberColumn(format="%.1f"), "hourly_pay": two})
     if not allowed:
@@ -268,7 +269,7 @@ def crowd_study(task, allowed: bool, who: str | None) -> None:
         st.caption(_("Decisions: who excluded a worker or put them back, when and why (the pass rule decides when a "
                      "worker finishes)"))
         log["decision"] = log["decision"].map(lambda v: _(DECISIONS[v]) if v in DECISIONS else v)
-        grid(log, width="stretch")
+        grid(log, width="stretch", column_config={"reason": st.column_config.Column(width="large")})
 
 
 def decide(task, frame, who: str | None) -> None:
