@@ -6,8 +6,6 @@ told which check failed; a second identifier in the same session is refused; the
 what the page shows; without the identifiers, the link says to open the study from the platform."""
 from __future__ import annotations
 
-from functools import partial
-
 import pytest
 
 from evalcore.services import crowd
@@ -76,6 +74,24 @@ def _rate_share(at, task_id, golds) -> list[str]:
     return seen
 
 
+def _rate_through_services(db, task_id, golds=frozenset(), careless: bool = False) -> None:
+    """The only worker's share rated through the services: every answer the highest (careless), or varied with
+    the gold units right."""
+    from evalcore.store import tasks as stored
+
+    con = connect(db)
+    study, task = crowd.study_of(con, task_id), stored.get(con, task_id)
+    annotator = crowd_store.workers(con, "rating", task_id)["annotator"].iloc[0]
+    k = 0
+    while (unit := crowd.next_unit(con, study, task, annotator)) is not None:
+        k += 1
+        for d in task.dimensions:
+            value = (d.max if careless else 0.0 if unit in golds and d.dimension == "Coh"
+                     else float((k + len(d.dimension)) % 3))
+            stored.answer(con, task, unit, annotator, d.dimension, value)
+    con.close()
+
+
 @pytest.mark.slow   # 6 to 8 s on the 2-core machine: the whole path, fourteen runs of the page
 def test_a_worker_checks_rates_and_gets_the_completion_code(monkeypatch, tmp_path, default_store_file):
     db, task_id, golds = _study(tmp_path, default_store_file)
@@ -107,17 +123,9 @@ def test_a_worker_checks_rates_and_gets_the_completion_code(monkeypatch, tmp_pat
 
 def test_a_careless_worker_gets_the_other_code(monkeypatch, tmp_path, default_store_file):
     """Their share rated through the services (every answer the highest, gold units failed), then the page."""
-    from evalcore.store import tasks as stored
-
     db, task_id, __ = _study(tmp_path, default_store_file)
     _answer(_open(monkeypatch, db, task_id), [1])
-    con = connect(db)
-    study, task = crowd.study_of(con, task_id), stored.get(con, task_id)
-    annotator = crowd_store.workers(con, "rating", task_id)["annotator"].iloc[0]
-    while (unit := crowd.next_unit(con, study, task, annotator)) is not None:
-        for d in task.dimensions:
-            stored.answer(con, task, unit, annotator, d.dimension, d.max)
-    con.close()
+    _rate_through_services(db, task_id, careless=True)
     at = _open(monkeypatch, db, task_id)
     assert [c.value for c in at.code] == ["FAIL42"]
     shown = _shown(at)
@@ -174,6 +182,10 @@ def test_the_worker_path_in_chinese(monkeypatch, tmp_path, default_store_file):
     at.radio[0].set_value(1)
     at.button[[b.label for b in at.button].index("检查我的答案")].click().run()
     assert english_left(page_texts(at)) == [] and any(c.value == f"第 1 个单元，共 {UNITS} 个" for c in at.caption)
+    _rate_through_services(db, task_id, golds)   # the rest of their share, then the page again: the end
+    at = _open(monkeypatch, db, task_id, lang=None)
+    assert [c.value for c in at.code] == ["DONE42"] and english_left(page_texts(at)) == []
+    assert [b.proto.label for b in at.get("link_button")] == ["返回 Prolific"]
 
 
 def test_back_shows_a_unit_by_its_place(monkeypatch, tmp_path, default_store_file):
