@@ -59,6 +59,11 @@ def _client_address() -> str | None:
     return address
 
 
+def client_address() -> str | None:
+    """The client's address as the server knows it, for a page (a crowd worker's browser: pages/kit/crowd.py)."""
+    return _client_address()
+
+
 def checked_guess(gate: str, check):
     """One guess at `gate` ('password', 'task-code', ...), counted against this session, this client's address
     and the server (evalcore.pagedata.access.attempt: right, wait, checked); `check()` runs only when none of them

@@ -15,7 +15,7 @@ from evalcore.core.errors import StoreError
 from evalcore.core.i18n import _
 from evalcore.pagedata import annotation as ann
 from pages.kit import lang
-from pages.kit.access import _client_address
+from pages.kit.access import client_address
 from pages.kit.identity import say
 from pages.kit.state import publish
 from pages.kit.text import md_escape
@@ -49,7 +49,7 @@ def publish_study(study: ann.Study, notices: list[str]) -> None:
 
 def _client() -> str | None:
     """The browser as the server sees it: its address and its User-Agent (None: neither is known)."""
-    address = _client_address()
+    address = client_address()
     headers = getattr(st.context, "headers", None) or {}
     agent = headers.get("User-Agent") or ""
     return f"{address or ''}|{agent}" if address or agent else None
