@@ -1,7 +1,7 @@
 """A crowd worker's whole path in Chromium at 800 px (a phone-sized window) and 1400 px (issue 65): from the Prolific
 link to the completion code. The link opens the comprehension question with nothing to type; a wrong answer is
 said (one more attempt), the right one opens their six units ("Unit i of 6", two of them gold units, their nonsense
-reply rated Coh 0), and the end shows the completion code in large type with the button back to Prolific. The
+reply rated Coh 0; a reload midway resumes them), and the end shows the completion code in large type with the button back to Prolific. The
 platform identifier is never in the page's HTML. Screenshots in tests/artifacts (crowd-*.png)."""
 from __future__ import annotations
 
@@ -67,6 +67,10 @@ def test_a_worker_from_the_platform_link_to_the_completion_code(study, width):
         golds_seen, shot = 0, False
         for i in range(1, UNITS + 1):
             expect(page.get_by_text(f"Unit {i} of {UNITS}", exact=True)).to_be_visible(timeout=60_000)
+            if i == 3:   # a reload (a new session): the address bar kept the link's identifiers, the worker resumes
+                assert f"PROLIFIC_PID={pid}" in page.url
+                page.reload()
+                expect(page.get_by_text(f"Unit {i} of {UNITS}", exact=True)).to_be_visible(timeout=60_000)
             assert not page.get_by_role("button", name="Skip this unit").count()
             texts = {t.strip() for t in page.locator('[data-testid="stText"]').all_inner_texts()}
             is_gold = bool(texts & gold)   # shown as any reply is: only its text tells it
