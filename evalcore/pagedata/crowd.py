@@ -91,6 +91,12 @@ def where_to_paste(study: crowd.Study) -> str:
     return _("On another platform: it appends worker_id, study_id and session_id to this link.")
 
 
+def way_back(study: crowd.Study) -> str | None:
+    """Where a worker who passes is sent with their code (None: they type the code in on the platform). It carries
+    the completion code: for those with write access only."""
+    return crowd.way_back(study, study.completion_code)
+
+
 def workers(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
     """Every worker of the study, COLUMNS: pseudonym, outcome, excluded and why, and their quality (gold share,
     leave-one-out Spearman, MACE competence, answers too fast, straight-lining, median seconds, hourly pay), and the

@@ -237,6 +237,9 @@ def crowd_study(task, allowed: bool, who: str | None) -> None:
         st.text(_("Code for a worker who failed the checks: {code}").format(code=study.failed_code)
                 if study.failed_code else
                 _("No code for a worker who failed the checks: they get none."))
+        back = crowd_data.way_back(study)   # it carries the code
+        st.text(_("A worker who passes is sent back to {url}").format(url=back) if back else
+                _("No redirect: a worker who passes types the completion code in on the platform."))
     else:
         st.caption(_("The completion codes are shown to those who may write."))
     frame = data(crowd_data.workers, task.task_id)   # MACE over every worker: kept until the store changes

@@ -47,7 +47,7 @@ def built(tmp_path_factory, default_store_file):
         now = datetime(2026, 11, 28, 12, 0)
         k = 0
         while (unit := crowd.next_unit(con, study, task, worker.annotator, now=now)) is not None:
-            now += timedelta(seconds=1 if careless else 30)
+            now += timedelta(seconds=1 if careless else 300)   # careful: time to read any unit
             for d in task.dimensions:
                 if careless:
                     value = d.max
@@ -98,6 +98,7 @@ def test_the_study_its_workers_and_why_one_was_excluded(monkeypatch, study):
     texts = [t.value for t in at.text]
     assert "4 workers entered: 4 finished, 3 passed, 1 failed the pass rule; 1 excluded now." in texts
     assert "Completion code: DONE42" in texts and "Code for a worker who failed the checks: FAIL42" in texts
+    assert "A worker who passes is sent back to https://app.prolific.com/submissions/complete?cc=DONE42" in texts
     assert any("each worker rates 6 units, 2 of them gold units" in t for t in texts)
     link = at.code[0].value
     assert link == (f"http://localhost:8501/annotate?task={task_id}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
@@ -126,28 +127,38 @@ def test_without_write_access_no_identifier_and_no_code_is_sent(monkeypatch, stu
     assert not at.toggle and not [b for b in at.button if b.label in ("Exclude", "Put back")]
 
 
-def test_excluding_and_putting_back_from_the_page(monkeypatch, study):
+def test_excluding_a_worker_from_the_page(monkeypatch, study):
     db, task_id, names = study
     at = run("tasks", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task_id))
-    at.selectbox(key=f"tk-crowd-who-{task_id}").set_value(names[0])   # the first worker: their button excludes
+    at.selectbox(key=f"tk-crowd-who-{task_id}").set_value(names[0])   # a worker who passed: their button excludes
     at.text_input(key=f"tk-crowd-why-{task_id}").input("answers unrelated to the text")
     next(b for b in at.button if b.label == "Exclude").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [s.value for s in at.success][-1].replace("\\", "").startswith(f"{names[0]} excluded: their ratings left")
     con = connect(db)
     assert crowd_store.excluded(con, task_id) == {names[0], names[CARELESS]}
+    assert names[0] not in set(stored.latest(con, task_id)["annotator"])   # what results, export and ranking read
     con.close()
     assert bool(workers_table(at).set_index("annotator").loc[names[0], "excluded"])
     log = next(d.value for d in at.dataframe if "decided_by" in d.value.columns)
     assert list(log["decided_by"]) == ["pass rule", "dashboard"]
     assert list(log["reason"])[-1] == "answers unrelated to the text"
+
+
+def test_putting_a_worker_back_from_the_page(monkeypatch, study):
+    db, task_id, names = study
+    at = run("tasks", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task_id))
+    at.selectbox(key=f"tk-crowd-who-{task_id}").set_value(names[CARELESS]).run()   # excluded by the pass rule
     at.text_input(key=f"tk-crowd-why-{task_id}").input("checked by hand")
     next(b for b in at.button if b.label == "Put back").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [s.value for s in at.success][-1].replace("\\", "").startswith(f"{names[CARELESS]} put back")
     con = connect(db)
-    assert crowd_store.excluded(con, task_id) == {names[CARELESS]}
+    assert crowd_store.excluded(con, task_id) == set()
+    assert names[CARELESS] in set(stored.latest(con, task_id)["annotator"])
     decisions = crowd_store.decisions(con, task_id)
     con.close()
-    assert list(decisions["excluded"]) == [True, True, False] and list(decisions["reason"])[-1] == "checked by hand"
+    assert list(decisions["excluded"]) == [True, False] and list(decisions["reason"])[-1] == "checked by hand"
 
 
 def test_opening_an_open_task_to_a_platform(monkeypatch, tmp_path, default_store_file):
