@@ -61,7 +61,7 @@ def study(db: Path) -> int:
         crowd.check(con, opened, worker.worker, [1])
         now, k = start, 0
         while (unit := crowd.next_unit(con, opened, task, worker.annotator, now=now)) is not None:
-            now += timedelta(seconds=2 if n == CARELESS else 35 + 5 * n)
+            now += timedelta(seconds=2 if n == CARELESS else 240 + 20 * n)   # careful: time to read any unit
             for d in task.dimensions:
                 if n == CARELESS:
                     value = d.max
