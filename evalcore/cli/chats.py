@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from evalcore.cli import crowd
 from evalcore.cli.output import emit, escaped, visible
 from evalcore.core.export import safe_csv
 from evalcore.core.text import CONTROL
@@ -27,6 +28,10 @@ def create(con, args) -> None:
             guidelines = Path(args.guidelines).read_text(encoding="utf-8-sig")   # Notepad's byte-order mark is not text
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"--guidelines {args.guidelines}: cannot be read as UTF-8 text ({exc})") from None
+    if args.platform:   # a crowd study's settings, checked before anything is written
+        crowd.settings(args)
+        if args.no_people:
+            raise ValueError("--platform needs people to hold the conversations: drop --no-people")
     task_id = service.create_chat(con, dataset=args.dataset, track=args.track, endpoints=_split(args.endpoints) or [],
                                   per_scenario=args.per_scenario, max_rounds=args.max_rounds,
                                   n_scenarios=args.scenarios, seed=args.seed, dimensions=_split(args.dimensions),
@@ -45,6 +50,8 @@ def create(con, args) -> None:
              f"with their name; accepted conversations become dataset {task.target}" if task.people else "")
           + (f"; `evalcore chat simulate {task_id}` runs the simulated ones (each simulator's become dataset "
              f"{task.target}-sim-<simulator>)" if task.simulators else ""), file=sys.stderr)
+    if args.platform:
+        crowd.opened(con, task_id, args, kind="chat")
 
 
 def listing(con, args) -> None:

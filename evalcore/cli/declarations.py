@@ -426,6 +426,7 @@ def chat_create(p):
     p.add_argument("--no-people", action="store_true", help="only the simulators hold conversations (with --simulators)")
     p.add_argument("--lang", choices=LANGS, help="the task's language: its people's pages, dimension definitions "
                    "and flags, whatever their browser says (default: the dataset's: zh-CN for Chinese, else en)")
+    crowd_settings(p, required=False)
 
 
 @command("chat list", "every chat task with its conversations' states", "chats:listing", READS)
@@ -622,9 +623,9 @@ def crowd_settings(p, *, required: bool) -> None:
     p.add_argument("--redirect", metavar="URL", help="where a worker goes back at the end ({code}: their code); "
                    "Prolific's completion page by default on Prolific")
     p.add_argument("--units-per-worker", type=names.count(1), default=10, help="units one worker rates, gold ones "
-                   "included (default 10)")
+                   "included (a chat study: conversations one worker holds) (default 10)")
     p.add_argument("--gold-per-worker", type=names.count(0), default=0, help="gold units among them (add them with "
-                   "`crowd gold`)")
+                   "`crowd gold`; a chat study: conversations carrying an instruction check, `crowd instruction`)")
     p.add_argument("--pay", type=float, help="the study's stated payment per worker (for the effective hourly pay)")
     p.add_argument("--currency", help="the payment's currency, e.g. GBP, USD, CNY")
     p.add_argument("--gold-min", type=float, default=CROWD_RULE["gold_min"],
@@ -634,27 +635,33 @@ def crowd_settings(p, *, required: bool) -> None:
                         f"{CROWD_RULE['too_fast_max']})")
 
 
-group("crowd", "crowd studies: a rating task opened for Prolific, MTurk or another platform (open, link, gold, "
-      "question, workers, quality, exclude, include)", "action")
+group("crowd", "crowd studies: a rating or chat task opened for Prolific, MTurk or another platform (open, link, "
+      "gold, question, instruction, workers, quality, exclude, include; --chat: TASK is a chat task's id)", "action")
 
 
-@command("crowd open", "open a rating task to a crowd platform", "crowd:open_command", WRITES)
-def crowd_open(p):
+def crowd_task(p) -> None:
+    """A crowd command's TASK, a rating task's id unless --chat."""
     p.add_argument("task_id", type=int)
+    p.add_argument("--chat", action="store_true", help="TASK is a chat task's id (`evalcore chat list`)")
+
+
+@command("crowd open", "open a rating task (--chat: a chat task) to a crowd platform", "crowd:open_command", WRITES)
+def crowd_open(p):
+    crowd_task(p)
     db(p)
     crowd_settings(p, required=True)
 
 
 @command("crowd link", "the study URL to paste into the platform", "crowd:link_command", READS)
 def crowd_link(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     db(p)
     p.add_argument("--base", default="http://localhost:8501", help="the dashboard's address as workers reach it")
 
 
 @command("crowd gold", "add gold units (known answers) to a crowd study", "crowd:gold_command", WRITES)
 def crowd_gold(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     db(p)
     p.add_argument("--kind", choices=CROWD_GOLD_KINDS, required=True,
                    help="nonsense: a reply's characters shuffled; copies-knowledge: the item's knowledge copied out; "
@@ -669,7 +676,7 @@ def crowd_gold(p):
 @command("crowd question", "add a comprehension question workers answer before real work (two attempts)",
          "crowd:question_command", WRITES)
 def crowd_question(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     db(p)
     p.add_argument("--question", type=written_text("question"), required=True)
     p.add_argument("--option", type=written_text("option"), action="append", required=True,
@@ -677,10 +684,22 @@ def crowd_question(p):
     p.add_argument("--answer", type=names.count(1), required=True, help="the right option's number, from 1")
 
 
+@command("crowd instruction", "add an instruction check to a chat study: shown inside the scenario of the "
+         "conversations at a worker's gold places; one of their messages there must contain the word",
+         "crowd:instruction_command", WRITES)
+def crowd_instruction(p):
+    crowd_task(p)
+    db(p)
+    p.add_argument("--text", type=written_text("text"), required=True,
+                   help="the instruction, in the task's language, e.g. \"In your first message, mention the word giraffe.\"")
+    p.add_argument("--expect", type=written_text("expect"), required=True,
+                   help="the word one of the worker's messages in that conversation contains (case and width ignored)")
+
+
 @command("crowd workers", "every worker of a study: pseudonym, outcome, exclusion (identifiers only when asked)",
          "crowd:workers_command", READS)
 def crowd_workers(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     db(p)
     p.add_argument("--with-identifiers", action="store_true",
                    help="add the platform identifiers (personal data: to approve and pay workers on the platform)")
@@ -690,7 +709,7 @@ def crowd_workers(p):
 @command("crowd quality", "per worker: gold answered right, agreement with the others, MACE competence, time, "
          "flags and effective hourly pay", "crowd:quality_command", READS)
 def crowd_quality(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     db(p)
     output(p)
 
@@ -698,7 +717,7 @@ def crowd_quality(p):
 @command("crowd exclude", "exclude a worker: their ratings leave every analysis (logged; `crowd include` puts them "
          "back)", "crowd:exclude_command", WRITES)
 def crowd_exclude(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     p.add_argument("annotator", help="the worker's pseudonym, as `crowd workers` lists it")
     db(p)
     p.add_argument("--reason", type=written_text("reason"), required=True)
@@ -706,7 +725,7 @@ def crowd_exclude(p):
 
 @command("crowd include", "put an excluded worker back (logged)", "crowd:include_command", WRITES)
 def crowd_include(p):
-    p.add_argument("task_id", type=int)
+    crowd_task(p)
     p.add_argument("annotator")
     db(p)
     p.add_argument("--reason", type=written_text("reason"), required=True)

@@ -1,4 +1,4 @@
-"""Crowd studies (issue 65): a rating task opened for a crowd platform. A worker arrives by the platform's link, is
+"""Crowd studies (issue 65): a rating or chat task opened for a crowd platform. A worker arrives by the platform's link, is
 one annotator by their platform identifier (no name to type), answers the comprehension questions (two attempts),
 rates their share of units with the task's gold units mixed in at places of their own, and leaves with the task's
 completion code (or, having failed the checks, its other code) and the way back to the platform. The pass rule is
@@ -7,11 +7,17 @@ a logged decision that `include` reverses).
 
 The platforms' links: Prolific appends PROLIFIC_PID, STUDY_ID and SESSION_ID to the study URL; MTurk's external
 question appends workerId, assignmentId and hitId (assignmentId ASSIGNMENT_ID_NOT_AVAILABLE while a worker only
-previews the HIT); another platform: worker_id, study_id and session_id."""
+previews the HIT); another platform: worker_id, study_id and session_id.
+
+A chat task's study (kind 'chat') is the same door on the Chat page: the worker holds their share of conversations
+one after another, and the gold units are instruction checks: at the worker's gold places a sentence of the study
+(`crowd instruction`) is shown inside the scenario like any of its lines, and the check passes when one of their
+messages in that conversation contains the expected word."""
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote, urlencode
@@ -21,8 +27,11 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis import crowd_quality
+from evalcore.core import i18n
 from evalcore.core.i18n import _, ngettext
 from evalcore.core.seeds import seed
+from evalcore.core.text import identity_key
+from evalcore.store import chats as chat_store
 from evalcore.store import crowd as stored
 from evalcore.store import tasks as task_store
 from evalcore.store.crowd import ATTEMPTS, PLATFORMS, RULE, Refused, Study
@@ -59,26 +68,40 @@ class Ids:
     preview: bool = False   # MTurk: the worker previews the HIT and has not accepted it
 
 
-def study_of(con: duckdb.DuckDBPyConnection, task_id: int) -> Study | None:
-    return stored.study(con, task_id)
+KINDS = ("rating", "chat")
+PAGES = {"rating": "annotate", "chat": "chat"}   # the page a study's link opens
 
 
-def open_study(con: duckdb.DuckDBPyConnection, task_id: int, **settings) -> Study:
-    """Open a rating task to a crowd platform (evalcore.store.crowd.open_study's settings); its gold units per
-    worker must exist (`add_gold`) before workers need them, which `next_unit` checks."""
-    task = task_store.get(con, task_id)
+def study_of(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating") -> Study | None:
+    return stored.study(con, task_id, kind)
+
+
+def task_of(con: duckdb.DuckDBPyConnection, kind: str, task_id: int):
+    """The rating task (Task) or chat task (ChatTask) a study is of (ValueError: no such task)."""
+    return chat_store.get(con, task_id) if kind == "chat" else task_store.get(con, task_id)
+
+
+def open_study(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating", **settings) -> Study:
+    """Open a rating task (kind 'chat': a chat task) to a crowd platform (evalcore.store.crowd.open_study's
+    settings); a rating study's gold units per worker must exist (`add_gold`) before workers need them, which
+    `next_unit` checks; a chat study's instruction checks are added with `add_instruction`."""
+    task = task_of(con, kind, task_id)
     if task.state != "open":
         raise Refused(_("Task {task} is {state}: open it first.").format(task=task_id, state=task.state))
-    return stored.open_study(con, task_id, **settings)
+    if kind == "chat" and not task.people:
+        raise Refused(_("Chat task {task} is held by simulators only: no worker has a conversation to hold.").format(
+            task=task_id))
+    return stored.open_study(con, task_id, kind=kind, **settings)
 
 
 def link(study: Study, base: str) -> str:
-    """The study URL to paste into the platform: the Annotate page of the task, with the platform's placeholders."""
+    """The study URL to paste into the platform: the Annotate page of the task (a chat task's: the Chat page), with
+    the platform's placeholders."""
     params = PARAMS[study.platform]
     query = {"task": str(study.task_id)}
     if study.platform != "mturk":
         query.update(dict(zip((params.worker, params.study, params.session), params.placeholders)))
-    return f"{base.rstrip('/')}/annotate?" + urlencode(query, safe="{}%")
+    return f"{base.rstrip('/')}/{PAGES[study.kind]}?" + urlencode(query, safe="{}%")
 
 
 def ids_from(study: Study, query: dict[str, str]) -> Ids | None:
@@ -103,35 +126,37 @@ def enter(con: duckdb.DuckDBPyConnection, study: Study, ids: Ids, *, client: str
     """The worker, entered or resumed (evalcore.store.crowd.enter: a second identity from a browser is refused)."""
     if ids.preview:
         raise Refused(_("Accept the HIT on MTurk to start: this is its preview."))
-    task = task_store.get(con, study.task_id)
+    task = task_of(con, study.kind, study.task_id)
     if task.state != "open":
         raise Refused(_("This study is closed: it takes no more answers. Return it on the platform."))
     return stored.enter(con, study, worker_id=ids.worker, study_id=ids.study, session_id=ids.session, client=client,
                         now=now)
 
 
-def questions(con: duckdb.DuckDBPyConnection, task_id: int) -> list[tuple[int, str, list[str]]]:
-    return stored.questions(con, task_id)
+def questions(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating") -> list[tuple[int, str, list[str]]]:
+    return stored.questions(con, task_id, kind)
 
 
 def check(con: duckdb.DuckDBPyConnection, study: Study, worker: str, answers: list[int | None]) -> tuple[bool, int]:
     """One attempt at the comprehension questions: (passed, attempts left). Failing the last one ends the worker's
     part: `checked` says 'failed', and `finish` applies the pass rule and gives them the task's other code."""
-    return stored.attempt(con, study.task_id, worker, answers)
+    return stored.attempt(con, study.task_id, worker, answers, kind=study.kind)
 
 
 def checked(con: duckdb.DuckDBPyConnection, study: Study, worker: str) -> str:
-    return stored.checked(con, study.task_id, worker)
+    return stored.checked(con, study.task_id, worker, study.kind)
 
 
 # ---------------------------------------------------------------- a worker's units
-def gold_places(study: Study, task: Task, annotator: str) -> set[int]:
+def gold_places(study: Study, task, annotator: str) -> set[int]:
     """Which of the worker's places (0-based, in the order they rate) hold a gold unit: seeded by the task and the
-    worker, never the first place, so gold units sit among real ones where each worker meets them."""
+    worker, never the first place, so gold units sit among real ones where each worker meets them. A chat study's
+    places are conversations, the first one included: its check rides on a real conversation."""
     if not study.gold:
         return set()
     rng = np.random.default_rng(seed(task.seed, "gold", annotator))
-    return {int(p) for p in rng.choice(np.arange(1, study.units), size=study.gold, replace=False)}
+    first = 0 if study.kind == "chat" else 1
+    return {int(p) for p in rng.choice(np.arange(first, study.units), size=study.gold, replace=False)}
 
 
 def _done(con, task: Task, annotator: str) -> tuple[list[int], set[int]]:
@@ -210,18 +235,18 @@ def text_chars(con: duckdb.DuckDBPyConnection, task: Task) -> pd.Series:
 def finish(con: duckdb.DuckDBPyConnection, study: Study, worker: str, now: datetime | None = None) -> Ending:
     """The worker's end: the pass rule applied once (a failed worker is excluded, logged), then their code and the
     way back to the platform; asked again, the same answer."""
-    task = task_store.get(con, study.task_id)
-    me = stored.worker(con, "rating", study.task_id, worker)
+    task = task_of(con, study.kind, study.task_id)
+    me = stored.worker(con, study.kind, study.task_id, worker)
     if me is None:
         raise Refused(_("This worker has not entered the study."))
     reasons: list[str] = []
     if me.outcome == "working":
         reasons = failing(con, study, task, me.annotator)
         outcome = "failed" if reasons else "passed"
-        stored.set_outcome(con, "rating", study.task_id, worker, outcome, now)
+        stored.set_outcome(con, study.kind, study.task_id, worker, outcome, now)
         if reasons:
             stored.decide(con, study.task_id, me.annotator, excluded_now=True, reason=" ".join(reasons),
-                          by="pass rule", origin=task.origin, now=now)
+                          by="pass rule", origin=task.origin, kind=study.kind, now=now)
         passed = not reasons
     else:
         passed = me.outcome == "passed"
@@ -229,23 +254,37 @@ def finish(con: duckdb.DuckDBPyConnection, study: Study, worker: str, now: datet
     return Ending(passed, code, way_back(study, code), tuple(reasons))
 
 
-def failing(con: duckdb.DuckDBPyConnection, study: Study, task: Task, annotator: str) -> list[str]:
-    """The sentences saying why the worker fails the task's pass rule (none: they pass)."""
+def failing(con: duckdb.DuckDBPyConnection, study: Study, task, annotator: str) -> list[str]:
+    """The sentences saying why the worker fails the task's pass rule (none: they pass). A chat study's: the
+    comprehension questions, a second identity, and gold_min on its instruction checks."""
     rule = study.pass_rule
-    row = quality(con, study, task, annotator).set_index("annotator").loc[annotator]
-    worker = stored.workers(con, "rating", study.task_id, identifiers=False)
+    if study.kind == "chat":
+        row = chat_quality(con, study, task, annotator).set_index("annotator").loc[annotator]
+        rule = {"gold_min": rule.get("gold_min")}   # reading speed and straight-lining are a rating's
+    else:
+        row = quality(con, study, task, annotator).set_index("annotator").loc[annotator]
+    worker = stored.workers(con, study.kind, study.task_id, identifiers=False)
     reasons = []
-    if rule.get("comprehension") and stored.checked(con, study.task_id, _worker_of(con, study, annotator)) == "failed":
+    if study.pass_rule.get("comprehension") and stored.checked(con, study.task_id, _worker_of(con, study, annotator),
+                                                               study.kind) == "failed":
         reasons.append(_("Failed the comprehension questions in both attempts."))
-    if rule.get("identity") and int(worker.set_index("annotator").loc[annotator, "other_identity"]) > 0:
+    if study.pass_rule.get("identity") and int(worker.set_index("annotator").loc[annotator, "other_identity"]) > 0:
         reasons.append(_("Tried to enter again as another worker from the same browser."))
+    if study.kind == "chat":
+        share, minimum = row.get("gold_share"), rule.get("gold_min")
+        if minimum is not None and not pd.isna(share) and share < minimum:
+            reasons.append(_("Followed {passed} of {answered} instructions given in a scenario; the task asks for at "
+                             "least {minimum}.").format(passed=i18n.number(int(row["checks_passed"])),
+                                                        answered=i18n.number(int(row["checks"])),
+                                                        minimum=i18n.percent(minimum)))
+        return reasons
     reasons += crowd_quality.reasons(row, rule)
     return reasons
 
 
 def _worker_of(con, study: Study, annotator: str) -> str:
-    return con.execute("SELECT worker FROM crowd_workers WHERE kind = 'rating' AND task_id = ? AND annotator = ?",
-                       [study.task_id, annotator]).fetchall()[0][0]
+    return con.execute("SELECT worker FROM crowd_workers WHERE kind = ? AND task_id = ? AND annotator = ?",
+                       [study.kind, study.task_id, annotator]).fetchall()[0][0]
 
 
 def way_back(study: Study, code: str | None) -> str | None:
@@ -331,21 +370,112 @@ def _gold_text(con, task: Task, item_id: str, model: str, why: str, rng: np.rand
 
 
 # ---------------------------------------------------------------- exclusions by a person
-def exclude(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, reason: str, by: str) -> int:
-    return _decide(con, task_id, annotator, True, reason, by)
+def exclude(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, reason: str, by: str,
+            kind: str = "rating") -> int:
+    """Exclude a worker: their ratings of the task leave human_ratings (a chat task's: the dialogue-level ratings
+    of their accepted conversations, origin ChatTask.origin; the dialogues stay in the dataset). Logged."""
+    return _decide(con, task_id, annotator, True, reason, by, kind)
 
 
-def include(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, reason: str, by: str) -> int:
-    return _decide(con, task_id, annotator, False, reason, by)
+def include(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, reason: str, by: str,
+            kind: str = "rating") -> int:
+    return _decide(con, task_id, annotator, False, reason, by, kind)
 
 
-def _decide(con, task_id: int, annotator: str, excluded_now: bool, reason: str, by: str) -> int:
-    task = task_store.get(con, task_id)
-    known = set(stored.workers(con, "rating", task_id)["annotator"])
+def _decide(con, task_id: int, annotator: str, excluded_now: bool, reason: str, by: str, kind: str = "rating") -> int:
+    task = task_of(con, kind, task_id)
+    known = set(stored.workers(con, kind, task_id)["annotator"])
     if annotator not in known:
         raise Refused(_("Task {task} has no worker {name}.").format(task=task_id, name=repr(annotator)))
-    if (annotator in stored.excluded(con, task_id)) == excluded_now:
+    if (annotator in stored.excluded(con, task_id, kind)) == excluded_now:
         raise Refused((_("{name} is excluded already.") if excluded_now else _("{name} is not excluded.")).format(
             name=annotator))
     return stored.decide(con, task_id, annotator, excluded_now=excluded_now, reason=reason.strip() or "-", by=by,
-                         origin=task.origin)
+                         origin=task.origin, kind=kind)
+
+
+# ---------------------------------------------------------------- a chat study: conversations and instruction checks
+def add_instruction(con: duckdb.DuckDBPyConnection, task_id: int, text: str, expect: str) -> int:
+    """An instruction check of a chat study (evalcore.store.crowd.add_instruction); its number."""
+    task_of(con, "chat", task_id)
+    return stored.add_instruction(con, task_id, text, expect, kind="chat")
+
+
+def next_conversation(con: duckdb.DuckDBPyConnection, study: Study, task: chat_store.ChatTask, annotator: str,
+                      now: datetime | None = None) -> int | None:
+    """The worker's conversation in progress, else a new one given to them (chats.assign); None when their share
+    of conversations is done, or nothing is left for them (`finish` then says so)."""
+    mine = chat_store.mine(con, task.task_id, annotator)
+    going = mine[mine["state"].isin(["talking", "ended"])]
+    if len(going):
+        return int(going["conversation_id"].iloc[0])
+    if len(mine) >= study.units:
+        return None
+    return chat_store.assign(con, task, annotator, now=now)
+
+
+def conversation_place(con: duckdb.DuckDBPyConnection, study: Study, task: chat_store.ChatTask, annotator: str,
+                       conversation_id: int) -> tuple[int, int]:
+    """(the conversation's place among the worker's, 1-based; conversations they hold in all)."""
+    mine = chat_store.mine(con, task.task_id, annotator)["conversation_id"].tolist()
+    place = mine.index(conversation_id) + 1 if conversation_id in mine else len(mine) + 1
+    return min(place, study.units), study.units
+
+
+def _checks(con, study: Study, task: chat_store.ChatTask, annotator: str) -> list[tuple[int, str, str]]:
+    """(conversation, instruction, expected word) at each of the worker's gold places they have reached."""
+    told = stored.instructions(con, task.task_id, "chat")
+    if not told or not study.gold:
+        return []
+    mine = chat_store.mine(con, task.task_id, annotator)["conversation_id"].tolist()
+    return [(int(mine[p]), told[k % len(told)][1], told[k % len(told)][2])
+            for k, p in enumerate(sorted(gold_places(study, task, annotator))) if p < len(mine)]
+
+
+def instruction(con: duckdb.DuckDBPyConnection, study: Study, task: chat_store.ChatTask, annotator: str,
+                conversation_id: int) -> str | None:
+    """The instruction shown inside this conversation's scenario (None: it is not at one of their gold places)."""
+    return next((text for conv, text, __ in _checks(con, study, task, annotator) if conv == conversation_id), None)
+
+
+def folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", text or "").casefold()
+
+
+def instruction_checks(con: duckdb.DuckDBPyConnection, study: Study, task: chat_store.ChatTask,
+                       annotator: str) -> tuple[int, int]:
+    """(instruction checks answered, passed): a check is answered once its conversation has ended, passed when one
+    of the worker's messages in it contains the expected word (NFKC, case-folded)."""
+    answered = passed = 0
+    for conv, __, expect in _checks(con, study, task, annotator):
+        if chat_store.conversation(con, conv).state == "talking":
+            continue
+        said = chat_store.messages(con, conv)
+        said = said.loc[said["role"] == "user", "text"]
+        answered += 1
+        passed += any(folded(expect) in folded(t) for t in said)
+    return answered, passed
+
+
+def chat_quality(con: duckdb.DuckDBPyConnection, study: Study, task: chat_store.ChatTask,
+                 annotator: str | None = None) -> pd.DataFrame:
+    """Per worker of a chat study: conversations finished, instruction checks answered and passed, their share,
+    seconds in conversations (from each one's start to its end), and the effective hourly pay."""
+    workers = stored.workers(con, "chat", task.task_id)
+    if annotator is not None:
+        workers = workers[workers["annotator"] == annotator]
+    rows = []
+    for name in workers["annotator"]:
+        mine = con.execute("""SELECT count(*) FILTER (WHERE state NOT IN ('talking', 'open')),
+                                     sum(epoch(ended_at) - epoch(assigned_at))
+                              FROM chat_conversations WHERE task_id = ? AND person = ?""",
+                           [task.task_id, identity_key(name)]).fetchall()[0]
+        checks, passed = instruction_checks(con, study, task, name)
+        seconds = float(mine[1]) if mine[1] is not None else None
+        rows.append({"annotator": name, "conversations": int(mine[0] or 0), "checks": checks, "checks_passed": passed,
+                     "gold_share": passed / checks if checks else None, "seconds": seconds,
+                     "hourly_pay": study.pay * 3600 / seconds if study.pay is not None and seconds else None})
+    frame = pd.DataFrame(rows, columns=["annotator", "conversations", "checks", "checks_passed", "gold_share",
+                                        "seconds", "hourly_pay"])
+    return workers[["annotator", "outcome", "other_identity", "excluded", "reason"]].merge(frame, on="annotator",
+                                                                                          how="left")

@@ -32,6 +32,7 @@ from evalcore.core import i18n
 from evalcore.core.i18n import _
 from evalcore.core.seeds import BIG, seed
 from evalcore.core.text import bad_character, identity_key
+from evalcore.store import crowd
 from evalcore.store.annotators import check_name
 from evalcore.store.history import record
 from evalcore.store.tasks import (MAX_COMMENT, Dimension, TaskClosed, check_lang, check_lookalike, check_settings,
@@ -592,6 +593,8 @@ def _accept(con, task: ChatTask, conv: Conversation, *, reviewer: str | None, no
         con.execute("INSERT INTO human_ratings (dataset, track, target, item_id, dialogue_id, model, annotator, dimension, "
                     "score, origin) VALUES (?, ?, 'dialogue', NULL, ?, ?, ?, ?, ?, ?)",
                     [target, task.track, dialogue, conv.endpoint, conv.annotator, dimension, value, task.origin])
+    if not conv.simulator:   # a crowd worker excluded before this acceptance: their ratings stay out (evalcore.store.crowd)
+        crowd.kept_out(con, "chat", task.task_id, conv.annotator, task.origin)
     con.execute("UPDATE chat_conversations SET state = 'accepted', reviewer = ?, reviewed_at = ?, dialogue_id = ? "
                 "WHERE conversation_id = ?", [reviewer, now, dialogue, conv.conversation_id])
 

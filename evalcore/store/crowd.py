@@ -1,4 +1,4 @@
-"""Crowd studies as stored (migration 23): a rating task opened for a crowd platform, its workers, comprehension
+"""Crowd studies as stored (migration 23): a rating or chat task opened for a crowd platform, its workers, comprehension
 questions and attempts, gold units, and the decisions that exclude a worker or put them back.
 
 A worker is one annotator by their platform identifier. The identifier is personal data: it is stored once
@@ -23,7 +23,7 @@ import pandas as pd
 
 from evalcore.core.i18n import _
 from evalcore.core.options import CROWD_GOLD_KINDS, CROWD_PLATFORMS, CROWD_RULE
-from evalcore.core.text import identity_key
+from evalcore.core.text import bad_character, identity_key
 from evalcore.store.tasks import GOLD_MODEL
 from evalcore.store.transactions import bump_revision, next_id, transaction
 
@@ -95,7 +95,10 @@ def open_study(con: duckdb.DuckDBPyConnection, task_id: int, *, platform: str, c
         raise Refused(_("The redirect is an https:// address, got {got}.").format(got=repr(redirect)))
     if units < 1:
         raise Refused(_("A worker rates at least one unit, got {n}.").format(n=units))
-    if not 0 <= gold < units:
+    if kind == "chat" and not 0 <= gold <= units:   # a chat's check rides on a real conversation: any of theirs
+        raise Refused(_("Conversations with an instruction check per worker are from 0 to the conversations per "
+                        "worker ({units}), got {n}.").format(units=units, n=gold))
+    if kind != "chat" and not 0 <= gold < units:
         raise Refused(_("Gold units per worker are from 0 to one less than the units per worker ({units}), got "
                         "{n}.").format(units=units, n=gold))
     if pay is not None and pay < 0:
@@ -301,6 +304,37 @@ def gold_response(con: duckdb.DuckDBPyConnection, task_id: int, unit: int) -> st
     return row[0][0] if row else None
 
 
+# ---------------------------------------------------------------- a chat study's instruction checks
+MAX_INSTRUCTION = 500        # characters of an instruction shown inside a scenario
+
+
+def add_instruction(con: duckdb.DuckDBPyConnection, task_id: int, text: str, expect: str, kind: str = "chat") -> int:
+    """An instruction check of a chat study: `text` is shown inside the scenario of the conversations at a worker's
+    gold places, and one of their messages there must contain `expect`; its number."""
+    text, expect = (text or "").strip(), (expect or "").strip()
+    if not text or not expect:
+        raise Refused(_("An instruction check needs its text and the word a message must contain."))
+    if len(text) > MAX_INSTRUCTION:
+        raise Refused(_("An instruction holds at most {most} characters, this one {n}.").format(
+            most=MAX_INSTRUCTION, n=len(text)))
+    if bad_character(text) or bad_character(expect):
+        raise Refused(_("An instruction check may not hold a {bad}.").format(
+            bad=bad_character(text) or bad_character(expect)))
+    _salt(con, kind, task_id)
+    with transaction(con):
+        no = con.execute("SELECT coalesce(max(instruction_no), 0) + 1 FROM crowd_instructions WHERE kind = ? AND "
+                         "task_id = ?", [kind, task_id]).fetchall()[0][0]
+        con.execute("INSERT INTO crowd_instructions VALUES (?, ?, ?, ?, ?)", [kind, task_id, no, text, expect])
+    return int(no)
+
+
+def instructions(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "chat") -> list[tuple[int, str, str]]:
+    """(number, text, expected word) in order."""
+    return [(int(n), t, e) for n, t, e in con.execute(
+        "SELECT instruction_no, text, expect FROM crowd_instructions WHERE kind = ? AND task_id = ? ORDER BY 1",
+        [kind, task_id]).fetchall()]
+
+
 # ---------------------------------------------------------------- exclusions
 def excluded(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating") -> set[str]:
     """The annotators of the task excluded now (their latest decision)."""
@@ -337,6 +371,18 @@ def decide(con: duckdb.DuckDBPyConnection, task_id: int, annotator: str, *, excl
                             f"AND {who} = ?", [origin, annotator])
                 con.execute(f"DELETE FROM {kept} WHERE {where} = ? AND {who} = ?", [origin, annotator])
     return int(decision)
+
+
+def kept_out(con: duckdb.DuckDBPyConnection, kind: str, task_id: int, annotator: str, origin: str) -> None:
+    """Inside the caller's transaction: if the worker is excluded now, their ratings of `origin` just written (a chat
+    conversation of theirs accepted after the exclusion) go where the exclusion put the others, under its decision."""
+    latest = con.execute("SELECT arg_max(excluded, decision_id), max(decision_id) FROM crowd_decisions WHERE kind = ? "
+                         "AND task_id = ? AND annotator = ?", [kind, task_id, annotator]).fetchall()
+    if not latest or not latest[0][0]:
+        return
+    con.execute("INSERT INTO excluded_ratings BY NAME SELECT *, ? AS decision_id FROM human_ratings WHERE origin = ? "
+                "AND annotator = ?", [latest[0][1], origin, annotator])
+    con.execute("DELETE FROM human_ratings WHERE origin = ? AND annotator = ?", [origin, annotator])
 
 
 def decisions(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating") -> pd.DataFrame:

@@ -15,6 +15,9 @@ the session's and the client's salted hashes (a second identity from one browser
 `response` is the text shown in place of a model's (a nonsense reply, the knowledge copied), `why` says what it
 checks. Their answers never become human ratings.
 
+`crowd_instructions`: a chat study's instruction checks: a sentence shown inside the scenario of the conversations at
+a worker's gold places (like any line of the scenario), and the word one of their messages there must contain.
+
 `crowd_decisions`: every exclusion and putting back, with who decided and why; the latest per worker holds.
 `excluded_ratings` / `excluded_judgments`: an excluded worker's ratings (votes) of the task, moved out of human_ratings (agreement, Metric trust
 and results no longer read them) with the decision that moved them; putting the worker back moves them in again."""
@@ -78,6 +81,14 @@ CREATE TABLE IF NOT EXISTS gold_units (
     expected  VARCHAR NOT NULL,         -- JSON {dimension: [low, high]}
     why       VARCHAR NOT NULL,         -- nonsense | copies-knowledge | custom
     PRIMARY KEY (task_id, unit)
+);
+CREATE TABLE IF NOT EXISTS crowd_instructions (
+    kind           VARCHAR NOT NULL DEFAULT 'chat',
+    task_id        INTEGER NOT NULL,
+    instruction_no INTEGER NOT NULL,
+    text           VARCHAR NOT NULL,    -- shown inside the scenario, as one of its lines
+    expect         VARCHAR NOT NULL,    -- the word a message of theirs in that conversation contains (NFKC, case-folded)
+    PRIMARY KEY (kind, task_id, instruction_no)
 );
 CREATE TABLE IF NOT EXISTS crowd_decisions (
     decision_id  INTEGER PRIMARY KEY,
