@@ -19,10 +19,12 @@ from evalcore.pagedata.annotation import grounding_lines
 from evalcore.pagedata.intake import jobs_shown
 from evalcore.pagedata.share import link
 from evalcore.services import chats as service
+from evalcore.services import crowd
 from evalcore.services import jobs
 from evalcore.simulation import audit
 from evalcore.simulation import detection as detecting
 from evalcore.store import chats as stored
+from evalcore.store import crowd as crowd_store
 from evalcore.store.chats import ChatTask
 from evalcore.store.transactions import database_path, transaction
 
@@ -99,9 +101,11 @@ def assign(con: duckdb.DuckDBPyConnection, task: ChatTask, annotator: str) -> in
     return stored.assign(con, task, annotator)
 
 
-def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, annotator: str) -> dict:
+def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, annotator: str,
+         instruction: str | None = None) -> dict:
     """The conversation as its person sees it: its number among theirs, the scenario as (heading, lines), the
-    opening to start with (chit-chat), the messages, its state, rounds, pending reply, their ratings and flags."""
+    opening to start with (chit-chat), the messages, its state, rounds, pending reply, their ratings and flags.
+    `instruction`: a crowd study's instruction check, one line of the scenario among its first ones (with_line)."""
     conv = stored.conversation(con, conversation_id)
     scene = stored.scenario(con, task.task_id, conv.scenario)
     theirs = stored.mine(con, task.task_id, annotator)
@@ -109,15 +113,31 @@ def view(con: duckdb.DuckDBPyConnection, task: ChatTask, conversation_id: int, a
         set(theirs["conversation_id"]) else None
     frame = stored.messages(con, conversation_id)
     talked = conv.state != "talking"
+    scenario = [(_(GROUNDING_NAMES[k]) if k in GROUNDING_NAMES else k, short_first(lines))
+                for k, lines in grounding_lines(scene["grounding"])]
     return {"conversation": conv, "number": position, "done": int(theirs["state"].isin(["rated", "accepted"]).sum()),
-            "scenario": [(_(GROUNDING_NAMES[k]) if k in GROUNDING_NAMES else k, short_first(lines))
-                         for k, lines in grounding_lines(scene["grounding"])],
+            "scenario": with_line(scenario, instruction),
             "opening": scene["opening"], "messages": list(zip(frame["idx"], frame["role"], frame["text"])),
             "rounds": int((frame["role"] == "assistant").sum()),
             "pending": int(frame["idx"].iloc[-1]) if len(frame) and frame["role"].iloc[-1] == "user" else None,
             # what a person has rated or flagged exists only once the conversation ended: not read while talking
             "ratings": stored.ratings(con, conversation_id) if talked else {},
             "flags": stored.flags(con, conversation_id) if talked else {}}
+
+
+AT_LINE = 2   # where an instruction check stands in the scenario's first part: among the first lines a person reads
+
+
+def with_line(scenario: list[tuple[str, list[str]]], line: str | None) -> list[tuple[str, list[str]]]:
+    """The scenario with one more line in its first part, among its first lines, like any of them (a crowd study's
+    instruction check; the endpoint never sees it: its scenario is the stored one). No scenario: a part of its own."""
+    if not line:
+        return scenario
+    if not scenario:
+        return [(_(GROUNDING_NAMES["goal"]), [line])]
+    heading, lines = scenario[0]
+    at = min(AT_LINE, len([x for x in lines if len(x) <= 120]))
+    return [(heading, lines[:at] + [line] + lines[at:])] + scenario[1:]
 
 
 def short_first(lines: list[str], long: int = 120) -> list[str]:
@@ -302,3 +322,67 @@ def export_zip(con, task_id: int) -> bytes:
         for name, frame in service.export(con, task_id).items():
             z.writestr(f"{name}.csv", safe_csv(frame))
     return out.getvalue()
+
+
+# ---------------------------------------------------------------- a crowd study's worker (evalcore.services.crowd)
+# The names pages/kit/crowd.py calls on a study's view module (as evalcore.pagedata.annotation has them).
+Refused = crowd.Refused
+Study = crowd.Study
+
+
+def study_of(con: duckdb.DuckDBPyConnection, task_id: int) -> crowd.Study | None:
+    """The crowd study a chat task is opened as (None: the lab's own people hold its conversations)."""
+    return crowd.study_of(con, task_id, "chat")
+
+
+def crowd_params(study: crowd.Study) -> tuple[str, str, str]:
+    params = crowd.PARAMS[study.platform]
+    return params.worker, params.study, params.session
+
+
+def crowd_ids(study: crowd.Study, query: dict[str, str]) -> crowd.Ids | None:
+    return crowd.ids_from(study, query)
+
+
+def crowd_enter(con: duckdb.DuckDBPyConnection, study: crowd.Study, ids: crowd.Ids, client: str | None):
+    return crowd.enter(con, study, ids, client=client)
+
+
+def crowd_questions(con: duckdb.DuckDBPyConnection, study: crowd.Study) -> list[tuple[int, str, list[str]]]:
+    return crowd.questions(con, study.task_id, study.kind)
+
+
+def crowd_check(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str,
+                answers: list[int | None]) -> tuple[bool, int]:
+    return crowd.check(con, study, worker, answers)
+
+
+def crowd_checked(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str:
+    return crowd.checked(con, study, worker)
+
+
+def crowd_outcome(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str | None:
+    """'working', 'passed' or 'failed' (None: not entered)."""
+    found = crowd_store.worker(con, study.kind, study.task_id, worker)
+    return found.outcome if found else None
+
+
+def crowd_next(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: ChatTask, annotator: str) -> int | None:
+    """The worker's conversation in progress, else their next one; None when their share is done."""
+    return crowd.next_conversation(con, study, task, annotator)
+
+
+def crowd_place(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: ChatTask, annotator: str,
+                conversation_id: int) -> tuple[int, int]:
+    """(the conversation's place among the worker's, 1-based; conversations they hold in all)."""
+    return crowd.conversation_place(con, study, task, annotator, conversation_id)
+
+
+def crowd_instruction(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: ChatTask, annotator: str,
+                      conversation_id: int) -> str | None:
+    """The instruction check shown inside this conversation's scenario (None: none here)."""
+    return crowd.instruction(con, study, task, annotator, conversation_id)
+
+
+def crowd_finish(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> crowd.Ending:
+    return crowd.finish(con, study, worker)

@@ -2,7 +2,8 @@
 Every message is stored when it is sent or received (evalcore.store.chats), so a closed tab, a restart or a crash
 loses nothing and the person resumes where they stood, on any machine. The model's reply is shown piece by piece
 as it arrives, as text; a model that fails mid-reply gives a sentence and a retry, and the person's message stays.
-Which endpoint answers is never shown."""
+Which endpoint answers is never shown. A chat task opened to a crowd platform takes its workers from the platform's
+link (pages/kit/crowd.py): no name, their share of conversations one after another, then their completion code."""
 import time
 
 import pandas as pd
@@ -11,7 +12,7 @@ import streamlit as st
 from evalcore.core.errors import StoreError
 from evalcore.core.i18n import N_, _
 from evalcore.pagedata import chats
-from pages.kit import lang
+from pages.kit import crowd, lang
 from pages.kit.identity import identify, language_first, leave, say
 from pages.kit.runtime import cursor
 from pages.kit.state import base_url, publish, start
@@ -25,6 +26,7 @@ HEADERS = (N_("dimension"), N_("scale"))   # the tables' headers, for the catalo
 language_first(lambda t: chats.task(cursor(), t), "chat-pick")
 con, vs = start(_("Chat"))
 open_tasks = chats.open_tasks(con)   # id -> a label that names no model (never the task's name)
+study = crowd.study_in_link(con, vs.peek("task"), data=chats)   # a crowd study's link: its worker comes from the platform
 
 
 def _no_longer_open(task_id: int) -> None:
@@ -44,23 +46,33 @@ def _no_longer_open(task_id: int) -> None:
     lang.stop()
 
 
-wanted = vs.peek("task")
-if wanted and wanted.isdigit() and wanted not in open_tasks and chats.task(con, int(wanted)) is not None:
-    publish("chat", {"task": wanted}, vs.notices)   # the person stays on their task's link
-    _no_longer_open(int(wanted))
-asked = vs.one("task", list(open_tasks), None,
-               unavailable=_("is not an open chat task (closed, deleted or unknown)"))
-if vs.peek("key") or vs.peek("name"):   # a personal link: fills the form, never stays in the shared link
-    st.session_state["chat-link-pending"] = (vs.peek("name") or "", vs.peek("key") or "")
-if asked is None:
-    if not open_tasks:
-        st.info(_("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
-                  "`evalcore chat create`, and sends you its link."))
-        lang.stop()
-    asked = st.selectbox(_("Task"), list(open_tasks), format_func=lambda t: open_tasks[t], key="chat-pick")
-publish("chat", {"task": asked}, vs.notices)
+def _pick() -> str:
+    """The task the person chooses, or their link names (a closed one is said on its own page and stops the run)."""
+    wanted = vs.peek("task")
+    if wanted and wanted.isdigit() and wanted not in open_tasks and chats.task(con, int(wanted)) is not None:
+        publish("chat", {"task": wanted}, vs.notices)   # the person stays on their task's link
+        _no_longer_open(int(wanted))
+    asked = vs.one("task", list(open_tasks), None,
+                   unavailable=_("is not an open chat task (closed, deleted or unknown)"))
+    if vs.peek("key") or vs.peek("name"):   # a personal link: fills the form, never stays in the shared link
+        st.session_state["chat-link-pending"] = (vs.peek("name") or "", vs.peek("key") or "")
+    if asked is None:
+        if not open_tasks:
+            st.info(_("No chat task is open. Whoever runs the evaluation creates one on the Chat tasks page or with "
+                      "`evalcore chat create`, and sends you its link."))
+            lang.stop()
+        asked = st.selectbox(_("Task"), list(open_tasks), format_func=lambda t: open_tasks[t], key="chat-pick")
+    publish("chat", {"task": asked}, vs.notices)
+    return asked
+
+
+if study is not None:   # a closed study is refused by the worker's entry, in the study's own words
+    asked = str(study.task_id)
+    crowd.publish_study(study, vs.notices, data=chats)
+else:
+    asked = _pick()
 task = chats.task(con, int(asked))
-if task is None or task.state != "open":   # closed between the two reads above
+if study is None and (task is None or task.state != "open"):   # closed between the two reads above
     _no_longer_open(int(asked))
 lang.for_task(getattr(task, "lang", None))   # the task's language from here on, unless this person picked one
 prefix = f"chat-{task.task_id}"
@@ -86,14 +98,19 @@ def _intro() -> None:
 
 
 at_key = f"{prefix}-at"
-person = identify(con, who_key=f"{prefix}-who", issued_key=f"{prefix}-issued", link_key=f"{prefix}-link",
-                  form_key=f"{prefix}-login", kept_key=f"{prefix}-kept", kept_label=_("I have kept my key: start"),
-                  code_ok=lambda code: chats.code_ok(task, code), intro=_intro, start_label=_("Start chatting"),
-                  link_of=lambda name, key: chats.personal_link(base_url(), task.task_id, name, key), forget=(at_key,))
-me, out = st.columns([3, 1])
-me.caption(md_escape(_("Chatting as {name}").format(name=person)))
-out.button(_("Leave"), key="chat-leave", on_click=leave, args=(f"{prefix}-who", at_key),
-           help=_("not you, or done for now: this browser forgets who is chatting; what you said stays yours"))
+if study is not None:   # a crowd worker: known by the platform's link, checked, then their share of conversations
+    person = crowd.worker(con, study, task, intro=_intro, unit_key=at_key, data=chats,
+                          next_of=lambda annotator: chats.crowd_next(con, study, task, annotator))
+else:
+    person = identify(con, who_key=f"{prefix}-who", issued_key=f"{prefix}-issued", link_key=f"{prefix}-link",
+                      form_key=f"{prefix}-login", kept_key=f"{prefix}-kept", kept_label=_("I have kept my key: start"),
+                      code_ok=lambda code: chats.code_ok(task, code), intro=_intro, start_label=_("Start chatting"),
+                      link_of=lambda name, key: chats.personal_link(base_url(), task.task_id, name, key),
+                      forget=(at_key,))
+    me, out = st.columns([3, 1])
+    me.caption(md_escape(_("Chatting as {name}").format(name=person)))
+    out.button(_("Leave"), key="chat-leave", on_click=leave, args=(f"{prefix}-who", at_key),
+               help=_("not you, or done for now: this browser forgets who is chatting; what you said stays yours"))
 
 
 def _write(action, *args) -> bool:
@@ -125,13 +142,20 @@ if sent:   # the message submitted in this run: stored before anything else is d
     except (ValueError, StoreError) as exc:
         st.session_state[f"{prefix}-error"] = exc
         st.session_state[input_key] = sent   # refused: the text goes back into the box, to shorten or send again
-view = chats.view(con, task, cid, person)
+# a crowd worker's instruction check: a line of their scenario here (the endpoint never sees it)
+view = chats.view(con, task, cid, person,
+                  instruction=chats.crowd_instruction(con, study, task, person, cid) if study is not None else None)
 conv = view["conversation"]
 if st.session_state.get(f"{prefix}-error"):
     st.error(say(st.session_state.pop(f"{prefix}-error")))
 
-st.caption(_("Conversation {number} · {done} finished by you · round {round} of {rounds}").format(
-    number=view["number"], done=view["done"], round=view["rounds"], rounds=task.max_rounds))
+if study is not None:   # their place among their conversations, as a crowd worker's page says it
+    place, total = chats.crowd_place(con, study, task, person, cid)
+    st.caption(_("Conversation {number} of {n} · round {round} of {rounds}").format(
+        number=place, n=total, round=view["rounds"], rounds=task.max_rounds))
+else:
+    st.caption(_("Conversation {number} · {done} finished by you · round {round} of {rounds}").format(
+        number=view["number"], done=view["done"], round=view["rounds"], rounds=task.max_rounds))
 st.caption(_("Your scenario: talk with the model so that what it holds comes up; end the conversation when it has, "
              "or at round {rounds}").format(rounds=task.max_rounds))
 # a fixed height that scrolls: a knowledge scenario runs to 1,300 characters, and the chat must stay in view
@@ -146,6 +170,15 @@ with st.container(border=True, height=200 if len(view["scenario"]) else "content
         st.text(view["opening"])
 
 talking = conv.state == "talking"
+
+
+def _next_label() -> str:
+    """The button after a conversation: the next one, or a crowd worker's end after their last."""
+    if study is not None and place >= total:
+        return _("Finish and get your completion code")
+    return _("Next conversation")
+
+
 rating = conv.state in ("ended", "rated")
 
 
@@ -227,8 +260,8 @@ elif rating:
     if conv.state == "rated":
         st.success(_("Thank you: this conversation is rated (you can still change a rating until it is "
                      "reviewed)."))
-        st.button(_("Next conversation"), key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
+        st.button(_next_label(), key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
 else:
     st.success(_("Thank you: this conversation is accepted.") if conv.state == "accepted" else
                md_escape(_("This conversation was sent back: {reason}").format(reason=conv.reason)))
-    st.button(_("Next conversation"), key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
+    st.button(_next_label(), key=f"{prefix}-next", on_click=lambda: st.session_state.pop(at_key, None))
