@@ -138,6 +138,9 @@ if sent:   # the message submitted in this run: stored before anything else is d
     try:
         chats.say(con, cid, person, sent)
     except chats.TaskClosed:   # closed since the page was drawn: said on the task's own page, the message kept
+        if study is not None:   # a crowd worker: the study's own sentence, as at the entry
+            st.error(_(crowd.CLOSED))
+            lang.stop()
         _no_longer_open(task.task_id)
     except (ValueError, StoreError) as exc:
         st.session_state[f"{prefix}-error"] = exc

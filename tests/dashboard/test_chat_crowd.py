@@ -138,3 +138,19 @@ def test_the_chat_worker_path_in_chinese(monkeypatch, tmp_path, default_store_fi
         assert any(c.value.startswith(f"第 1 段对话，共 {UNITS} 段") for c in at.caption), [c.value for c in at.caption]
         __, told = _hold(at, task_id, follows=True, lang=lang)
     assert sum(told) == GOLD and [c.value for c in at.code] == ["CHAT42"] and english_left(page_texts(at)) == []
+
+
+def test_a_closed_chat_study_and_an_mturk_preview_are_refused(monkeypatch, tmp_path, default_store_file):
+    with JudgeServer(echo=True) as srv:
+        db, task_id = _study(tmp_path, default_store_file, srv.url)
+    con = connect(db)
+    chat_store.set_state(con, task_id, "closed")
+    turk = chat_service.create_chat(con, dataset="demo-zh", track="kdconv/knowledge", endpoints=["secret-alpha"],
+                                    n_scenarios=2, max_rounds=2, lang="en")
+    crowd.open_study(con, turk, kind="chat", platform="mturk", completion_code="OK1", units=1)
+    con.close()
+    at = _open(monkeypatch, db, task_id)
+    assert ["This study is closed" in e.value for e in at.error] == [True] and not at.radio and not at.selectbox
+    at = run("chat", monkeypatch, {"EVALCORE_DB": db}, lang="en", task=str(turk), workerId="A1B2C3",
+             assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", hitId="H1")
+    assert ["preview" in e.value for e in at.error] == [True] and not at.get("chat_input")
