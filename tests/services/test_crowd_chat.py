@@ -16,7 +16,7 @@ from evalcore.store import chats as chat_store
 from evalcore.store import connect
 from evalcore.store import crowd as crowd_store
 from evalcore.store import endpoints as registry
-from support import copy_default_store
+from support import copy_default_store, tables_holding
 
 UNITS, GOLD = 2, 1
 INSTRUCTION = "In your first message, mention the word giraffe."
@@ -121,11 +121,7 @@ def test_a_chat_study_from_entry_to_codes(study):
     assert list(crowd_store.decisions(con, task.task_id, "chat").query("annotator == @careless")["decided_by"]) == [
         "pass rule", "lab", "lab"]
     # identifiers: stored once, nowhere else
-    for table, in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-        if table == "crowd_workers":
-            continue
-        text = con.execute(f"SELECT * FROM {table}").df().astype(str).to_csv()
-        assert not any(pid(n) in text for n in range(4)), table
+    assert tables_holding(con, [pid(n) for n in range(4)], skip=("crowd_workers",)) == []
 
 
 def test_a_chat_study_refuses_what_it_cannot_be(study):
