@@ -13,6 +13,8 @@ import pandas as pd
 from evalcore.analysis import bradley_terry
 from evalcore.core.i18n import N_, _, ngettext
 from evalcore.pagedata.share import link
+from evalcore.pagedata.crowd import (  # noqa: F401  (the worker's pages read them here)
+    crowd_check, crowd_checked, crowd_enter, crowd_outcome, crowd_questions)
 from evalcore.services import crowd
 from evalcore.services import tasks as service
 from evalcore.store import annotators as people
@@ -324,28 +326,9 @@ def crowd_ids(study: crowd.Study, query: dict[str, str]) -> crowd.Ids | None:
     return crowd.ids_from(study, query)
 
 
-def crowd_enter(con: duckdb.DuckDBPyConnection, study: crowd.Study, ids: crowd.Ids, client: str | None):
-    """The worker, entered or resumed (Refused: a preview, a closed study, a second identity)."""
-    return crowd.enter(con, study, ids, client=client)
 
 
-def crowd_questions(con: duckdb.DuckDBPyConnection, study: crowd.Study) -> list[tuple[int, str, list[str]]]:
-    return crowd.questions(con, study.task_id)
 
-
-def crowd_check(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str,
-                answers: list[int | None]) -> tuple[bool, int]:
-    return crowd.check(con, study, worker, answers)
-
-
-def crowd_checked(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str:
-    return crowd.checked(con, study, worker)
-
-
-def crowd_outcome(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str | None:
-    """'working', 'passed' or 'failed' (None: not entered)."""
-    found = crowd_store.worker(con, study.kind, study.task_id, worker)
-    return found.outcome if found else None
 
 
 def crowd_next_unit(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: Task, annotator: str) -> int | None:

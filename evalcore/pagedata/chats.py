@@ -19,12 +19,13 @@ from evalcore.pagedata.annotation import grounding_lines
 from evalcore.pagedata.intake import jobs_shown
 from evalcore.pagedata.share import link
 from evalcore.services import chats as service
+from evalcore.pagedata.crowd import (  # noqa: F401  (the worker's pages read them here)
+    crowd_check, crowd_checked, crowd_enter, crowd_outcome, crowd_questions)
 from evalcore.services import crowd
 from evalcore.services import jobs
 from evalcore.simulation import audit
 from evalcore.simulation import detection as detecting
 from evalcore.store import chats as stored
-from evalcore.store import crowd as crowd_store
 from evalcore.store.chats import ChatTask
 from evalcore.store.transactions import database_path, transaction
 
@@ -344,27 +345,9 @@ def crowd_ids(study: crowd.Study, query: dict[str, str]) -> crowd.Ids | None:
     return crowd.ids_from(study, query)
 
 
-def crowd_enter(con: duckdb.DuckDBPyConnection, study: crowd.Study, ids: crowd.Ids, client: str | None):
-    return crowd.enter(con, study, ids, client=client)
 
 
-def crowd_questions(con: duckdb.DuckDBPyConnection, study: crowd.Study) -> list[tuple[int, str, list[str]]]:
-    return crowd.questions(con, study.task_id, study.kind)
 
-
-def crowd_check(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str,
-                answers: list[int | None]) -> tuple[bool, int]:
-    return crowd.check(con, study, worker, answers)
-
-
-def crowd_checked(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str:
-    return crowd.checked(con, study, worker)
-
-
-def crowd_outcome(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> str | None:
-    """'working', 'passed' or 'failed' (None: not entered)."""
-    found = crowd_store.worker(con, study.kind, study.task_id, worker)
-    return found.outcome if found else None
 
 
 def crowd_next(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: ChatTask, annotator: str) -> int | None:

@@ -166,3 +166,30 @@ def open_study(con: duckdb.DuckDBPyConnection, task_id: int, *, platform: str, c
 
 def _blank(value: str | None) -> str | None:
     return (value or "").strip() or None
+
+
+# ---------------------------------------------------------------- a worker's own pages (Annotate, Chat)
+# The same on both pages: evalcore.pagedata.annotation and evalcore.pagedata.chats carry these names, with their own
+# crowd_next / crowd_place, for pages/kit/crowd.py (which takes the page's module).
+def crowd_enter(con: duckdb.DuckDBPyConnection, study: Study, ids: crowd.Ids, client: str | None):
+    """The worker, entered or resumed (Refused: a preview, a closed study, a second identity)."""
+    return crowd.enter(con, study, ids, client=client)
+
+
+def crowd_questions(con: duckdb.DuckDBPyConnection, study: Study) -> list[tuple[int, str, list[str]]]:
+    return crowd.questions(con, study.task_id, study.kind)
+
+
+def crowd_check(con: duckdb.DuckDBPyConnection, study: Study, worker: str,
+                answers: list[int | None]) -> tuple[bool, int]:
+    return crowd.check(con, study, worker, answers)
+
+
+def crowd_checked(con: duckdb.DuckDBPyConnection, study: Study, worker: str) -> str:
+    return crowd.checked(con, study, worker)
+
+
+def crowd_outcome(con: duckdb.DuckDBPyConnection, study: Study, worker: str) -> str | None:
+    """'working', 'passed' or 'failed' (None: not entered)."""
+    found = stored.worker(con, study.kind, study.task_id, worker)
+    return found.outcome if found else None
