@@ -28,6 +28,7 @@ from evalcore.metrics.registry import METRICS
 from evalcore.services import jobs
 from evalcore.services.tasks import dimension_specs, language_of
 from evalcore.store import chats as stored
+from evalcore.store import crowd as crowd_store
 from evalcore.simulation.templates import resolve as user_template
 from evalcore.store.endpoints import get as get_endpoint
 from evalcore.store.simulators import get as get_simulator
@@ -232,11 +233,13 @@ def keep(con: duckdb.DuckDBPyConnection, conversation_id: int, after: int, reply
 def results(con: duckdb.DuckDBPyConnection, task_id: int, *, counted: tuple[str, ...] = stored.COUNTED,
             bootstrap: int = 1000, seed: int = 0) -> dict:
     """Per endpoint: conversations, rounds, how often the goal was reached, and per dimension the mean rating with
-    a 95% bootstrap interval over conversations; and how many were sent back. Only `counted` states count."""
+    a 95% bootstrap interval over conversations; and how many were sent back. Only `counted` states count, and no
+    conversation of a crowd worker excluded now."""
     task = stored.get(con, task_id)
     convs = stored.conversations(con, task_id)
     convs = convs[convs["simulator"].isna()]   # people's: simulated users are the simulator audit's (evalcore.simulation)
-    use = convs[convs["state"].isin(counted)]
+    # a crowd study's excluded workers count nowhere (their ratings left human_ratings too: evalcore.store.crowd)
+    use = convs[convs["state"].isin(counted) & ~convs["annotator"].isin(crowd_store.excluded(con, task_id, "chat"))]
     rows = []
     latest = con.execute("""
         SELECT conversation_id, dimension, arg_max(value, rating_id) AS value FROM chat_ratings

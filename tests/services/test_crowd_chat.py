@@ -120,6 +120,12 @@ def test_a_chat_study_from_entry_to_codes(study):
     assert count("human_ratings") == 0
     assert list(crowd_store.decisions(con, task.task_id, "chat").query("annotator == @careless")["decided_by"]) == [
         "pass rule", "lab", "lab"]
+    # the task's own results (`chat show`, the Chat tasks page) leave the excluded workers' conversations out too
+    counted = chat_service.results(con, task.task_id, bootstrap=20)["table"]["conversations"].sum()
+    held = chat_store.conversations(con, task.task_id)
+    kept_in = held[held["state"].isin(chat_store.COUNTED) & held["simulator"].isna()
+                   & ~held["annotator"].isin(crowd_store.excluded(con, task.task_id, "chat"))]
+    assert counted == len(kept_in) and careless not in set(kept_in["annotator"])
     # identifiers: stored once, nowhere else
     assert tables_holding(con, [pid(n) for n in range(4)], skip=("crowd_workers",)) == []
 
