@@ -7,7 +7,7 @@ from evalcore.core import i18n
 from evalcore.core.errors import StoreError
 from evalcore.core.i18n import N_, _
 from evalcore.pagedata import chats
-from pages.kit import lang
+from pages.kit import crowd_admin, lang
 from pages.kit.access import may_write
 from pages.kit.runtime import cursor, data, release
 from pages.kit.state import page_link, publish, start
@@ -327,3 +327,6 @@ if allowed:
         st.rerun()
     c2.download_button(_("Download every message and rating (zip of CSV)"), chats.export_zip(con, task.task_id),
                        file_name=f"chat-task-{task.task_id}.zip", mime="application/zip", key="ct-export")
+# a crowd study's part (pages/kit/crowd_admin.py, as on the Rating tasks page): its settings, link, workers and
+# decisions; codes and identifiers with write access only. An open task that is not one: the form that opens it.
+crowd_admin.study_part(con, task, kind="chat", allowed=allowed, who=who, prefix="ct")

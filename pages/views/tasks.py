@@ -8,9 +8,9 @@ from evalcore.core.errors import StoreError
 from evalcore.core.i18n import N_, _
 from evalcore.pagedata import annotation as ann
 from evalcore.pagedata import calibration, catalog
-from evalcore.pagedata import crowd as crowd_data
 from evalcore.services.tasks import task_language
 from evalcore.store.tasks import LEVELS, MAX_SEED, MODES, SAMPLINGS
+from pages.kit import crowd_admin
 from pages.kit.access import may_write
 from pages.kit.runtime import data
 from pages.kit.state import base_url, page_link, publish, start
@@ -62,7 +62,6 @@ HEADERS = (
     N_("too_fast_share"), N_("straight_lined"), N_("hourly_pay"), N_("other_identity"), N_("platform_id"),
     N_("decided_at"), N_("decision"), N_("decided_by"),
 )
-DECISIONS = {"excluded": N_("excluded"), "put back": N_("put back")}   # a decision as the log shows it
 
 
 def with_language(tasks):
@@ -211,136 +210,6 @@ def settled_so_far(task) -> None:
                             calibration.UNIFORM: three,
                             "uniform / reached": st.column_config.NumberColumn(format="%.2f")})
     st.caption(md_escape(calibration.caption(est)))
-
-
-def crowd_study(task, allowed: bool, who: str | None) -> None:
-    """A crowd study's part of the task: its settings and pass rule, the link to paste into the platform, the codes
-    (with write access: a code is what a worker would need to be paid without working), its workers with their
-    quality, and with write access their platform identifiers on request, exclusions and the decisions' log. An open
-    task that is not a crowd study: with write access, the form that opens it to a platform."""
-    study = crowd_data.study(con, task.task_id)
-    said = st.session_state.pop("tk-crowd-said", None)
-    if study is None:
-        if allowed and task.state == "open":
-            open_to_crowd(task)
-        return
-    st.subheader(_("Crowd study"))
-    st.text("\n".join(crowd_data.settings_lines(study)))
-    st.caption(_("Pass rule: a worker who fails any of these is excluded when they finish (listed below with why; "
-                 "put back any time)."))
-    st.text("\n".join(f"- {line}" for line in crowd_data.rule_lines(study.pass_rule)))
-    st.caption(_("The study link to paste into the platform:"))
-    st.code(crowd_data.study_link(study, base_url()), language=None, wrap_lines=True)
-    st.caption(md_escape(crowd_data.where_to_paste(study)))
-    if allowed:
-        st.text(_("Completion code: {code}").format(code=study.completion_code))
-        st.text(_("Code for a worker who failed the checks: {code}").format(code=study.failed_code)
-                if study.failed_code else
-                _("No code for a worker who failed the checks: they get none."))
-        back = crowd_data.way_back(study)   # it carries the code
-        st.text(_("A worker who passes is sent back to {url}").format(url=back) if back else
-                _("No redirect: a worker who passes types the completion code in on the platform."))
-    else:
-        st.caption(_("The completion codes are shown to those who may write."))
-    frame = data(crowd_data.workers, task.task_id)   # MACE over every worker: kept until the store changes
-    st.text(crowd_data.counts(frame))
-    if said:   # what the last click did, once
-        st.success(md_escape(said))
-    if frame.empty:
-        st.caption(_("No worker has entered yet."))
-    else:
-        shown = frame.copy()
-        shown["outcome"] = shown["outcome"].map(lambda v: _(crowd_data.OUTCOMES[v]) if v in crowd_data.OUTCOMES
-                                                else v)
-        if allowed and st.toggle(_("Show platform identifiers"), key=f"tk-crowd-ids-{task.task_id}",
-                                 help=_("Personal data: to approve and pay the workers on the platform. Shown only "
-                                        "to those who may write.")):
-            ids = crowd_data.identifiers(con, task.task_id)
-            shown.insert(1, "platform_id", shown["annotator"].map(ids))
-        two = st.column_config.NumberColumn(format="%.2f")
-        grid(shown, width="stretch",
-             column_config={"annotator": st.column_config.Column(pinned=True),
-                            "reason": st.column_config.Column(width="large"), "gold_share": two,
-                            "loo_spearman": two, "competence": two, "too_fast_share": two,
-                            "median_seconds": st.column_config.NumberColumn(format="%.1f"), "hourly_pay": two})
-    if not allowed:
-        return
-    if not frame.empty:
-        decide(task, frame, who)
-    log = crowd_data.decisions(con, task.task_id)
-    if len(log):
-        st.caption(_("Decisions: who excluded a worker or put them back, when and why (the pass rule decides when a "
-                     "worker finishes)"))
-        log["decision"] = log["decision"].map(lambda v: _(DECISIONS[v]) if v in DECISIONS else v)
-        grid(log, width="stretch", column_config={"reason": st.column_config.Column(width="large")})
-
-
-def decide(task, frame, who: str | None) -> None:
-    """Exclude a worker or put them back: a logged decision, reversible."""
-    c1, c2 = st.columns([1, 2])
-    name = c1.selectbox(_("Worker"), list(frame["annotator"]), key=f"tk-crowd-who-{task.task_id}")
-    reason = c2.text_input(_("Why"), max_chars=300, key=f"tk-crowd-why-{task.task_id}")
-    out = bool(frame.set_index("annotator").loc[name, "excluded"])
-    if st.button(_("Put back") if out else _("Exclude"), key=f"tk-crowd-decide-{task.task_id}"):
-        try:
-            if out:
-                crowd_data.include(con, task.task_id, name, reason=reason, by=who or "dashboard")
-            else:
-                crowd_data.exclude(con, task.task_id, name, reason=reason, by=who or "dashboard")
-        except (ValueError, StoreError) as exc:
-            st.error(md_escape(str(exc)))
-        else:
-            st.session_state["tk-crowd-said"] = (
-                _("{name} put back: their ratings count again in the task's results, agreement and Metric trust.")
-                if out else
-                _("{name} excluded: their ratings left the task's results, agreement and Metric trust; put them "
-                  "back any time.")).format(name=name)
-            st.rerun()
-
-
-def open_to_crowd(task) -> None:
-    """The form that opens an open task to a crowd platform (evalcore crowd open); gold units and comprehension
-    questions stay on the command line."""
-    with st.expander(_("Open to a crowd platform")):
-        st.caption(md_message(_("Workers of Prolific, MTurk or another platform then arrive by the study's link, "
-                                "with no name to type, and leave with the completion code. Gold units and "
-                                "comprehension questions are added on the command line: `evalcore crowd gold {task} "
-                                "...` and `evalcore crowd question {task} ...` (the guide \"Run a crowd study\").")
-                              .format(task=task.task_id)))
-        with st.form(f"tk-crowd-open-{task.task_id}"):
-            c1, c2, c3 = st.columns(3)
-            platform = c1.selectbox(_("Platform"), crowd_data.PLATFORMS, format_func=crowd_data.platform_name,
-                                    key="tk-crowd-platform")
-            code = c2.text_input(_("Completion code"), max_chars=64, key="tk-crowd-code",
-                                 help=_("The code the platform expects from a worker who completed the study"))
-            failed = c3.text_input(_("Code for a failed check (optional)"), max_chars=64, key="tk-crowd-failed",
-                                   help=_("The code a worker who failed the checks gets; without it, they get none"))
-            redirect = st.text_input(_("Redirect (optional)"), max_chars=500, key="tk-crowd-redirect",
-                                     help=_("An https:// address the worker is sent to at the end, {code} replaced "
-                                            "by their code; on Prolific, Prolific's completion page by default"))
-            c4, c5, c6, c7 = st.columns(4)
-            units = c4.number_input(_("Units per worker"), 1, 1000, 10, key="tk-crowd-units")
-            gold = c5.number_input(_("Gold units per worker"), 0, 999, 0, key="tk-crowd-gold")
-            pay = c6.number_input(_("Pay per worker (optional)"), 0.0, 1e6, None, step=0.1, key="tk-crowd-pay")
-            currency = c7.text_input(_("Currency"), max_chars=8, key="tk-crowd-currency")
-            c8, c9 = st.columns(2)
-            gold_min = c8.number_input(_("Least share of gold units passed"), 0.0, 1.0,
-                                       float(crowd_data.RULE["gold_min"]), step=0.05, key="tk-crowd-gold-min")
-            too_fast = c9.number_input(_("Largest share of answers faster than reading"), 0.0, 1.0,
-                                       float(crowd_data.RULE["too_fast_max"]), step=0.05, key="tk-crowd-too-fast")
-            if st.form_submit_button(_("Open to the platform")):
-                try:
-                    opened = crowd_data.open_study(con, task.task_id, platform=platform, completion_code=code,
-                                                   failed_code=failed, redirect=redirect, units=int(units),
-                                                   gold=int(gold), pay=pay, currency=currency,
-                                                   gold_min=gold_min, too_fast_max=too_fast)
-                except (ValueError, StoreError) as exc:
-                    st.error(md_escape(str(exc)))
-                else:
-                    st.session_state["tk-crowd-said"] = _("Task {task} is open to {platform}: paste the study link "
-                                                          "below into the platform.").format(
-                        task=task.task_id, platform=crowd_data.platform_name(opened.platform))
-                    st.rerun()
 
 
 con, vs = start(_("Rating tasks"))
@@ -499,7 +368,7 @@ if chosen:
                 st.error(md_escape(str(exc)))
             else:
                 st.rerun()
-    crowd_study(task, allowed, who)
+    crowd_admin.study_part(con, task, kind="rating", allowed=allowed, who=who, prefix="tk")
 
 if allowed:
     with st.expander(_("Annotators and their personal keys")):
