@@ -149,7 +149,7 @@ def open_form(con, task, *, kind: str, prefix: str) -> None:
             c4, c5, c6, c7 = st.columns(4)
             if chat:
                 units = c4.number_input(_("Conversations per worker"), 1, 100, 3, key=f"{prefix}-crowd-units")
-                gold = c5.number_input(_("Conversations with an instruction check per worker"), 0, 100, 0,
+                gold = c5.number_input(_("Instruction checks per worker"), 0, 100, 0,
                                        key=f"{prefix}-crowd-gold",
                                        help=_("The instruction is shown inside the scenario of that many of each "
                                               "worker's conversations (add it on the command line)"))

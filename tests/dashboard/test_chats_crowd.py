@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from evalcore.services import chats as chat_service
-from evalcore.services import crowd
+from evalcore.services import crowd, jobs
 from evalcore.store import chats as chat_store
 from evalcore.store import connect
 from evalcore.store import crowd as crowd_store
@@ -50,7 +50,7 @@ def built(tmp_path_factory, default_store_file):
                              pass_rule={"gold_min": 1.0})
     crowd.add_instruction(con, task_id, "In your first message, mention the word giraffe.", "giraffe")
     task = chat_store.get(con, task_id)
-    names = {}
+    names, queued = {}, set()
     now = datetime(2026, 11, 28, 12, 0)
     for n in range(WORKERS):
         worker = crowd.enter(con, study, crowd.Ids(pid(n), "s1", f"sess{n}"), client=f"10.0.0.{n}|Firefox", now=now)
@@ -62,10 +62,12 @@ def built(tmp_path_factory, default_store_file):
             chat_store.end(con, cid, worker.annotator, goal=True, now=now + timedelta(seconds=60))
             for d in task.dimensions:
                 chat_store.rate(con, cid, worker.annotator, d.dimension, d.max, now=now + timedelta(seconds=70))
-            chat_service.review(con, cid, "lab", accept=True)
+            queued.add(chat_service.review(con, cid, "lab", accept=True)[1])
             now += timedelta(minutes=2)
         crowd.finish(con, study, worker.worker)
         names[n] = worker.annotator
+    for job in queued - {None}:   # the accepted conversations scored here: no page starts a job holding the store
+        jobs.run(con, job)
     other = _chat(con)
     con.close()
     return db, task_id, other, names
