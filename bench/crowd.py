@@ -18,7 +18,8 @@ client address (127.1.x.y: the page knows a browser by its address and User-Agen
 `/annotate?task=N&PROLIFIC_PID=<24 hex>&STUDY_ID=s1&SESSION_ID=<24 hex>` at a uniformly random time over
 --enter-seconds. It answers the comprehension question (the form's radio, then its submit button), rates the units the
 page draws (the segmented control of each dimension) until the page shows its code or --rate-minutes after its entry
-have passed. Planted:
+have passed. A page that says it cannot go on now (the store busy: a rating not stored, no unit drawn) is met as a
+person would: "Try again" (or a reload) 2-5 s later, at most RETRIES times per worker, the rating given again. Planted:
   careless (10%)  every dimension its highest value, 1 s between clicks: fast, straight-lined, failing the nonsense
                   gold units;
   second identity (5%)  after its first unit, opens the link again from the same address with another PROLIFIC_PID
@@ -91,6 +92,7 @@ DONE, FAIL = "DONE42", "FAIL42"
 DIMENSIONS = ["Info", "Coh"]
 QUESTION = ("你要评的是什么？", ["只看回复的语法", "回复在对话上下文中的表现"], 1)   # (text, options, the right one)
 TIMEOUT = 120.0
+RETRIES = 20   # times a worker reloads or clicks "Try again" when the page says it cannot go on now
 # the identifiers a session might find in what it received: 24 hex digits after a prefix of this bench's own
 PID_PREFIX, SESSION_PREFIX = "b3c0", "5e55"
 IDS = re.compile(rb"(?=((?:b3c0|5e55)[0-9a-f]{20}))")
@@ -177,6 +179,7 @@ class Log:
     ratings: list[tuple] = field(default_factory=list)
     uncertain: list[tuple] = field(default_factory=list)
     refused_clicks: list[tuple] = field(default_factory=list)
+    retries: int = 0                                              # reloads and "Try again" clicks
     wrong_places: int = 0                                         # "Unit i of n" other than the worker's own count
     codes: dict[str, str] = field(default_factory=dict)           # pid -> the code shown
     kinds: dict[str, str] = field(default_factory=dict)           # pid -> careful | careless | second
@@ -255,6 +258,12 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
             return
         # the comprehension question: a form of radios and its submit button
         await (wait(0.5, 1) if kind == "careless" else wait(2, 6))
+        retries = RETRIES
+        while not (tab.of("radio") and tab.of("submit")) and said_no(tab) and retries:
+            retries -= 1   # the page could not be drawn (the store busy, say): the worker reloads it a moment later
+            log.retries += 1
+            await wait(2, 5)
+            await timed(log, "retry", tab.run())
         radios, submit = tab.of("radio"), tab.of("submit")
         if not radios or not submit:
             log.errors.append(f"{pid[:8]}: no comprehension form drawn: {said_no(tab) or tab.drawn[:4]}")
@@ -265,7 +274,8 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
         if error:
             log.errors.append(f"{pid[:8]} question: {error}")
             return
-        rated = 0   # units this worker has rated: the next one is their place rated + 1
+        rated = 0   # units this worker has rated in full: the one shown is their place rated + 1
+        accepted: dict[int, set[str]] = defaultdict(set)   # place -> the dimensions stored there
         earlier: dict[str, list[float]] = defaultdict(list)
         while time.monotonic() < stop:
             if tab.texts("code"):
@@ -274,6 +284,13 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
                 break
             drawn = controls(tab, study.task_id)
             if not drawn:
+                if retries and said_no(tab):   # the page said it could not go on now: "Try again" a moment later
+                    retries -= 1
+                    log.retries += 1
+                    await wait(2, 5)
+                    again = [w for w in tab.of("button") if w.id.endswith("-ann-retry")]
+                    await timed(log, "retry", tab.click(key="ann-retry") if again else tab.run())
+                    continue
                 log.errors.append(f"{pid[:8]}: a page with nothing to rate: {said_no(tab) or tab.drawn[:4]}")
                 break
             place = min(p for p, _ in drawn)
@@ -284,14 +301,16 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
             if kind == "second" and rated == 1 and pid not in log.second:
                 await second_identity(k, base, study, pid, rng, log, all_ids, tabs)
             expected = {d: v for u in units for d, v in study.gold.get(u, {}).items()}
-            for i, dim in enumerate(DIMENSIONS):
+            for dim in DIMENSIONS:
+                if dim in accepted[place]:
+                    continue
                 if (place, dim) not in controls(tab, study.task_id):
                     break
                 if kind == "careless":
                     await wait(0.8, 1.2)
                     value = 2.0
                 else:
-                    if i == 0:   # the unit read first
+                    if not accepted[place]:   # the unit read first
                         floor = max((study.floor.get(u, 0.0) for u in units), default=0.0)
                         await asyncio.sleep(max(rng.uniform(2, 8), floor + rng.uniform(0.5, 2)) * scale)
                     else:
@@ -302,7 +321,6 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
                         value = float(rng.randint(0, 2))
                         if len(earlier[dim]) >= 3 and set(earlier[dim]) == {value}:
                             value = float((int(value) + 1) % 3)   # a careful worker's answers vary
-                        earlier[dim].append(value)
                 _, error = await timed(log, "rate", tab.choose(f"ann-{study.task_id}-p{place}-{dim}", f"{value:g}"))
                 record = (pid, rated, unit, dim, value)
                 if error:
@@ -310,11 +328,15 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
                     log.errors.append(f"{pid[:8]} rate place {place} {dim}: {error}")
                     return
                 no = said_no(tab)
-                if no:
+                if no:   # not stored: the worker answers it again once the page lets them
                     log.refused_clicks.append((*record, no[:160]))
-                else:
-                    log.ratings.append(record)
-            rated += 1
+                    break
+                log.ratings.append(record)
+                accepted[place].add(dim)
+                if kind != "careless" and dim not in expected:
+                    earlier[dim].append(value)
+            if accepted[place] == set(DIMENSIONS):
+                rated += 1
         else:
             log.errors.append(f"{pid[:8]}: still rating when its {rate_seconds:g} s ended")
         for t in tabs:
@@ -525,7 +547,8 @@ def run(workers: int, enter_seconds: float, rate_minutes: float, processes: int,
     out = {"processes": processes, "workers": workers, "enter_seconds": enter_seconds, "rate_minutes": rate_minutes,
            "think_scale": scale, "seconds": round(took, 1), "clicks": len(log.clicks),
            "click": summary([t for _, t in ok]),
-           **{kind: summary([t for k, t in ok if k == kind]) for kind in ("enter", "question", "rate", "second")},
+           **{kind: summary([t for k, t in ok if k == kind]) for kind in ("enter", "question", "rate", "second", "retry")},
+           "retries": log.retries,
            "click_errors": len(errors), "errors": len(log.errors), "error_samples": log.errors[:8],
            "server_cpu_s": round(cpu, 1), "server_cpu_s_per_click": round(cpu / max(len(log.clicks), 1), 4),
            "client_cpu_s": round(client, 1), **found}
@@ -544,7 +567,7 @@ def report(s: dict) -> None:
     if c["n"]:
         print(f"  per click p50 {c['p50_s']} s  p95 {c['p95_s']} s  max {c['max_s']} s; "
               + "  ".join(f"{k} {s[k]['p50_s']}/{s[k]['p95_s']}/{s[k]['max_s']} ({s[k]['n']})"
-                          for k in ("enter", "question", "rate", "second") if s[k]["n"]))
+                          for k in ("enter", "question", "rate", "second", "retry") if s[k]["n"]))
     print(f"  server {s['server_cpu_s']} CPU-s, {s['server_cpu_s_per_click']} per click; client {s['client_cpu_s']} "
           f"CPU-s", flush=True)
     print(f"  ratings logged {s['ratings_logged']}  stored {s['ratings_stored']}  lost {s['lost']}  doubled "
