@@ -179,6 +179,7 @@ class Log:
     ratings: list[tuple] = field(default_factory=list)
     uncertain: list[tuple] = field(default_factory=list)
     refused_clicks: list[tuple] = field(default_factory=list)
+    unfinished: int = 0                                           # still rating when --rate-minutes ended
     retries: int = 0                                              # reloads and "Try again" clicks
     wrong_places: int = 0                                         # "Unit i of n" other than the worker's own count
     codes: dict[str, str] = field(default_factory=dict)           # pid -> the code shown
@@ -338,7 +339,7 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
             if accepted[place] == set(DIMENSIONS):
                 rated += 1
         else:
-            log.errors.append(f"{pid[:8]}: still rating when its {rate_seconds:g} s ended")
+            log.unfinished += 1   # still rating when its time ended: not an error, a worker who took longer
         for t in tabs:
             if t.exceptions:
                 log.errors.extend(f"{pid[:8]}: exception drawn: {e[:160]}" for e in t.exceptions)
@@ -548,7 +549,7 @@ def run(workers: int, enter_seconds: float, rate_minutes: float, processes: int,
            "think_scale": scale, "seconds": round(took, 1), "clicks": len(log.clicks),
            "click": summary([t for _, t in ok]),
            **{kind: summary([t for k, t in ok if k == kind]) for kind in ("enter", "question", "rate", "second", "retry")},
-           "retries": log.retries,
+           "retries": log.retries, "unfinished": log.unfinished,
            "click_errors": len(errors), "errors": len(log.errors), "error_samples": log.errors[:8],
            "server_cpu_s": round(cpu, 1), "server_cpu_s_per_click": round(cpu / max(len(log.clicks), 1), 4),
            "client_cpu_s": round(client, 1), **found}
@@ -563,7 +564,8 @@ def run(workers: int, enter_seconds: float, rate_minutes: float, processes: int,
 def report(s: dict) -> None:
     c = s["click"]
     print(f"processes {s['processes']}  workers {s['workers']} over {s['enter_seconds']:g} s  {s['seconds']} s  "
-          f"clicks {s['clicks']}  errors {s['click_errors']} clicks, {s['errors']} in all", flush=True)
+          f"clicks {s['clicks']}  errors {s['click_errors']} clicks, {s['errors']} in all  still rating at their end "
+          f"{s['unfinished']}  retries {s['retries']}", flush=True)
     if c["n"]:
         print(f"  per click p50 {c['p50_s']} s  p95 {c['p95_s']} s  max {c['max_s']} s; "
               + "  ".join(f"{k} {s[k]['p50_s']}/{s[k]['p95_s']}/{s[k]['max_s']} ({s[k]['n']})"
