@@ -38,12 +38,13 @@ def pid(n: int) -> str:
 
 
 def rate_all(con, study, task, worker, *, careless: bool, start: datetime) -> list[int]:
-    """The worker's whole share: claim, answer every dimension (gold right unless careless), 30 s a unit (1 s if
-    careless); the units they rated."""
+    """The worker's whole share: claim, answer every dimension (gold right unless careless), 300 s a unit (1 s if
+    careless); the units they rated. 300 s: the reading floor of a long unit (25 characters a second) is over
+    100 s, and the salted pseudonyms draw other units each run."""
     golds = crowd_store.gold(con, task.task_id).set_index(["unit", "dimension"])
     now, seen = start, []
     while (unit := crowd.next_unit(con, study, task, worker.annotator, now=now)) is not None:
-        now += timedelta(seconds=1 if careless else 30)
+        now += timedelta(seconds=1 if careless else 300)
         for d in task.dimensions:
             if careless:
                 value = d.max
