@@ -14,19 +14,13 @@ shown). Every file is a PNG under --out; the script prints what it wrote.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import subprocess
 import sys
-import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.annotate import ARGS, CHROMIUM, free_port  # noqa: E402
-from bench.browser import Server  # noqa: E402
-from bench.screenshots import Shots  # noqa: E402
+from bench.crowd_screenshots import shoot  # noqa: E402
 
 WORKERS, CARELESS, BY_HAND = 4, 3, 1
 
@@ -74,39 +68,7 @@ def study(db: Path) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "screens"))
-    args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="evalcore-crowd-chat-shots-"))
-    db = tmp / "store.duckdb"
-    subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
-                   capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    task_id = study(db)
-    server = Server(str(db), free_port(), tmp / "server.log")
-    server.start()
-    shot = Shots(out, settle_ms=1500)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            for width, height in ((1400, 1300), (800, 1500)):
-                page = browser.new_context(viewport={"width": width, "height": height}, locale="en-US").new_page()
-                page.goto(f"{server.base}/chats?task={task_id}")
-                heading = page.get_by_role("heading", name="Crowd study")
-                heading.wait_for(timeout=120_000)
-                page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState "
-                                       "=== 'notRunning'", timeout=60_000)
-                page.wait_for_timeout(1500)   # the tables above drawn: the heading stays where it is scrolled to
-                heading.evaluate("e => e.scrollIntoView({block: 'start'})")
-                shot(page, f"crowd-chats-{width}px")
-            browser.close()
-    finally:
-        server.stop()
-    for path in shot.wrote:
-        print(path)
+    shoot(study, "chats", "crowd-chats")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,9 @@ def study(db: Path) -> int:
     return task_id
 
 
-def main() -> None:
+def shoot(make_study, page_name: str, prefix: str) -> None:
+    """A fresh store with the study `make_study(db)` makes (its task id), the page `page_name` on that task in Chromium
+    at 1400 and 800 px, scrolled to its crowd part: docs/img/screens/<prefix>-<width>px.png (or --out)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "screens"))
     args = parser.parse_args()
@@ -85,11 +87,11 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="evalcore-crowd-shots-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"evalcore-{prefix}-shots-"))
     db = tmp / "store.duckdb"
     subprocess.run([sys.executable, "-m", "evalcore", "init", "--db", str(db)], cwd=ROOT, check=True,
                    capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    task_id = study(db)
+    task_id = make_study(db)
     server = Server(str(db), free_port(), tmp / "server.log")
     server.start()
     shot = Shots(out, settle_ms=1500)
@@ -98,19 +100,23 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for width, height in ((1400, 1300), (800, 1500)):
                 page = browser.new_context(viewport={"width": width, "height": height}, locale="en-US").new_page()
-                page.goto(f"{server.base}/tasks?task={task_id}")
+                page.goto(f"{server.base}/{page_name}?task={task_id}")
                 heading = page.get_by_role("heading", name="Crowd study")
                 heading.wait_for(timeout=120_000)
                 page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState "
                                        "=== 'notRunning'", timeout=60_000)
                 page.wait_for_timeout(1500)   # the tables above drawn: the heading stays where it is scrolled to
                 heading.evaluate("e => e.scrollIntoView({block: 'start'})")
-                shot(page, f"crowd-tasks-{width}px")
+                shot(page, f"{prefix}-{width}px")
             browser.close()
     finally:
         server.stop()
     for path in shot.wrote:
         print(path)
+
+
+def main() -> None:
+    shoot(study, "tasks", "crowd-tasks")
 
 
 if __name__ == "__main__":
