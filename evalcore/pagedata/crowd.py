@@ -2,7 +2,9 @@
 study's settings, the link to paste into the platform, its workers with their quality and outcome, the decisions that excluded a worker
 or put them back, and the form that opens a task to a platform. Each view takes a rating task's id, or with
 kind="chat" a chat task's (a chat task and a rating task may share a number). The platform identifiers are read only by
-`identifiers`, which the page calls only for those with write access; every other view carries pseudonyms."""
+`identifiers`, which the page calls only for those with write access; every other view carries pseudonyms. The study's
+set-up, as `evalcore crowd gold|question|instruction` adds it: gold units (counted, never which units), comprehension
+questions with their right answers (for those with write access), a chat study's instruction checks."""
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -12,6 +14,7 @@ import pandas as pd
 
 from evalcore.core import i18n
 from evalcore.core.i18n import N_, _, ngettext
+from evalcore.core.text import bad_character
 from evalcore.services import crowd
 from evalcore.store import crowd as stored
 from evalcore.store import tasks as task_store
@@ -192,6 +195,105 @@ def open_study(con: duckdb.DuckDBPyConnection, task_id: int, *, platform: str, c
 
 def _blank(value: str | None) -> str | None:
     return (value or "").strip() or None
+
+
+# ---------------------------------------------------------------- a study's set-up: gold units, questions, checks
+# The same calls and refusals as `evalcore crowd gold|question|instruction` (evalcore/cli/crowd.py), from the forms
+# of the study's part (write access only).
+GOLD_KINDS = stored.GOLD_KINDS
+# a gold unit's kind as the page names it (the id stays in the store and the CLI)
+GOLD_NAMES = {"nonsense": N_("nonsense"), "copies-knowledge": N_("copies the knowledge"), "custom": N_("custom")}
+GOLD_COLUMNS = ["kind", "dimension", "expected", "units"]
+MAX_OPTIONS = 6   # the answers one comprehension question offers on the page's form
+MAX_INSTRUCTION = stored.MAX_INSTRUCTION   # characters of a chat study's instruction
+
+
+def gold_name(kind: str) -> str:
+    return _(GOLD_NAMES[kind]) if kind in GOLD_NAMES else kind
+
+
+def gold_counts(con: duckdb.DuckDBPyConnection, task_id: int) -> pd.DataFrame:
+    """How many gold units the task holds per kind, dimension and expected answers (GOLD_COLUMNS; the kind an id):
+    counts only, never which units are gold."""
+    frame = stored.gold(con, task_id)
+    if frame.empty:
+        return pd.DataFrame(columns=GOLD_COLUMNS)
+    frame["expected"] = [f"{low:g}" if low == high else f"{low:g}:{high:g}"
+                         for low, high in zip(frame["low"], frame["high"])]
+    out = frame.groupby(["why", "dimension", "expected"], sort=True)["unit"].nunique().reset_index()
+    return out.rename(columns={"why": "kind", "unit": "units"})[GOLD_COLUMNS]
+
+
+def gold_units(con: duckdb.DuckDBPyConnection, task_id: int) -> int:
+    """How many units of the task are gold."""
+    return len(stored.gold_units(con, task_id))
+
+
+def add_gold(con: duckdb.DuckDBPyConnection, task_id: int, *, kind: str, dimension: str, expect: str, count: int,
+             item: str | None = None, response: str | None = None) -> int:
+    """Gold units added, as `evalcore crowd gold` adds them (Refused, with its sentence: no crowd study, the
+    expected answers not LOW or LOW:HIGH or outside the dimension's scale, a custom unit without its item and reply,
+    too few items to make them); how many were added."""
+    if crowd.study_of(con, task_id) is None:
+        raise Refused(_("Task {task} is not open to a crowd platform.").format(task=task_id))
+    low, __, high = (expect or "").strip().partition(":")
+    try:
+        low_v, high_v = float(low), float(high) if high.strip() else None
+    except ValueError:
+        raise Refused(_("The expected answer is LOW or LOW:HIGH, e.g. 0 or 1:2, not {got}.").format(
+            got=repr(expect))) from None
+    if kind == "custom" and (not _blank(item) or not _blank(response)):
+        raise Refused(_("A custom gold unit needs its item and the reply shown."))
+    _written(response)
+    units = crowd.make_gold(con, task_id, why=kind, dimension=dimension, low=low_v, high=high_v, count=int(count),
+                            item_id=_blank(item) if kind == "custom" else None,
+                            response=response if kind == "custom" else None)
+    return len(units)
+
+
+def questions_with_answers(con: duckdb.DuckDBPyConnection, task_id: int,
+                           kind: str = "rating") -> list[tuple[int, str, list[str], int]]:
+    """The study's comprehension questions in order: (number, question, options, the right option's index from 0).
+    The right answers: for those with write access only (the workers' page reads crowd.questions, without them)."""
+    right = dict(con.execute("SELECT question_no, answer FROM crowd_questions WHERE kind = ? AND task_id = ?",
+                             [kind, task_id]).fetchall())
+    return [(no, text, options, int(right[no])) for no, text, options in crowd.questions(con, task_id, kind)]
+
+
+def add_question(con: duckdb.DuckDBPyConnection, task_id: int, question: str, options: str, answer: int,
+                 kind: str = "rating") -> int:
+    """A comprehension question added, as `evalcore crowd question` adds it: `options` one a line, `answer` the right
+    one's number from 1 (Refused, with its sentence: no crowd study, no text, fewer than two different options or
+    more than six, the answer not one of them, a control character); its number."""
+    if crowd.study_of(con, task_id, kind) is None:
+        raise Refused(_("Task {task} is not open to a crowd platform.").format(task=task_id))
+    offered = [line.strip() for line in (options or "").splitlines() if line.strip()]
+    if len(offered) > MAX_OPTIONS:
+        raise Refused(_("A comprehension question offers at most {most} answers here, one a line; this one "
+                        "{n}.").format(most=MAX_OPTIONS, n=len(offered)))
+    for text in (question, *offered):
+        _written(text)
+    return stored.add_question(con, task_id, question, offered, int(answer) - 1, kind=kind)
+
+
+def instructions(con: duckdb.DuckDBPyConnection, task_id: int) -> list[tuple[int, str, str]]:
+    """A chat study's instruction checks in order: (number, instruction, the word a message must contain)."""
+    return stored.instructions(con, task_id, "chat")
+
+
+def add_instruction(con: duckdb.DuckDBPyConnection, task_id: int, text: str, expect: str) -> int:
+    """An instruction check added to a chat study, as `evalcore crowd instruction --chat` adds it (Refused, with
+    its sentence: no crowd study, no text or word, too long, a control character); its number."""
+    if crowd.study_of(con, task_id, "chat") is None:
+        raise Refused(_("Chat task {task} is not open to a crowd platform.").format(task=task_id))
+    return crowd.add_instruction(con, task_id, text, expect)
+
+
+def _written(text: str | None) -> None:
+    """Refused when a text people will read holds a control character (as the CLI's written_text)."""
+    bad = bad_character(text or "")
+    if bad:
+        raise Refused(_("A text people will read may not hold a {bad}.").format(bad=bad))
 
 
 # ---------------------------------------------------------------- a worker's own pages (Annotate, Chat)

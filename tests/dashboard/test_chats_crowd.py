@@ -20,7 +20,7 @@ from evalcore.store import endpoints as registry
 from support import copy_default_store
 from support.apptest import run
 from support.i18n import english_left, page_texts
-from test_tasks_crowd import READ_ONLY, WRITE, sent
+from test_tasks_crowd import READ_ONLY, SETUP_BUTTONS, WRITE, messages, sent
 
 UNITS, GOLD, WORKERS, CARELESS = 2, 1, 3, 2
 
@@ -131,6 +131,48 @@ def test_without_write_access_no_identifier_and_no_code_is_sent(monkeypatch, stu
         assert secret.encode() not in everything, secret
     assert not [t for t in at.toggle if t.key.startswith("ct-crowd")]
     assert not [b for b in at.button if b.label in ("Exclude", "Put back")]
+    # the study's set-up (its instruction checks, its questions with their right answers) and its forms: not drawn
+    assert "Instruction checks and questions" not in [e.label for e in at.expander]
+    assert not [b for b in at.button if b.label in SETUP_BUTTONS] and b"giraffe" not in everything
+
+
+def test_adding_an_instruction_check_and_a_question_from_the_page(monkeypatch, study):
+    db, task_id, __, ___ = study
+    at = run("chats", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task_id))
+    assert "Instruction checks and questions" in [e.label for e in at.expander]
+    assert "Add gold units" not in [b.label for b in at.button]   # a chat study's gold checks are instructions
+    assert ("Instruction 1: In your first message, mention the word giraffe.\n  Expected word: giraffe"
+            in [t.value for t in at.text])
+    at.text_area(key="ct-crowd-instruction").input("In your last message, mention the word otter.")
+    next(b for b in at.button if b.label == "Add the instruction check").click().run()   # no word: refused
+    assert messages(at.error) == ["An instruction check needs its text and the word a message must contain."]
+    con = connect(db)
+    assert len(crowd_store.instructions(con, task_id)) == 1
+    con.close()
+    at.text_input(key="ct-crowd-expect").input("otter")
+    next(b for b in at.button if b.label == "Add the instruction check").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert messages(at.success) == ["Instruction check 2 added."]
+    con = connect(db)
+    assert crowd_store.instructions(con, task_id)[1] == (2, "In your last message, mention the word otter.", "otter")
+    con.close()
+    assert "Instruction 2: In your last message, mention the word otter.\n  Expected word: otter" in \
+        next(t.value for t in at.text if t.value.startswith("Instruction 1:"))
+    # a comprehension question, of the chat study (not of a rating task of the same number)
+    at.text_input(key="ct-crowd-question").input("What do you do first?")
+    at.text_area(key="ct-crowd-options").input("greet\nrate\nleave")
+    at.number_input(key="ct-crowd-answer").set_value(4)   # not one of the three: refused
+    next(b for b in at.button if b.label == "Add the question").click().run()
+    assert messages(at.error) == ["The right answer is one of the options, 1 to 3."]
+    at.number_input(key="ct-crowd-answer").set_value(1)
+    next(b for b in at.button if b.label == "Add the question").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert messages(at.success) == ["Comprehension question 1 added."]
+    con = connect(db)
+    assert crowd.questions(con, task_id, "chat") == [(1, "What do you do first?", ["greet", "rate", "leave"])]
+    assert crowd.questions(con, task_id) == []
+    con.close()
+    assert any(t.value.endswith("  Right answer: 1. greet") for t in at.text)
 
 
 def test_excluding_and_putting_back_a_chat_worker_from_the_page(monkeypatch, study):
@@ -203,6 +245,8 @@ def test_the_chat_crowd_part_in_chinese(monkeypatch, study):
     assert any("每位众包工作者进行 2 段对话，其中 1 段带有指令检查" in t.value for t in zh.text)
     assert "- 场景中给出的指令至少遵循了 100%。" in next(t.value for t in zh.text if t.value.startswith("- "))
     assert set(workers_table(zh)["outcome"]) == {"通过", "失败"}
+    assert "指令检查与理解测试题" in [e.label for e in zh.expander]
+    assert "指令 1：In your first message, mention the word giraffe.\n  预期词语：giraffe" in [t.value for t in zh.text]
     assert zh.code[0].value.startswith(f"http://localhost:8501/chat?task={task_id}&PROLIFIC_PID=")   # the same link
     form = run("chats", monkeypatch, {"EVALCORE_DB": db, **WRITE}, lang="zh-CN", task=str(other))
     assert "向平台开放" in [b.label for b in form.button]

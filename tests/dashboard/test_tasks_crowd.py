@@ -125,6 +125,9 @@ def test_without_write_access_no_identifier_and_no_code_is_sent(monkeypatch, stu
     for secret in [*(pid(n) for n in range(WORKERS)), "DONE42", "FAIL42"]:
         assert secret.encode() not in everything, secret
     assert not at.toggle and not [b for b in at.button if b.label in ("Exclude", "Put back")]
+    # the study's set-up (its gold units, its questions with their right answers) and its forms: not drawn either
+    assert "Gold units and checks" not in [e.label for e in at.expander]
+    assert not [b for b in at.button if b.label in SETUP_BUTTONS]
 
 
 def test_excluding_a_worker_from_the_page(monkeypatch, study):
@@ -161,6 +164,72 @@ def test_putting_a_worker_back_from_the_page(monkeypatch, study):
     assert list(decisions["excluded"]) == [True, False] and list(decisions["reason"])[-1] == "checked by hand"
 
 
+SETUP_BUTTONS = ("Add gold units", "Add the question", "Add the instruction check")
+
+
+def messages(elements) -> list[str]:
+    """What st.error or st.success elements say, their markdown escapes dropped."""
+    return [e.value.replace("\\", "") for e in elements]
+
+
+def gold_table(at):
+    return next(d.value for d in at.dataframe if "expected" in d.value.columns)
+
+
+def test_adding_gold_units_from_the_page(monkeypatch, study):
+    db, task_id, __ = study
+    at = run("tasks", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task_id))
+    assert "Gold units and checks" in [e.label for e in at.expander]
+    assert "The task holds 2 gold units; each worker meets 2." in [t.value for t in at.text]
+    assert gold_table(at).to_dict("records") == [{"kind": "nonsense", "dimension": "Coh", "expected": "0",
+                                                   "units": 2}]   # counts, never which units
+    at.selectbox(key="tk-crowd-gold-dimension").set_value("Info")
+    at.text_input(key="tk-crowd-gold-expect").input("5")   # outside Info's scale: refused, said, nothing written
+    next(b for b in at.button if b.label == "Add gold units").click().run()
+    assert messages(at.error) == ["Info is rated from 0 to 2: the expected answer must lie within."]
+    con = connect(db)
+    assert len(crowd_store.gold_units(con, task_id)) == 2
+    con.close()
+    at.text_input(key="tk-crowd-gold-expect").input("0")
+    at.number_input(key="tk-crowd-gold-count").set_value(3)
+    next(b for b in at.button if b.label == "Add gold units").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert messages(at.success) == ["3 gold units added: nonsense, Info expected 0."]
+    con = connect(db)
+    gold = crowd_store.gold(con, task_id)
+    con.close()
+    assert gold["unit"].nunique() == 5
+    assert sorted(gold[gold["dimension"] == "Info"]["why"]) == ["nonsense"] * 3
+    assert gold_table(at)["units"].tolist() == [2, 3]
+    at.run()   # said once
+    assert not at.success
+
+
+def test_adding_a_comprehension_question_from_the_page(monkeypatch, study):
+    db, task_id, __ = study
+    at = run("tasks", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task_id))
+    assert "No comprehension question: workers start the real work at once." in [c.value for c in at.caption]
+    at.text_input(key="tk-crowd-question").input("What do you rate?")
+    at.text_area(key="tk-crowd-options").input("the reply\nthe reply")   # two answers, not different: refused
+    next(b for b in at.button if b.label == "Add the question").click().run()
+    assert messages(at.error) == ["A comprehension question offers at least two different answers."]
+    con = connect(db)
+    assert crowd.questions(con, task_id) == []
+    con.close()
+    at.text_area(key="tk-crowd-options").input("the question\nthe reply\n\nthe model")
+    at.number_input(key="tk-crowd-answer").set_value(2)
+    next(b for b in at.button if b.label == "Add the question").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert messages(at.success) == ["Comprehension question 1 added."]
+    con = connect(db)
+    assert crowd.questions(con, task_id) == [(1, "What do you rate?", ["the question", "the reply", "the model"])]
+    assert crowd_store.checked(con, task_id, "nobody") == "open"   # a worker now answers it first
+    con.close()
+    assert ("Question 1: What do you rate?\n  1. the question\n  2. the reply\n  3. the model\n"
+            "  Right answer: 2. the reply") in [t.value for t in at.text]
+    assert at.text_input(key="tk-crowd-question").value == ""   # emptied: a second click adds nothing
+
+
 def test_opening_an_open_task_to_a_platform(monkeypatch, tmp_path, default_store_file):
     db, task = demo_task_store(tmp_path, default_store_file)
     at = run("tasks", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task.task_id))
@@ -189,6 +258,8 @@ def test_the_crowd_part_in_chinese(monkeypatch, study):
     assert "众包研究" in [s.value for s in zh.subheader]
     assert "4 位众包工作者进入：4 位完成，3 位通过，1 位未通过通过规则；目前排除 1 位。" in [t.value for t in zh.text]
     assert set(workers_table(zh)["outcome"]) == {"通过", "失败"}
+    assert "金标准单元与检查" in [e.label for e in zh.expander]   # the set-up: a gold unit's kind in Chinese, the
+    assert gold_table(zh)[["kind", "dimension"]].values.tolist() == [["无意义", "Coh"]]   # dimension an id
     assert zh.code[0].value.startswith(f"http://localhost:8501/annotate?task={task_id}&PROLIFIC_PID=")   # the link
     # is the study's, the same in every language
 
