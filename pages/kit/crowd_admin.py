@@ -166,23 +166,23 @@ def gold_form(con, task, study, *, prefix: str) -> None:
     with st.form(f"{prefix}-crowd-gold-form-{task.task_id}"):
         c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
         kind = c1.selectbox(_("Kind"), crowd_data.GOLD_KINDS, format_func=crowd_data.gold_name,
-                            key=f"{prefix}-crowd-gold-kind",
+                            key=f"{prefix}-crowd-gold-kind-{task.task_id}",
                             help=_("Nonsense: a reply of the dataset with its words (Chinese: characters) shuffled, "
                                    "to get the dimension's lowest marks. Copies the knowledge: the item's knowledge "
                                    "copied out as the reply, to get its highest. Custom: the item and the reply you "
                                    "give below."))
-        dimension = c2.selectbox(_("Dimension"), list(scales), key=f"{prefix}-crowd-gold-dimension",
+        dimension = c2.selectbox(_("Dimension"), list(scales), key=f"{prefix}-crowd-gold-dimension-{task.task_id}",
                                  format_func=lambda d: f"{d} ({scales[d][0]:g}–{scales[d][1]:g})")
-        expect = c3.text_input(_("Expected answers"), max_chars=40, key=f"{prefix}-crowd-gold-expect",
+        expect = c3.text_input(_("Expected answers"), max_chars=40, key=f"{prefix}-crowd-gold-expect-{task.task_id}",
                                help=_("The answers that pass: LOW or LOW:HIGH within the dimension's scale, e.g. 0 "
                                       "or 1:2"))
-        count = c4.number_input(_("Units"), 1, 1000, 1, key=f"{prefix}-crowd-gold-count",
+        count = c4.number_input(_("Units"), 1, 1000, 1, key=f"{prefix}-crowd-gold-count-{task.task_id}",
                                 help=_("Gold units of this kind, each on another item (custom: one)"))
         c5, c6 = st.columns([1, 3])
-        item = c5.text_input(_("Item (custom)"), max_chars=200, key=f"{prefix}-crowd-gold-item",
+        item = c5.text_input(_("Item (custom)"), max_chars=200, key=f"{prefix}-crowd-gold-item-{task.task_id}",
                              help=_("The id of the item whose context is shown"))
         response = c6.text_area(_("Reply shown (custom)"), max_chars=4000, height=68,
-                                key=f"{prefix}-crowd-gold-response")
+                                key=f"{prefix}-crowd-gold-response-{task.task_id}")
         if st.form_submit_button(_("Add gold units")):
             try:
                 added = crowd_data.add_gold(con, task.task_id, kind=kind, dimension=dimension, expect=expect,
@@ -212,7 +212,7 @@ def question_form(con, task, *, kind: str, prefix: str) -> None:
         st.text("\n".join(lines))
     else:
         st.caption(_("No comprehension question: workers start the real work at once."))
-    keys = [f"{prefix}-crowd-question", f"{prefix}-crowd-options", f"{prefix}-crowd-answer"]
+    keys = [f"{prefix}-crowd-{what}-{task.task_id}" for what in ("question", "options", "answer")]
     with st.form(f"{prefix}-crowd-question-form-{task.task_id}"):
         question = st.text_input(_("Question"), max_chars=500, key=keys[0])
         c1, c2 = st.columns([3, 1])
@@ -245,7 +245,7 @@ def instruction_form(con, task, study, *, prefix: str) -> None:
         st.text("\n".join(lines))
     else:
         st.caption(_("No instruction check yet: add one before workers arrive."))
-    keys = [f"{prefix}-crowd-instruction", f"{prefix}-crowd-expect"]
+    keys = [f"{prefix}-crowd-instruction-{task.task_id}", f"{prefix}-crowd-expect-{task.task_id}"]
     with st.form(f"{prefix}-crowd-instruction-form-{task.task_id}"):
         c1, c2 = st.columns([3, 1])
         text = c1.text_area(_("Instruction"), max_chars=crowd_data.MAX_INSTRUCTION, height=68, key=keys[0],

@@ -143,13 +143,13 @@ def test_adding_an_instruction_check_and_a_question_from_the_page(monkeypatch, s
     assert "Add gold units" not in [b.label for b in at.button]   # a chat study's gold checks are instructions
     assert ("Instruction 1: In your first message, mention the word giraffe.\n  Expected word: giraffe"
             in [t.value for t in at.text])
-    at.text_area(key="ct-crowd-instruction").input("In your last message, mention the word otter.")
+    at.text_area(key=f"ct-crowd-instruction-{task_id}").input("In your last message, mention the word otter.")
     next(b for b in at.button if b.label == "Add the instruction check").click().run()   # no word: refused
     assert messages(at.error) == ["An instruction check needs its text and the word a message must contain."]
     con = connect(db)
     assert len(crowd_store.instructions(con, task_id)) == 1
     con.close()
-    at.text_input(key="ct-crowd-expect").input("otter")
+    at.text_input(key=f"ct-crowd-expect-{task_id}").input("otter")
     next(b for b in at.button if b.label == "Add the instruction check").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert messages(at.success) == ["Instruction check 2 added."]
@@ -159,12 +159,12 @@ def test_adding_an_instruction_check_and_a_question_from_the_page(monkeypatch, s
     assert "Instruction 2: In your last message, mention the word otter.\n  Expected word: otter" in \
         next(t.value for t in at.text if t.value.startswith("Instruction 1:"))
     # a comprehension question, of the chat study (not of a rating task of the same number)
-    at.text_input(key="ct-crowd-question").input("What do you do first?")
-    at.text_area(key="ct-crowd-options").input("greet\nrate\nleave")
-    at.number_input(key="ct-crowd-answer").set_value(4)   # not one of the three: refused
+    at.text_input(key=f"ct-crowd-question-{task_id}").input("What do you do first?")
+    at.text_area(key=f"ct-crowd-options-{task_id}").input("greet\nrate\nleave")
+    at.number_input(key=f"ct-crowd-answer-{task_id}").set_value(4)   # not one of the three: refused
     next(b for b in at.button if b.label == "Add the question").click().run()
     assert messages(at.error) == ["The right answer is one of the options, 1 to 3."]
-    at.number_input(key="ct-crowd-answer").set_value(1)
+    at.number_input(key=f"ct-crowd-answer-{task_id}").set_value(1)
     next(b for b in at.button if b.label == "Add the question").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert messages(at.success) == ["Comprehension question 1 added."]

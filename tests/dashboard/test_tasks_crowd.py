@@ -183,15 +183,19 @@ def test_adding_gold_units_from_the_page(monkeypatch, study):
     assert "The task holds 2 gold units; each worker meets 2." in [t.value for t in at.text]
     assert gold_table(at).to_dict("records") == [{"kind": "nonsense", "dimension": "Coh", "expected": "0",
                                                    "units": 2}]   # counts, never which units
-    at.selectbox(key="tk-crowd-gold-dimension").set_value("Info")
-    at.text_input(key="tk-crowd-gold-expect").input("5")   # outside Info's scale: refused, said, nothing written
+    at.selectbox(key=f"tk-crowd-gold-dimension-{task_id}").set_value("Info")
+    at.text_input(key=f"tk-crowd-gold-expect-{task_id}").input("5")   # outside Info's scale: refused, said, nothing written
     next(b for b in at.button if b.label == "Add gold units").click().run()
     assert messages(at.error) == ["Info is rated from 0 to 2: the expected answer must lie within."]
     con = connect(db)
     assert len(crowd_store.gold_units(con, task_id)) == 2
     con.close()
-    at.text_input(key="tk-crowd-gold-expect").input("0")
-    at.number_input(key="tk-crowd-gold-count").set_value(3)
+    at.selectbox(key=f"tk-crowd-gold-kind-{task_id}").set_value("custom")
+    at.text_input(key=f"tk-crowd-gold-expect-{task_id}").input("0")   # a custom one with no item or reply: refused
+    next(b for b in at.button if b.label == "Add gold units").click().run()
+    assert messages(at.error) == ["A custom gold unit needs its item and the reply shown."]
+    at.selectbox(key=f"tk-crowd-gold-kind-{task_id}").set_value("nonsense")
+    at.number_input(key=f"tk-crowd-gold-count-{task_id}").set_value(3)
     next(b for b in at.button if b.label == "Add gold units").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert messages(at.success) == ["3 gold units added: nonsense, Info expected 0."]
@@ -209,15 +213,15 @@ def test_adding_a_comprehension_question_from_the_page(monkeypatch, study):
     db, task_id, __ = study
     at = run("tasks", monkeypatch, {"EVALCORE_DB": db, **WRITE}, task=str(task_id))
     assert "No comprehension question: workers start the real work at once." in [c.value for c in at.caption]
-    at.text_input(key="tk-crowd-question").input("What do you rate?")
-    at.text_area(key="tk-crowd-options").input("the reply\nthe reply")   # two answers, not different: refused
+    at.text_input(key=f"tk-crowd-question-{task_id}").input("What do you rate?")
+    at.text_area(key=f"tk-crowd-options-{task_id}").input("the reply\nthe reply")   # two answers, not different: refused
     next(b for b in at.button if b.label == "Add the question").click().run()
     assert messages(at.error) == ["A comprehension question offers at least two different answers."]
     con = connect(db)
     assert crowd.questions(con, task_id) == []
     con.close()
-    at.text_area(key="tk-crowd-options").input("the question\nthe reply\n\nthe model")
-    at.number_input(key="tk-crowd-answer").set_value(2)
+    at.text_area(key=f"tk-crowd-options-{task_id}").input("the question\nthe reply\n\nthe model")
+    at.number_input(key=f"tk-crowd-answer-{task_id}").set_value(2)
     next(b for b in at.button if b.label == "Add the question").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert messages(at.success) == ["Comprehension question 1 added."]
@@ -227,7 +231,7 @@ def test_adding_a_comprehension_question_from_the_page(monkeypatch, study):
     con.close()
     assert ("Question 1: What do you rate?\n  1. the question\n  2. the reply\n  3. the model\n"
             "  Right answer: 2. the reply") in [t.value for t in at.text]
-    assert at.text_input(key="tk-crowd-question").value == ""   # emptied: a second click adds nothing
+    assert at.text_input(key=f"tk-crowd-question-{task_id}").value == ""   # emptied: a second click adds nothing
 
 
 def test_opening_an_open_task_to_a_platform(monkeypatch, tmp_path, default_store_file):
