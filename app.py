@@ -56,6 +56,10 @@ if __name__ == "__main__" and not st.runtime.exists():
     else:
         jobs.watch(str(resolve_db_path()))  # at start: the jobs a killed or stopped server left queued are run
     PagesManager.uses_pages_directory = False
+    from evalcore.store import shared
+    # a server's store stays open a second after its last page run (or until another process asks for the file):
+    # runs that follow each other closely do not each reopen and checkpoint it
+    shared.LINGER = 1.0
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
 
@@ -66,6 +70,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 from evalcore.core import collector
 from evalcore.core.errors import StoreError
 from evalcore.core.i18n import _
+from evalcore.pagedata import crowd as crowd_data
 from pages import PAGES
 from pages.kit import lang
 from pages.kit.access import guard_uploads
@@ -80,7 +85,8 @@ started = time.perf_counter()
 # The pages along the top, not in a sidebar: Streamlit collapses its sidebar only below 768 px, so at 800 px it
 # kept 300 px (37%) and cut the leaderboard after BLEU4, Compare's deltas and the jobs table. Along the top,
 # every page has the window's whole width; a narrow window lists the first pages and the rest under "more".
-page = st.navigation(pages, position="top")
+# A crowd worker, who came by a study's link, sees their task's page alone: the lab's other pages are not theirs.
+page = st.navigation(pages, position="hidden" if crowd_data.from_platform(st.query_params) else "top")
 try:
     page.run()
     read_only_note()

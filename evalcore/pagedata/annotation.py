@@ -214,6 +214,11 @@ def flag(con, task: Task, unit: int, annotator: str, comment: str) -> None:
     stored.flag(con, task, unit, annotator, comment)
 
 
+def standing(con, task: Task, unit: int, annotator: str) -> tuple[dict[str, float], list[int]]:
+    """(their latest answers on the unit, the units they answered or skipped in order): one query a draw."""
+    return stored.standing(con, task, unit, annotator)
+
+
 def history_of(con, task: Task, annotator: str) -> list[int]:
     return stored.units_of(con, task, annotator)
 
@@ -339,10 +344,13 @@ def crowd_place(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: Task, 
                 unit: int) -> tuple[int, int]:
     """(the unit's place among the worker's, 1-based; units they rate in all): "Unit 3 of 6", never the task's
     number of the unit (a gold unit's number would tell it apart)."""
-    total = crowd.position(con, study, task, annotator)[1]
-    mine = stored.units_of(con, task, annotator)
-    place = mine.index(unit) + 1 if unit in mine else len(mine) + 1
-    return min(place, total), total
+    return place_among(study, stored.units_of(con, task, annotator), unit)
+
+
+def place_among(study: crowd.Study, history: list[int], unit: int) -> tuple[int, int]:
+    """crowd_place from the units the worker answered, in order (standing)."""
+    place = history.index(unit) + 1 if unit in history else len(history) + 1
+    return min(place, study.units), study.units
 
 
 def crowd_finish(con: duckdb.DuckDBPyConnection, study: crowd.Study, worker: str) -> crowd.Ending:

@@ -35,6 +35,12 @@ CHAT_COLUMNS = ["annotator", "outcome", "excluded", "reason", "conversations", "
                 "seconds", "hourly_pay", "other_identity"]
 
 
+def from_platform(query) -> bool:
+    """Whether a page's URL carries a crowd platform's worker identifier (a study's link): its worker sees that page
+    alone, without the dashboard's navigation (app.py)."""
+    return any(params.worker in query for params in crowd.PARAMS.values())
+
+
 def platform_name(platform: str) -> str:
     name = PLATFORM_NAMES.get(platform, platform)
     return _(name) if platform == "generic" else name
@@ -255,8 +261,7 @@ def questions_with_answers(con: duckdb.DuckDBPyConnection, task_id: int,
                            kind: str = "rating") -> list[tuple[int, str, list[str], int]]:
     """The study's comprehension questions in order: (number, question, options, the right option's index from 0).
     The right answers: for those with write access only (the workers' page reads crowd.questions, without them)."""
-    right = dict(con.execute("SELECT question_no, answer FROM crowd_questions WHERE kind = ? AND task_id = ?",
-                             [kind, task_id]).fetchall())
+    right = stored.right_answers(con, task_id, kind)
     return [(no, text, options, int(right[no])) for no, text, options in crowd.questions(con, task_id, kind)]
 
 

@@ -159,10 +159,11 @@ def gold_places(study: Study, task, annotator: str) -> set[int]:
     return {int(p) for p in rng.choice(np.arange(first, study.units), size=study.gold, replace=False)}
 
 
-def _done(con, task: Task, annotator: str) -> tuple[list[int], set[int]]:
-    """(units this worker finished, in order; the gold ones among them)."""
+def _done(con, task: Task, annotator: str, golds: set[int] | None = None) -> tuple[list[int], set[int]]:
+    """(units this worker finished, in order; the gold ones among them). `golds`: the task's gold units, when the
+    caller read them already."""
     done = task_store.finished_units(con, task, annotator)
-    return done, set(done) & stored.gold_units(con, task.task_id)
+    return done, set(done) & (stored.gold_units(con, task.task_id) if golds is None else golds)
 
 
 def position(con: duckdb.DuckDBPyConnection, study: Study, task: Task, annotator: str) -> tuple[int, int]:
@@ -174,15 +175,14 @@ def next_unit(con: duckdb.DuckDBPyConnection, study: Study, task: Task, annotato
               now: datetime | None = None) -> int | None:
     """The worker's next unit, claimed for them; None when their share is done (or nothing is left for them:
     `finish` then says so). A gold unit at their gold places, a real one elsewhere (K holds for real ones)."""
-    done, gold_done = _done(con, task, annotator)
+    golds = stored.gold_units(con, task.task_id)
+    done, gold_done = _done(con, task, annotator, golds)
     if len(done) >= study.units:
         return None
-    golds = stored.gold_units(con, task.task_id)
     wants_gold = len(done) in gold_places(study, task, annotator) and len(gold_done) < study.gold
     pool = golds if wants_gold and golds - set(done) else None
     if pool is None:
-        real = {int(u) for u in task_store.units(con, task.task_id)["unit"]} - golds
-        pool = real
+        pool = {int(u) for u in task_store.unit_numbers(con, task.task_id)} - golds
     unit = task_store.next_unit(con, task, annotator, now=now, among=pool)
     if unit is None and pool is not golds and golds - set(done) and len(gold_done) < study.gold:
         unit = task_store.next_unit(con, task, annotator, now=now, among=golds)   # no real unit left: gold ones still

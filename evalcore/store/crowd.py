@@ -234,6 +234,12 @@ def questions(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating"
         [kind, task_id]).fetchall()]
 
 
+def right_answers(con: duckdb.DuckDBPyConnection, task_id: int, kind: str = "rating") -> dict[int, int]:
+    """{question number: the right option's index from 0}: for those who run the study, never a worker's page."""
+    return {int(n): int(a) for n, a in con.execute(
+        "SELECT question_no, answer FROM crowd_questions WHERE kind = ? AND task_id = ?", [kind, task_id]).fetchall()}
+
+
 def attempt(con: duckdb.DuckDBPyConnection, task_id: int, worker: str, answers: list[int | None],
             kind: str = "rating", now: datetime | None = None) -> tuple[bool, int]:
     """One attempt at the comprehension questions, stored: (passed, attempts left). Refused after the last one."""

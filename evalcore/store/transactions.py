@@ -49,7 +49,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         try:
             yield con
             # as this transaction leaves it; a failure here rolls it back like any other
-            catalog = catalog_digest(con) if _CHANGED.__dict__.get("marks") else None
+            catalog = catalog_digest(con) if _CHANGED.__dict__.get("marks") and _CHANGED.__dict__.get("catalog") \
+                else None
         except BaseException as exc:
             _changed_by_this_transaction()   # rolled back: nothing changed
             try:
@@ -162,28 +163,38 @@ def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
 
 
 def database_path(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The file `con` has open (None or '' for an in-memory database)."""
-    return con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    """The file `con` has open (None or '' for an in-memory database). Asked of DuckDB once per shared instance (a
+    page's write asks it at every answer)."""
+    shared = con._shared if isinstance(con, Lease) else None
+    known = getattr(shared, "duckdb_path", None)
+    if known is None:
+        known = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+                            ).fetchall()[0][0]
+        if shared is not None:
+            shared.duckdb_path = known
+    return known
 
 
-def bump_revision(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> None:
+def bump_revision(con: duckdb.DuckDBPyConnection, dataset: str | None = None, *, catalog: bool = True) -> None:
     """Mark the store as changed (call inside the writing transaction): its revision, and, once the
     transaction commits, `<store>.rev`, the mark pages' caches are keyed on (stamp). `dataset`: the one
     dataset whose rows this write changed (an import into it, its scores, an answer to its task), so only
     that dataset's pages (and the pages about every dataset) are computed anew; None: anything may have
-    changed (every page is)."""
+    changed (every page is). `catalog` False: the write cannot change the store's catalog (an answer to a task), so
+    its digest (a query over the datasets and tracks) is not computed again at the commit."""
     con.execute("UPDATE revision SET n = n + 1")
     db = database_path(con)
     if not db:   # an in-memory database: no file to mark
         return
     if getattr(_CHANGED, "depth", 0):
         _CHANGED.__dict__.setdefault("marks", set()).add((db, dataset))
+        _CHANGED.catalog = _CHANGED.__dict__.get("catalog", False) or catalog
     else:   # outside transaction(): the UPDATE is committed already
         with WRITE_LOCK:
-            mark_changed({(db, dataset)}, catalog_digest(con))
+            mark_changed({(db, dataset)}, catalog_digest(con) if catalog else None)
 
 
 def _changed_by_this_transaction() -> set[tuple[str, str | None]]:
     marks = _CHANGED.__dict__.get("marks", set())
-    _CHANGED.marks = set()
+    _CHANGED.marks, _CHANGED.catalog = set(), False
     return marks

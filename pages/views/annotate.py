@@ -131,10 +131,12 @@ def _unit_panel() -> None:
         st.session_state[unit_key] = (ann.next_unit(con, task, annotator) if study is None
                                       else ann.crowd_next_unit(con, study, task, annotator))
     unit = st.session_state[unit_key]
+    if study is not None and unit is None:   # a crowd worker's share is done: the whole page draws their end
+        st.rerun()
+    # their answers on the unit and the units they answered, in one query (a draw follows every click)
+    given, history = ann.standing(con, task, unit, annotator) if unit is not None else ({}, [])
     if study is not None:   # a crowd worker: "Unit 3 of 6", their place, never the task's number of the unit
-        if unit is None:    # their share is done: the whole page draws their end
-            st.rerun()
-        place, total = ann.crowd_place(con, study, task, annotator, unit)
+        place, total = ann.place_among(study, history, unit)
         st.progress(min((place - 1) / max(total, 1), 1.0))
         mark = f"p{place}"   # what the unit's controls are keyed by: its place (a gold unit's number would show)
     else:
@@ -153,7 +155,13 @@ def _unit_panel() -> None:
     if task.guidelines:
         with st.expander(_("Guidelines"), expanded=(place == 1) if study is not None else done == 0):
             st.text(task.guidelines)
-    view = ann.unit_view(con, task, unit, annotator)
+    # the unit's text, read once while it is theirs: the clicks on it redraw it unchanged
+    seen = st.session_state.get(f"ann-view-{task.task_id}")
+    if seen is not None and seen[0] == (unit, annotator):
+        view = seen[1]
+    else:
+        view = ann.unit_view(con, task, unit, annotator)
+        st.session_state[f"ann-view-{task.task_id}"] = ((unit, annotator), view)
     st.caption(_("Unit {unit}").format(unit=unit) if study is None else
                _("Unit {unit} of {n}").format(unit=place, n=total))
     for speaker, text in view["turns"]:
@@ -163,15 +171,18 @@ def _unit_panel() -> None:
         with st.expander(_("Grounding: {heading}").format(heading=md_escape(ann.grounding_heading(heading)))):
             st.text("\n".join(lines))
 
-    given = ann.my_answers(con, task, unit, annotator)
     revisit = bool(given) and len(given) == len(task.dimensions)
+    answered = set(given)   # grows with each answer this draw's controls store (_answered)
 
     def _answered(dimension: str, value_of) -> None:  # noqa: B023
         """A click: stored at once; on a new unit, the last dimension answered moves on to the next unit."""
         choice = st.session_state.get(f"ann-{task.task_id}-{mark}-{dimension}")
         if choice is None or not _act(ann.answer, unit, annotator, dimension, value_of(choice)):
             return
-        if not revisit and len(ann.my_answers(con, task, unit, annotator)) == len(task.dimensions):
+        # the unit's answers as drawn plus those stored since by this draw's controls (clicks sent together run
+        # their callbacks in one rerun): all given, the next unit
+        answered.add(dimension)
+        if not revisit and answered >= {d.dimension for d in task.dimensions}:
             st.session_state[unit_key] = None
 
     if task.level == "dialogue":   # whole conversations: the model's turns are what is rated
@@ -214,7 +225,7 @@ def _unit_panel() -> None:
                                  args=(dim.dimension, lambda c: ann.vote_value(view["sides"], c)))
 
     # -------------------------------------------------------------- skip, back, flag
-    earlier = [u for u in ann.history_of(con, task, annotator) if u != unit]
+    earlier = [u for u in history if u != unit]
 
     def _skip() -> None:
         if _act(ann.skip, unit, annotator):

@@ -51,7 +51,9 @@ def rate_all(con, study, task, worker, *, careless: bool, start: datetime) -> li
             elif (unit, d.dimension) in golds.index:
                 value = golds.loc[(unit, d.dimension), "low"]
             else:
-                value = float((unit + len(seen) + len(d.dimension)) % 3)
+                # by place, not unit number (drawn anew each run): any 4 of 6 places hold two residues mod 3,
+                # so a careful worker never straight-lines by chance
+                value = float((len(seen) + len(d.dimension)) % 3)
             stored.answer(con, task, unit, worker.annotator, d.dimension, value, now=now)
         seen.append(unit)
     return seen
@@ -101,7 +103,7 @@ def test_a_study_from_entry_to_codes(study):
     per_unit = stored.latest(con, task.task_id).groupby("unit")["annotator"].nunique()
     assert per_unit.max() <= K                                                # K holds on the real units
     endings = {n: crowd.finish(con, opened, w.worker) for n, w in workers.items()}
-    assert {n for n, e in endings.items() if not e.passed} == {5, 6, 7}
+    assert {n for n, e in endings.items() if not e.passed} == {5, 6, 7}, {n: e.reasons for n, e in endings.items()}
     assert endings[0].code == "DONE42" and endings[0].redirect == "https://app.prolific.com/submissions/complete?cc=DONE42"
     assert endings[5].code == "FAIL42" and any("gold" in r for r in endings[5].reasons)
     assert any("same answer" in r for r in endings[5].reasons) and any("faster" in r for r in endings[5].reasons)

@@ -59,6 +59,7 @@ def test_a_worker_from_the_platform_link_to_the_completion_code(study, width):
         page.goto(f"{base}/annotate?task={task_id}&PROLIFIC_PID={pid}&STUDY_ID=study1&SESSION_ID=s{width}")
         expect(page.get_by_text("What do you rate?")).to_be_visible(timeout=60_000)
         assert not page.locator('[data-testid="stTextInput"]').count()   # nothing to type
+        assert not page.locator('[data-testid="stTopNavLink"]').count()   # the task's page alone: no lab pages
         whole_page(page, ARTIFACTS / f"crowd-1-check-{width}px.png")
         _answer(page, "grammar only")
         expect(page.get_by_text(re.compile("one more attempt"))).to_be_visible(timeout=30_000)
