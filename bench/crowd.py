@@ -2,8 +2,9 @@
 study's link within minutes and rate their share through one dashboard server, every answer kept once.
 
     python bench/crowd.py [--workers 300] [--enter-seconds 120] [--rate-minutes 10] [--processes 1,2]
-                          [--items 1000] [--think-scale 1] [--store STORE] [--json OUT]
+                          [--items 1000] [--think-scale 1] [--unit-seconds LO:HI] [--store STORE] [--json OUT]
     python bench/crowd.py --workers 20 --enter-seconds 10 --rate-minutes 1     # a short try
+    python bench/crowd.py --unit-seconds 30:75      # the issue's pace: a share of 10 units over about 10 minutes
 
 The study: a store made with `evalcore init` (or a copy of --store, one such store) and, through the services (no
 SQL), a rating task on demo-zh (Info and Coh, --items units, K = 3, its language Chinese, as the dataset's), opened
@@ -27,7 +28,10 @@ person would: "Try again" (or a reload) 2-5 s later, at most RETRIES times per w
   careful (the rest)  2-8 s between clicks, the first click on a unit no sooner than the unit's reading floor (its
                   characters / evalcore.analysis.crowd_quality.CHARS_PER_SECOND, + 0.5-2 s: a careful worker reads the
                   text before answering, and the pass rule flags answers faster than that); real units get varied
-                  values, gold units their expected answer.
+                  values, gold units their expected answer. Reading at the floor (25 characters a second) they finish
+                  their 10 units in about 4 minutes: a harder burst than the issue's, whose workers rate for 10.
+                  --unit-seconds LO:HI: at least a uniform LO-HI seconds before a unit's first click (30:75: about
+                  57 s a unit with the second click, their share over about 10 minutes, as the issue has it).
 A bench shortcut: the workers know which unit is gold, its expected answer and each unit's reading floor from the
 store (read before the server starts: `crowd_store.gold`, `crowd.text_chars`), by the unit number in the rating
 control's key; a real worker sees nothing that tells a gold unit from a real one. --think-scale S < 1 (for trying)
@@ -92,6 +96,7 @@ DONE, FAIL = "DONE42", "FAIL42"
 DIMENSIONS = ["Info", "Coh"]
 QUESTION = ("你要评的是什么？", ["只看回复的语法", "回复在对话上下文中的表现"], 1)   # (text, options, the right one)
 TIMEOUT = 120.0
+PACE: tuple[float, float] | None = None   # --unit-seconds LO:HI: a careful worker's least time on a unit's first click
 RETRIES = 20   # times a worker reloads or clicks "Try again" when the page says it cannot go on now
 # the identifiers a session might find in what it received: 24 hex digits after a prefix of this bench's own
 PID_PREFIX, SESSION_PREFIX = "b3c0", "5e55"
@@ -313,7 +318,10 @@ async def worker(k: int, kind: str, base: str, study: Study, start_at: float, ra
                 else:
                     if not accepted[place]:   # the unit read first
                         floor = max((study.floor.get(u, 0.0) for u in units), default=0.0)
-                        await asyncio.sleep(max(rng.uniform(2, 8), floor + rng.uniform(0.5, 2)) * scale)
+                        read = max(rng.uniform(2, 8), floor + rng.uniform(0.5, 2))
+                        if PACE is not None:   # --unit-seconds: a worker who takes their time over each unit
+                            read = max(read, rng.uniform(*PACE))
+                        await asyncio.sleep(read * scale)
                     else:
                         await wait(2, 8)
                     if dim in expected:
@@ -546,7 +554,7 @@ def run(workers: int, enter_seconds: float, rate_minutes: float, processes: int,
     ok = [(k, t) for k, t, e in log.clicks if e is None]
     errors = [e for _, _, e in log.clicks if e is not None]
     out = {"processes": processes, "workers": workers, "enter_seconds": enter_seconds, "rate_minutes": rate_minutes,
-           "think_scale": scale, "seconds": round(took, 1), "clicks": len(log.clicks),
+           "think_scale": scale, "unit_seconds": list(PACE) if PACE else None, "seconds": round(took, 1), "clicks": len(log.clicks),
            "click": summary([t for _, t in ok]),
            **{kind: summary([t for k, t in ok if k == kind]) for kind in ("enter", "question", "rate", "second", "retry")},
            "retries": log.retries, "unfinished": log.unfinished,
@@ -603,10 +611,16 @@ def main() -> None:
     parser.add_argument("--processes", default="1,2", help="comma-separated page-serving process counts")
     parser.add_argument("--items", type=int, default=1000, help="the task's units (K = 3)")
     parser.add_argument("--think-scale", type=float, default=1.0, help="every wait times this (below 1: a try)")
+    parser.add_argument("--unit-seconds", help="LO:HI: careful workers spend a uniform LO-HI seconds on a unit before "
+                        "its first click (at least its reading floor); by default the floor + 0.5-2 s")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", type=Path, help="copy this `evalcore init` store instead of building one")
     parser.add_argument("--json", type=Path, help="also write the runs' summaries here")
     args = parser.parse_args()
+    global PACE
+    if args.unit_seconds:
+        lo, hi = (float(v) for v in args.unit_seconds.split(":"))
+        PACE = (lo, hi)
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-crowd-"))
     source = tmp / "study.duckdb"
     if args.store is not None:
