@@ -56,10 +56,6 @@ if __name__ == "__main__" and not st.runtime.exists():
     else:
         jobs.watch(str(resolve_db_path()))  # at start: the jobs a killed or stopped server left queued are run
     PagesManager.uses_pages_directory = False
-    from evalcore.store import shared
-    # a server's store stays open a second after its last page run (or until another process asks for the file):
-    # runs that follow each other closely do not each reopen and checkpoint it
-    shared.LINGER = 1.0
     sys.argv = ["streamlit", "run", __file__, *sys.argv[1:]]
     sys.exit(cli.main())
 

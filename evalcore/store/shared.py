@@ -17,8 +17,6 @@ from evalcore.store.paths import check_store_path, resolve_db_path
 
 LOCK_GRACE = 0.25     # seconds a lease that would not wait for the file waits for this process's own opening of it
 FAIR_WAIT = 1.0       # seconds a new cursor waits for this process's runs to let a waiting process in (Shared.lease)
-LINGER = 0.0          # seconds an idle instance stays open; the dashboard's server sets it (app.py), nothing else does
-LOOK = 0.05           # seconds between an idle instance's looks for a process that waits for the file
 
 
 class Shared:
@@ -36,8 +34,6 @@ class Shared:
         self.generation = 0      # leases handed out: a test or a job check can tell a new one was taken
         self.read_only = False   # opened read-only: the file system would not let it be written (lease)
         self.stale = False       # to be opened anew once every cursor is back (Lease.spoiled)
-        self.idle_since = 0.0    # when the last cursor came back (LINGER)
-        self.watcher: threading.Thread | None = None   # closes a lingering instance (_linger)
 
     @classmethod
     def of(cls, path: str | os.PathLike | None = None) -> "Shared":
@@ -112,40 +108,14 @@ class Shared:
             root.close()  # the instance is checkpointed and detached here, under the lock
 
     def give_back(self, cur: duckdb.DuckDBPyConnection) -> None:
-        """A lease's cursor back (Lease.close): the last one closes the instance, so the file is free; on a dashboard
-        server (LINGER) once it has been idle that long, or at once when another process waits for the file."""
+        """A lease's cursor back (Lease.close): the last one closes the instance, so the file is free."""
         with self.lock:
             try:
                 cur.close()
             finally:
                 self.users -= 1
                 if self.users == 0:
-                    if LINGER > 0 and not self.stale and not someone_waits(self.db):
-                        self.idle_since = time.monotonic()
-                        self._watch()
-                    else:
-                        self._close_root()
-
-    def _watch(self) -> None:
-        """Start the thread that closes the instance once it has been idle LINGER seconds or another process waits
-        for the file (called under the lock). Why linger: closing checkpoints the store and opening it again
-        costs 20-50 ms; a server whose clicks come a few a second (a crowd study's launch) paid that on most of
-        them."""
-        if self.watcher is not None and self.watcher.is_alive():
-            return
-        self.watcher = threading.Thread(target=self._linger, name="evalcore-store-linger", daemon=True)
-        self.watcher.start()
-
-    def _linger(self) -> None:
-        while True:
-            time.sleep(LOOK)
-            with self.lock:
-                if self.root is None:
-                    return
-                if self.users == 0 and (self.stale or someone_waits(self.db)
-                                        or time.monotonic() - self.idle_since >= LINGER):
                     self._close_root()
-                    return
 
     @property
     def is_open(self) -> bool:
