@@ -219,10 +219,6 @@ def standing(con, task: Task, unit: int, annotator: str) -> tuple[dict[str, floa
     return stored.standing(con, task, unit, annotator)
 
 
-def history_of(con, task: Task, annotator: str) -> list[int]:
-    return stored.units_of(con, task, annotator)
-
-
 def my_progress(con, task: Task, annotator: str) -> tuple[int, int]:
     """(units this annotator finished or skipped, units in the task)."""
     return stored.done_by(con, task, annotator)
@@ -340,15 +336,9 @@ def crowd_next_unit(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: Ta
     return crowd.next_unit(con, study, task, annotator)
 
 
-def crowd_place(con: duckdb.DuckDBPyConnection, study: crowd.Study, task: Task, annotator: str,
-                unit: int) -> tuple[int, int]:
-    """(the unit's place among the worker's, 1-based; units they rate in all): "Unit 3 of 6", never the task's
-    number of the unit (a gold unit's number would tell it apart)."""
-    return place_among(study, stored.units_of(con, task, annotator), unit)
-
-
 def place_among(study: crowd.Study, history: list[int], unit: int) -> tuple[int, int]:
-    """crowd_place from the units the worker answered, in order (standing)."""
+    """(the unit's place among the worker's, 1-based; units they rate in all), from the units they answered in order
+    (standing): "Unit 3 of 6", never the task's number of the unit (a gold unit's number would tell it apart)."""
     place = history.index(unit) + 1 if unit in history else len(history) + 1
     return min(place, study.units), study.units
 

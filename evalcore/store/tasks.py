@@ -415,7 +415,7 @@ def _plan(con, task: Task, annotator: str, now: datetime, units: list[int] | Non
                    WHERE task_id = ? AND kind = 'skip' GROUP BY ALL) s USING (unit, annotator)
         WHERE a.task_id = ? GROUP BY ALL""", [task.task_id, task.task_id]).fetchall()
     me, keys, full, since = identity_key(annotator), {}, len(task.dimensions), now - CLAIM_TTL
-    gold, out = _crowd(con, task)
+    gold, out, __ = _crowd(con, task)
     people: dict[tuple[int, str], list] = {}   # (unit, person) -> [dims, skipped, last claim]
     for unit, name, dims, ever_skipped, claimed in rows:
         if name in out:   # an excluded crowd worker holds no place: someone else rates the unit instead
@@ -466,17 +466,20 @@ def _share_refused(units: int | None, other_units: int) -> None:
             n=units))
 
 
-def _crowd(con, task: Task) -> tuple[set[int], set[str]]:
+def _crowd(con, task: Task) -> tuple[set[int], set[str], int | None]:
     return _crowd_of(con, task.task_id)
 
 
-def _crowd_of(con, task_id: int) -> tuple[set[int], set[str]]:
-    """(the task's gold units, its crowd workers excluded now): none unless the task is a crowd study."""
+def _crowd_of(con, task_id: int) -> tuple[set[int], set[str], int | None]:
+    """(the task's gold units, its crowd workers excluded now, a crowd study's units per worker: None for a task that
+    is no crowd study), in one query."""
     rows = con.execute("""
         SELECT 'gold', unit::VARCHAR FROM gold_units WHERE task_id = ?
+        UNION ALL SELECT 'share', units::VARCHAR FROM crowd_studies WHERE kind = 'rating' AND task_id = ?
         UNION ALL SELECT 'out', annotator FROM crowd_decisions WHERE kind = 'rating' AND task_id = ?
-        GROUP BY annotator HAVING arg_max(excluded, decision_id)""", [task_id, task_id]).fetchall()
-    return {int(v) for k, v in rows if k == "gold"}, {v for k, v in rows if k == "out"}
+        GROUP BY annotator HAVING arg_max(excluded, decision_id)""", [task_id, task_id, task_id]).fetchall()
+    return ({int(v) for k, v in rows if k == "gold"}, {v for k, v in rows if k == "out"},
+            next((int(v) for k, v in rows if k == "share"), None))
 
 
 def waiting(con: duckdb.DuckDBPyConnection, task: Task, annotator: str, *,
@@ -523,7 +526,7 @@ def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id:
     rows = con.execute("SELECT annotator, answer_id, kind, given_at FROM task_answers WHERE task_id = ? AND unit = ? "
                        "AND kind IN ('rating', 'vote', 'skip', 'claim') ORDER BY answer_id", [task.task_id, unit]
                        ).fetchall()
-    share, out = _crowd_share(con, task.task_id)
+    __, out, share = _crowd(con, task)
     last_skip = {who: answer_id for who, answer_id, kind, __ in rows if kind == "skip"}
     holders = {identity_key(who) for who, answer_id, kind, __ in rows
                if kind in ("rating", "vote") and answer_id > last_skip.get(who, 0) and who not in out}
@@ -532,15 +535,6 @@ def _checks(con, task: Task, unit: int, annotator: str, dimension: str, item_id:
     if share is not None:
         other_units = len({u for u, __, __, __, kind in _own(con, task.task_id, annotator) if kind != "skip"} - {unit})
     return Checks(holders, where, share, other_units, shown)
-
-
-def _crowd_share(con, task_id: int) -> tuple[int | None, set[str]]:
-    """(a crowd study's units per worker, None for a task that is no crowd study; its workers excluded now)."""
-    rows = con.execute("""
-        SELECT 'share', units::VARCHAR FROM crowd_studies WHERE kind = 'rating' AND task_id = ?
-        UNION ALL SELECT 'out', annotator FROM crowd_decisions WHERE kind = 'rating' AND task_id = ?
-        GROUP BY annotator HAVING arg_max(excluded, decision_id)""", [task_id, task_id]).fetchall()
-    return next((int(v) for k, v in rows if k == "share"), None), {v for k, v in rows if k == "out"}
 
 
 def answer(con: duckdb.DuckDBPyConnection, task: Task, unit: int, annotator: str, dimension: str, value: float,
